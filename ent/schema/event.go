@@ -1,0 +1,52 @@
+package schema
+
+import (
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+
+	"github.com/flytrap/flytrap/ids"
+)
+
+// Event is an entry of the organization's event log (the outbox): written in the
+// same transaction as the change it reports, read by position.
+type Event struct{ ent.Schema }
+
+func (Event) Mixin() []ent.Mixin {
+	return []ent.Mixin{IDMixin{Prefix: ids.Event}, TenantMixin{}}
+}
+
+func (Event) Fields() []ent.Field {
+	return []ent.Field{
+		// Position only grows, and commits in order (see package event), so a cursor on it never skips.
+		field.Int64("position").Unique().Immutable().Positive().
+			Annotations(entgql.OrderField("POSITION")),
+		field.String("type").NotEmpty().MaxLen(64).Immutable(),
+		field.String("api_version").NotEmpty().MaxLen(10).Immutable(),
+		field.Time("created_at").Default(nowUTC).Immutable().
+			Annotations(entgql.OrderField("CREATED_AT")),
+		field.JSON("data", map[string]any{}).Immutable().
+			Annotations(entgql.Type("Map")),
+	}
+}
+
+func (Event) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.From("organization", Organization.Type).Ref("events").Field("org_id").
+			Unique().Required().Immutable().Annotations(entgql.Skip(entgql.SkipAll)),
+	}
+}
+
+func (Event) Indexes() []ent.Index {
+	return []ent.Index{
+		index.Fields("org_id", "position"),
+		index.Fields("org_id", "type", "position"),
+	}
+}
+
+func (Event) Annotations() []schema.Annotation {
+	return []schema.Annotation{entgql.QueryField(), entgql.RelayConnection()}
+}

@@ -1,0 +1,155 @@
+package schema
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"entgo.io/ent"
+
+	"github.com/flytrap/flytrap/apperr"
+	gen "github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/hook"
+	"github.com/flytrap/flytrap/ent/privacy"
+	"github.com/flytrap/flytrap/ent/site"
+	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/decoy"
+	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/viewer"
+)
+
+func (Trap) Hooks() []ent.Hook {
+	return []ent.Hook{
+		hook.On(trapDefaults, ent.OpCreate),
+		hook.Reject(ent.OpUpdate | ent.OpDelete), // one trap at a time, so each change has its event
+		trapEvents,
+	}
+}
+
+// trapDefaults puts a new trap on the organization's first site and picks a path when none is given.
+func trapDefaults(next ent.Mutator) ent.Mutator {
+	return hook.TrapFunc(func(ctx context.Context, m *gen.TrapMutation) (ent.Value, error) {
+		org, _ := m.OrgID()
+		sys := privacy.DecisionContext(ctx, privacy.Allow)
+		if id, ok := m.SiteID(); ok {
+			n, err := m.Client().Site.Query().Where(site.ID(id), site.OrgID(org)).Count(sys)
+			if err != nil {
+				return nil, err
+			}
+			if n == 0 {
+				return nil, apperr.Invalid("siteID", "no such site")
+			}
+		} else {
+			s, err := m.Client().Site.Query().Where(site.OrgID(org)).Order(site.ByCreatedAt(), site.ByID()).First(sys)
+			if gen.IsNotFound(err) {
+				return nil, apperr.Invalid("siteID", "the organization has no site to put the trap on")
+			}
+			if err != nil {
+				return nil, err
+			}
+			m.SetSiteID(s.ID)
+		}
+		if p, _ := m.Path(); p == "" {
+			typ, _ := m.GetType()
+			m.SetPath(decoy.Path(string(typ)))
+		}
+		if p, _ := m.Path(); !validPath(p) {
+			return nil, apperr.Invalid("path", "must start with / and contain no spaces, control characters, ? or #")
+		}
+		return next.Mutate(ctx, m)
+	})
+}
+
+func validPath(p string) bool {
+	if !strings.HasPrefix(p, "/") || strings.Contains(p, "//") {
+		return false
+	}
+	for _, r := range p {
+		if r <= ' ' || r == 0x7f || r == '?' || r == '#' || r == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// trapEvents writes trap.created, trap.updated and trap.deleted in the transaction of the change.
+func trapEvents(next ent.Mutator) ent.Mutator {
+	return hook.TrapFunc(func(ctx context.Context, m *gen.TrapMutation) (ent.Value, error) {
+		tx, err := m.Tx()
+		if err != nil {
+			return nil, fmt.Errorf("trap changes must run in a transaction: %w", event.ErrNoTx)
+		}
+		var before *gen.Trap
+		if m.Op().Is(ent.OpDeleteOne) {
+			id, _ := m.ID()
+			if before, err = m.Client().Trap.Get(ctx, id); err != nil {
+				return nil, err
+			}
+		}
+		v, err := next.Mutate(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case m.Op().Is(ent.OpCreate):
+			t := v.(*gen.Trap)
+			_, err = event.Append(ctx, tx, t.OrgID, event.TrapCreated, event.TrapData(t))
+		case m.Op().Is(ent.OpUpdateOne):
+			t := v.(*gen.Trap)
+			_, err = event.Append(ctx, tx, t.OrgID, event.TrapUpdated, event.TrapData(t))
+		case m.Op().Is(ent.OpDeleteOne):
+			_, err = event.Append(ctx, tx, before.OrgID, event.TrapDeleted, event.TrapData(before))
+		}
+		if err != nil {
+			return nil, err
+		}
+		return v, nil
+	})
+}
+
+func (Site) Hooks() []ent.Hook {
+	return []ent.Hook{hook.On(siteDeleteGuard, ent.OpDeleteOne), hook.Reject(ent.OpDelete)}
+}
+
+// siteDeleteGuard keeps traps from losing their site, and an organization from losing its last one.
+func siteDeleteGuard(next ent.Mutator) ent.Mutator {
+	return hook.SiteFunc(func(ctx context.Context, m *gen.SiteMutation) (ent.Value, error) {
+		id, _ := m.ID()
+		s, err := m.Client().Site.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		sys := privacy.DecisionContext(ctx, privacy.Allow)
+		traps, err := m.Client().Trap.Query().Where(trap.SiteID(id)).Count(sys)
+		if err != nil {
+			return nil, err
+		}
+		if traps > 0 {
+			return nil, apperr.Conflict("site %s still has %d trap(s); delete or move them first", id, traps)
+		}
+		sites, err := m.Client().Site.Query().Where(site.OrgID(s.OrgID)).Count(sys)
+		if err != nil {
+			return nil, err
+		}
+		if sites <= 1 {
+			return nil, apperr.Conflict("an organization keeps at least one site")
+		}
+		return next.Mutate(ctx, m)
+	})
+}
+
+func (APIKey) Hooks() []ent.Hook {
+	return []ent.Hook{hook.On(keyScopeCeiling, ent.OpCreate)}
+}
+
+// keyScopeCeiling keeps a caller from minting a key with more scope than its own.
+func keyScopeCeiling(next ent.Mutator) ent.Mutator {
+	return hook.APIKeyFunc(func(ctx context.Context, m *gen.APIKeyMutation) (ent.Value, error) {
+		if v, ok := viewer.FromContext(ctx); ok {
+			if s, _ := m.Scope(); !v.Scope.Includes(s) {
+				return nil, privacy.Denyf("a %s caller cannot create a %s key", v.Scope.Human(), s.Human())
+			}
+		}
+		return next.Mutate(ctx, m)
+	})
+}

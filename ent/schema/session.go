@@ -1,0 +1,68 @@
+package schema
+
+import (
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+
+	"github.com/flytrap/flytrap/ids"
+)
+
+// Session is one visitor's run of hits, as the detection engine groups and classifies it.
+type Session struct{ ent.Schema }
+
+func (Session) Mixin() []ent.Mixin {
+	return []ent.Mixin{IDMixin{Prefix: ids.Session}, TenantMixin{}}
+}
+
+func (Session) Fields() []ent.Field {
+	ro := entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)
+	return []ent.Field{
+		field.String("site_id").Optional().Annotations(ro),
+		field.String("source_ip").MaxLen(64).Annotations(ro),
+		field.String("user_agent").Default("").MaxLen(1024).Annotations(ro),
+		field.Enum("classification").
+			Values("HUMAN", "BOT", "CRAWLER", "AI_CRAWLER", "AI_ASSISTANT", "AI_AGENT", "AI_AGENT_MALICIOUS", "SCANNER").
+			Default("HUMAN").Annotations(entgql.Type("Classification")),
+		field.Int("score").Default(0).Min(0).Max(100).Annotations(entgql.OrderField("SCORE")),
+		field.Int("confidence").Default(0).Min(0).Max(100),
+		field.Enum("severity").Values("critical", "high", "medium", "low").Default("low").
+			Annotations(entgql.Type("Severity")),
+		field.Strings("signals_fired").Default([]string{}).Annotations(ro),
+		field.Time("first_seen").Default(nowUTC).Immutable().Annotations(entgql.OrderField("FIRST_SEEN")),
+		field.Time("last_seen").Default(nowUTC).Annotations(entgql.OrderField("LAST_SEEN")),
+		field.Int("hit_count").Default(0).Min(0).Annotations(entgql.OrderField("HIT_COUNT")),
+		field.Int("tripwires_fired").Default(0).Min(0),
+		field.Int("prompts_captured").Default(0).Min(0),
+		field.String("extracted_model").Default("").MaxLen(100),
+		field.String("extracted_operator").Default("").MaxLen(200),
+		field.Strings("traps_triggered").Default([]string{}).Annotations(ro),
+	}
+}
+
+func (Session) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.From("organization", Organization.Type).Ref("sessions").Field("org_id").
+			Unique().Required().Immutable().Annotations(entgql.Skip(entgql.SkipAll)),
+		edge.To("hits", Hit.Type).Annotations(entgql.RelayConnection()),
+	}
+}
+
+func (Session) Indexes() []ent.Index {
+	return []ent.Index{
+		index.Fields("org_id", "last_seen"),
+		index.Fields("org_id", "classification", "last_seen"),
+		index.Fields("org_id", "severity", "last_seen"),
+		index.Fields("org_id", "source_ip", "user_agent", "last_seen"),
+	}
+}
+
+func (Session) Annotations() []schema.Annotation {
+	return []schema.Annotation{
+		entgql.QueryField(),
+		entgql.RelayConnection(),
+	}
+}

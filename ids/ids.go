@@ -1,0 +1,58 @@
+// Package ids makes the service's identifiers: a type prefix and a ULID
+// (48-bit millisecond time + 80 random bits), lower-cased, so ids sort by
+// creation time, cannot be guessed, and say what they name (trp_…, ses_…).
+package ids
+
+import (
+	"crypto/rand"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// Prefixes of every identifier the service hands out.
+const (
+	Org     = "org"
+	Site    = "site"
+	Trap    = "trp"
+	Session = "ses"
+	Hit     = "hit"
+	Event   = "evt"
+	APIKey  = "key"
+)
+
+// New returns a fresh identifier with the given prefix.
+func New(prefix string) string {
+	id := ulid.MustNew(ulid.Timestamp(time.Now()), rand.Reader)
+	return prefix + "_" + strings.ToLower(id.String())
+}
+
+// NewFunc returns a generator for prefix, for ent's DefaultFunc.
+func NewFunc(prefix string) func() string {
+	return func() string { return New(prefix) }
+}
+
+// Prefix returns the type prefix of id ("trp" for "trp_01h…"), or "" if id is malformed.
+func Prefix(id string) string {
+	if !Valid(id) {
+		return ""
+	}
+	p, _, _ := strings.Cut(id, "_")
+	return p
+}
+
+// Valid reports whether id is a well-formed identifier of any known type.
+func Valid(id string) bool {
+	p, rest, ok := strings.Cut(id, "_")
+	if !ok || len(rest) != ulid.EncodedSize {
+		return false
+	}
+	switch p {
+	case Org, Site, Trap, Session, Hit, Event, APIKey:
+	default:
+		return false
+	}
+	_, err := ulid.ParseStrict(strings.ToUpper(rest))
+	return err == nil
+}

@@ -1,0 +1,92 @@
+// Package store opens the database a Flytrap instance runs on: an embedded
+// SQLite file by default, or PostgreSQL for a shared, multi-instance setup.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
+	_ "github.com/lib/pq"   // PostgreSQL driver
+	_ "modernc.org/sqlite" // pure-Go SQLite driver
+
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/migrate"
+	_ "github.com/flytrap/flytrap/ent/runtime" // hooks and privacy policies
+)
+
+// DB is an open database.
+type DB struct {
+	Client  *ent.Client
+	SQL     *sql.DB
+	Dialect string // dialect.SQLite or dialect.Postgres
+}
+
+// Open connects to dsn — a postgres:// URL, or a SQLite file path (optionally sqlite:PATH) —
+// and creates or upgrades the schema.
+func Open(ctx context.Context, dsn string) (*DB, error) {
+	driver, source, dia, err := parse(dsn)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open(driver, source)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if dia == dialect.Postgres {
+		db.SetMaxOpenConns(20)
+		db.SetMaxIdleConns(10)
+		db.SetConnMaxIdleTime(5 * time.Minute)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	client := ent.NewClient(ent.Driver(entsql.OpenDB(dia, db)))
+	if err := client.Schema.Create(ctx, migrate.WithDropIndex(true)); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("migrate schema: %w", err)
+	}
+	return &DB{Client: client, SQL: db, Dialect: dia}, nil
+}
+
+// Close closes the connection pool.
+func (d *DB) Close() error { return d.Client.Close() }
+
+// Ping checks that the database answers.
+func (d *DB) Ping(ctx context.Context) error { return d.SQL.PingContext(ctx) }
+
+func parse(dsn string) (driver, source, dia string, err error) {
+	dsn = strings.TrimSpace(dsn)
+	switch {
+	case dsn == "":
+		return "", "", "", fmt.Errorf("no database given")
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		if _, err := url.Parse(dsn); err != nil {
+			return "", "", "", fmt.Errorf("database URL: %w", err)
+		}
+		return "postgres", dsn, dialect.Postgres, nil
+	default:
+		path := strings.TrimPrefix(dsn, "sqlite:")
+		path = strings.TrimPrefix(path, "//")
+		if path == "" {
+			return "", "", "", fmt.Errorf("no SQLite file given")
+		}
+		// One writer at a time: immediate transactions take the write lock up front
+		// instead of failing with SQLITE_BUSY when a read turns into a write.
+		q := url.Values{}
+		q.Add("_pragma", "foreign_keys(1)")
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "busy_timeout(10000)")
+		q.Add("_pragma", "synchronous(NORMAL)")
+		q.Set("_txlock", "immediate")
+		return "sqlite", "file:" + path + "?" + q.Encode(), dialect.SQLite, nil
+	}
+}
