@@ -7,7 +7,6 @@ package graph
 
 import (
 	"context"
-	"fmt"
 
 	"entgo.io/contrib/entgql"
 	"github.com/flytrap/flytrap/ent"
@@ -15,42 +14,57 @@ import (
 
 // Headers is the resolver for the headers field.
 func (r *hitResolver) Headers(ctx context.Context, obj *ent.Hit) (map[string]any, error) {
-	panic(fmt.Errorf("not implemented: Headers - headers"))
+	out := make(map[string]any, len(obj.Headers))
+	for k, v := range obj.Headers {
+		out[k] = v
+	}
+	return out, nil
 }
 
 // Node is the resolver for the node field.
 func (r *queryResolver) Node(ctx context.Context, id string) (ent.Noder, error) {
-	panic(fmt.Errorf("not implemented: Node - node"))
+	return r.ent(ctx).Noder(ctx, id, ent.WithNodeType(nodeType))
 }
 
 // Nodes is the resolver for the nodes field.
 func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]ent.Noder, error) {
-	panic(fmt.Errorf("not implemented: Nodes - nodes"))
+	return r.ent(ctx).Noders(ctx, ids, ent.WithNodeType(nodeType))
 }
 
 // APIKeys is the resolver for the apiKeys field.
 func (r *queryResolver) APIKeys(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ApiKeyOrder, where *ent.ApiKeyWhereInput) (*ent.ApiKeyConnection, error) {
-	panic(fmt.Errorf("not implemented: APIKeys - apiKeys"))
+	return r.ent(ctx).APIKey.Query().Paginate(ctx, after, first, before, last,
+		ent.WithApiKeyOrder(orderBy), ent.WithApiKeyFilter(where.Filter))
 }
 
 // Events is the resolver for the events field.
 func (r *queryResolver) Events(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.EventOrder, where *ent.EventWhereInput) (*ent.EventConnection, error) {
-	panic(fmt.Errorf("not implemented: Events - events"))
+	if orderBy == nil {
+		orderBy = &ent.EventOrder{Field: ent.EventOrderFieldPosition, Direction: entgql.OrderDirectionAsc}
+	}
+	return r.ent(ctx).Event.Query().Paginate(ctx, after, first, before, last,
+		ent.WithEventOrder(orderBy), ent.WithEventFilter(where.Filter))
 }
 
 // Sessions is the resolver for the sessions field.
 func (r *queryResolver) Sessions(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.SessionOrder, where *ent.SessionWhereInput) (*ent.SessionConnection, error) {
-	panic(fmt.Errorf("not implemented: Sessions - sessions"))
+	if orderBy == nil {
+		orderBy = &ent.SessionOrder{Field: ent.SessionOrderFieldLastSeen, Direction: entgql.OrderDirectionDesc}
+	}
+	return r.ent(ctx).Session.Query().Paginate(ctx, after, first, before, last,
+		ent.WithSessionOrder(orderBy), ent.WithSessionFilter(where.Filter))
 }
 
 // Sites is the resolver for the sites field.
 func (r *queryResolver) Sites(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.SiteOrder, where *ent.SiteWhereInput) (*ent.SiteConnection, error) {
-	panic(fmt.Errorf("not implemented: Sites - sites"))
+	return r.ent(ctx).Site.Query().Paginate(ctx, after, first, before, last,
+		ent.WithSiteOrder(orderBy), ent.WithSiteFilter(where.Filter))
 }
 
 // Traps is the resolver for the traps field.
 func (r *queryResolver) Traps(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TrapOrder, where *ent.TrapWhereInput) (*ent.TrapConnection, error) {
-	panic(fmt.Errorf("not implemented: Traps - traps"))
+	return r.ent(ctx).Trap.Query().Paginate(ctx, after, first, before, last,
+		ent.WithTrapOrder(orderBy), ent.WithTrapFilter(where.Filter))
 }
 
 // Hit returns HitResolver implementation.

@@ -7,7 +7,6 @@ package graph
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/graph/model"
@@ -15,72 +14,76 @@ import (
 
 // Overview is the resolver for the overview field.
 func (r *analyticsResolver) Overview(ctx context.Context, obj *model.Analytics) (*model.Overview, error) {
-	panic(fmt.Errorf("not implemented: Overview - overview"))
+	return r.overview(ctx)
 }
 
 // Severity is the resolver for the severity field.
 func (r *analyticsResolver) Severity(ctx context.Context, obj *model.Analytics) (*model.SeverityCounts, error) {
-	panic(fmt.Errorf("not implemented: Severity - severity"))
+	return r.severityCounts(ctx)
 }
 
 // Timeline is the resolver for the timeline field.
 func (r *analyticsResolver) Timeline(ctx context.Context, obj *model.Analytics) ([]*model.TimelineBucket, error) {
-	panic(fmt.Errorf("not implemented: Timeline - timeline"))
+	return r.timeline(ctx)
 }
 
 // CreateTrap is the resolver for the createTrap field.
 func (r *mutationResolver) CreateTrap(ctx context.Context, input ent.CreateTrapInput) (*ent.Trap, error) {
-	panic(fmt.Errorf("not implemented: CreateTrap - createTrap"))
+	return r.ent(ctx).Trap.Create().SetInput(input).Save(ctx)
 }
 
 // UpdateTrap is the resolver for the updateTrap field.
 func (r *mutationResolver) UpdateTrap(ctx context.Context, id string, input ent.UpdateTrapInput) (*ent.Trap, error) {
-	panic(fmt.Errorf("not implemented: UpdateTrap - updateTrap"))
+	return r.ent(ctx).Trap.UpdateOneID(id).SetInput(input).Save(ctx)
 }
 
 // DeleteTrap is the resolver for the deleteTrap field.
 func (r *mutationResolver) DeleteTrap(ctx context.Context, id string) (*model.DeletePayload, error) {
-	panic(fmt.Errorf("not implemented: DeleteTrap - deleteTrap"))
+	return deleted(id, r.ent(ctx).Trap.DeleteOneID(id).Exec(ctx))
 }
 
 // CreateAPIKey is the resolver for the createApiKey field.
 func (r *mutationResolver) CreateAPIKey(ctx context.Context, input model.CreateAPIKeyInput) (*model.CreateAPIKeyPayload, error) {
-	panic(fmt.Errorf("not implemented: CreateAPIKey - createApiKey"))
+	return r.createAPIKey(ctx, input)
 }
 
 // RevokeAPIKey is the resolver for the revokeApiKey field.
 func (r *mutationResolver) RevokeAPIKey(ctx context.Context, id string) (*ent.APIKey, error) {
-	panic(fmt.Errorf("not implemented: RevokeAPIKey - revokeApiKey"))
+	return r.revokeAPIKey(ctx, id)
 }
 
 // UpdateOrganization is the resolver for the updateOrganization field.
 func (r *mutationResolver) UpdateOrganization(ctx context.Context, input ent.UpdateOrganizationInput) (*ent.Organization, error) {
-	panic(fmt.Errorf("not implemented: UpdateOrganization - updateOrganization"))
+	org, err := r.Query().Organization(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return org.Update().SetInput(input).Save(ctx)
 }
 
 // CreateSite is the resolver for the createSite field.
 func (r *mutationResolver) CreateSite(ctx context.Context, input ent.CreateSiteInput) (*ent.Site, error) {
-	panic(fmt.Errorf("not implemented: CreateSite - createSite"))
+	return r.ent(ctx).Site.Create().SetInput(input).Save(ctx)
 }
 
 // UpdateSite is the resolver for the updateSite field.
 func (r *mutationResolver) UpdateSite(ctx context.Context, id string, input ent.UpdateSiteInput) (*ent.Site, error) {
-	panic(fmt.Errorf("not implemented: UpdateSite - updateSite"))
+	return r.ent(ctx).Site.UpdateOneID(id).SetInput(input).Save(ctx)
 }
 
 // DeleteSite is the resolver for the deleteSite field.
 func (r *mutationResolver) DeleteSite(ctx context.Context, id string) (*model.DeletePayload, error) {
-	panic(fmt.Errorf("not implemented: DeleteSite - deleteSite"))
+	return deleted(id, r.ent(ctx).Site.DeleteOneID(id).Exec(ctx))
 }
 
 // Organization is the resolver for the organization field.
 func (r *queryResolver) Organization(ctx context.Context) (*ent.Organization, error) {
-	panic(fmt.Errorf("not implemented: Organization - organization"))
+	return r.ent(ctx).Organization.Query().Only(ctx)
 }
 
 // Analytics is the resolver for the analytics field.
 func (r *queryResolver) Analytics(ctx context.Context) (*model.Analytics, error) {
-	panic(fmt.Errorf("not implemented: Analytics - analytics"))
+	return &model.Analytics{}, nil
 }
 
 // Analytics returns AnalyticsResolver implementation.

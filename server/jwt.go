@@ -94,6 +94,11 @@ func (c JWTConfig) validate() error {
 	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return fmt.Errorf("jwks url %q must be an absolute http or https url", u.Redacted())
 	}
+	// A JWKS is public by definition; credentials in its URL would only end
+	// up in logs and error messages.
+	if u.User != nil {
+		return fmt.Errorf("jwks url %q must not contain credentials", u.Redacted())
+	}
 	// Without issuer and audience checks, any token signed by the provider
 	// for any of its applications would be accepted here.
 	if c.Issuer == "" {
@@ -169,22 +174,23 @@ func fetchJWKS(ctx context.Context, jwksURL string) (keyfunc.Keyfunc, error) {
 		NoErrorReturnFirstHTTPReq: &failFast,
 		RefreshInterval:           jwksRefreshInterval,
 		RefreshUnknownKID:         rate.NewLimiter(rate.Every(jwksUnknownKIDInterval), 1),
-		// This also bounds the out-of-band fetch. When the limiter is
-		// exhausted the wait would exceed it, so rate.Limiter.Wait fails at
-		// once instead of parking the request.
+		// This bounds both the wait for the limiter and the out-of-band
+		// fetch. While the next refresh slot is further away than this,
+		// rate.Limiter.Wait fails at once instead of parking the request;
+		// closer than that, a request waits at most this long.
 		RateLimitWaitMax: jwksHTTPTimeout,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("fetch jwks from %s: %w", redactURL(jwksURL), err)
+		return nil, fmt.Errorf("fetch jwks from %s: %w", jwksURL, err)
 	}
 	// A reachable URL that serves no usable keys (wrong endpoint, or only
 	// key types jwkset skips) would reject every token: treat it as broken.
 	all, err := keys.Storage().KeyReadAll(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read jwks from %s: %w", redactURL(jwksURL), err)
+		return nil, fmt.Errorf("read jwks from %s: %w", jwksURL, err)
 	}
 	if len(all) == 0 {
-		return nil, fmt.Errorf("jwks at %s has no usable keys", redactURL(jwksURL))
+		return nil, fmt.Errorf("jwks at %s has no usable keys", jwksURL)
 	}
 	return keys, nil
 }
@@ -298,13 +304,4 @@ func scopeFromClaims(claims jwt.MapClaims, name string) (viewer.Scope, error) {
 		return "", fmt.Errorf("no recognised scope in %q claim (want read-only, read-write or admin)", name)
 	}
 	return best, nil
-}
-
-// redactURL hides any password in the JWKS URL before it reaches an error.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<invalid url>"
-	}
-	return u.Redacted()
 }

@@ -1,0 +1,40 @@
+package graph
+
+import (
+	"context"
+
+	"github.com/flytrap/flytrap/apperr"
+	"github.com/flytrap/flytrap/ent/apikey"
+	"github.com/flytrap/flytrap/ent/event"
+	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/organization"
+	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/site"
+	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/ids"
+)
+
+var tableOfPrefix = map[string]string{
+	ids.Org:     organization.Table,
+	ids.Site:    site.Table,
+	ids.Trap:    trap.Table,
+	ids.Session: session.Table,
+	ids.Hit:     hit.Table,
+	ids.Event:   event.Table,
+	ids.APIKey:  apikey.Table,
+}
+
+// nodeType resolves a node id to its table by the id's prefix.
+func nodeType(_ context.Context, id string) (string, error) {
+	if t, ok := tableOfPrefix[ids.Prefix(id)]; ok {
+		return t, nil
+	}
+	return "", apperr.Invalid("id", "%q is not a Flytrap id", truncate(id, 64))
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

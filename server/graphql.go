@@ -1,0 +1,273 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"entgo.io/contrib/entgql"
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/flytrap/flytrap/apperr"
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/privacy"
+	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/viewer"
+)
+
+// GraphQL error codes (extensions.code).
+const (
+	CodeUnauthenticated = "UNAUTHENTICATED"
+	CodeForbidden       = "FORBIDDEN"
+	CodeBadUserInput    = "BAD_USER_INPUT"
+	CodeNotFound        = "NOT_FOUND"
+	CodeConflict        = "CONFLICT"
+	CodeInternal        = "INTERNAL"
+)
+
+// Page sizes of every connection.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 100
+)
+
+func (s *Server) graphQLHandler() *handler.Server {
+	srv := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: s.resolver}))
+	readLimit := s.cfg.MaxBodyBytes
+	srv.AddTransport(transport.Websocket{
+		Implementation:        gorillaWebsocket{allowedOrigins: s.cfg.AllowedOrigins},
+		InitFunc:              s.websocketInit,
+		InitTimeout:           10 * time.Second,
+		KeepAlivePingInterval: 15 * time.Second, // legacy graphql-ws
+		PingPongInterval:      15 * time.Second, // graphql-transport-ws
+		PayloadReadLimit:      &readLimit,
+	})
+	srv.AddTransport(transport.Options{})
+	srv.AddTransport(transport.GET{})
+	srv.AddTransport(transport.POST{})
+	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	if s.cfg.Introspection {
+		srv.Use(extension.Introspection{})
+	}
+	srv.Use(extension.FixedComplexityLimit(s.cfg.ComplexityLimit))
+	srv.Use(depthLimit{max: s.cfg.DepthLimit})
+	srv.Use(entgql.Transactioner{TxOpener: s.db.Client})
+	srv.AroundFields(pageLimits)
+	srv.SetErrorPresenter(s.presentError)
+	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
+		s.log.ErrorContext(ctx, "panic in resolver", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		return errors.New("internal error")
+	})
+	return srv
+}
+
+// websocketInit authenticates a WebSocket by connection_init's Authorization,
+// or by the upgrade request's header that the HTTP middleware already checked.
+func (s *Server) websocketInit(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+	header := payload.Authorization()
+	if header == "" {
+		if v, ok := payload["authorization"].(string); ok {
+			header = v
+		}
+	}
+	if header == "" {
+		if _, ok := viewer.FromContext(ctx); ok {
+			return ctx, nil, nil
+		}
+	}
+	v, err := s.auth.Authenticate(ctx, header)
+	if err != nil {
+		code := 4401
+		if !errors.Is(err, ErrUnauthenticated) {
+			code = 4500
+			s.log.ErrorContext(ctx, "websocket authentication", "err", err)
+		}
+		return transport.WithWebsocketCloseCode(ctx, code), nil, errors.New("unauthorized")
+	}
+	return viewer.NewContext(ctx, v), nil, nil
+}
+
+// pageLimits gives every connection a default page size and refuses pages over the maximum,
+// which entgql does not do by itself.
+func pageLimits(ctx context.Context, next graphql.Resolver) (any, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil || fc.Field.Definition == nil || !strings.HasSuffix(fc.Field.Definition.Type.Name(), "Connection") || fc.Args == nil {
+		return next(ctx)
+	}
+	first, _ := fc.Args["first"].(*int)
+	last, _ := fc.Args["last"].(*int)
+	for name, n := range map[string]*int{"first": first, "last": last} {
+		if n != nil && (*n < 0 || *n > MaxPageSize) {
+			return nil, apperr.Invalid(name, "must be between 0 and %d", MaxPageSize)
+		}
+	}
+	if first == nil && last == nil {
+		n := DefaultPageSize
+		fc.Args["first"] = &n
+	}
+	return next(ctx)
+}
+
+// depthLimit refuses operations nested deeper than max.
+type depthLimit struct{ max int }
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.OperationContextMutator
+} = depthLimit{}
+
+func (depthLimit) ExtensionName() string                          { return "DepthLimit" }
+func (depthLimit) Validate(graphql.ExecutableSchema) error        { return nil }
+func (d depthLimit) MutateOperationContext(_ context.Context, oc *graphql.OperationContext) *gqlerror.Error {
+	if oc.Operation == nil {
+		return nil
+	}
+	if depth := selectionDepth(oc.Operation.SelectionSet, 0, 0); depth > d.max {
+		err := gqlerror.Errorf("the operation is nested %d levels deep; at most %d are allowed", depth, d.max)
+		err.Extensions = map[string]any{"code": CodeBadUserInput}
+		return err
+	}
+	return nil
+}
+
+func selectionDepth(set ast.SelectionSet, depth, fragments int) int {
+	if fragments > 20 {
+		return depth // fragment cycles are refused by validation; this bounds the walk anyway
+	}
+	deepest := depth
+	for _, sel := range set {
+		var d int
+		switch sel := sel.(type) {
+		case *ast.Field:
+			if len(sel.SelectionSet) == 0 {
+				d = depth + 1
+			} else {
+				d = selectionDepth(sel.SelectionSet, depth+1, fragments)
+			}
+		case *ast.InlineFragment:
+			d = selectionDepth(sel.SelectionSet, depth, fragments)
+		case *ast.FragmentSpread:
+			if sel.Definition != nil {
+				d = selectionDepth(sel.Definition.SelectionSet, depth, fragments+1)
+			}
+		}
+		deepest = max(deepest, d)
+	}
+	return deepest
+}
+
+// presentError gives every error a code and a message safe to show; causes the
+// caller cannot act on are logged and shown as "internal error".
+func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
+	gqlErr := graphql.DefaultErrorPresenter(ctx, err)
+	code, msg, field := Classify(err)
+	if code == CodeInternal {
+		var ge *gqlerror.Error
+		if errors.As(err, &ge) && ge.Unwrap() == nil {
+			// gqlgen's own parse and validation errors.
+			if gqlErr.Extensions == nil || gqlErr.Extensions["code"] == nil {
+				gqlErr.Extensions = map[string]any{"code": CodeBadUserInput}
+			}
+			return gqlErr
+		}
+		if fc := graphql.GetFieldContext(ctx); fc != nil && fc.Args == nil && fc.Field.Field != nil && len(fc.Field.Arguments) > 0 {
+			// The field's arguments could not be read (a malformed cursor, say).
+			code, msg = CodeBadUserInput, err.Error()
+		} else {
+			s.log.ErrorContext(ctx, "graphql resolver failed", "err", err)
+		}
+	}
+	gqlErr.Message = msg
+	gqlErr.Extensions = map[string]any{"code": code}
+	if field != "" {
+		gqlErr.Extensions["field"] = field
+	}
+	return gqlErr
+}
+
+// Classify maps an error to its GraphQL code, a message safe to show, and the input field at fault.
+// The REST adapter maps the same codes to HTTP statuses.
+func Classify(err error) (code, msg, field string) {
+	var ve *ent.ValidationError
+	var nf *ent.NotFoundError
+	switch ae, ok := apperr.As(err); {
+	case ok:
+		switch ae.Kind {
+		case apperr.KindInvalid:
+			return CodeBadUserInput, ae.Error(), ae.Field
+		case apperr.KindNotFound:
+			return CodeNotFound, ae.Error(), ""
+		case apperr.KindConflict:
+			return CodeConflict, ae.Error(), ""
+		}
+	case errors.Is(err, ErrUnauthenticated):
+		return CodeUnauthenticated, err.Error(), ""
+	case errors.Is(err, privacy.Deny):
+		return CodeForbidden, denyMessage(err), ""
+	case errors.As(err, &nf):
+		return CodeNotFound, strings.TrimPrefix(nf.Error(), "ent: "), ""
+	case errors.As(err, &ve):
+		name := graphqlName(ve.Name)
+		return CodeBadUserInput, name + ": " + validationReason(ve), name
+	case ent.IsConstraintError(err):
+		return CodeConflict, "conflicts with an existing record (for a trap: an active trap already has this path on this site)", ""
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return CodeInternal, "the request was cancelled or took too long", ""
+	}
+	return CodeInternal, "internal error", ""
+}
+
+func denyMessage(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, ": ent/privacy"); i > 0 {
+		msg = msg[:i]
+	}
+	if strings.HasPrefix(msg, "ent/privacy") {
+		return "forbidden"
+	}
+	return msg
+}
+
+func validationReason(ve *ent.ValidationError) string {
+	msg := ve.Error()
+	switch {
+	case strings.Contains(msg, "less than the required length"):
+		return "must not be empty"
+	case strings.Contains(msg, "greater than the required length"):
+		return "is too long"
+	case strings.Contains(msg, "invalid enum value"):
+		return "is not an allowed value"
+	case strings.Contains(msg, "missing required field"):
+		return "is required"
+	}
+	if _, reason, ok := strings.Cut(msg, ": "); ok {
+		if _, r2, ok := strings.Cut(reason, ": "); ok {
+			return r2
+		}
+		return reason
+	}
+	return "is invalid"
+}
+
+// graphqlName turns an ent field name (site_id) into its GraphQL spelling (siteID).
+func graphqlName(name string) string {
+	parts := strings.Split(name, "_")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] == "id" || parts[i] == "ip" {
+			parts[i] = strings.ToUpper(parts[i])
+		} else if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
+}
+

@@ -1,0 +1,220 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/flytrap/flytrap/viewer"
+)
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	gql := s.graphQLHandler()
+	mux.Handle("/graphql", s.authenticate(gql, graphQLErrors))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.ready)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		restError(w, http.StatusNotFound, "no such route: "+r.Method+" "+truncateForLog(r.URL.Path, 200))
+	})
+	return s.requestID(s.logRequests(s.recoverPanics(s.limitBody(mux))))
+}
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.db.Ping(ctx); err != nil {
+		s.log.WarnContext(ctx, "readiness check failed", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "database": "unreachable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "database": "ok"})
+}
+
+// errorWriter writes an error in the shape of one API.
+type errorWriter func(w http.ResponseWriter, status int, code, msg string)
+
+// graphQLErrors writes a GraphQL response carrying only errors.
+func graphQLErrors(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]any{
+		"errors": []map[string]any{{"message": msg, "extensions": map[string]any{"code": code}}},
+		"data":   nil,
+	})
+}
+
+// restError writes the REST shape {"success": false, "error": "…"}.
+func restError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]any{"success": false, "error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// authenticate puts the caller's viewer in the request context, or answers 401.
+// A WebSocket upgrade without the header may authenticate in connection_init instead.
+func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		header := r.Header.Get("Authorization")
+		if header == "" && isWebsocketUpgrade(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		v, err := s.auth.Authenticate(r.Context(), header)
+		if err != nil {
+			if errors.Is(err, ErrUnauthenticated) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="flytrap"`)
+				fail(w, http.StatusUnauthorized, CodeUnauthenticated, err.Error())
+				return
+			}
+			s.log.ErrorContext(r.Context(), "authentication failed", "err", err)
+			fail(w, http.StatusInternalServerError, CodeInternal, "internal error")
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(viewer.NewContext(r.Context(), v)))
+	})
+}
+
+func isWebsocketUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// limitBody refuses request bodies over the configured size with 413, before any handler reads them.
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	limit := s.cfg.MaxBodyBytes
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.Method == http.MethodGet || r.Method == http.MethodHead {
+			next.ServeHTTP(w, r)
+			return
+		}
+		tooLarge := func() {
+			msg := fmt.Sprintf("request body too large (at most %d bytes)", limit)
+			if strings.HasPrefix(r.URL.Path, "/graphql") {
+				graphQLErrors(w, http.StatusRequestEntityTooLarge, CodeBadUserInput, msg)
+			} else {
+				restError(w, http.StatusRequestEntityTooLarge, msg)
+			}
+		}
+		if r.ContentLength > limit {
+			tooLarge()
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+		if err != nil {
+			restError(w, http.StatusBadRequest, "could not read the request body")
+			return
+		}
+		if int64(len(body)) > limit {
+			tooLarge()
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+type ctxKeyRequestID struct{}
+
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// requestID gives every request an id (the caller's X-Request-Id when it is sane), echoed in the response.
+func (s *Server) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !requestIDPattern.MatchString(id) {
+			var b [12]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKeyRequestID{}, id)))
+	})
+}
+
+// RequestID returns the id of the request ctx belongs to.
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(ctxKeyRequestID{}).(string)
+	return id
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// logRequests logs one line per request. It logs the normalised route, never the
+// query string or headers, which may carry secrets.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		route := r.Pattern
+		if route == "" || route == "/" {
+			route = "unmatched"
+		}
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("request_id", RequestID(r.Context())),
+			slog.String("method", r.Method),
+			slog.String("route", route),
+			slog.Int("status", rec.status),
+			slog.Duration("duration", time.Since(start)),
+		)
+	})
+}
+
+// recoverPanics turns a handler panic into a logged 500 instead of a dropped connection.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.ErrorContext(r.Context(), "panic", "request_id", RequestID(r.Context()), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				restError(w, http.StatusInternalServerError, "internal error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func truncateForLog(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
