@@ -1,0 +1,280 @@
+// Package flytraptest runs real Flytrap servers for tests: a fresh database per
+// test (a SQLite file always, PostgreSQL too when FLYTRAP_TEST_POSTGRES_URL is
+// set), the real router behind httptest, and helpers to seed tenants and keys.
+package flytraptest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "github.com/lib/pq"
+
+	"github.com/flytrap/flytrap/apikey"
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/privacy"
+	"github.com/flytrap/flytrap/server"
+	"github.com/flytrap/flytrap/store"
+	"github.com/flytrap/flytrap/viewer"
+)
+
+// PostgresEnv names the variable holding an admin URL of a PostgreSQL server for tests.
+const PostgresEnv = "FLYTRAP_TEST_POSTGRES_URL"
+
+// Backend is a database a test runs on.
+type Backend struct {
+	Name string
+	// DSN returns a fresh, empty database for t, dropped when t ends.
+	DSN func(t testing.TB) string
+}
+
+// Backends lists SQLite, and PostgreSQL when FLYTRAP_TEST_POSTGRES_URL is set.
+func Backends() []Backend {
+	b := []Backend{{Name: "sqlite", DSN: SQLiteDSN}}
+	if os.Getenv(PostgresEnv) != "" {
+		b = append(b, Backend{Name: "postgres", DSN: PostgresDSN})
+	}
+	return b
+}
+
+// ForEachBackend runs f as a subtest on every backend.
+func ForEachBackend(t *testing.T, f func(t *testing.T, b Backend)) {
+	t.Helper()
+	for _, b := range Backends() {
+		t.Run(b.Name, func(t *testing.T) { f(t, b) })
+	}
+}
+
+// SQLiteDSN returns a new SQLite file in t's temporary directory.
+func SQLiteDSN(t testing.TB) string {
+	return filepath.Join(t.TempDir(), "flytrap.db")
+}
+
+// PostgresDSN creates a database of its own for t on the test server and drops it afterwards.
+// It skips t with a clear message when no server is configured.
+func PostgresDSN(t testing.TB) string {
+	t.Helper()
+	admin := os.Getenv(PostgresEnv)
+	if admin == "" {
+		t.Skipf("%s is not set: skipping the PostgreSQL run (CI sets it)", PostgresEnv)
+	}
+	name := "flytrap_test_" + strings.ToLower(rand.Text()[:12])
+	db, err := sql.Open("postgres", admin)
+	if err != nil {
+		t.Fatalf("open %s: %v", PostgresEnv, err)
+	}
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		db.Close()
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		defer db.Close()
+		if _, err := db.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"); err != nil {
+			t.Logf("drop test database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatalf("parse %s: %v", PostgresEnv, err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// Env is a running Flytrap API over a fresh database.
+type Env struct {
+	T      testing.TB
+	DB     *store.DB
+	Server *server.Server
+	HTTP   *httptest.Server
+	Config server.Config
+}
+
+// Option adjusts the configuration before the server starts.
+type Option func(*server.Config)
+
+// Start opens a fresh database on b and serves the real router on a local port.
+func Start(t testing.TB, b Backend, opts ...Option) *Env {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, b.DSN(t))
+	if err != nil {
+		t.Fatalf("open %s: %v", b.Name, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	cfg := server.DefaultConfig()
+	cfg.APIAddr = "127.0.0.1:0"
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srvCtx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	srv, err := server.New(srvCtx, cfg, db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatalf("new server: %v", err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return &Env{T: t, DB: db, Server: srv, HTTP: hs, Config: cfg}
+}
+
+// System is a context that acts for the system, past the tenant policy.
+func System() context.Context { return privacy.DecisionContext(context.Background(), privacy.Allow) }
+
+// Tenant is a seeded organization with one key per scope.
+type Tenant struct {
+	Org       *ent.Organization
+	Site      *ent.Site
+	ReadOnly  string
+	ReadWrite string
+	Admin     string
+}
+
+// Key returns the tenant's key of scope s.
+func (tn Tenant) Key(s viewer.Scope) string {
+	switch s {
+	case viewer.ReadOnly:
+		return tn.ReadOnly
+	case viewer.ReadWrite:
+		return tn.ReadWrite
+	}
+	return tn.Admin
+}
+
+// Tenant creates an organization with a default site and a key of each scope.
+func (e *Env) Tenant(name string) Tenant {
+	e.T.Helper()
+	ctx := System()
+	c := e.DB.Client
+	org := must(c.Organization.Create().SetName(name).Save(ctx))(e.T)
+	site := must(c.Site.Create().SetOrgID(org.ID).SetName("default").Save(ctx))(e.T)
+	return Tenant{
+		Org: org, Site: site,
+		ReadOnly:  e.Key(org.ID, viewer.ReadOnly),
+		ReadWrite: e.Key(org.ID, viewer.ReadWrite),
+		Admin:     e.Key(org.ID, viewer.Admin),
+	}
+}
+
+// Key creates an API key of scope s for org and returns it in full.
+func (e *Env) Key(org string, s viewer.Scope) string {
+	e.T.Helper()
+	k, err := apikey.Generate()
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	must(e.DB.Client.APIKey.Create().SetOrgID(org).SetName(string(s)+" key").SetScope(s).
+		SetPrefix(k.DisplayPrefix).SetHash(k.Hash).Save(System()))(e.T)
+	return k.Plaintext
+}
+
+func must[T any](v T, err error) func(testing.TB) T {
+	return func(t testing.TB) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+// Response is a decoded GraphQL response.
+type Response struct {
+	Status int
+	Data   map[string]any
+	Errors []struct {
+		Message    string         `json:"message"`
+		Path       []any          `json:"path"`
+		Extensions map[string]any `json:"extensions"`
+	}
+	Raw []byte
+}
+
+// Code is the extensions.code of the first error, or "".
+func (r Response) Code() string {
+	if len(r.Errors) == 0 {
+		return ""
+	}
+	c, _ := r.Errors[0].Extensions["code"].(string)
+	return c
+}
+
+// GraphQL posts a query with variables as the holder of token.
+func (e *Env) GraphQL(token, query string, vars map[string]any) Response {
+	e.T.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req, _ := http.NewRequest(http.MethodPost, e.HTTP.URL+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := e.HTTP.Client().Do(req)
+	if err != nil {
+		e.T.Fatalf("POST /graphql: %v", err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	out := Response{Status: res.StatusCode, Raw: raw}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		e.T.Fatalf("decode GraphQL response (%d): %v: %s", res.StatusCode, err, raw)
+	}
+	return out
+}
+
+// MustGraphQL is GraphQL that fails the test on any error.
+func (e *Env) MustGraphQL(token, query string, vars map[string]any) map[string]any {
+	e.T.Helper()
+	r := e.GraphQL(token, query, vars)
+	if r.Status != http.StatusOK || len(r.Errors) > 0 {
+		e.T.Fatalf("GraphQL %d: %s", r.Status, r.Raw)
+	}
+	return r.Data
+}
+
+// Get fetches a path of the API with an optional bearer token.
+func (e *Env) Get(token, path string) (*http.Response, []byte) {
+	e.T.Helper()
+	req, _ := http.NewRequest(http.MethodGet, e.HTTP.URL+path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := e.HTTP.Client().Do(req)
+	if err != nil {
+		e.T.Fatalf("GET %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, b
+}
+
+// Dig walks a decoded JSON value by object keys and array indexes.
+func Dig(v any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, _ := v.(map[string]any)
+			v = m[k]
+		case int:
+			a, _ := v.([]any)
+			if k < 0 || k >= len(a) {
+				return nil
+			}
+			v = a[k]
+		default:
+			panic(fmt.Sprintf("Dig: bad path element %T", p))
+		}
+	}
+	return v
+}
