@@ -175,7 +175,7 @@ func (e *Env) Key(org string, s viewer.Scope) string {
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	must(e.DB.Client.APIKey.Create().SetOrgID(org).SetName(string(s)+" key").SetScope(s).
+	must(e.DB.Client.APIKey.Create().SetOrgID(org).SetName(string(s) + " key").SetScope(s).
 		SetPrefix(k.DisplayPrefix).SetHash(k.Hash).Save(System()))(e.T)
 	return k.Plaintext
 }

@@ -125,8 +125,8 @@ var _ interface {
 	graphql.OperationContextMutator
 } = depthLimit{}
 
-func (depthLimit) ExtensionName() string                          { return "DepthLimit" }
-func (depthLimit) Validate(graphql.ExecutableSchema) error        { return nil }
+func (depthLimit) ExtensionName() string                   { return "DepthLimit" }
+func (depthLimit) Validate(graphql.ExecutableSchema) error { return nil }
 func (d depthLimit) MutateOperationContext(_ context.Context, oc *graphql.OperationContext) *gqlerror.Error {
 	if oc.Operation == nil {
 		return nil
@@ -270,4 +270,3 @@ func graphqlName(name string) string {
 	}
 	return strings.Join(parts, "")
 }
-

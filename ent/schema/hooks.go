@@ -8,12 +8,12 @@ import (
 	"entgo.io/ent"
 
 	"github.com/flytrap/flytrap/apperr"
+	"github.com/flytrap/flytrap/decoy"
 	gen "github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hook"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
-	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/viewer"
 )

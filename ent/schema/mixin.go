@@ -1,7 +1,6 @@
 package schema
 
 import (
-
 	"entgo.io/contrib/entgql"
 	"entgo.io/ent"
 	"entgo.io/ent/schema/field"
@@ -44,7 +43,6 @@ func (TenantMixin) Fields() []ent.Field {
 	}
 }
 
-
 // createdAt is the creation time of a row.
 func createdAt() ent.Field {
 	return field.Time("created_at").
@@ -55,4 +53,3 @@ func createdAt() ent.Field {
 			entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput),
 		)
 }
-
