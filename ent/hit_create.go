@@ -151,6 +151,14 @@ func (_c *HitCreate) SetReceivedHour(v int64) *HitCreate {
 	return _c
 }
 
+// SetNillableReceivedHour sets the "received_hour" field if the given value is not nil.
+func (_c *HitCreate) SetNillableReceivedHour(v *int64) *HitCreate {
+	if v != nil {
+		_c.SetReceivedHour(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *HitCreate) SetID(v string) *HitCreate {
 	_c.mutation.SetID(v)
@@ -320,9 +328,6 @@ func (_c *HitCreate) check() error {
 	}
 	if _, ok := _c.mutation.ReceivedAt(); !ok {
 		return &ValidationError{Name: "received_at", err: errors.New(`ent: missing required field "Hit.received_at"`)}
-	}
-	if _, ok := _c.mutation.ReceivedHour(); !ok {
-		return &ValidationError{Name: "received_hour", err: errors.New(`ent: missing required field "Hit.received_hour"`)}
 	}
 	if v, ok := _c.mutation.ID(); ok {
 		if err := hit.IDValidator(v); err != nil {

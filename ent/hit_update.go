@@ -92,6 +92,9 @@ func (_u *HitUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if _u.mutation.TrapIDCleared() {
 		_spec.ClearField(hit.FieldTrapID, field.TypeString)
 	}
+	if _u.mutation.ReceivedHourCleared() {
+		_spec.ClearField(hit.FieldReceivedHour, field.TypeInt64)
+	}
 	_spec.AddModifiers(_u.modifiers...)
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -207,6 +210,9 @@ func (_u *HitUpdateOne) sqlSave(ctx context.Context) (_node *Hit, err error) {
 	}
 	if _u.mutation.TrapIDCleared() {
 		_spec.ClearField(hit.FieldTrapID, field.TypeString)
+	}
+	if _u.mutation.ReceivedHourCleared() {
+		_spec.ClearField(hit.FieldReceivedHour, field.TypeInt64)
 	}
 	_spec.AddModifiers(_u.modifiers...)
 	_node = &Hit{config: _u.config}

@@ -2192,10 +2192,24 @@ func (m *HitMutation) AddedReceivedHour() (r int64, exists bool) {
 	return *v, true
 }
 
+// ClearReceivedHour clears the value of the "received_hour" field.
+func (m *HitMutation) ClearReceivedHour() {
+	m.received_hour = nil
+	m.addreceived_hour = nil
+	m.clearedFields[hit.FieldReceivedHour] = struct{}{}
+}
+
+// ReceivedHourCleared returns if the "received_hour" field was cleared in this mutation.
+func (m *HitMutation) ReceivedHourCleared() bool {
+	_, ok := m.clearedFields[hit.FieldReceivedHour]
+	return ok
+}
+
 // ResetReceivedHour resets all changes to the "received_hour" field.
 func (m *HitMutation) ResetReceivedHour() {
 	m.received_hour = nil
 	m.addreceived_hour = nil
+	delete(m.clearedFields, hit.FieldReceivedHour)
 }
 
 // SetOrganizationID sets the "organization" edge to the Organization entity by id.
@@ -2556,6 +2570,9 @@ func (m *HitMutation) ClearedFields() []string {
 	if m.FieldCleared(hit.FieldTrapID) {
 		fields = append(fields, hit.FieldTrapID)
 	}
+	if m.FieldCleared(hit.FieldReceivedHour) {
+		fields = append(fields, hit.FieldReceivedHour)
+	}
 	return fields
 }
 
@@ -2572,6 +2589,9 @@ func (m *HitMutation) ClearField(name string) error {
 	switch name {
 	case hit.FieldTrapID:
 		m.ClearTrapID()
+		return nil
+	case hit.FieldReceivedHour:
+		m.ClearReceivedHour()
 		return nil
 	}
 	return fmt.Errorf("unknown Hit nullable field %s", name)

@@ -44,7 +44,7 @@ func (s *Server) graphQLHandler() *handler.Server {
 	srv := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: s.resolver}))
 	readLimit := s.cfg.MaxBodyBytes
 	srv.AddTransport(transport.Websocket{
-		Implementation:        gorillaWebsocket{allowedOrigins: s.cfg.AllowedOrigins},
+		Implementation:        s.websocketOrigins,
 		InitFunc:              s.websocketInit,
 		InitTimeout:           10 * time.Second,
 		KeepAlivePingInterval: 15 * time.Second, // legacy graphql-ws

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"regexp"
 	"runtime/debug"
@@ -72,6 +74,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		header := r.Header.Get("Authorization")
+		if isWebsocketUpgrade(r) && !s.websocketOrigins.checkOrigin(r) {
+			fail(w, http.StatusForbidden, CodeForbidden, "this origin may not open WebSockets here")
+			return
+		}
 		if header == "" && isWebsocketUpgrade(r) {
 			next.ServeHTTP(w, r)
 			return
@@ -174,6 +180,17 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 }
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Hijack lets WebSocket upgrades through; gorilla/websocket asks for http.Hijacker directly.
+func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if s.status == 0 {
+		s.status = http.StatusSwitchingProtocols
+	}
+	return http.NewResponseController(s.ResponseWriter).Hijack()
+}
+
+// Flush lets streaming responses through.
+func (s *statusRecorder) Flush() { _ = http.NewResponseController(s.ResponseWriter).Flush() }
 
 // logRequests logs one line per request. It logs the normalised route, never the
 // query string or headers, which may carry secrets.

@@ -27,6 +27,8 @@ type Server struct {
 	jwt      *JWTVerifier
 	resolver *graph.Resolver
 	handler  http.Handler
+
+	websocketOrigins gorillaWebsocket
 }
 
 // New builds a server over an open database. ctx bounds background work started
@@ -46,6 +48,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.usage = newKeyUsage(db.Client, log)
 	s.auth = NewAuthenticator(db.Client, s.jwt, s.usage)
 	s.resolver = graph.NewResolver(db.Client, time.Now)
+	s.websocketOrigins = gorillaWebsocket{allowedOrigins: cfg.AllowedOrigins}
 	s.handler = s.routes()
 	return s, nil
 }

@@ -810,6 +810,16 @@ func ReceivedHourLTE(v int64) predicate.Hit {
 	return predicate.Hit(sql.FieldLTE(FieldReceivedHour, v))
 }
 
+// ReceivedHourIsNil applies the IsNil predicate on the "received_hour" field.
+func ReceivedHourIsNil() predicate.Hit {
+	return predicate.Hit(sql.FieldIsNull(FieldReceivedHour))
+}
+
+// ReceivedHourNotNil applies the NotNil predicate on the "received_hour" field.
+func ReceivedHourNotNil() predicate.Hit {
+	return predicate.Hit(sql.FieldNotNull(FieldReceivedHour))
+}
+
 // HasOrganization applies the HasEdge predicate on the "organization" edge.
 func HasOrganization() predicate.Hit {
 	return predicate.Hit(func(s *sql.Selector) {

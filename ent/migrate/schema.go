@@ -91,7 +91,7 @@ var (
 		{Name: "source_ip", Type: field.TypeString, Size: 64},
 		{Name: "user_agent", Type: field.TypeString, Size: 1024, Default: ""},
 		{Name: "received_at", Type: field.TypeTime},
-		{Name: "received_hour", Type: field.TypeInt64},
+		{Name: "received_hour", Type: field.TypeInt64, Nullable: true},
 		{Name: "org_id", Type: field.TypeString, Size: 40},
 		{Name: "session_id", Type: field.TypeString, Size: 40},
 	}

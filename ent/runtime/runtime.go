@@ -187,6 +187,9 @@ func init() {
 			return next.Mutate(ctx, m)
 		})
 	}
+	hitHooks := schema.Hit{}.Hooks()
+
+	hit.Hooks[1] = hitHooks[0]
 	hitMixinFields0 := hitMixin[0].Fields()
 	_ = hitMixinFields0
 	hitMixinFields1 := hitMixin[1].Fields()

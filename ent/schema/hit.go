@@ -41,8 +41,9 @@ func (Hit) Fields() []ent.Field {
 		field.String("user_agent").Default("").MaxLen(1024).Immutable(),
 		field.Time("received_at").Default(nowUTC).Immutable().
 			Annotations(entgql.OrderField("RECEIVED_AT")),
-		// ReceivedHour (Unix hours) lets the hourly timeline group in SQL the same way on every database.
-		field.Int64("received_hour").Immutable().Annotations(entgql.Skip(entgql.SkipAll)),
+		// ReceivedHour (Unix hours) lets the hourly timeline group in SQL the same way on every
+		// database; a hook derives it from received_at.
+		field.Int64("received_hour").Optional().Immutable().Annotations(entgql.Skip(entgql.SkipAll)),
 	}
 }
 

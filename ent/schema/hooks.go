@@ -153,3 +153,17 @@ func keyScopeCeiling(next ent.Mutator) ent.Mutator {
 		return next.Mutate(ctx, m)
 	})
 }
+
+func (Hit) Hooks() []ent.Hook {
+	return []ent.Hook{hook.On(hitHour, ent.OpCreate)}
+}
+
+// hitHour buckets a hit by the hour it was received in, for the timeline.
+func hitHour(next ent.Mutator) ent.Mutator {
+	return hook.HitFunc(func(ctx context.Context, m *gen.HitMutation) (ent.Value, error) {
+		if at, ok := m.ReceivedAt(); ok {
+			m.SetReceivedHour(at.Unix() / 3600)
+		}
+		return next.Mutate(ctx, m)
+	})
+}

@@ -1,0 +1,95 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/flytrap/flytrap/ent/privacy"
+	"github.com/flytrap/flytrap/store"
+)
+
+// TestJWTThroughAPI signs in to the real API with identity-provider tokens.
+func TestJWTThroughAPI(t *testing.T) {
+	key := newRSAKey(t, "k1", jwt.SigningMethodRS256, "RS256")
+	idp := newTestIdP(t, key)
+
+	db, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "jwt.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	sys := privacy.DecisionContext(t.Context(), privacy.Allow)
+	org := db.Client.Organization.Create().SetName("acme").SaveX(sys)
+	db.Client.Site.Create().SetOrgID(org.ID).SetName("default").SaveX(sys)
+
+	cfg := DefaultConfig()
+	cfg.JWT = idp.config()
+	cfg.JWT.OrgClaim, cfg.JWT.ScopeClaim = "org_id", "scope"
+	srv, err := New(t.Context(), cfg, db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+
+	post := func(token, query string) (int, map[string]any) {
+		body, _ := json.Marshal(map[string]any{"query": query})
+		req, _ := http.NewRequest(http.MethodPost, hs.URL+"/graphql", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := hs.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
+			t.Fatal(err)
+		}
+		return res.StatusCode, out
+	}
+	claims := func(org, scope string) jwt.MapClaims {
+		c := validClaims()
+		c["org_id"], c["scope"] = org, scope
+		return c
+	}
+	code := func(out map[string]any) any {
+		errs, _ := out["errors"].([]any)
+		if len(errs) == 0 {
+			return nil
+		}
+		return errs[0].(map[string]any)["extensions"].(map[string]any)["code"]
+	}
+
+	status, out := post(key.sign(t, claims(org.ID, "openid read-write")), `{ organization { id } }`)
+	if status != 200 || out["data"].(map[string]any)["organization"].(map[string]any)["id"] != org.ID {
+		t.Fatalf("valid JWT: %d %v", status, out)
+	}
+	status, out = post(key.sign(t, claims(org.ID, "read-write")), `mutation { createTrap(input:{name:"x", type: api}) { id } }`)
+	if status != 200 || code(out) != nil {
+		t.Fatalf("read-write JWT creating a trap: %d %v", status, out)
+	}
+	status, out = post(key.sign(t, claims(org.ID, "read-only")), `mutation { createTrap(input:{name:"y", type: api}) { id } }`)
+	if status != 200 || code(out) != CodeForbidden {
+		t.Fatalf("read-only JWT creating a trap: want FORBIDDEN, got %d %v", status, out)
+	}
+	for name, tok := range map[string]string{
+		"unknown organization": key.sign(t, claims("org_01m8000000000000000000000", "admin")),
+		"expired":              key.sign(t, with(claims(org.ID, "admin"), "exp", time.Now().Add(-time.Hour).Unix())),
+		"wrong audience":       key.sign(t, with(claims(org.ID, "admin"), "aud", "someone-else")),
+	} {
+		status, out := post(tok, `{ organization { id } }`)
+		if status != http.StatusUnauthorized || code(out) != CodeUnauthenticated {
+			t.Errorf("%s: want 401 UNAUTHENTICATED, got %d %v", name, status, out)
+		}
+	}
+}

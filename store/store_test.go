@@ -1,0 +1,56 @@
+package store_test
+
+import (
+	"strings"
+	"testing"
+
+	ft "github.com/flytrap/flytrap/flytraptest"
+	"github.com/flytrap/flytrap/store"
+)
+
+// TestReopen starts twice on one database: the second start upgrades nothing and keeps the data.
+func TestReopen(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		dsn := b.DSN(t)
+		db, err := store.Open(t.Context(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		org := db.Client.Organization.Create().SetName("acme").SaveX(ft.System())
+		db.Close()
+
+		db, err = store.Open(t.Context(), dsn)
+		if err != nil {
+			t.Fatalf("second open: %v", err)
+		}
+		defer db.Close()
+		if _, err := db.Client.Organization.Get(ft.System(), org.ID); err != nil {
+			t.Fatalf("organization lost across restart: %v", err)
+		}
+		if err := db.Ping(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestOpenErrors(t *testing.T) {
+	for _, dsn := range []string{"", "sqlite:", "postgres://127.0.0.1:1/nope?sslmode=disable&connect_timeout=1", t.TempDir() + "/missing-dir/x.db"} {
+		if db, err := store.Open(t.Context(), dsn); err == nil {
+			db.Close()
+			t.Errorf("Open(%q) succeeded", dsn)
+		} else if strings.Contains(err.Error(), "password") {
+			t.Errorf("error leaks credentials: %v", err)
+		}
+	}
+}
+
+func TestSQLitePrefix(t *testing.T) {
+	db, err := store.Open(t.Context(), "sqlite:"+t.TempDir()+"/x.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if db.Dialect != "sqlite3" {
+		t.Fatalf("dialect %q", db.Dialect)
+	}
+}
