@@ -88,7 +88,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, env ser
 		return err
 	}
 	if boot != nil {
-		printBootstrap(stdout, boot)
+		printBootstrap(stdout, boot, cfg.APIAddr)
 		log.Info("created the first organization", "org_id", boot.OrgID, "site_id", boot.SiteID, "key_id", boot.KeyID)
 	}
 	srv, err := server.New(ctx, cfg, db, log)
@@ -98,7 +98,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, env ser
 	return srv.Run(ctx, nil)
 }
 
-func printBootstrap(w io.Writer, b *bootstrapped) {
+func printBootstrap(w io.Writer, b *bootstrapped, addr string) {
 	fmt.Fprintf(w, `
 ================================================================================
  Flytrap created organization %s with an admin API key.
@@ -108,10 +108,10 @@ func printBootstrap(w io.Writer, b *bootstrapped) {
 
  Try it:  curl -s -H 'Authorization: Bearer %s' \
             -H 'Content-Type: application/json' \
-            -d '{"query":"{ organization { id name } }"}' http://<api-addr>/graphql
+            -d '{"query":"{ organization { id name } }"}' http://%s/graphql
 ================================================================================
 
-`, b.OrgID, b.Key, b.Key)
+`, b.OrgID, b.Key, b.Key, addr)
 }
 
 func newLogger(w io.Writer, format, level string) *slog.Logger {
