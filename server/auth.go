@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -13,11 +12,12 @@ import (
 	entkey "github.com/flytrap/flytrap/ent/apikey"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/privacy"
+	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/viewer"
 )
 
 // ErrUnauthenticated is wrapped by every authentication failure: the APIs answer 401.
-var ErrUnauthenticated = errors.New("unauthenticated")
+var ErrUnauthenticated = graph.ErrUnauthenticated
 
 func unauthenticated(msg string) error { return fmt.Errorf("%w: %s", ErrUnauthenticated, msg) }
 
