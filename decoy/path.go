@@ -7,6 +7,9 @@ import (
 	"strings"
 )
 
+// Types are the decoy kinds the engine serves: the allowed values of a trap's type.
+var Types = []string{"page", "api", "llms_txt", "robots", "credential", "mcp"}
+
 // Plausible paths per trap type: the kind of place a crawler or agent expects to find such a thing.
 var pathStems = map[string][]string{
 	"page": {

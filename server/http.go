@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flytrap/flytrap/rest"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -25,6 +26,13 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	gql := s.graphQLHandler()
 	mux.Handle("/graphql", s.authenticate(gql, graphQLErrors))
+	api := rest.New(s.resolver, s.db.Client, s.log)
+	for _, rt := range api.Routes() {
+		mux.Handle(rt.Pattern, s.authenticate(rt.Handler, restErrors))
+	}
+	for _, rt := range api.MethodNotAllowed() {
+		mux.Handle(rt.Pattern, rt.Handler)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 	})
@@ -58,9 +66,9 @@ func graphQLErrors(w http.ResponseWriter, status int, code, msg string) {
 }
 
 // restError writes the REST shape {"success": false, "error": "…"}.
-func restError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]any{"success": false, "error": msg})
-}
+func restError(w http.ResponseWriter, status int, msg string) { rest.Error(w, status, msg) }
+
+func restErrors(w http.ResponseWriter, status int, _, msg string) { restError(w, status, msg) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")

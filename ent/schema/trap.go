@@ -9,6 +9,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
 
+	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/ids"
 )
 
@@ -28,7 +29,7 @@ func (Trap) Fields() []ent.Field {
 		// Path is where the decoy answers; left empty on create, the service picks a plausible one.
 		field.String("path").Optional().MaxLen(512).
 			Annotations(entgql.OrderField("PATH"), entgql.Skip(entgql.SkipMutationUpdateInput)),
-		field.Enum("type").Values(trapTypes...).
+		field.Enum("type").Values(decoy.Types...).
 			Annotations(entgql.OrderField("TYPE"), entgql.Type("TrapType"), entgql.Skip(entgql.SkipMutationUpdateInput)),
 		field.String("description").Default("").MaxLen(2000),
 		field.Bool("active").Default(true),
@@ -37,9 +38,6 @@ func (Trap) Fields() []ent.Field {
 			Annotations(entgql.OrderField("UPDATED_AT"), entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)),
 	}
 }
-
-// trapTypes are the decoy kinds the engine serves.
-var trapTypes = []string{"page", "api", "llms_txt", "robots", "credential", "mcp"}
 
 func (Trap) Edges() []ent.Edge {
 	return []ent.Edge{

@@ -1,0 +1,35 @@
+package rest
+
+import (
+	"net/http"
+
+	"github.com/flytrap/flytrap/event"
+)
+
+func (a *API) overview(w http.ResponseWriter, r *http.Request) error {
+	o, err := a.res.Analytics().Overview(r.Context(), nil)
+	if err != nil {
+		return err
+	}
+	return ok(w, http.StatusOK, o) // model.Overview's JSON names are the document's
+}
+
+func (a *API) severity(w http.ResponseWriter, r *http.Request) error {
+	s, err := a.res.Analytics().Severity(r.Context(), nil)
+	if err != nil {
+		return err
+	}
+	return ok(w, http.StatusOK, s)
+}
+
+func (a *API) timeline(w http.ResponseWriter, r *http.Request) error {
+	buckets, err := a.res.Analytics().Timeline(r.Context(), nil)
+	if err != nil {
+		return err
+	}
+	out := make([]map[string]any, len(buckets))
+	for i, b := range buckets {
+		out[i] = map[string]any{"hour": event.Seconds(b.Hour), "hits": b.Hits}
+	}
+	return ok(w, http.StatusOK, out)
+}

@@ -1,0 +1,80 @@
+package rest
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/flytrap/flytrap/apperr"
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/graph"
+)
+
+// EventData is an event as the list and the stream carry it.
+func EventData(ev *ent.Event) map[string]any {
+	data := ev.Data
+	if data == nil {
+		data = map[string]any{}
+	}
+	return map[string]any{
+		"id":          ev.ID,
+		"type":        ev.Type,
+		"api_version": ev.APIVersion,
+		"created_at":  event.Seconds(ev.CreatedAt),
+		"data":        data,
+	}
+}
+
+// typesParam reads the type filter: one event type or a comma-separated list.
+func typesParam(v string) ([]string, error) {
+	if v == "" {
+		return nil, nil
+	}
+	var types []string
+	for _, t := range strings.Split(v, ",") {
+		t = strings.TrimSpace(t)
+		if !slices.Contains(event.Types, t) {
+			return nil, apperr.Invalid("type", "%q is not an event type (known: %s)", t, strings.Join(event.Types, ", "))
+		}
+		if !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	return types, nil
+}
+
+func (a *API) listEvents(w http.ResponseWriter, r *http.Request) error {
+	q, err := query(r, "limit", "type", "cursor")
+	if err != nil {
+		return err
+	}
+	limit, err := limitParam(q)
+	if err != nil {
+		return err
+	}
+	types, err := typesParam(q.Get("type"))
+	if err != nil {
+		return err
+	}
+	var after int64
+	if v := q.Get("cursor"); v != "" {
+		if after, err = graph.ParseEventCursor("cursor", v); err != nil {
+			return err
+		}
+	}
+	page, err := a.res.EventsAfter(r.Context(), after, limit, types)
+	if err != nil {
+		return err
+	}
+	events := make([]map[string]any, len(page.Events))
+	for i, ev := range page.Events {
+		events[i] = EventData(ev)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"events":      events,
+		"has_more":    page.HasMore,
+		"next_cursor": graph.EventCursor(page.Next),
+	})
+	return nil
+}

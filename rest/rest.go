@@ -1,0 +1,158 @@
+// Package rest is the REST compatibility layer: the routes of the customer's API
+// document, mapped onto the same resolvers as the GraphQL API. It holds no query,
+// scoping or validation logic of its own, only the translation of shapes.
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/flytrap/flytrap/apperr"
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/graph"
+)
+
+// API serves the REST routes.
+type API struct {
+	res    *graph.Resolver
+	client *ent.Client
+	log    *slog.Logger
+}
+
+// New returns the REST API over the resolvers; client opens the transactions mutations run in.
+func New(res *graph.Resolver, client *ent.Client, log *slog.Logger) *API {
+	return &API{res: res, client: client, log: log}
+}
+
+// HandlerFunc is a REST handler: it writes a success or returns the error to report.
+type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// statusOf maps an error code to the document's HTTP status.
+var statusOf = map[string]int{
+	graph.CodeUnauthenticated: http.StatusUnauthorized,
+	graph.CodeForbidden:       http.StatusForbidden,
+	graph.CodeBadUserInput:    http.StatusBadRequest,
+	graph.CodeNotFound:        http.StatusNotFound,
+	graph.CodeConflict:        http.StatusConflict,
+	graph.CodeInternal:        http.StatusInternalServerError,
+}
+
+// serve adapts h to http.Handler, writing its error in the document's shape.
+func (a *API) serve(h HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := h(w, r)
+		if err == nil {
+			return
+		}
+		code, msg, _ := graph.Classify(err)
+		status := statusOf[code]
+		if code == graph.CodeInternal {
+			a.log.ErrorContext(r.Context(), "REST handler failed", "route", r.Pattern, "err", err)
+		}
+		Error(w, status, msg)
+	})
+}
+
+// Error writes {"success": false, "error": msg} with status.
+func Error(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]any{"success": false, "error": msg})
+}
+
+// ok writes the dashboard wrapper {"success": true, "data": data}.
+func ok(w http.ResponseWriter, status int, data any) error {
+	writeJSON(w, status, map[string]any{"success": true, "data": data})
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decodeBody reads a JSON object body strictly: unknown fields, wrong types and
+// trailing data are errors naming what is wrong.
+func decodeBody(r *http.Request, dst any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
+		return apperr.Invalid("Content-Type", "must be application/json")
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return apperr.Invalid("body", "must hold one JSON object and nothing after it")
+	}
+	return nil
+}
+
+func jsonError(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.Is(err, io.EOF):
+		return apperr.Invalid("body", "a JSON object is required")
+	case errors.As(err, &te):
+		if te.Field == "" {
+			return apperr.Invalid("body", "must be a JSON object")
+		}
+		return apperr.Invalid(te.Field, "must be %s", jsonKind(te.Type.Kind().String()))
+	case errors.As(err, &se):
+		return apperr.Invalid("body", "is not valid JSON (at byte %d)", se.Offset)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return apperr.Invalid(name, "is not a known field")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return apperr.Invalid("body", "is truncated JSON")
+	}
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		return apperr.Invalid(fe.field, "%s", fe.msg)
+	}
+	return apperr.Invalid("body", "is not valid JSON")
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "int", "int64", "int32", "float64":
+		return "a number"
+	case "struct", "map":
+		return "an object"
+	case "slice":
+		return "an array"
+	}
+	return "of another type"
+}
+
+type fieldError struct{ field, msg string }
+
+func (e *fieldError) Error() string { return e.field + ": " + e.msg }
+
+// inTx runs fn in a transaction whose client the resolvers pick up from the context,
+// as gqlgen's transactioner does for GraphQL mutations.
+func (a *API) inTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	tx, err := a.client.Tx(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	ctx = ent.NewTxContext(ctx, tx)
+	ctx = ent.NewContext(ctx, tx.Client())
+	if err := fn(ctx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,213 @@
+package rest
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"entgo.io/contrib/entgql"
+
+	"github.com/flytrap/flytrap/apperr"
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/event"
+)
+
+// Page sizes of the REST lists: the document leaves them open.
+const (
+	defaultLimit = 50
+	maxLimit     = 100
+	// maxDetailHits bounds the hits a session detail carries (the newest ones).
+	maxDetailHits = 1000
+)
+
+// query checks the query string against the parameters a route accepts, so a typo is an error, not a silent no-op.
+func query(r *http.Request, allowed ...string) (url.Values, error) {
+	q := r.URL.Query()
+	for name, vals := range q {
+		known := false
+		for _, a := range allowed {
+			known = known || a == name
+		}
+		if !known {
+			return nil, apperr.Invalid(name, "is not a parameter of this route (allowed: %s)", strings.Join(allowed, ", "))
+		}
+		if len(vals) > 1 {
+			return nil, apperr.Invalid(name, "is given more than once")
+		}
+	}
+	return q, nil
+}
+
+func limitParam(q url.Values) (int, error) {
+	v := q.Get("limit")
+	if v == "" {
+		return defaultLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxLimit {
+		return 0, apperr.Invalid("limit", "must be an integer from 1 to %d", maxLimit)
+	}
+	return n, nil
+}
+
+func timeParam(q url.Values, name string) (*time.Time, error) {
+	v := q.Get(name)
+	if v == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return nil, apperr.Invalid(name, "must be an ISO 8601 timestamp such as 2026-11-22T09:00:00Z")
+	}
+	return &t, nil
+}
+
+func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
+	q, err := query(r, "classification", "severity", "trap_id", "source_ip", "since", "until", "limit", "cursor")
+	if err != nil {
+		return err
+	}
+	limit, err := limitParam(q)
+	if err != nil {
+		return err
+	}
+	where := &ent.SessionWhereInput{}
+	if v := q.Get("classification"); v != "" {
+		c := session.Classification(strings.ToUpper(v))
+		if session.ClassificationValidator(c) != nil {
+			return apperr.Invalid("classification", "is not a known classification")
+		}
+		where.Classification = &c
+	}
+	if v := q.Get("severity"); v != "" {
+		s := session.Severity(strings.ToLower(v))
+		if session.SeverityValidator(s) != nil {
+			return apperr.Invalid("severity", "must be critical, high, medium or low")
+		}
+		where.Severity = &s
+	}
+	if v := q.Get("source_ip"); v != "" {
+		where.SourceIP = &v
+	}
+	if v := q.Get("trap_id"); v != "" {
+		where.HasHitsWith = []*ent.HitWhereInput{{TrapID: &v}}
+	}
+	if where.LastSeenGTE, err = timeParam(q, "since"); err != nil {
+		return err
+	}
+	if where.FirstSeenLT, err = timeParam(q, "until"); err != nil {
+		return err
+	}
+	var after *entgql.Cursor[string]
+	if v := q.Get("cursor"); v != "" {
+		after = &entgql.Cursor[string]{}
+		if err := after.UnmarshalGQL(v); err != nil {
+			return apperr.Invalid("cursor", "is not a cursor this API issued")
+		}
+	}
+	order := &ent.SessionOrder{Field: ent.SessionOrderFieldLastSeen, Direction: entgql.OrderDirectionDesc}
+	conn, err := a.res.Query().Sessions(r.Context(), after, &limit, nil, nil, order, where)
+	if err != nil {
+		return err
+	}
+	data := make([]map[string]any, 0, len(conn.Edges))
+	for _, e := range conn.Edges {
+		data = append(data, sessionData(e.Node))
+	}
+	next := ""
+	if conn.PageInfo.EndCursor != nil {
+		next = cursorString(conn.PageInfo.EndCursor)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"success":    true,
+		"data":       data,
+		"pagination": map[string]any{"has_more": conn.PageInfo.HasNextPage, "next_cursor": next},
+	})
+	return nil
+}
+
+func cursorString(c *entgql.Cursor[string]) string {
+	var b strings.Builder
+	c.MarshalGQL(&b)
+	return strings.Trim(b.String(), `"`)
+}
+
+func (a *API) getSession(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	n, err := a.res.Query().Node(ctx, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	s, isSession := n.(*ent.Session)
+	if !isSession {
+		return apperr.NotFound("session")
+	}
+	hits, err := s.QueryHits().Order(ent.Desc(hit.FieldReceivedAt), ent.Desc(hit.FieldID)).Limit(maxDetailHits).All(ctx)
+	if err != nil {
+		return err
+	}
+	data := sessionData(s)
+	hs := make([]map[string]any, 0, len(hits))
+	for i := len(hits) - 1; i >= 0; i-- { // oldest first
+		hs = append(hs, hitData(hits[i]))
+	}
+	data["hits"] = hs
+	data["extracted"] = map[string]any{
+		"model":    s.ExtractedModel,
+		"operator": s.ExtractedOperator,
+		"prompts":  []any{},
+	}
+	data["callbacks"] = []any{}
+	return ok(w, http.StatusOK, data)
+}
+
+// sessionData is a session as the document shows it, with the extracted model and operator and the traps it triggered.
+func sessionData(s *ent.Session) map[string]any {
+	return map[string]any{
+		"id":                 s.ID,
+		"source_ip":          s.SourceIP,
+		"user_agent":         s.UserAgent,
+		"classification":     string(s.Classification),
+		"score":              s.Score,
+		"confidence":         s.Confidence,
+		"severity":           string(s.Severity),
+		"signals_fired":      nonNil(s.SignalsFired),
+		"first_seen":         event.Millis(s.FirstSeen),
+		"last_seen":          event.Millis(s.LastSeen),
+		"hit_count":          s.HitCount,
+		"extracted_model":    s.ExtractedModel,
+		"extracted_operator": s.ExtractedOperator,
+		"traps_triggered":    nonNil(s.TrapsTriggered),
+	}
+}
+
+func hitData(h *ent.Hit) map[string]any {
+	headers := h.Headers
+	if headers == nil {
+		headers = map[string][]string{}
+	}
+	return map[string]any{
+		"id":             h.ID,
+		"trap_id":        h.TrapID,
+		"method":         h.Method,
+		"path":           h.Path,
+		"query":          h.Query,
+		"headers":        headers,
+		"body":           h.Body,
+		"body_truncated": h.BodyTruncated,
+		"source_ip":      h.SourceIP,
+		"user_agent":     h.UserAgent,
+		"received_at":    event.Millis(h.ReceivedAt),
+	}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,137 @@
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"entgo.io/contrib/entgql"
+
+	"github.com/flytrap/flytrap/apperr"
+	"github.com/flytrap/flytrap/decoy"
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/event"
+)
+
+// maxTrapList bounds GET /dashboard/api/traps, which the document does not paginate.
+const maxTrapList = 10000
+
+func (a *API) listTraps(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	order := &ent.TrapOrder{Field: ent.TrapOrderFieldCreatedAt, Direction: entgql.OrderDirectionAsc}
+	out := []map[string]any{}
+	var after *entgql.Cursor[string]
+	for len(out) < maxTrapList {
+		page := 100
+		conn, err := a.res.Query().Traps(ctx, after, &page, nil, nil, order, nil)
+		if err != nil {
+			return err
+		}
+		for _, e := range conn.Edges {
+			out = append(out, event.TrapData(e.Node))
+		}
+		if !conn.PageInfo.HasNextPage {
+			break
+		}
+		after = conn.PageInfo.EndCursor
+	}
+	return ok(w, http.StatusOK, out)
+}
+
+type createTrapBody struct {
+	Name        *string `json:"name"`
+	Path        *string `json:"path"`
+	Type        *string `json:"type"`
+	Description *string `json:"description"`
+	SiteID      *string `json:"site_id"`
+}
+
+func (a *API) createTrap(w http.ResponseWriter, r *http.Request) error {
+	var body createTrapBody
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	if body.Name == nil {
+		return apperr.Invalid("name", "is required")
+	}
+	if body.Type == nil {
+		return apperr.Invalid("type", "is required")
+	}
+	typ := trap.Type(*body.Type)
+	if err := trap.TypeValidator(typ); err != nil {
+		return apperr.Invalid("type", "must be one of %s", trapTypes())
+	}
+	in := ent.CreateTrapInput{Name: *body.Name, Path: body.Path, Type: typ, Description: body.Description, SiteID: body.SiteID}
+	var t *ent.Trap
+	err := a.inTx(r.Context(), func(ctx context.Context) (err error) {
+		t, err = a.res.Mutation().CreateTrap(ctx, in)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return ok(w, http.StatusCreated, event.TrapData(t))
+}
+
+func trapTypes() string { return strings.Join(decoy.Types, ", ") }
+
+// flag is the document's active flag: 0/1, or true/false.
+type flag bool
+
+func (f *flag) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case "1", "true":
+		*f = true
+	case "0", "false":
+		*f = false
+	default:
+		return &fieldError{"active", "must be 0, 1, true or false"}
+	}
+	return nil
+}
+
+type updateTrapBody struct {
+	Name        *string `json:"name"`
+	Description *string `json:"description"`
+	Active      *flag   `json:"active"`
+}
+
+func (a *API) updateTrap(w http.ResponseWriter, r *http.Request) error {
+	var body updateTrapBody
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	if body.Name == nil && body.Description == nil && body.Active == nil {
+		return apperr.Invalid("body", "give at least one of name, description, active")
+	}
+	in := ent.UpdateTrapInput{Name: body.Name, Description: body.Description}
+	if body.Active != nil {
+		active := bool(*body.Active)
+		in.Active = &active
+	}
+	var t *ent.Trap
+	err := a.inTx(r.Context(), func(ctx context.Context) (err error) {
+		t, err = a.res.Mutation().UpdateTrap(ctx, r.PathValue("id"), in)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return ok(w, http.StatusOK, event.TrapData(t))
+}
+
+func (a *API) deleteTrap(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	err := a.inTx(r.Context(), func(ctx context.Context) error {
+		_, err := a.res.Mutation().DeleteTrap(ctx, id)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return ok(w, http.StatusOK, map[string]any{"id": id, "deleted": true})
+}
+
+var _ json.Unmarshaler = (*flag)(nil)
