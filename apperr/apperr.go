@@ -14,6 +14,7 @@ const (
 	KindInvalid  Kind = iota + 1 // 400, BAD_USER_INPUT
 	KindNotFound                 // 404, NOT_FOUND
 	KindConflict                 // 409, CONFLICT
+	KindTooMany                  // 429, RATE_LIMITED
 )
 
 // Error is an error of a known kind with a message safe to show the caller.
@@ -43,6 +44,11 @@ func NotFound(what string) error {
 // Conflict reports a clash with existing state.
 func Conflict(format string, a ...any) error {
 	return &Error{Kind: KindConflict, Msg: fmt.Sprintf(format, a...)}
+}
+
+// TooMany reports a limit reached; the caller may try again later.
+func TooMany(format string, a ...any) error {
+	return &Error{Kind: KindTooMany, Msg: fmt.Sprintf(format, a...)}
 }
 
 // As returns the *Error in err's chain, if any.

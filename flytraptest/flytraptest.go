@@ -125,8 +125,11 @@ func Start(t testing.TB, b Backend, opts ...Option) *Env {
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}
+	wait := srv.Start(srvCtx)
+	t.Cleanup(func() { cancel(); wait() })
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
+	t.Cleanup(srv.Stop)
 	return &Env{T: t, DB: db, Server: srv, HTTP: hs, Config: cfg}
 }
 

@@ -18,6 +18,7 @@ const (
 	CodeNotFound        = "NOT_FOUND"
 	CodeConflict        = "CONFLICT"
 	CodeInternal        = "INTERNAL"
+	CodeRateLimited     = "RATE_LIMITED"
 )
 
 // ErrUnauthenticated is wrapped by every authentication failure.
@@ -37,6 +38,8 @@ func Classify(err error) (code, msg, field string) {
 			return CodeNotFound, ae.Error(), ""
 		case apperr.KindConflict:
 			return CodeConflict, ae.Error(), ""
+		case apperr.KindTooMany:
+			return CodeRateLimited, ae.Error(), ""
 		}
 	case errors.Is(err, ErrUnauthenticated):
 		return CodeUnauthenticated, err.Error(), ""

@@ -62,3 +62,15 @@ func ParseEventCursor(field, cursor string) (int64, error) {
 	}
 	return n, nil
 }
+
+// EventHead is the position of the caller's newest event (0 when there is none).
+func (r *Resolver) EventHead(ctx context.Context) (int64, error) {
+	ev, err := r.ent(ctx).Event.Query().Order(ent.Desc(entevent.FieldPosition)).First(ctx)
+	if ent.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the newest event: %w", err)
+	}
+	return ev.Position, nil
+}

@@ -12,9 +12,12 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph"
 )
 
@@ -23,11 +26,29 @@ type API struct {
 	res    *graph.Resolver
 	client *ent.Client
 	log    *slog.Logger
+	opts   Options
+
+	streamsMu sync.Mutex
+	streams   map[string]int // open event streams per organization
+}
+
+// Options are the REST layer's settings.
+type Options struct {
+	Broker *event.Broker
+	// Stopping is closed when the service begins to shut down: open streams end then.
+	Stopping <-chan struct{}
+	// MaxStreamsPerOrg caps the event streams one organization may hold open (429 beyond).
+	MaxStreamsPerOrg int
+	// Heartbeat is the interval of the stream's keep-alive comments.
+	Heartbeat time.Duration
 }
 
 // New returns the REST API over the resolvers; client opens the transactions mutations run in.
-func New(res *graph.Resolver, client *ent.Client, log *slog.Logger) *API {
-	return &API{res: res, client: client, log: log}
+func New(res *graph.Resolver, client *ent.Client, log *slog.Logger, opts Options) *API {
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = 15 * time.Second
+	}
+	return &API{res: res, client: client, log: log, opts: opts, streams: map[string]int{}}
 }
 
 // HandlerFunc is a REST handler: it writes a success or returns the error to report.
@@ -41,6 +62,7 @@ var statusOf = map[string]int{
 	graph.CodeNotFound:        http.StatusNotFound,
 	graph.CodeConflict:        http.StatusConflict,
 	graph.CodeInternal:        http.StatusInternalServerError,
+	graph.CodeRateLimited:     http.StatusTooManyRequests,
 }
 
 // serve adapts h to http.Handler, writing its error in the document's shape.

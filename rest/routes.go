@@ -24,6 +24,7 @@ func (a *API) Routes() []Route {
 		{"GET /dashboard/api/analytics/severity", a.serve(a.severity)},
 		{"GET /dashboard/api/analytics/timeline", a.serve(a.timeline)},
 		{"GET /api/v1/events", a.serve(a.listEvents)},
+		{"GET /api/v1/events/stream", a.serve(a.streamEvents)},
 	}
 }
 

@@ -25,6 +25,10 @@ type Config struct {
 	LastUsedInterval time.Duration
 	ShutdownTimeout  time.Duration
 	JWT              JWTConfig
+
+	EventPollInterval time.Duration
+	StreamHeartbeat   time.Duration
+	MaxStreamsPerOrg  int
 }
 
 // DefaultConfig is the configuration with nothing set.
@@ -41,6 +45,10 @@ func DefaultConfig() Config {
 		LastUsedInterval: 30 * time.Second,
 		ShutdownTimeout:  15 * time.Second,
 		JWT:              JWTConfig{OrgClaim: "org_id", ScopeClaim: "scope"},
+
+		EventPollInterval: time.Second,
+		StreamHeartbeat:   15 * time.Second,
+		MaxStreamsPerOrg:  50,
 	}
 }
 
@@ -69,6 +77,9 @@ func (c *Config) Register(fs *flag.FlagSet, env Env) {
 	fs.IntVar(&c.DepthLimit, "depth-limit", int(envInt64(env, "FLYTRAP_DEPTH_LIMIT", int64(c.DepthLimit))), "deepest GraphQL selection nesting (FLYTRAP_DEPTH_LIMIT)")
 	fs.DurationVar(&c.LastUsedInterval, "last-used-interval", envDuration(env, "FLYTRAP_LAST_USED_INTERVAL", c.LastUsedInterval), "how often API keys' last_used_at is written (FLYTRAP_LAST_USED_INTERVAL)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", envDuration(env, "FLYTRAP_SHUTDOWN_TIMEOUT", c.ShutdownTimeout), "how long a graceful stop may take (FLYTRAP_SHUTDOWN_TIMEOUT)")
+	fs.DurationVar(&c.EventPollInterval, "event-poll-interval", envDuration(env, "FLYTRAP_EVENT_POLL_INTERVAL", c.EventPollInterval), "how often live delivery re-reads the event log besides the wake-up on commit (FLYTRAP_EVENT_POLL_INTERVAL)")
+	fs.DurationVar(&c.StreamHeartbeat, "stream-heartbeat", envDuration(env, "FLYTRAP_STREAM_HEARTBEAT", c.StreamHeartbeat), "interval of the event stream's keep-alive comments (FLYTRAP_STREAM_HEARTBEAT)")
+	fs.IntVar(&c.MaxStreamsPerOrg, "max-streams-per-org", int(envInt64(env, "FLYTRAP_MAX_STREAMS_PER_ORG", int64(c.MaxStreamsPerOrg))), "open event streams one organization may hold; more get 429 (FLYTRAP_MAX_STREAMS_PER_ORG)")
 	fs.StringVar(&c.JWT.JWKSURL, "jwks-url", envOr(env, "FLYTRAP_JWKS_URL", c.JWT.JWKSURL), "identity provider's JWKS URL; empty disables JWT sign-in (FLYTRAP_JWKS_URL)")
 	fs.StringVar(&c.JWT.Issuer, "jwt-issuer", envOr(env, "FLYTRAP_JWT_ISSUER", c.JWT.Issuer), "required JWT issuer (FLYTRAP_JWT_ISSUER)")
 	fs.StringVar(&c.JWT.Audience, "jwt-audience", envOr(env, "FLYTRAP_JWT_AUDIENCE", c.JWT.Audience), "required JWT audience (FLYTRAP_JWT_AUDIENCE)")
@@ -95,6 +106,12 @@ func (c Config) Validate() error {
 	}
 	if c.ComplexityLimit < 1 || c.DepthLimit < 1 {
 		errs = append(errs, errors.New("complexity-limit and depth-limit: must be positive"))
+	}
+	if c.EventPollInterval < 10*time.Millisecond || c.StreamHeartbeat < 100*time.Millisecond || c.StreamHeartbeat > 15*time.Second {
+		errs = append(errs, errors.New("event-poll-interval must be at least 10ms and stream-heartbeat between 100ms and 15s"))
+	}
+	if c.MaxStreamsPerOrg < 1 {
+		errs = append(errs, errors.New("max-streams-per-org: must be positive"))
 	}
 	if c.LastUsedInterval < time.Second {
 		errs = append(errs, errors.New("last-used-interval: must be at least 1s"))

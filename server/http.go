@@ -26,7 +26,12 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	gql := s.graphQLHandler()
 	mux.Handle("/graphql", s.authenticate(gql, graphQLErrors))
-	api := rest.New(s.resolver, s.db.Client, s.log)
+	api := rest.New(s.resolver, s.db.Client, s.log, rest.Options{
+		Broker:           s.broker,
+		Stopping:         s.stopping,
+		MaxStreamsPerOrg: s.cfg.MaxStreamsPerOrg,
+		Heartbeat:        s.cfg.StreamHeartbeat,
+	})
 	for _, rt := range api.Routes() {
 		mux.Handle(rt.Pattern, s.authenticate(rt.Handler, restErrors))
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/store"
 )
@@ -29,6 +30,9 @@ type Server struct {
 	handler  http.Handler
 
 	websocketOrigins gorillaWebsocket
+	broker           *event.Broker
+	stopping         chan struct{}
+	stopOnce         sync.Once
 }
 
 // New builds a server over an open database. ctx bounds background work started
@@ -37,7 +41,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, db: db, log: log}
+	s := &Server{cfg: cfg, db: db, log: log, stopping: make(chan struct{})}
 	if cfg.JWT.Enabled() {
 		v, err := NewJWTVerifier(ctx, cfg.JWT)
 		if err != nil {
@@ -48,6 +52,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.usage = newKeyUsage(db.Client, log)
 	s.auth = NewAuthenticator(db.Client, s.jwt, s.usage)
 	s.resolver = graph.NewResolver(db.Client, time.Now)
+	s.broker = event.NewBroker(db.Client, log, cfg.EventPollInterval)
 	s.websocketOrigins = gorillaWebsocket{allowedOrigins: cfg.AllowedOrigins}
 	s.handler = s.routes()
 	return s, nil
@@ -58,6 +63,22 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // FlushUsage writes recorded API key usage now.
 func (s *Server) FlushUsage(ctx context.Context) error { return s.usage.Flush(ctx) }
+
+// Start runs the background work of the instance (event broker, key usage writer)
+// until ctx ends; the returned function waits for it to finish.
+func (s *Server) Start(ctx context.Context) (wait func()) {
+	var wg sync.WaitGroup
+	wg.Go(func() { s.usage.Run(ctx, s.cfg.LastUsedInterval) })
+	wg.Go(func() {
+		if err := s.broker.Run(ctx); err != nil {
+			s.log.Error("event broker stopped", "err", err)
+		}
+	})
+	return wg.Wait
+}
+
+// Stop ends open streams; Run calls it when shutting down.
+func (s *Server) Stop() { s.stopOnce.Do(func() { close(s.stopping) }) }
 
 // Run serves the API on cfg.APIAddr until ctx ends, then stops gracefully.
 // ready, if set, receives the bound address once the listener is up.
@@ -72,18 +93,17 @@ func (s *Server) Run(ctx context.Context, ready func(addr net.Addr)) error {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-	var wg sync.WaitGroup
-	usageCtx, stopUsage := context.WithCancel(context.WithoutCancel(ctx))
-	wg.Go(func() { s.usage.Run(usageCtx, s.cfg.LastUsedInterval) })
+	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	wait := s.Start(bgCtx)
 	defer func() {
-		stopUsage()
-		wg.Wait()
+		stopBackground()
+		wait()
 		if s.jwt != nil {
 			s.jwt.Close()
 		}
 	}()
+	srv.RegisterOnShutdown(s.Stop)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
