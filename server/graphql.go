@@ -191,4 +191,3 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	}
 	return gqlErr
 }
-
