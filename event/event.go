@@ -13,8 +13,12 @@ import (
 	"github.com/flytrap/flytrap/ent/sequence"
 )
 
-// APIVersion is the current version of the event and REST shapes, carried by every event.
+// APIVersion is the current version of the event and REST shapes, carried by every
+// event and stated on every response; see docs/versioning.md.
 const APIVersion = "2026-11-22"
+
+// SupportedVersions are the versions a client may ask for with the Flytrap-Version header.
+var SupportedVersions = []string{APIVersion}
 
 // Event types.
 const (

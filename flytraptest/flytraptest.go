@@ -116,6 +116,8 @@ func Start(t testing.TB, b Backend, opts ...Option) *Env {
 	t.Cleanup(func() { db.Close() })
 	cfg := server.DefaultConfig()
 	cfg.APIAddr = "127.0.0.1:0"
+	// Tests make requests faster than any person; the rate limit has its own tests.
+	cfg.RateLimit, cfg.RateBurst = 1e6, 1e6
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -29,6 +29,8 @@ type Config struct {
 	EventPollInterval time.Duration
 	StreamHeartbeat   time.Duration
 	MaxStreamsPerOrg  int
+	RateLimit         float64 // requests per second per credential
+	RateBurst         int
 }
 
 // DefaultConfig is the configuration with nothing set.
@@ -49,6 +51,8 @@ func DefaultConfig() Config {
 		EventPollInterval: time.Second,
 		StreamHeartbeat:   15 * time.Second,
 		MaxStreamsPerOrg:  50,
+		RateLimit:         20,
+		RateBurst:         200,
 	}
 }
 
@@ -80,6 +84,8 @@ func (c *Config) Register(fs *flag.FlagSet, env Env) {
 	fs.DurationVar(&c.EventPollInterval, "event-poll-interval", envDuration(env, "FLYTRAP_EVENT_POLL_INTERVAL", c.EventPollInterval), "how often live delivery re-reads the event log besides the wake-up on commit (FLYTRAP_EVENT_POLL_INTERVAL)")
 	fs.DurationVar(&c.StreamHeartbeat, "stream-heartbeat", envDuration(env, "FLYTRAP_STREAM_HEARTBEAT", c.StreamHeartbeat), "interval of the event stream's keep-alive comments (FLYTRAP_STREAM_HEARTBEAT)")
 	fs.IntVar(&c.MaxStreamsPerOrg, "max-streams-per-org", int(envInt64(env, "FLYTRAP_MAX_STREAMS_PER_ORG", int64(c.MaxStreamsPerOrg))), "open event streams one organization may hold; more get 429 (FLYTRAP_MAX_STREAMS_PER_ORG)")
+	fs.Float64Var(&c.RateLimit, "rate-limit", envFloat(env, "FLYTRAP_RATE_LIMIT", c.RateLimit), "sustained API requests per second per key (FLYTRAP_RATE_LIMIT)")
+	fs.IntVar(&c.RateBurst, "rate-burst", int(envInt64(env, "FLYTRAP_RATE_BURST", int64(c.RateBurst))), "API requests a key may make at once before the rate applies (FLYTRAP_RATE_BURST)")
 	fs.StringVar(&c.JWT.JWKSURL, "jwks-url", envOr(env, "FLYTRAP_JWKS_URL", c.JWT.JWKSURL), "identity provider's JWKS URL; empty disables JWT sign-in (FLYTRAP_JWKS_URL)")
 	fs.StringVar(&c.JWT.Issuer, "jwt-issuer", envOr(env, "FLYTRAP_JWT_ISSUER", c.JWT.Issuer), "required JWT issuer (FLYTRAP_JWT_ISSUER)")
 	fs.StringVar(&c.JWT.Audience, "jwt-audience", envOr(env, "FLYTRAP_JWT_AUDIENCE", c.JWT.Audience), "required JWT audience (FLYTRAP_JWT_AUDIENCE)")
@@ -109,6 +115,9 @@ func (c Config) Validate() error {
 	}
 	if c.EventPollInterval < 10*time.Millisecond || c.StreamHeartbeat < 100*time.Millisecond || c.StreamHeartbeat > 15*time.Second {
 		errs = append(errs, errors.New("event-poll-interval must be at least 10ms and stream-heartbeat between 100ms and 15s"))
+	}
+	if c.RateLimit <= 0 || c.RateBurst < 1 {
+		errs = append(errs, errors.New("rate-limit and rate-burst: must be positive"))
 	}
 	if c.MaxStreamsPerOrg < 1 {
 		errs = append(errs, errors.New("max-streams-per-org: must be positive"))
@@ -163,6 +172,13 @@ func envBool(env Env, key string, def bool) bool {
 func envInt64(env Env, key string, def int64) int64 {
 	if n, err := strconv.ParseInt(env(key), 10, 64); err == nil {
 		return n
+	}
+	return def
+}
+
+func envFloat(env Env, key string, def float64) float64 {
+	if f, err := strconv.ParseFloat(env(key), 64); err == nil {
+		return f
 	}
 	return def
 }

@@ -30,6 +30,7 @@ const (
 	CodeNotFound        = graph.CodeNotFound
 	CodeConflict        = graph.CodeConflict
 	CodeInternal        = graph.CodeInternal
+	CodeRateLimited     = graph.CodeRateLimited
 )
 
 // Page sizes of every connection.

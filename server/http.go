@@ -45,7 +45,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		restError(w, http.StatusNotFound, "no such route: "+r.Method+" "+truncateForLog(r.URL.Path, 200))
 	})
-	return s.requestID(s.logRequests(s.recoverPanics(s.limitBody(mux))))
+	return s.requestID(s.logRequests(s.recoverPanics(apiVersion(s.limitBody(mux)))))
 }
 
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
@@ -104,6 +104,10 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 			}
 			s.log.ErrorContext(r.Context(), "authentication failed", "err", err)
 			fail(w, http.StatusInternalServerError, CodeInternal, "internal error")
+			return
+		}
+		if !s.limiter.allow(w, v) {
+			fail(w, http.StatusTooManyRequests, CodeRateLimited, "rate limit exceeded; retry after the time in Retry-After")
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(viewer.NewContext(r.Context(), v)))

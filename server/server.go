@@ -31,6 +31,7 @@ type Server struct {
 
 	websocketOrigins gorillaWebsocket
 	broker           *event.Broker
+	limiter          *rateLimiter
 	stopping         chan struct{}
 	stopOnce         sync.Once
 }
@@ -52,6 +53,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.usage = newKeyUsage(db.Client, log)
 	s.auth = NewAuthenticator(db.Client, s.jwt, s.usage)
 	s.resolver = graph.NewResolver(db.Client, time.Now)
+	s.limiter = newRateLimiter(cfg.RateLimit, cfg.RateBurst)
 	s.broker = event.NewBroker(db.Client, log, cfg.EventPollInterval)
 	s.websocketOrigins = gorillaWebsocket{allowedOrigins: cfg.AllowedOrigins}
 	s.handler = s.routes()
