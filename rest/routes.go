@@ -28,12 +28,19 @@ func (a *API) Routes() []Route {
 	}
 }
 
+// PublicRoutes need no credentials.
+func (a *API) PublicRoutes() []Route {
+	return []Route{
+		{"GET /api/openapi.json", http.HandlerFunc(a.openAPI)},
+	}
+}
+
 // MethodNotAllowed answers the routes' paths for methods they do not serve: the
 // mux prefers a pattern with a method, so these catch only the rest.
 func (a *API) MethodNotAllowed() []Route {
 	allow := map[string][]string{}
 	var paths []string
-	for _, rt := range a.Routes() {
+	for _, rt := range append(a.Routes(), a.PublicRoutes()...) {
 		method, path, _ := strings.Cut(rt.Pattern, " ")
 		if _, seen := allow[path]; !seen {
 			paths = append(paths, path)

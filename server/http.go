@@ -35,6 +35,9 @@ func (s *Server) routes() http.Handler {
 	for _, rt := range api.Routes() {
 		mux.Handle(rt.Pattern, s.authenticate(rt.Handler, restErrors))
 	}
+	for _, rt := range api.PublicRoutes() {
+		mux.Handle(rt.Pattern, rt.Handler)
+	}
 	for _, rt := range api.MethodNotAllowed() {
 		mux.Handle(rt.Pattern, rt.Handler)
 	}
