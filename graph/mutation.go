@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/flytrap/flytrap/apikey"
 	"github.com/flytrap/flytrap/apperr"
@@ -47,5 +48,5 @@ func (r *Resolver) revokeAPIKey(ctx context.Context, id string) (*ent.APIKey, er
 	if k.RevokedAt != nil {
 		return k, nil
 	}
-	return c.APIKey.UpdateOneID(id).SetRevokedAt(r.now().UTC()).Save(ctx)
+	return c.APIKey.UpdateOneID(id).SetRevokedAt(r.now().UTC().Truncate(time.Millisecond)).Save(ctx)
 }

@@ -38,3 +38,16 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+var nameOfPrefix = map[string]string{
+	ids.Org: "organization", ids.Site: "site", ids.Trap: "trap", ids.Session: "session",
+	ids.Hit: "hit", ids.Event: "event", ids.APIKey: "API key",
+}
+
+// checkID refuses an id that is malformed or names another kind of object than prefix.
+func checkID(id, prefix string) error {
+	if ids.Prefix(id) != prefix {
+		return apperr.Invalid("id", "%q is not a %s id (%s_…)", truncate(id, 64), nameOfPrefix[prefix], prefix)
+	}
+	return nil
+}

@@ -42,7 +42,7 @@ func DefaultConfig() Config {
 		LogLevel:         "info",
 		Introspection:    true,
 		MaxBodyBytes:     1 << 20,
-		ComplexityLimit:  1000,
+		ComplexityLimit:  20000,
 		DepthLimit:       12,
 		LastUsedInterval: 30 * time.Second,
 		ShutdownTimeout:  15 * time.Second,

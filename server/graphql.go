@@ -40,7 +40,7 @@ const (
 )
 
 func (s *Server) graphQLHandler() *handler.Server {
-	srv := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: s.resolver}))
+	srv := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: s.resolver, Complexity: complexity()}))
 	readLimit := s.cfg.MaxBodyBytes
 	srv.AddTransport(transport.Websocket{
 		Implementation:        s.websocketOrigins,
@@ -57,9 +57,9 @@ func (s *Server) graphQLHandler() *handler.Server {
 	if s.cfg.Introspection {
 		srv.Use(extension.Introspection{})
 	}
+	srv.Use(depthLimit{max: s.cfg.DepthLimit}) // first: its message is the clearer one
 	srv.Use(extension.FixedComplexityLimit(s.cfg.ComplexityLimit))
-	srv.Use(depthLimit{max: s.cfg.DepthLimit})
-	srv.Use(entgql.Transactioner{TxOpener: s.db.Client})
+	srv.Use(transactioner{entgql.Transactioner{TxOpener: s.db.Client}})
 	srv.AroundFields(pageLimits)
 	srv.SetErrorPresenter(s.presentError)
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
@@ -93,6 +93,17 @@ func (s *Server) websocketInit(ctx context.Context, payload transport.InitPayloa
 		return transport.WithWebsocketCloseCode(ctx, code), nil, errors.New("unauthorized")
 	}
 	return viewer.NewContext(ctx, v), nil, nil
+}
+
+// transactioner runs mutations in a transaction. Requests gqlgen could not even
+// decode have no operation, and entgql's transactioner would panic on them.
+type transactioner struct{ entgql.Transactioner }
+
+func (t transactioner) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	if !graphql.HasOperationContext(ctx) {
+		return next(ctx)
+	}
+	return t.Transactioner.InterceptResponse(ctx, next)
 }
 
 // pageLimits gives every connection a default page size and refuses pages over the maximum,
@@ -147,6 +158,9 @@ func selectionDepth(set ast.SelectionSet, depth, fragments int) int {
 		var d int
 		switch sel := sel.(type) {
 		case *ast.Field:
+			if strings.HasPrefix(sel.Name, "__") {
+				continue // introspection is bounded by the schema, and its standard query is deep
+			}
 			if len(sel.SelectionSet) == 0 {
 				d = depth + 1
 			} else {

@@ -41,7 +41,7 @@ func (u *keyUsage) Flush(ctx context.Context) error {
 	u.mu.Unlock()
 	ctx = privacy.DecisionContext(ctx, privacy.Allow)
 	for id, t := range batch {
-		err := u.client.APIKey.UpdateOneID(id).SetLastUsedAt(t.UTC()).Exec(ctx)
+		err := u.client.APIKey.UpdateOneID(id).SetLastUsedAt(t.UTC().Truncate(time.Millisecond)).Exec(ctx)
 		if err != nil && !ent.IsNotFound(err) {
 			u.mu.Lock()
 			if t.After(u.pending[id]) {

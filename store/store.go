@@ -69,10 +69,17 @@ func parse(dsn string) (driver, source, dia string, err error) {
 	case dsn == "":
 		return "", "", "", fmt.Errorf("no database given")
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		if _, err := url.Parse(dsn); err != nil {
+		u, err := url.Parse(dsn)
+		if err != nil {
 			return "", "", "", fmt.Errorf("database URL: %w", err)
 		}
-		return "postgres", dsn, dialect.Postgres, nil
+		// Times come back in the session's zone; the API speaks UTC whatever the server's setting.
+		q := u.Query()
+		if q.Get("timezone") == "" {
+			q.Set("timezone", "UTC")
+			u.RawQuery = q.Encode()
+		}
+		return "postgres", u.String(), dialect.Postgres, nil
 	default:
 		path := strings.TrimPrefix(dsn, "sqlite:")
 		path = strings.TrimPrefix(path, "//")
