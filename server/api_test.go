@@ -33,11 +33,6 @@ import (
 
 // Production bugs these tests found; see knownBug.
 const (
-	bugLiteralTypeUnnamed = "a literal of the wrong type (name: 5) is refused as GRAPHQL_VALIDATION_FAILED, but the message " +
-		"(\"String cannot represent a non string value: 5\") does not name the field; only a line/column is given"
-	bugLenientVariables = "variables are coerced leniently: a JSON number for a String (name: 5) is stored as \"5\", " +
-		"a numeric JSON string for an Int (first: \"10\") is taken as 10, instead of a refusal naming the field " +
-		"(gqlgen decodes with UseNumber; json.Number passes gqlparser's String check and graphql.UnmarshalString)"
 	bugGlobalPositions = "event positions come from one counter shared by all organizations (sequence \"events\" " +
 		"in event.Append), and GraphQL shows them (Event.position, and inside cursors): the gap between two of " +
 		"B's events counts A's events in between"

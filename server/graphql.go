@@ -190,11 +190,26 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 			if gqlErr.Extensions == nil || gqlErr.Extensions["code"] == nil {
 				gqlErr.Extensions = map[string]any{"code": CodeBadUserInput}
 			}
+			if name := inputFieldAt(ctx, gqlErr); name != "" {
+				gqlErr.Message = name + ": " + gqlErr.Message
+				gqlErr.Extensions["field"] = name
+			}
 			return gqlErr
 		}
 		if fc := graphql.GetFieldContext(ctx); fc != nil && fc.Args == nil && fc.Field.Field != nil && len(fc.Field.Arguments) > 0 {
-			// The field's arguments could not be read (a malformed cursor, say).
-			code, msg = CodeBadUserInput, err.Error()
+			// The field's arguments could not be read (a malformed cursor, a number for a string).
+			code, msg = CodeBadUserInput, strings.TrimPrefix(err.Error(), "input: ")
+			if strings.Contains(msg, "cannot decode cursor") {
+				msg = "is not a cursor this API issued"
+			}
+			if n := len(gqlErr.Path); n > 0 {
+				if name, ok := gqlErr.Path[n-1].(ast.PathName); ok {
+					field = string(name)
+					if !strings.HasPrefix(msg, gqlErr.Path.String()) {
+						msg = field + ": " + msg
+					}
+				}
+			}
 		} else {
 			s.log.ErrorContext(ctx, "graphql resolver failed", "err", err)
 		}
