@@ -56,6 +56,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 		Fields: map[string]*sqlgraph.FieldSpec{
 			event.FieldOrgID:      {Type: field.TypeString, Column: event.FieldOrgID},
 			event.FieldPosition:   {Type: field.TypeInt64, Column: event.FieldPosition},
+			event.FieldSeq:        {Type: field.TypeInt64, Column: event.FieldSeq},
 			event.FieldType:       {Type: field.TypeString, Column: event.FieldType},
 			event.FieldAPIVersion: {Type: field.TypeString, Column: event.FieldAPIVersion},
 			event.FieldCreatedAt:  {Type: field.TypeTime, Column: event.FieldCreatedAt},
@@ -529,6 +530,11 @@ func (f *EventFilter) WhereOrgID(p entql.StringP) {
 // WherePosition applies the entql int64 predicate on the position field.
 func (f *EventFilter) WherePosition(p entql.Int64P) {
 	f.Where(p.Field(event.FieldPosition))
+}
+
+// WhereSeq applies the entql int64 predicate on the seq field.
+func (f *EventFilter) WhereSeq(p entql.Int64P) {
+	f.Where(p.Field(event.FieldSeq))
 }
 
 // WhereType applies the entql string predicate on the type field.

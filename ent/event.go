@@ -23,6 +23,8 @@ type Event struct {
 	OrgID string `json:"org_id,omitempty"`
 	// Position holds the value of the "position" field.
 	Position int64 `json:"position,omitempty"`
+	// Seq holds the value of the "seq" field.
+	Seq int64 `json:"seq,omitempty"`
 	// Type holds the value of the "type" field.
 	Type string `json:"type,omitempty"`
 	// APIVersion holds the value of the "api_version" field.
@@ -64,7 +66,7 @@ func (*Event) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case event.FieldData:
 			values[i] = new([]byte)
-		case event.FieldPosition:
+		case event.FieldPosition, event.FieldSeq:
 			values[i] = new(sql.NullInt64)
 		case event.FieldID, event.FieldOrgID, event.FieldType, event.FieldAPIVersion:
 			values[i] = new(sql.NullString)
@@ -102,6 +104,12 @@ func (_m *Event) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field position", values[i])
 			} else if value.Valid {
 				_m.Position = value.Int64
+			}
+		case event.FieldSeq:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field seq", values[i])
+			} else if value.Valid {
+				_m.Seq = value.Int64
 			}
 		case event.FieldType:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -175,6 +183,9 @@ func (_m *Event) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("position=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Position))
+	builder.WriteString(", ")
+	builder.WriteString("seq=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Seq))
 	builder.WriteString(", ")
 	builder.WriteString("type=")
 	builder.WriteString(_m.Type)

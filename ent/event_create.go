@@ -36,6 +36,12 @@ func (_c *EventCreate) SetPosition(v int64) *EventCreate {
 	return _c
 }
 
+// SetSeq sets the "seq" field.
+func (_c *EventCreate) SetSeq(v int64) *EventCreate {
+	_c.mutation.SetSeq(v)
+	return _c
+}
+
 // SetType sets the "type" field.
 func (_c *EventCreate) SetType(v string) *EventCreate {
 	_c.mutation.SetType(v)
@@ -165,6 +171,14 @@ func (_c *EventCreate) check() error {
 			return &ValidationError{Name: "position", err: fmt.Errorf(`ent: validator failed for field "Event.position": %w`, err)}
 		}
 	}
+	if _, ok := _c.mutation.Seq(); !ok {
+		return &ValidationError{Name: "seq", err: errors.New(`ent: missing required field "Event.seq"`)}
+	}
+	if v, ok := _c.mutation.Seq(); ok {
+		if err := event.SeqValidator(v); err != nil {
+			return &ValidationError{Name: "seq", err: fmt.Errorf(`ent: validator failed for field "Event.seq": %w`, err)}
+		}
+	}
 	if _, ok := _c.mutation.GetType(); !ok {
 		return &ValidationError{Name: "type", err: errors.New(`ent: missing required field "Event.type"`)}
 	}
@@ -234,6 +248,10 @@ func (_c *EventCreate) createSpec() (*Event, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Position(); ok {
 		_spec.SetField(event.FieldPosition, field.TypeInt64, value)
 		_node.Position = value
+	}
+	if value, ok := _c.mutation.Seq(); ok {
+		_spec.SetField(event.FieldSeq, field.TypeInt64, value)
+		_node.Seq = value
 	}
 	if value, ok := _c.mutation.GetType(); ok {
 		_spec.SetField(event.FieldType, field.TypeString, value)
@@ -342,6 +360,9 @@ func (u *EventUpsertOne) UpdateNewValues() *EventUpsertOne {
 		}
 		if _, exists := u.create.mutation.Position(); exists {
 			s.SetIgnore(event.FieldPosition)
+		}
+		if _, exists := u.create.mutation.Seq(); exists {
+			s.SetIgnore(event.FieldSeq)
 		}
 		if _, exists := u.create.mutation.GetType(); exists {
 			s.SetIgnore(event.FieldType)
@@ -574,6 +595,9 @@ func (u *EventUpsertBulk) UpdateNewValues() *EventUpsertBulk {
 			}
 			if _, exists := b.mutation.Position(); exists {
 				s.SetIgnore(event.FieldPosition)
+			}
+			if _, exists := b.mutation.Seq(); exists {
+				s.SetIgnore(event.FieldSeq)
 			}
 			if _, exists := b.mutation.GetType(); exists {
 				s.SetIgnore(event.FieldType)

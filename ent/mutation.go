@@ -868,6 +868,8 @@ type EventMutation struct {
 	id                  *string
 	position            *int64
 	addposition         *int64
+	seq                 *int64
+	addseq              *int64
 	_type               *string
 	api_version         *string
 	created_at          *time.Time
@@ -1074,6 +1076,62 @@ func (m *EventMutation) AddedPosition() (r int64, exists bool) {
 func (m *EventMutation) ResetPosition() {
 	m.position = nil
 	m.addposition = nil
+}
+
+// SetSeq sets the "seq" field.
+func (m *EventMutation) SetSeq(i int64) {
+	m.seq = &i
+	m.addseq = nil
+}
+
+// Seq returns the value of the "seq" field in the mutation.
+func (m *EventMutation) Seq() (r int64, exists bool) {
+	v := m.seq
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSeq returns the old "seq" field's value of the Event entity.
+// If the Event object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *EventMutation) OldSeq(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSeq is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSeq requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSeq: %w", err)
+	}
+	return oldValue.Seq, nil
+}
+
+// AddSeq adds i to the "seq" field.
+func (m *EventMutation) AddSeq(i int64) {
+	if m.addseq != nil {
+		*m.addseq += i
+	} else {
+		m.addseq = &i
+	}
+}
+
+// AddedSeq returns the value that was added to the "seq" field in this mutation.
+func (m *EventMutation) AddedSeq() (r int64, exists bool) {
+	v := m.addseq
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetSeq resets all changes to the "seq" field.
+func (m *EventMutation) ResetSeq() {
+	m.seq = nil
+	m.addseq = nil
 }
 
 // SetType sets the "type" field.
@@ -1294,12 +1352,15 @@ func (m *EventMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *EventMutation) Fields() []string {
-	fields := make([]string, 0, 6)
+	fields := make([]string, 0, 7)
 	if m.organization != nil {
 		fields = append(fields, event.FieldOrgID)
 	}
 	if m.position != nil {
 		fields = append(fields, event.FieldPosition)
+	}
+	if m.seq != nil {
+		fields = append(fields, event.FieldSeq)
 	}
 	if m._type != nil {
 		fields = append(fields, event.FieldType)
@@ -1325,6 +1386,8 @@ func (m *EventMutation) Field(name string) (ent.Value, bool) {
 		return m.OrgID()
 	case event.FieldPosition:
 		return m.Position()
+	case event.FieldSeq:
+		return m.Seq()
 	case event.FieldType:
 		return m.GetType()
 	case event.FieldAPIVersion:
@@ -1346,6 +1409,8 @@ func (m *EventMutation) OldField(ctx context.Context, name string) (ent.Value, e
 		return m.OldOrgID(ctx)
 	case event.FieldPosition:
 		return m.OldPosition(ctx)
+	case event.FieldSeq:
+		return m.OldSeq(ctx)
 	case event.FieldType:
 		return m.OldType(ctx)
 	case event.FieldAPIVersion:
@@ -1376,6 +1441,13 @@ func (m *EventMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetPosition(v)
+		return nil
+	case event.FieldSeq:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSeq(v)
 		return nil
 	case event.FieldType:
 		v, ok := value.(string)
@@ -1416,6 +1488,9 @@ func (m *EventMutation) AddedFields() []string {
 	if m.addposition != nil {
 		fields = append(fields, event.FieldPosition)
 	}
+	if m.addseq != nil {
+		fields = append(fields, event.FieldSeq)
+	}
 	return fields
 }
 
@@ -1426,6 +1501,8 @@ func (m *EventMutation) AddedField(name string) (ent.Value, bool) {
 	switch name {
 	case event.FieldPosition:
 		return m.AddedPosition()
+	case event.FieldSeq:
+		return m.AddedSeq()
 	}
 	return nil, false
 }
@@ -1441,6 +1518,13 @@ func (m *EventMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddPosition(v)
+		return nil
+	case event.FieldSeq:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSeq(v)
 		return nil
 	}
 	return fmt.Errorf("unknown Event numeric field %s", name)
@@ -1474,6 +1558,9 @@ func (m *EventMutation) ResetField(name string) error {
 		return nil
 	case event.FieldPosition:
 		m.ResetPosition()
+		return nil
+	case event.FieldSeq:
+		m.ResetSeq()
 		return nil
 	case event.FieldType:
 		m.ResetType()

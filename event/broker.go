@@ -202,27 +202,28 @@ func (b *Broker) close() {
 	}
 }
 
-// head is the position of the newest event.
+// head is the sequence number of the newest event of any organization.
 func (b *Broker) head(ctx context.Context) (int64, error) {
-	ev, err := b.client.Event.Query().Order(ent.Desc(entevent.FieldPosition)).First(ctx)
+	ev, err := b.client.Event.Query().Order(ent.Desc(entevent.FieldSeq)).First(ctx)
 	if ent.IsNotFound(err) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, err
 	}
-	return ev.Position, nil
+	return ev.Seq, nil
 }
 
-// drain hands every event after the last delivered one to the subscribers.
+// drain hands every event after the last delivered one to the subscribers, in the
+// global commit order (seq), which within one organization is position order.
 func (b *Broker) drain(ctx context.Context) error {
 	const batch = 500
 	for {
 		b.mu.Lock()
 		last := b.last
 		b.mu.Unlock()
-		evs, err := b.client.Event.Query().Where(entevent.PositionGT(last)).
-			Order(ent.Asc(entevent.FieldPosition)).Limit(batch).All(ctx)
+		evs, err := b.client.Event.Query().Where(entevent.SeqGT(last)).
+			Order(ent.Asc(entevent.FieldSeq)).Limit(batch).All(ctx)
 		if err != nil {
 			return err
 		}
@@ -233,7 +234,7 @@ func (b *Broker) drain(ctx context.Context) error {
 		for _, ev := range evs {
 			b.deliver(ev)
 		}
-		b.last = evs[len(evs)-1].Position
+		b.last = evs[len(evs)-1].Seq
 		b.mu.Unlock()
 		if len(evs) < batch {
 			return nil

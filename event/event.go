@@ -36,30 +36,30 @@ var Types = []string{ThreatDetected, ThreatEscalated, TrapCreated, TrapUpdated, 
 // where it could commit without its change or the change without it.
 var ErrNoTx = errors.New("events must be written inside the transaction of their change")
 
-const positionSequence = "events"
+const seqSequence = "events"
 
-// Append writes an event of type typ for org inside tx. Its position is taken from a
-// counter row that tx holds locked until it commits, so positions become visible in
-// order: a reader that has seen position n will never later find a new event below n.
+// Append writes an event of type typ for org inside tx. Its numbers come from counter rows
+// that tx holds locked until it commits, so they become visible in order: a reader that
+// has seen position n will never later find a new event below n. The global counter is
+// taken first, then the organization's, always in that order, so writers cannot deadlock.
 func Append(ctx context.Context, tx *ent.Tx, org, typ string, data map[string]any) (*ent.Event, error) {
 	if tx == nil {
 		return nil, ErrNoTx
 	}
 	ctx = privacy.DecisionContext(ctx, privacy.Allow)
 	c := tx.Client()
-	err := c.Sequence.Create().SetID(positionSequence).SetValue(1).
-		OnConflictColumns(sequence.FieldID).AddValue(1).
-		Exec(ctx)
+	seq, err := next(ctx, c, seqSequence)
 	if err != nil {
-		return nil, fmt.Errorf("advance event position: %w", err)
+		return nil, err
 	}
-	seq, err := c.Sequence.Get(ctx, positionSequence)
+	pos, err := next(ctx, c, seqSequence+":"+org)
 	if err != nil {
-		return nil, fmt.Errorf("read event position: %w", err)
+		return nil, err
 	}
 	ev, err := c.Event.Create().
 		SetOrgID(org).
-		SetPosition(seq.Value).
+		SetPosition(pos).
+		SetSeq(seq).
 		SetType(typ).
 		SetAPIVersion(APIVersion).
 		SetCreatedAt(time.Now().UTC().Truncate(time.Second)).
@@ -69,4 +69,19 @@ func Append(ctx context.Context, tx *ent.Tx, org, typ string, data map[string]an
 		return nil, fmt.Errorf("write %s event: %w", typ, err)
 	}
 	return ev, nil
+}
+
+// next increments counter name (creating it at 1) and returns its new value.
+func next(ctx context.Context, c *ent.Client, name string) (int64, error) {
+	err := c.Sequence.Create().SetID(name).SetValue(1).
+		OnConflictColumns(sequence.FieldID).AddValue(1).
+		Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("advance counter %s: %w", name, err)
+	}
+	s, err := c.Sequence.Get(ctx, name)
+	if err != nil {
+		return 0, fmt.Errorf("read counter %s: %w", name, err)
+	}
+	return s.Value, nil
 }

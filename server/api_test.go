@@ -31,13 +31,6 @@ import (
 
 // ---- known bugs ---------------------------------------------------------------
 
-// Production bugs these tests found; see knownBug.
-const (
-	bugGlobalPositions = "event positions come from one counter shared by all organizations (sequence \"events\" " +
-		"in event.Append), and GraphQL shows them (Event.position, and inside cursors): the gap between two of " +
-		"B's events counts A's events in between"
-)
-
 // knownBug skips t while bug is set, unless FLYTRAP_TEST_KNOWN_BUGS is set, which runs
 // the test anyway to show the failure (or that a fix works).
 func knownBug(t *testing.T, bug string) {

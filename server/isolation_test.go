@@ -344,7 +344,6 @@ func TestTenantIsolation(t *testing.T) {
 		})
 
 		t.Run("event positions do not count A's events", func(t *testing.T) {
-			knownBug(t, bugGlobalPositions)
 			// B, A, B: if positions come from one counter for every organization, B's two
 			// events are two apart and B learns that A wrote one in between.
 			createTrap(t, env, bt.ReadWrite, map[string]any{"name": "B 1", "type": "api"})

@@ -19,6 +19,8 @@ const (
 	FieldOrgID = "org_id"
 	// FieldPosition holds the string denoting the position field in the database.
 	FieldPosition = "position"
+	// FieldSeq holds the string denoting the seq field in the database.
+	FieldSeq = "seq"
 	// FieldType holds the string denoting the type field in the database.
 	FieldType = "type"
 	// FieldAPIVersion holds the string denoting the api_version field in the database.
@@ -45,6 +47,7 @@ var Columns = []string{
 	FieldID,
 	FieldOrgID,
 	FieldPosition,
+	FieldSeq,
 	FieldType,
 	FieldAPIVersion,
 	FieldCreatedAt,
@@ -73,6 +76,8 @@ var (
 	OrgIDValidator func(string) error
 	// PositionValidator is a validator for the "position" field. It is called by the builders before save.
 	PositionValidator func(int64) error
+	// SeqValidator is a validator for the "seq" field. It is called by the builders before save.
+	SeqValidator func(int64) error
 	// TypeValidator is a validator for the "type" field. It is called by the builders before save.
 	TypeValidator func(string) error
 	// APIVersionValidator is a validator for the "api_version" field. It is called by the builders before save.
@@ -101,6 +106,11 @@ func ByOrgID(opts ...sql.OrderTermOption) OrderOption {
 // ByPosition orders the results by the position field.
 func ByPosition(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldPosition, opts...).ToFunc()
+}
+
+// BySeq orders the results by the seq field.
+func BySeq(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldSeq, opts...).ToFunc()
 }
 
 // ByType orders the results by the type field.

@@ -75,6 +75,11 @@ func Position(v int64) predicate.Event {
 	return predicate.Event(sql.FieldEQ(FieldPosition, v))
 }
 
+// Seq applies equality check predicate on the "seq" field. It's identical to SeqEQ.
+func Seq(v int64) predicate.Event {
+	return predicate.Event(sql.FieldEQ(FieldSeq, v))
+}
+
 // Type applies equality check predicate on the "type" field. It's identical to TypeEQ.
 func Type(v string) predicate.Event {
 	return predicate.Event(sql.FieldEQ(FieldType, v))
@@ -193,6 +198,46 @@ func PositionLT(v int64) predicate.Event {
 // PositionLTE applies the LTE predicate on the "position" field.
 func PositionLTE(v int64) predicate.Event {
 	return predicate.Event(sql.FieldLTE(FieldPosition, v))
+}
+
+// SeqEQ applies the EQ predicate on the "seq" field.
+func SeqEQ(v int64) predicate.Event {
+	return predicate.Event(sql.FieldEQ(FieldSeq, v))
+}
+
+// SeqNEQ applies the NEQ predicate on the "seq" field.
+func SeqNEQ(v int64) predicate.Event {
+	return predicate.Event(sql.FieldNEQ(FieldSeq, v))
+}
+
+// SeqIn applies the In predicate on the "seq" field.
+func SeqIn(vs ...int64) predicate.Event {
+	return predicate.Event(sql.FieldIn(FieldSeq, vs...))
+}
+
+// SeqNotIn applies the NotIn predicate on the "seq" field.
+func SeqNotIn(vs ...int64) predicate.Event {
+	return predicate.Event(sql.FieldNotIn(FieldSeq, vs...))
+}
+
+// SeqGT applies the GT predicate on the "seq" field.
+func SeqGT(v int64) predicate.Event {
+	return predicate.Event(sql.FieldGT(FieldSeq, v))
+}
+
+// SeqGTE applies the GTE predicate on the "seq" field.
+func SeqGTE(v int64) predicate.Event {
+	return predicate.Event(sql.FieldGTE(FieldSeq, v))
+}
+
+// SeqLT applies the LT predicate on the "seq" field.
+func SeqLT(v int64) predicate.Event {
+	return predicate.Event(sql.FieldLT(FieldSeq, v))
+}
+
+// SeqLTE applies the LTE predicate on the "seq" field.
+func SeqLTE(v int64) predicate.Event {
+	return predicate.Event(sql.FieldLTE(FieldSeq, v))
 }
 
 // TypeEQ applies the EQ predicate on the "type" field.

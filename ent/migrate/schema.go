@@ -45,7 +45,8 @@ var (
 	// EventsColumns holds the columns for the "events" table.
 	EventsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 40},
-		{Name: "position", Type: field.TypeInt64, Unique: true},
+		{Name: "position", Type: field.TypeInt64},
+		{Name: "seq", Type: field.TypeInt64, Unique: true},
 		{Name: "type", Type: field.TypeString, Size: 64},
 		{Name: "api_version", Type: field.TypeString, Size: 10},
 		{Name: "created_at", Type: field.TypeTime},
@@ -60,7 +61,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "events_organizations_events",
-				Columns:    []*schema.Column{EventsColumns[6]},
+				Columns:    []*schema.Column{EventsColumns[7]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -68,13 +69,13 @@ var (
 		Indexes: []*schema.Index{
 			{
 				Name:    "event_org_id_position",
-				Unique:  false,
-				Columns: []*schema.Column{EventsColumns[6], EventsColumns[1]},
+				Unique:  true,
+				Columns: []*schema.Column{EventsColumns[7], EventsColumns[1]},
 			},
 			{
 				Name:    "event_org_id_type_position",
 				Unique:  false,
-				Columns: []*schema.Column{EventsColumns[6], EventsColumns[2], EventsColumns[1]},
+				Columns: []*schema.Column{EventsColumns[7], EventsColumns[3], EventsColumns[1]},
 			},
 		},
 	}

@@ -117,8 +117,12 @@ func init() {
 	eventDescPosition := eventFields[0].Descriptor()
 	// event.PositionValidator is a validator for the "position" field. It is called by the builders before save.
 	event.PositionValidator = eventDescPosition.Validators[0].(func(int64) error)
+	// eventDescSeq is the schema descriptor for seq field.
+	eventDescSeq := eventFields[1].Descriptor()
+	// event.SeqValidator is a validator for the "seq" field. It is called by the builders before save.
+	event.SeqValidator = eventDescSeq.Validators[0].(func(int64) error)
 	// eventDescType is the schema descriptor for type field.
-	eventDescType := eventFields[1].Descriptor()
+	eventDescType := eventFields[2].Descriptor()
 	// event.TypeValidator is a validator for the "type" field. It is called by the builders before save.
 	event.TypeValidator = func() func(string) error {
 		validators := eventDescType.Validators
@@ -136,7 +140,7 @@ func init() {
 		}
 	}()
 	// eventDescAPIVersion is the schema descriptor for api_version field.
-	eventDescAPIVersion := eventFields[2].Descriptor()
+	eventDescAPIVersion := eventFields[3].Descriptor()
 	// event.APIVersionValidator is a validator for the "api_version" field. It is called by the builders before save.
 	event.APIVersionValidator = func() func(string) error {
 		validators := eventDescAPIVersion.Validators
@@ -154,7 +158,7 @@ func init() {
 		}
 	}()
 	// eventDescCreatedAt is the schema descriptor for created_at field.
-	eventDescCreatedAt := eventFields[3].Descriptor()
+	eventDescCreatedAt := eventFields[4].Descriptor()
 	// event.DefaultCreatedAt holds the default value on creation for the created_at field.
 	event.DefaultCreatedAt = eventDescCreatedAt.Default.(func() time.Time)
 	// eventDescID is the schema descriptor for id field.

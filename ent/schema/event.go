@@ -21,9 +21,13 @@ func (Event) Mixin() []ent.Mixin {
 
 func (Event) Fields() []ent.Field {
 	return []ent.Field{
-		// Position only grows, and commits in order (see package event), so a cursor on it never skips.
-		field.Int64("position").Unique().Immutable().Positive().
+		// Position numbers the organization's events 1, 2, 3…; positions commit in order (see
+		// package event), so a cursor on them never skips, and they say nothing of other tenants.
+		field.Int64("position").Immutable().Positive().
 			Annotations(entgql.OrderField("POSITION")),
+		// Seq orders every organization's events together, for live delivery; it is never shown.
+		field.Int64("seq").Unique().Immutable().Positive().
+			Annotations(entgql.Skip(entgql.SkipAll)),
 		field.String("type").NotEmpty().MaxLen(64).Immutable(),
 		field.String("api_version").NotEmpty().MaxLen(10).Immutable(),
 		field.Time("created_at").Default(nowUTC).Immutable().
@@ -42,7 +46,7 @@ func (Event) Edges() []ent.Edge {
 
 func (Event) Indexes() []ent.Index {
 	return []ent.Index{
-		index.Fields("org_id", "position"),
+		index.Fields("org_id", "position").Unique(),
 		index.Fields("org_id", "type", "position"),
 	}
 }
