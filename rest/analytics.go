@@ -7,6 +7,9 @@ import (
 )
 
 func (a *API) overview(w http.ResponseWriter, r *http.Request) error {
+	if _, err := query(r); err != nil {
+		return err
+	}
 	o, err := a.res.Analytics().Overview(r.Context(), nil)
 	if err != nil {
 		return err
@@ -15,6 +18,9 @@ func (a *API) overview(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) severity(w http.ResponseWriter, r *http.Request) error {
+	if _, err := query(r); err != nil {
+		return err
+	}
 	s, err := a.res.Analytics().Severity(r.Context(), nil)
 	if err != nil {
 		return err
@@ -23,6 +29,9 @@ func (a *API) severity(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) timeline(w http.ResponseWriter, r *http.Request) error {
+	if _, err := query(r); err != nil {
+		return err
+	}
 	buckets, err := a.res.Analytics().Timeline(r.Context(), nil)
 	if err != nil {
 		return err

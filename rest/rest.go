@@ -72,7 +72,11 @@ func (a *API) serve(h HandlerFunc) http.Handler {
 		if err == nil {
 			return
 		}
-		code, msg, _ := graph.Classify(err)
+		code, msg, field := graph.Classify(err)
+		if field != "" {
+			// The resolvers name fields as GraphQL spells them (siteID); REST spells them site_id.
+			msg = strings.Replace(msg, field, snake(field), 1)
+		}
 		status := statusOf[code]
 		if code == graph.CodeInternal {
 			a.log.ErrorContext(r.Context(), "REST handler failed", "route", r.Pattern, "err", err)
@@ -177,4 +181,19 @@ func (a *API) inTx(ctx context.Context, fn func(ctx context.Context) error) erro
 		return err
 	}
 	return tx.Commit()
+}
+
+// snake turns a GraphQL field name (siteID, sourceIP) into the document's spelling (site_id, source_ip).
+func snake(name string) string {
+	var b strings.Builder
+	for i, r := range name {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 && !(name[i-1] >= 'A' && name[i-1] <= 'Z') {
+				b.WriteByte('_')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -33,6 +33,9 @@ func query(r *http.Request, allowed ...string) (url.Values, error) {
 			known = known || a == name
 		}
 		if !known {
+			if len(allowed) == 0 {
+				return nil, apperr.Invalid(name, "is not a parameter of this route (it takes none)")
+			}
 			return nil, apperr.Invalid(name, "is not a parameter of this route (allowed: %s)", strings.Join(allowed, ", "))
 		}
 		if len(vals) > 1 {

@@ -19,6 +19,9 @@ import (
 const maxTrapList = 10000
 
 func (a *API) listTraps(w http.ResponseWriter, r *http.Request) error {
+	if _, err := query(r); err != nil {
+		return err
+	}
 	ctx := r.Context()
 	order := &ent.TrapOrder{Field: ent.TrapOrderFieldCreatedAt, Direction: entgql.OrderDirectionAsc}
 	out := []map[string]any{}

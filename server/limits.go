@@ -69,6 +69,7 @@ func apiVersion(next http.Handler) http.Handler {
 			v = event.APIVersion
 		}
 		if !slices.Contains(event.SupportedVersions, v) {
+			w.Header().Set(VersionHeader, event.APIVersion)
 			msg := fmt.Sprintf("%s %q is not a version of this API (supported: %s)", VersionHeader, truncateForLog(v, 40), strings.Join(event.SupportedVersions, ", "))
 			if strings.HasPrefix(r.URL.Path, "/graphql") {
 				graphQLErrors(w, http.StatusBadRequest, CodeBadUserInput, msg)

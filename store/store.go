@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"entgo.io/ent/dialect"
@@ -19,6 +20,8 @@ import (
 	"github.com/flytrap/flytrap/ent/migrate"
 	_ "github.com/flytrap/flytrap/ent/runtime" // hooks and privacy policies
 )
+
+var migrateMu sync.Mutex
 
 // DB is an open database.
 type DB struct {
@@ -50,7 +53,11 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
 	client := ent.NewClient(ent.Driver(entsql.OpenDB(dia, db)))
-	if err := client.Schema.Create(ctx, migrate.WithDropIndex(true)); err != nil {
+	// ent's migration writes its package-level table descriptions: one migration at a time per process.
+	migrateMu.Lock()
+	err = client.Schema.Create(ctx, migrate.WithDropIndex(true))
+	migrateMu.Unlock()
+	if err != nil {
 		client.Close()
 		return nil, fmt.Errorf("migrate schema: %w", err)
 	}
