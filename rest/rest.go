@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -73,7 +74,7 @@ func (a *API) serve(h HandlerFunc) http.Handler {
 			return
 		}
 		code, msg, field := graph.Classify(err)
-		if field != "" {
+		if camelCase.MatchString(field) {
 			// The resolvers name fields as GraphQL spells them (siteID); REST spells them site_id.
 			msg = strings.Replace(msg, field, snake(field), 1)
 		}
@@ -182,6 +183,8 @@ func (a *API) inTx(ctx context.Context, fn func(ctx context.Context) error) erro
 	}
 	return tx.Commit()
 }
+
+var camelCase = regexp.MustCompile(`^[a-z]+[A-Z][A-Za-z]*$`)
 
 // snake turns a GraphQL field name (siteID, sourceIP) into the document's spelling (site_id, source_ip).
 func snake(name string) string {
