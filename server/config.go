@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -59,38 +58,61 @@ func DefaultConfig() Config {
 // Env reads an environment variable; tests replace it.
 type Env func(string) string
 
-// RegisterDB adds --db to fs, defaulting from FLYTRAP_DB.
-func RegisterDB(fs *flag.FlagSet, dst *string, env Env) {
-	fs.StringVar(dst, "db", envOr(env, "FLYTRAP_DB", *dst), "database: a SQLite file (or sqlite:PATH) or a postgres:// URL (FLYTRAP_DB)")
+// EnvName is the environment variable of a flag: --api-addr is FLYTRAP_API_ADDR.
+func EnvName(flagName string) string {
+	return "FLYTRAP_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// Register adds every serve flag to fs, with defaults from the environment.
-func (c *Config) Register(fs *flag.FlagSet, env Env) {
-	fs.StringVar(&c.APIAddr, "api-addr", envOr(env, "FLYTRAP_API_ADDR", c.APIAddr), "address of the API listener: GraphQL, REST, dashboard (FLYTRAP_API_ADDR)")
-	RegisterDB(fs, &c.DB, env)
-	fs.StringVar(&c.LogFormat, "log-format", envOr(env, "FLYTRAP_LOG_FORMAT", c.LogFormat), "log format: auto (text on a terminal, JSON otherwise), text or json (FLYTRAP_LOG_FORMAT)")
-	fs.StringVar(&c.LogLevel, "log-level", envOr(env, "FLYTRAP_LOG_LEVEL", c.LogLevel), "log level: debug, info, warn or error (FLYTRAP_LOG_LEVEL)")
-	fs.BoolVar(&c.Introspection, "introspection", envBool(env, "FLYTRAP_INTROSPECTION", c.Introspection), "allow GraphQL introspection queries (FLYTRAP_INTROSPECTION)")
-	fs.Func("allowed-origins", "comma-separated origins allowed to open GraphQL WebSockets besides the API's own (FLYTRAP_ALLOWED_ORIGINS)", func(s string) error {
+// RegisterDB adds --db to fs.
+func RegisterDB(fs *flag.FlagSet, dst *string) {
+	fs.StringVar(dst, "db", *dst, "database: a SQLite file (or sqlite:PATH) or a postgres:// URL")
+}
+
+// Register adds every serve flag to fs, with c's values as defaults.
+func (c *Config) Register(fs *flag.FlagSet) {
+	fs.StringVar(&c.APIAddr, "api-addr", c.APIAddr, "address of the API listener: GraphQL, REST, dashboard")
+	RegisterDB(fs, &c.DB)
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: auto (text on a terminal, JSON otherwise), text or json")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn or error")
+	fs.BoolVar(&c.Introspection, "introspection", c.Introspection, "allow GraphQL introspection queries")
+	fs.Func("allowed-origins", "comma-separated origins allowed to open GraphQL WebSockets besides the API's own", func(s string) error {
 		c.AllowedOrigins = splitList(s)
 		return nil
 	})
-	c.AllowedOrigins = splitList(envOr(env, "FLYTRAP_ALLOWED_ORIGINS", strings.Join(c.AllowedOrigins, ",")))
-	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", envInt64(env, "FLYTRAP_MAX_BODY_BYTES", c.MaxBodyBytes), "largest API request body; larger ones get 413 (FLYTRAP_MAX_BODY_BYTES)")
-	fs.IntVar(&c.ComplexityLimit, "complexity-limit", int(envInt64(env, "FLYTRAP_COMPLEXITY_LIMIT", int64(c.ComplexityLimit))), "largest GraphQL query complexity (FLYTRAP_COMPLEXITY_LIMIT)")
-	fs.IntVar(&c.DepthLimit, "depth-limit", int(envInt64(env, "FLYTRAP_DEPTH_LIMIT", int64(c.DepthLimit))), "deepest GraphQL selection nesting (FLYTRAP_DEPTH_LIMIT)")
-	fs.DurationVar(&c.LastUsedInterval, "last-used-interval", envDuration(env, "FLYTRAP_LAST_USED_INTERVAL", c.LastUsedInterval), "how often API keys' last_used_at is written (FLYTRAP_LAST_USED_INTERVAL)")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", envDuration(env, "FLYTRAP_SHUTDOWN_TIMEOUT", c.ShutdownTimeout), "how long a graceful stop may take (FLYTRAP_SHUTDOWN_TIMEOUT)")
-	fs.DurationVar(&c.EventPollInterval, "event-poll-interval", envDuration(env, "FLYTRAP_EVENT_POLL_INTERVAL", c.EventPollInterval), "how often live delivery re-reads the event log besides the wake-up on commit (FLYTRAP_EVENT_POLL_INTERVAL)")
-	fs.DurationVar(&c.StreamHeartbeat, "stream-heartbeat", envDuration(env, "FLYTRAP_STREAM_HEARTBEAT", c.StreamHeartbeat), "interval of the event stream's keep-alive comments (FLYTRAP_STREAM_HEARTBEAT)")
-	fs.IntVar(&c.MaxStreamsPerOrg, "max-streams-per-org", int(envInt64(env, "FLYTRAP_MAX_STREAMS_PER_ORG", int64(c.MaxStreamsPerOrg))), "open event streams one organization may hold; more get 429 (FLYTRAP_MAX_STREAMS_PER_ORG)")
-	fs.Float64Var(&c.RateLimit, "rate-limit", envFloat(env, "FLYTRAP_RATE_LIMIT", c.RateLimit), "sustained API requests per second per key (FLYTRAP_RATE_LIMIT)")
-	fs.IntVar(&c.RateBurst, "rate-burst", int(envInt64(env, "FLYTRAP_RATE_BURST", int64(c.RateBurst))), "API requests a key may make at once before the rate applies (FLYTRAP_RATE_BURST)")
-	fs.StringVar(&c.JWT.JWKSURL, "jwks-url", envOr(env, "FLYTRAP_JWKS_URL", c.JWT.JWKSURL), "identity provider's JWKS URL; empty disables JWT sign-in (FLYTRAP_JWKS_URL)")
-	fs.StringVar(&c.JWT.Issuer, "jwt-issuer", envOr(env, "FLYTRAP_JWT_ISSUER", c.JWT.Issuer), "required JWT issuer (FLYTRAP_JWT_ISSUER)")
-	fs.StringVar(&c.JWT.Audience, "jwt-audience", envOr(env, "FLYTRAP_JWT_AUDIENCE", c.JWT.Audience), "required JWT audience (FLYTRAP_JWT_AUDIENCE)")
-	fs.StringVar(&c.JWT.OrgClaim, "jwt-org-claim", envOr(env, "FLYTRAP_JWT_ORG_CLAIM", c.JWT.OrgClaim), "JWT claim holding the organization id (FLYTRAP_JWT_ORG_CLAIM)")
-	fs.StringVar(&c.JWT.ScopeClaim, "jwt-scope-claim", envOr(env, "FLYTRAP_JWT_SCOPE_CLAIM", c.JWT.ScopeClaim), "JWT claim holding the scope (FLYTRAP_JWT_SCOPE_CLAIM)")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest API request body; larger ones get 413")
+	fs.IntVar(&c.ComplexityLimit, "complexity-limit", c.ComplexityLimit, "largest GraphQL query complexity (a connection costs its page size times its fields)")
+	fs.IntVar(&c.DepthLimit, "depth-limit", c.DepthLimit, "deepest GraphQL selection nesting")
+	fs.DurationVar(&c.LastUsedInterval, "last-used-interval", c.LastUsedInterval, "how often API keys' last_used_at is written")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long a graceful stop may take")
+	fs.DurationVar(&c.EventPollInterval, "event-poll-interval", c.EventPollInterval, "how often live delivery re-reads the event log besides the wake-up on commit")
+	fs.DurationVar(&c.StreamHeartbeat, "stream-heartbeat", c.StreamHeartbeat, "interval of the event stream's keep-alive comments")
+	fs.IntVar(&c.MaxStreamsPerOrg, "max-streams-per-org", c.MaxStreamsPerOrg, "open event streams one organization may hold; more get 429")
+	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "sustained API requests per second per key")
+	fs.IntVar(&c.RateBurst, "rate-burst", c.RateBurst, "API requests a key may make at once before the rate applies")
+	fs.StringVar(&c.JWT.JWKSURL, "jwks-url", c.JWT.JWKSURL, "identity provider's JWKS URL; empty disables JWT sign-in")
+	fs.StringVar(&c.JWT.Issuer, "jwt-issuer", c.JWT.Issuer, "required JWT issuer")
+	fs.StringVar(&c.JWT.Audience, "jwt-audience", c.JWT.Audience, "required JWT audience")
+	fs.StringVar(&c.JWT.OrgClaim, "jwt-org-claim", c.JWT.OrgClaim, "JWT claim holding the organization id")
+	fs.StringVar(&c.JWT.ScopeClaim, "jwt-scope-claim", c.JWT.ScopeClaim, "JWT claim holding the scope")
+}
+
+// ParseFlags fills fs's flags from the environment (FLYTRAP_<FLAG>), then from args,
+// which win. A variable that does not parse is an error naming it, never ignored.
+func ParseFlags(fs *flag.FlagSet, args []string, env Env) error {
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := EnvName(f.Name)
+		f.Usage += " (" + name + ")"
+		if v := env(name); v != "" {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", name, v, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return fs.Parse(args)
 }
 
 // Validate checks the configuration once, before anything starts.
@@ -153,41 +175,6 @@ func RedactDSN(dsn string) string {
 		return scheme + "://" + user + ":xxxxx@" + host
 	}
 	return dsn
-}
-
-func envOr(env Env, key, def string) string {
-	if v := env(key); v != "" {
-		return v
-	}
-	return def
-}
-
-func envBool(env Env, key string, def bool) bool {
-	if b, err := strconv.ParseBool(env(key)); err == nil {
-		return b
-	}
-	return def
-}
-
-func envInt64(env Env, key string, def int64) int64 {
-	if n, err := strconv.ParseInt(env(key), 10, 64); err == nil {
-		return n
-	}
-	return def
-}
-
-func envFloat(env Env, key string, def float64) float64 {
-	if f, err := strconv.ParseFloat(env(key), 64); err == nil {
-		return f
-	}
-	return def
-}
-
-func envDuration(env Env, key string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(env(key)); err == nil {
-		return d
-	}
-	return def
 }
 
 func splitList(s string) []string {

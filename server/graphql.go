@@ -182,7 +182,11 @@ func selectionDepth(set ast.SelectionSet, depth, fragments int) int {
 // caller cannot act on are logged and shown as "internal error".
 func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	gqlErr := graphql.DefaultErrorPresenter(ctx, err)
-	code, msg, field := graph.Classify(err)
+	cause := err
+	if ge := (*gqlerror.Error)(nil); errors.As(err, &ge) && ge.Unwrap() != nil {
+		cause = ge.Unwrap() // gqlgen's wrapper adds the position to the text; the path says it already
+	}
+	code, msg, field := graph.Classify(cause)
 	if code == CodeInternal {
 		var ge *gqlerror.Error
 		if errors.As(err, &ge) && ge.Unwrap() == nil {

@@ -53,15 +53,34 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
 	client := ent.NewClient(ent.Driver(entsql.OpenDB(dia, db)))
-	// ent's migration writes its package-level table descriptions: one migration at a time per process.
-	migrateMu.Lock()
-	err = client.Schema.Create(ctx, migrate.WithDropIndex(true))
-	migrateMu.Unlock()
-	if err != nil {
+	if err := migrateSchema(ctx, client, db, dia); err != nil {
 		client.Close()
 		return nil, fmt.Errorf("migrate schema: %w", err)
 	}
 	return &DB{Client: client, SQL: db, Dialect: dia}, nil
+}
+
+// migrationLock is the PostgreSQL advisory lock key instances take around migrating,
+// so several starting together on a new database do not race to create the same types.
+const migrationLock = 0x466c797472617001 // "Flytrap" + 1
+
+// migrateSchema creates or upgrades the schema, one migration at a time: per process
+// (ent's migration writes package-level table descriptions) and per PostgreSQL database.
+func migrateSchema(ctx context.Context, client *ent.Client, db *sql.DB, dia string) error {
+	migrateMu.Lock()
+	defer migrateMu.Unlock()
+	if dia == dialect.Postgres {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", int64(migrationLock)); err != nil {
+			return fmt.Errorf("take the migration lock: %w", err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrationLock))
+	}
+	return client.Schema.Create(ctx, migrate.WithDropIndex(true))
 }
 
 // Close closes the connection pool.

@@ -1,6 +1,9 @@
 package store_test
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -52,5 +55,37 @@ func TestSQLitePrefix(t *testing.T) {
 	defer db.Close()
 	if db.Dialect != "sqlite3" {
 		t.Fatalf("dialect %q", db.Dialect)
+	}
+}
+
+// TestConcurrentStartsMigrateOnce starts several processes on one new PostgreSQL
+// database at once: the advisory lock lets each migrate in turn, and all succeed.
+func TestConcurrentStartsMigrateOnce(t *testing.T) {
+	if dsn := os.Getenv("FLYTRAP_TEST_MIGRATE_DSN"); dsn != "" {
+		db, err := store.Open(t.Context(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		return
+	}
+	dsn := ft.PostgresDSN(t)
+	const procs = 4
+	errs := make(chan error, procs)
+	for range procs {
+		go func() {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestConcurrentStartsMigrateOnce$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "FLYTRAP_TEST_MIGRATE_DSN="+dsn)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				err = fmt.Errorf("%w: %s", err, out)
+			}
+			errs <- err
+		}()
+	}
+	for range procs {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }

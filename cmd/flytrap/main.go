@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/server"
 	"github.com/flytrap/flytrap/store"
 	"github.com/flytrap/flytrap/viewer"
@@ -24,10 +26,11 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, server.OSEnv); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "flytrap:", err)
-		}
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, server.OSEnv)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	default:
+		fmt.Fprintln(os.Stderr, "flytrap:", err)
 		os.Exit(2)
 	}
 }
@@ -44,6 +47,10 @@ Every command takes --db (FLYTRAP_DB). "flytrap serve -h" lists the service's fl
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, env server.Env) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return serve(ctx, args, stdout, stderr, env)
 	}
@@ -54,9 +61,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env serve
 		return orgs(ctx, rest, stdout, stderr, env)
 	case "keys":
 		return keys(ctx, rest, stdout, stderr, env)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
 	default:
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
@@ -67,8 +71,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, env ser
 	cfg := server.DefaultConfig()
 	fs := flag.NewFlagSet("flytrap serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfg.Register(fs, env)
-	if err := fs.Parse(args); err != nil {
+	cfg.Register(fs)
+	if err := server.ParseFlags(fs, args, env); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -87,15 +91,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, env ser
 	if err != nil {
 		return err
 	}
-	if boot != nil {
-		printBootstrap(stdout, boot, cfg.APIAddr)
-		log.Info("created the first organization", "org_id", boot.OrgID, "site_id", boot.SiteID, "key_id", boot.KeyID)
-	}
 	srv, err := server.New(ctx, cfg, db, log)
 	if err != nil {
 		return err
 	}
-	return srv.Run(ctx, nil)
+	return srv.Run(ctx, func(addr net.Addr) {
+		if boot != nil {
+			printBootstrap(stdout, boot, addr.String())
+			log.Info("created the first organization", "org_id", boot.OrgID, "site_id", boot.SiteID, "key_id", boot.KeyID)
+		}
+	})
 }
 
 func printBootstrap(w io.Writer, b *bootstrapped, addr string) {
@@ -135,20 +140,29 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// openDB parses --db for the management commands and opens the database.
-func openDB(ctx context.Context, fs *flag.FlagSet, args []string, env server.Env) (*store.DB, error) {
-	if err := fs.Parse(args); err != nil {
-		return nil, err
+// parseArgs reads a management command's flags (and FLYTRAP_DB); words left over are
+// an error, so "--name Big Corp" is not taken as "Big".
+func parseArgs(fs *flag.FlagSet, args []string, env server.Env, positional int) error {
+	if err := server.ParseFlags(fs, args, env); err != nil {
+		return err
 	}
-	dsn := fs.Lookup("db").Value.String()
-	return store.Open(ctx, dsn)
+	if fs.NArg() > positional {
+		return fmt.Errorf("unexpected arguments %q (quote values with spaces)", fs.Args()[positional:])
+	}
+	return nil
 }
 
-func newFlagSet(name string, stderr io.Writer, env server.Env) *flag.FlagSet {
+// openDB opens the database --db names; call it once the other flags are checked,
+// so a typo does not leave a new database behind.
+func openDB(ctx context.Context, fs *flag.FlagSet) (*store.DB, error) {
+	return store.Open(ctx, fs.Lookup("db").Value.String())
+}
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dsn := server.DefaultConfig().DB
-	server.RegisterDB(fs, &dsn, env)
+	server.RegisterDB(fs, &dsn)
 	return fs
 }
 
@@ -156,9 +170,15 @@ func orgs(ctx context.Context, args []string, stdout, stderr io.Writer, env serv
 	if len(args) == 0 || args[0] != "create" {
 		return errors.New("usage: flytrap orgs create --name NAME")
 	}
-	fs := newFlagSet("flytrap orgs create", stderr, env)
+	fs := newFlagSet("flytrap orgs create", stderr)
 	name := fs.String("name", "", "organization name")
-	db, err := openDB(ctx, fs, args[1:], env)
+	if err := parseArgs(fs, args[1:], env, 0); err != nil {
+		return err
+	}
+	if strings.TrimSpace(*name) == "" {
+		return errors.New("--name: must not be empty")
+	}
+	db, err := openDB(ctx, fs)
 	if err != nil {
 		return err
 	}
@@ -177,19 +197,28 @@ func keys(ctx context.Context, args []string, stdout, stderr io.Writer, env serv
 	}
 	switch sub, rest := args[0], args[1:]; sub {
 	case "create":
-		fs := newFlagSet("flytrap keys create", stderr, env)
+		fs := newFlagSet("flytrap keys create", stderr)
 		org := fs.String("org", "", "organization id")
 		name := fs.String("name", "", "a name saying what the key is for")
 		scope := fs.String("scope", "", "read-only, read-write or admin")
-		db, err := openDB(ctx, fs, rest, env)
-		if err != nil {
+		if err := parseArgs(fs, rest, env, 0); err != nil {
 			return err
 		}
-		defer db.Close()
 		sc, err := viewer.ParseScope(*scope)
 		if err != nil {
 			return fmt.Errorf("--scope: %w", err)
 		}
+		if ids.Prefix(*org) != ids.Org {
+			return fmt.Errorf("--org: %q is not an organization id (org_…)", *org)
+		}
+		if strings.TrimSpace(*name) == "" {
+			return errors.New("--name: must not be empty")
+		}
+		db, err := openDB(ctx, fs)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
 		key, _, err := createKey(ctx, db.Client, *org, *name, sc)
 		if err != nil {
 			return err
@@ -197,9 +226,15 @@ func keys(ctx context.Context, args []string, stdout, stderr io.Writer, env serv
 		fmt.Fprintln(stdout, key)
 		return nil
 	case "list":
-		fs := newFlagSet("flytrap keys list", stderr, env)
+		fs := newFlagSet("flytrap keys list", stderr)
 		org := fs.String("org", "", "organization id")
-		db, err := openDB(ctx, fs, rest, env)
+		if err := parseArgs(fs, rest, env, 0); err != nil {
+			return err
+		}
+		if ids.Prefix(*org) != ids.Org {
+			return fmt.Errorf("--org: %q is not an organization id (org_…)", *org)
+		}
+		db, err := openDB(ctx, fs)
 		if err != nil {
 			return err
 		}
@@ -211,23 +246,33 @@ func keys(ctx context.Context, args []string, stdout, stderr io.Writer, env serv
 		printKeys(stdout, list)
 		return nil
 	case "revoke":
-		fs := newFlagSet("flytrap keys revoke", stderr, env)
+		fs := newFlagSet("flytrap keys revoke", stderr)
 		// Accept the key id before or after the flags.
 		var id string
 		if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 			id, rest = rest[0], rest[1:]
 		}
-		db, err := openDB(ctx, fs, rest, env)
-		if err != nil {
+		positional := 0
+		if id == "" {
+			positional = 1
+		}
+		if err := parseArgs(fs, rest, env, positional); err != nil {
 			return err
 		}
-		defer db.Close()
 		if id == "" && fs.NArg() == 1 {
 			id = fs.Arg(0)
 		}
 		if id == "" {
 			return errors.New("usage: flytrap keys revoke KEY_ID")
 		}
+		if ids.Prefix(id) != ids.APIKey {
+			return fmt.Errorf("KEY_ID: %q is not an API key id (key_…)", id)
+		}
+		db, err := openDB(ctx, fs)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
 		if err := revokeKey(ctx, db.Client, id); err != nil {
 			return err
 		}

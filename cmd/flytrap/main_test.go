@@ -303,7 +303,7 @@ func TestKeysCreate(t *testing.T) {
 			{"bad scope", []string{"--org", org, "--name", "x", "--scope", "superuser"}, "--scope"},
 			{"no scope", []string{"--org", org, "--name", "x"}, "--scope"},
 			{"unknown org", []string{"--org", unknownOrg, "--name", "x", "--scope", "admin"}, "not found"},
-			{"malformed org", []string{"--org", "acme", "--name", "x", "--scope", "admin"}, "not found"},
+			{"malformed org", []string{"--org", "acme", "--name", "x", "--scope", "admin"}, "not an organization id"},
 			{"missing org", []string{"--name", "x", "--scope", "admin"}, "--org"},
 			{"missing name", []string{"--org", org, "--scope", "admin"}, "--name"},
 		} {
@@ -844,4 +844,48 @@ func withoutFlytrapVars(env []string) []string {
 		}
 	}
 	return out
+}
+
+// TestBadArgumentsLeaveNoDatabase checks flags before opening the database, and
+// refuses words left over from an unquoted name.
+func TestBadArgumentsLeaveNoDatabase(t *testing.T) {
+	dir := t.TempDir()
+	dsn := dir + "/never.db"
+	for _, args := range [][]string{
+		{"keys", "create", "--db", dsn, "--org", "org_x", "--name", "n", "--scope", "bogus"},
+		{"keys", "create", "--db", dsn, "--org", "acme", "--name", "n", "--scope", "admin"},
+		{"keys", "list", "--db", dsn, "--org", "acme"},
+		{"keys", "revoke", "--db", dsn, "nope"},
+		{"orgs", "create", "--db", dsn, "--name", "Big", "Corp"},
+		{"orgs", "create", "--db", dsn},
+	} {
+		if err := run(t.Context(), args, io.Discard, io.Discard, noEnv); err == nil {
+			t.Errorf("%q succeeded", args)
+		}
+	}
+	if _, err := os.Stat(dsn); !os.IsNotExist(err) {
+		t.Fatalf("a rejected command created %s", dsn)
+	}
+}
+
+func TestEnvironmentThatDoesNotParseIsAnError(t *testing.T) {
+	env := func(k string) string {
+		if k == "FLYTRAP_INTROSPECTION" {
+			return "flase"
+		}
+		return ""
+	}
+	err := run(t.Context(), []string{"serve", "--db", t.TempDir() + "/x.db"}, io.Discard, io.Discard, env)
+	if err == nil || !strings.Contains(err.Error(), "FLYTRAP_INTROSPECTION") {
+		t.Fatalf("got %v, want an error naming FLYTRAP_INTROSPECTION", err)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"-h", "--help", "help"} {
+		var out strings.Builder
+		if err := run(t.Context(), []string{arg}, &out, io.Discard, noEnv); err != nil || !strings.Contains(out.String(), "flytrap keys create") {
+			t.Errorf("%s: %v, output %q", arg, err, out.String())
+		}
+	}
 }
