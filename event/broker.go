@@ -31,7 +31,8 @@ type Broker struct {
 	log    *slog.Logger
 	poll   time.Duration
 
-	wake chan struct{}
+	wake  chan struct{}
+	ready chan struct{}
 
 	mu     sync.Mutex
 	subs   map[*Subscription]struct{}
@@ -60,7 +61,7 @@ const SubscriptionBuffer = 256
 // NewBroker returns a broker over client. It polls every poll interval as well as on
 // wake-ups, so events committed by other processes on the database arrive too.
 func NewBroker(client *ent.Client, log *slog.Logger, poll time.Duration) *Broker {
-	b := &Broker{client: client, log: log, poll: poll, wake: make(chan struct{}, 1), subs: map[*Subscription]struct{}{}}
+	b := &Broker{client: client, log: log, poll: poll, wake: make(chan struct{}, 1), ready: make(chan struct{}), subs: map[*Subscription]struct{}{}}
 	client.Event.Use(b.commitHook(ent.OpCreate, func(context.Context, ent.Mutation) { b.Wake() }))
 	client.APIKey.Use(b.commitHook(ent.OpUpdateOne, b.keyChanged))
 	return b
@@ -107,6 +108,10 @@ func (b *Broker) keyChanged(_ context.Context, m ent.Mutation) {
 		b.RevokeKey(id)
 	}
 }
+
+// Ready is closed once Run has found the head of the log: events committed after
+// that reach the subscribers.
+func (b *Broker) Ready() <-chan struct{} { return b.ready }
 
 // Wake makes the broker read the log now.
 func (b *Broker) Wake() {
@@ -170,12 +175,20 @@ func (b *Broker) Subscribers() int {
 func (b *Broker) Run(ctx context.Context) error {
 	sys := privacy.DecisionContext(ctx, privacy.Allow)
 	last, err := b.head(sys)
-	if err != nil {
-		return err
+	for err != nil { // the database may be down at start: keep trying until it answers
+		b.log.Warn("finding the head of the event log", "err", err)
+		select {
+		case <-ctx.Done():
+			b.close()
+			return nil
+		case <-time.After(time.Second):
+		}
+		last, err = b.head(sys)
 	}
 	b.mu.Lock()
 	b.last = last
 	b.mu.Unlock()
+	close(b.ready)
 	defer b.close()
 	tick := time.NewTicker(b.poll)
 	defer tick.Stop()

@@ -76,6 +76,12 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 			s.log.Error("event broker stopped", "err", err)
 		}
 	})
+	select { // live delivery is ready before the listener takes requests
+	case <-s.broker.Ready():
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		s.log.Warn("the event broker is slow to start")
+	}
 	return wg.Wait
 }
 
