@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/lib/pq"
+
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/privacy"
@@ -50,12 +52,21 @@ func Classify(err error) (code, msg, field string) {
 	case errors.As(err, &ve):
 		name := graphqlName(ve.Name)
 		return CodeBadUserInput, name + ": " + validationReason(ve), name
+	case isBadText(err):
+		return CodeBadUserInput, "text must be valid UTF-8 without NUL characters", ""
 	case ent.IsConstraintError(err):
 		return CodeConflict, "conflicts with an existing record (for a trap: an active trap already has this path on this site)", ""
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return CodeInternal, "the request was cancelled or took too long", ""
 	}
 	return CodeInternal, "internal error", ""
+}
+
+// isBadText reports PostgreSQL refusing text it cannot store (a NUL byte, invalid UTF-8)
+// that reached a statement, e.g. inside a filter: the caller's input, not our failure.
+func isBadText(err error) bool {
+	var pqErr *pq.Error
+	return errors.As(err, &pqErr) && (pqErr.Code == "22021" || pqErr.Code == "22P05")
 }
 
 func denyMessage(err error) string {

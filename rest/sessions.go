@@ -2,6 +2,7 @@ package rest
 
 import (
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/ids"
 )
 
 // Page sizes of the REST lists: the document leaves them open.
@@ -94,9 +96,17 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
 		where.Severity = &s
 	}
 	if v := q.Get("source_ip"); v != "" {
-		where.SourceIP = &v
+		addr, err := netip.ParseAddr(v)
+		if err != nil {
+			return apperr.Invalid("source_ip", "must be an IPv4 or IPv6 address")
+		}
+		ip := addr.String()
+		where.SourceIP = &ip
 	}
 	if v := q.Get("trap_id"); v != "" {
+		if ids.Prefix(v) != ids.Trap {
+			return apperr.Invalid("trap_id", "must be a trap id (trp_…)")
+		}
 		where.HasHitsWith = []*ent.HitWhereInput{{TrapID: &v}}
 	}
 	if where.LastSeenGTE, err = timeParam(q, "since"); err != nil {
@@ -108,7 +118,7 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
 	var after *entgql.Cursor[string]
 	if v := q.Get("cursor"); v != "" {
 		after = &entgql.Cursor[string]{}
-		if err := after.UnmarshalGQL(v); err != nil {
+		if err := after.UnmarshalGQL(urlToStd.Replace(v)); err != nil {
 			return apperr.Invalid("cursor", "is not a cursor this API issued")
 		}
 	}
@@ -133,10 +143,17 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// Session cursors are entgql's (base64 of msgpack) in the URL-safe alphabet, so a
+// client may paste next_cursor into a query string as it is.
+var (
+	stdToURL = strings.NewReplacer("+", "-", "/", "_")
+	urlToStd = strings.NewReplacer("-", "+", "_", "/")
+)
+
 func cursorString(c *entgql.Cursor[string]) string {
 	var b strings.Builder
 	c.MarshalGQL(&b)
-	return strings.Trim(b.String(), `"`)
+	return stdToURL.Replace(strings.Trim(b.String(), `"`))
 }
 
 func (a *API) getSession(w http.ResponseWriter, r *http.Request) error {

@@ -55,6 +55,7 @@ func init() {
 		fns := [...]func(string) error{
 			validators[0].(func(string) error),
 			validators[1].(func(string) error),
+			validators[2].(func(string) error),
 		}
 		return func(name string) error {
 			for _, fn := range fns {
@@ -284,6 +285,7 @@ func init() {
 		fns := [...]func(string) error{
 			validators[0].(func(string) error),
 			validators[1].(func(string) error),
+			validators[2].(func(string) error),
 		}
 		return func(name string) error {
 			for _, fn := range fns {
@@ -506,6 +508,7 @@ func init() {
 		fns := [...]func(string) error{
 			validators[0].(func(string) error),
 			validators[1].(func(string) error),
+			validators[2].(func(string) error),
 		}
 		return func(name string) error {
 			for _, fn := range fns {
@@ -593,6 +596,7 @@ func init() {
 		fns := [...]func(string) error{
 			validators[0].(func(string) error),
 			validators[1].(func(string) error),
+			validators[2].(func(string) error),
 		}
 		return func(name string) error {
 			for _, fn := range fns {
@@ -612,7 +616,21 @@ func init() {
 	// trap.DefaultDescription holds the default value on creation for the description field.
 	trap.DefaultDescription = trapDescDescription.Default.(string)
 	// trap.DescriptionValidator is a validator for the "description" field. It is called by the builders before save.
-	trap.DescriptionValidator = trapDescDescription.Validators[0].(func(string) error)
+	trap.DescriptionValidator = func() func(string) error {
+		validators := trapDescDescription.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(description string) error {
+			for _, fn := range fns {
+				if err := fn(description); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
 	// trapDescActive is the schema descriptor for active field.
 	trapDescActive := trapFields[5].Descriptor()
 	// trap.DefaultActive holds the default value on creation for the active field.

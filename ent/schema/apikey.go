@@ -22,7 +22,7 @@ func (APIKey) Mixin() []ent.Mixin {
 func (APIKey) Fields() []ent.Field {
 	ro := entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)
 	return []ent.Field{
-		field.String("name").NotEmpty().MaxLen(200).Annotations(entgql.OrderField("NAME")),
+		field.String("name").NotEmpty().MaxLen(200).Validate(cleanText).Annotations(entgql.OrderField("NAME")),
 		field.Enum("scope").GoType(viewer.Scope("")).Immutable().Annotations(entgql.Type("ApiKeyScope")),
 		// Prefix is the key's first characters, safe to show so a person can tell keys apart.
 		field.String("prefix").Immutable().MaxLen(16).Annotations(ro),

@@ -15,6 +15,7 @@ import (
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
 	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -32,6 +33,9 @@ func trapDefaults(next ent.Mutator) ent.Mutator {
 		org, _ := m.OrgID()
 		sys := privacy.DecisionContext(ctx, privacy.Allow)
 		if id, ok := m.SiteID(); ok {
+			if ids.Prefix(id) != ids.Site {
+				return nil, apperr.Invalid("siteID", "%q is not a site id (site_…)", strings.ToValidUTF8(id, "?"))
+			}
 			n, err := m.Client().Site.Query().Where(site.ID(id), site.OrgID(org)).Count(sys)
 			if err != nil {
 				return nil, err

@@ -17,7 +17,7 @@ func (Organization) Mixin() []ent.Mixin { return []ent.Mixin{IDMixin{Prefix: ids
 
 func (Organization) Fields() []ent.Field {
 	return []ent.Field{
-		field.String("name").NotEmpty().MaxLen(200),
+		field.String("name").NotEmpty().MaxLen(200).Validate(cleanText),
 		createdAt(),
 	}
 }

@@ -20,7 +20,7 @@ func (Site) Mixin() []ent.Mixin {
 
 func (Site) Fields() []ent.Field {
 	return []ent.Field{
-		field.String("name").NotEmpty().MaxLen(200).
+		field.String("name").NotEmpty().MaxLen(200).Validate(cleanText).
 			Annotations(entgql.OrderField("NAME")),
 		// Host routes trap-listener requests to this site; nil matches any host
 		// when it is the organization's only site.

@@ -24,14 +24,14 @@ func (Trap) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("site_id").Optional().
 			Annotations(entgql.Skip(entgql.SkipMutationUpdateInput, entgql.SkipWhereInput)),
-		field.String("name").NotEmpty().MaxLen(200).
+		field.String("name").NotEmpty().MaxLen(200).Validate(cleanText).
 			Annotations(entgql.OrderField("NAME")),
 		// Path is where the decoy answers; left empty on create, the service picks a plausible one.
 		field.String("path").Optional().MaxLen(512).
 			Annotations(entgql.OrderField("PATH"), entgql.Skip(entgql.SkipMutationUpdateInput)),
 		field.Enum("type").Values(decoy.Types...).
 			Annotations(entgql.OrderField("TYPE"), entgql.Type("TrapType"), entgql.Skip(entgql.SkipMutationUpdateInput)),
-		field.String("description").Default("").MaxLen(2000),
+		field.String("description").Default("").MaxLen(2000).Validate(cleanText),
 		field.Bool("active").Default(true),
 		createdAt(),
 		field.Time("updated_at").Default(nowUTC).UpdateDefault(nowUTC).

@@ -1,8 +1,11 @@
 package schema
 
 import (
+	"errors"
 	"regexp"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // nowUTC is the time stamps are taken at: UTC, milliseconds, the precision the API shows and
@@ -11,3 +14,14 @@ func nowUTC() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 
 // hostnamePattern accepts a DNS hostname (letters, digits, hyphens, dots), optionally with a port.
 var hostnamePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*(:[0-9]{1,5})?$`)
+
+// cleanText refuses text no database can store as text (a NUL byte, invalid UTF-8).
+func cleanText(s string) error {
+	if !utf8.ValidString(s) {
+		return errors.New("must be valid UTF-8")
+	}
+	if strings.ContainsRune(s, 0) {
+		return errors.New("must not contain NUL characters")
+	}
+	return nil
+}
