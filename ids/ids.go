@@ -1,12 +1,10 @@
 // Package ids makes the service's identifiers: a type prefix and a ULID
-// (48-bit millisecond time + 80 random bits), lower-cased, so ids sort by
-// creation time, cannot be guessed, and say what they name (trp_…, ses_…).
+// (48-bit millisecond time + 80 bits of entropy), lower-cased, so ids sort by
+// creation time and say what they name (trp_…, ses_…).
 package ids
 
 import (
-	"crypto/rand"
 	"strings"
-	"time"
 
 	"github.com/oklog/ulid/v2"
 )
@@ -24,8 +22,9 @@ const (
 
 // New returns a fresh identifier with the given prefix.
 func New(prefix string) string {
-	id := ulid.MustNew(ulid.Timestamp(time.Now()), rand.Reader)
-	return prefix + "_" + strings.ToLower(id.String())
+	// Make is monotonic within a millisecond, so ids made one after another sort in
+	// that order; ids are names, never secrets (those come from crypto/rand directly).
+	return prefix + "_" + strings.ToLower(ulid.Make().String())
 }
 
 // NewFunc returns a generator for prefix, for ent's DefaultFunc.
