@@ -16,8 +16,11 @@ import (
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/organization"
+	"github.com/flytrap/flytrap/ent/prompt"
+	"github.com/flytrap/flytrap/ent/secret"
 	"github.com/flytrap/flytrap/ent/sequence"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
 )
@@ -84,8 +87,11 @@ func checkColumn(t, c string) error {
 			event.Table:        event.ValidColumn,
 			hit.Table:          hit.ValidColumn,
 			organization.Table: organization.ValidColumn,
+			prompt.Table:       prompt.ValidColumn,
+			secret.Table:       secret.ValidColumn,
 			sequence.Table:     sequence.ValidColumn,
 			session.Table:      session.ValidColumn,
+			signal.Table:       signal.ValidColumn,
 			site.Table:         site.ValidColumn,
 			trap.Table:         trap.ValidColumn,
 		})

@@ -8,8 +8,11 @@ import (
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/predicate"
+	"github.com/flytrap/flytrap/ent/prompt"
+	"github.com/flytrap/flytrap/ent/secret"
 	"github.com/flytrap/flytrap/ent/sequence"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
 
@@ -21,7 +24,7 @@ import (
 
 // schemaGraph holds a representation of ent/schema at runtime.
 var schemaGraph = func() *sqlgraph.Schema {
-	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 8)}
+	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 11)}
 	graph.Nodes[0] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   apikey.Table,
@@ -87,6 +90,9 @@ var schemaGraph = func() *sqlgraph.Schema {
 			hit.FieldUserAgent:     {Type: field.TypeString, Column: hit.FieldUserAgent},
 			hit.FieldReceivedAt:    {Type: field.TypeTime, Column: hit.FieldReceivedAt},
 			hit.FieldReceivedHour:  {Type: field.TypeInt64, Column: hit.FieldReceivedHour},
+			hit.FieldKind:          {Type: field.TypeEnum, Column: hit.FieldKind},
+			hit.FieldStatus:        {Type: field.TypeInt, Column: hit.FieldStatus},
+			hit.FieldSignals:       {Type: field.TypeJSON, Column: hit.FieldSignals},
 		},
 	}
 	graph.Nodes[3] = &sqlgraph.Node{
@@ -106,6 +112,42 @@ var schemaGraph = func() *sqlgraph.Schema {
 	}
 	graph.Nodes[4] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
+			Table:   prompt.Table,
+			Columns: prompt.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: prompt.FieldID,
+			},
+		},
+		Type: "Prompt",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			prompt.FieldOrgID:     {Type: field.TypeString, Column: prompt.FieldOrgID},
+			prompt.FieldSessionID: {Type: field.TypeString, Column: prompt.FieldSessionID},
+			prompt.FieldHitID:     {Type: field.TypeString, Column: prompt.FieldHitID},
+			prompt.FieldText:      {Type: field.TypeString, Column: prompt.FieldText},
+			prompt.FieldHash:      {Type: field.TypeString, Column: prompt.FieldHash},
+			prompt.FieldModel:     {Type: field.TypeString, Column: prompt.FieldModel},
+			prompt.FieldOperator:  {Type: field.TypeString, Column: prompt.FieldOperator},
+			prompt.FieldSource:    {Type: field.TypeString, Column: prompt.FieldSource},
+			prompt.FieldCreatedAt: {Type: field.TypeTime, Column: prompt.FieldCreatedAt},
+		},
+	}
+	graph.Nodes[5] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
+			Table:   secret.Table,
+			Columns: secret.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: secret.FieldID,
+			},
+		},
+		Type: "Secret",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			secret.FieldValue: {Type: field.TypeBytes, Column: secret.FieldValue},
+		},
+	}
+	graph.Nodes[6] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
 			Table:   sequence.Table,
 			Columns: sequence.Columns,
 			ID: &sqlgraph.FieldSpec{
@@ -118,7 +160,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			sequence.FieldValue: {Type: field.TypeInt64, Column: sequence.FieldValue},
 		},
 	}
-	graph.Nodes[5] = &sqlgraph.Node{
+	graph.Nodes[7] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   session.Table,
 			Columns: session.Columns,
@@ -146,9 +188,33 @@ var schemaGraph = func() *sqlgraph.Schema {
 			session.FieldExtractedModel:    {Type: field.TypeString, Column: session.FieldExtractedModel},
 			session.FieldExtractedOperator: {Type: field.TypeString, Column: session.FieldExtractedOperator},
 			session.FieldTrapsTriggered:    {Type: field.TypeJSON, Column: session.FieldTrapsTriggered},
+			session.FieldState:             {Type: field.TypeJSON, Column: session.FieldState},
 		},
 	}
-	graph.Nodes[6] = &sqlgraph.Node{
+	graph.Nodes[8] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
+			Table:   signal.Table,
+			Columns: signal.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: signal.FieldID,
+			},
+		},
+		Type: "Signal",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			signal.FieldOrgID:       {Type: field.TypeString, Column: signal.FieldOrgID},
+			signal.FieldSessionID:   {Type: field.TypeString, Column: signal.FieldSessionID},
+			signal.FieldHitID:       {Type: field.TypeString, Column: signal.FieldHitID},
+			signal.FieldName:        {Type: field.TypeString, Column: signal.FieldName},
+			signal.FieldTripwire:    {Type: field.TypeBool, Column: signal.FieldTripwire},
+			signal.FieldPlacement:   {Type: field.TypeString, Column: signal.FieldPlacement},
+			signal.FieldSourceHitID: {Type: field.TypeString, Column: signal.FieldSourceHitID},
+			signal.FieldDelayMs:     {Type: field.TypeInt64, Column: signal.FieldDelayMs},
+			signal.FieldDetail:      {Type: field.TypeString, Column: signal.FieldDetail},
+			signal.FieldCreatedAt:   {Type: field.TypeTime, Column: signal.FieldCreatedAt},
+		},
+	}
+	graph.Nodes[9] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   site.Table,
 			Columns: site.Columns,
@@ -165,7 +231,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			site.FieldCreatedAt: {Type: field.TypeTime, Column: site.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[7] = &sqlgraph.Node{
+	graph.Nodes[10] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   trap.Table,
 			Columns: trap.Columns,
@@ -308,6 +374,54 @@ var schemaGraph = func() *sqlgraph.Schema {
 		"APIKey",
 	)
 	graph.MustAddE(
+		"signals",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   organization.SignalsTable,
+			Columns: []string{organization.SignalsColumn},
+			Bidi:    false,
+		},
+		"Organization",
+		"Signal",
+	)
+	graph.MustAddE(
+		"prompts",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   organization.PromptsTable,
+			Columns: []string{organization.PromptsColumn},
+			Bidi:    false,
+		},
+		"Organization",
+		"Prompt",
+	)
+	graph.MustAddE(
+		"organization",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   prompt.OrganizationTable,
+			Columns: []string{prompt.OrganizationColumn},
+			Bidi:    false,
+		},
+		"Prompt",
+		"Organization",
+	)
+	graph.MustAddE(
+		"session",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   prompt.SessionTable,
+			Columns: []string{prompt.SessionColumn},
+			Bidi:    false,
+		},
+		"Prompt",
+		"Session",
+	)
+	graph.MustAddE(
 		"organization",
 		&sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.M2O,
@@ -330,6 +444,54 @@ var schemaGraph = func() *sqlgraph.Schema {
 		},
 		"Session",
 		"Hit",
+	)
+	graph.MustAddE(
+		"signals",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.SignalsTable,
+			Columns: []string{session.SignalsColumn},
+			Bidi:    false,
+		},
+		"Session",
+		"Signal",
+	)
+	graph.MustAddE(
+		"prompts",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.PromptsTable,
+			Columns: []string{session.PromptsColumn},
+			Bidi:    false,
+		},
+		"Session",
+		"Prompt",
+	)
+	graph.MustAddE(
+		"organization",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   signal.OrganizationTable,
+			Columns: []string{signal.OrganizationColumn},
+			Bidi:    false,
+		},
+		"Signal",
+		"Organization",
+	)
+	graph.MustAddE(
+		"session",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   signal.SessionTable,
+			Columns: []string{signal.SessionColumn},
+			Bidi:    false,
+		},
+		"Signal",
+		"Session",
 	)
 	graph.MustAddE(
 		"organization",
@@ -676,6 +838,21 @@ func (f *HitFilter) WhereReceivedHour(p entql.Int64P) {
 	f.Where(p.Field(hit.FieldReceivedHour))
 }
 
+// WhereKind applies the entql string predicate on the kind field.
+func (f *HitFilter) WhereKind(p entql.StringP) {
+	f.Where(p.Field(hit.FieldKind))
+}
+
+// WhereStatus applies the entql int predicate on the status field.
+func (f *HitFilter) WhereStatus(p entql.IntP) {
+	f.Where(p.Field(hit.FieldStatus))
+}
+
+// WhereSignals applies the entql json.RawMessage predicate on the signals field.
+func (f *HitFilter) WhereSignals(p entql.BytesP) {
+	f.Where(p.Field(hit.FieldSignals))
+}
+
 // WhereHasOrganization applies a predicate to check if query has an edge organization.
 func (f *HitFilter) WhereHasOrganization() {
 	f.Where(entql.HasEdge("organization"))
@@ -838,6 +1015,192 @@ func (f *OrganizationFilter) WhereHasAPIKeysWith(preds ...predicate.APIKey) {
 	})))
 }
 
+// WhereHasSignals applies a predicate to check if query has an edge signals.
+func (f *OrganizationFilter) WhereHasSignals() {
+	f.Where(entql.HasEdge("signals"))
+}
+
+// WhereHasSignalsWith applies a predicate to check if query has an edge signals with a given conditions (other predicates).
+func (f *OrganizationFilter) WhereHasSignalsWith(preds ...predicate.Signal) {
+	f.Where(entql.HasEdgeWith("signals", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// WhereHasPrompts applies a predicate to check if query has an edge prompts.
+func (f *OrganizationFilter) WhereHasPrompts() {
+	f.Where(entql.HasEdge("prompts"))
+}
+
+// WhereHasPromptsWith applies a predicate to check if query has an edge prompts with a given conditions (other predicates).
+func (f *OrganizationFilter) WhereHasPromptsWith(preds ...predicate.Prompt) {
+	f.Where(entql.HasEdgeWith("prompts", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// addPredicate implements the predicateAdder interface.
+func (_q *PromptQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the PromptQuery builder.
+func (_q *PromptQuery) Filter() *PromptFilter {
+	return &PromptFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *PromptMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the PromptMutation builder.
+func (m *PromptMutation) Filter() *PromptFilter {
+	return &PromptFilter{config: m.config, predicateAdder: m}
+}
+
+// PromptFilter provides a generic filtering capability at runtime for PromptQuery.
+type PromptFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *PromptFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[4].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *PromptFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(prompt.FieldID))
+}
+
+// WhereOrgID applies the entql string predicate on the org_id field.
+func (f *PromptFilter) WhereOrgID(p entql.StringP) {
+	f.Where(p.Field(prompt.FieldOrgID))
+}
+
+// WhereSessionID applies the entql string predicate on the session_id field.
+func (f *PromptFilter) WhereSessionID(p entql.StringP) {
+	f.Where(p.Field(prompt.FieldSessionID))
+}
+
+// WhereHitID applies the entql string predicate on the hit_id field.
+func (f *PromptFilter) WhereHitID(p entql.StringP) {
+	f.Where(p.Field(prompt.FieldHitID))
+}
+
+// WhereText applies the entql string predicate on the text field.
+func (f *PromptFilter) WhereText(p entql.StringP) {
+	f.Where(p.Field(prompt.FieldText))
+}
+
+// WhereHash applies the entql string predicate on the hash field.
+func (f *PromptFilter) WhereHash(p entql.StringP) {
+	f.Where(p.Field(prompt.FieldHash))
+}
+
+// WhereModel applies the entql string predicate on the model field.
+func (f *PromptFilter) WhereModel(p entql.StringP) {
+	f.Where(p.Field(prompt.FieldModel))
+}
+
+// WhereOperator applies the entql string predicate on the operator field.
+func (f *PromptFilter) WhereOperator(p entql.StringP) {
+	f.Where(p.Field(prompt.FieldOperator))
+}
+
+// WhereSource applies the entql string predicate on the source field.
+func (f *PromptFilter) WhereSource(p entql.StringP) {
+	f.Where(p.Field(prompt.FieldSource))
+}
+
+// WhereCreatedAt applies the entql time.Time predicate on the created_at field.
+func (f *PromptFilter) WhereCreatedAt(p entql.TimeP) {
+	f.Where(p.Field(prompt.FieldCreatedAt))
+}
+
+// WhereHasOrganization applies a predicate to check if query has an edge organization.
+func (f *PromptFilter) WhereHasOrganization() {
+	f.Where(entql.HasEdge("organization"))
+}
+
+// WhereHasOrganizationWith applies a predicate to check if query has an edge organization with a given conditions (other predicates).
+func (f *PromptFilter) WhereHasOrganizationWith(preds ...predicate.Organization) {
+	f.Where(entql.HasEdgeWith("organization", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// WhereHasSession applies a predicate to check if query has an edge session.
+func (f *PromptFilter) WhereHasSession() {
+	f.Where(entql.HasEdge("session"))
+}
+
+// WhereHasSessionWith applies a predicate to check if query has an edge session with a given conditions (other predicates).
+func (f *PromptFilter) WhereHasSessionWith(preds ...predicate.Session) {
+	f.Where(entql.HasEdgeWith("session", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// addPredicate implements the predicateAdder interface.
+func (_q *SecretQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the SecretQuery builder.
+func (_q *SecretQuery) Filter() *SecretFilter {
+	return &SecretFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *SecretMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the SecretMutation builder.
+func (m *SecretMutation) Filter() *SecretFilter {
+	return &SecretFilter{config: m.config, predicateAdder: m}
+}
+
+// SecretFilter provides a generic filtering capability at runtime for SecretQuery.
+type SecretFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *SecretFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[5].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *SecretFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(secret.FieldID))
+}
+
+// WhereValue applies the entql []byte predicate on the value field.
+func (f *SecretFilter) WhereValue(p entql.BytesP) {
+	f.Where(p.Field(secret.FieldValue))
+}
+
 // addPredicate implements the predicateAdder interface.
 func (_q *SequenceQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
@@ -867,7 +1230,7 @@ type SequenceFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SequenceFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[4].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[6].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -912,7 +1275,7 @@ type SessionFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SessionFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[5].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[7].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1008,6 +1371,11 @@ func (f *SessionFilter) WhereTrapsTriggered(p entql.BytesP) {
 	f.Where(p.Field(session.FieldTrapsTriggered))
 }
 
+// WhereState applies the entql json.RawMessage predicate on the state field.
+func (f *SessionFilter) WhereState(p entql.BytesP) {
+	f.Where(p.Field(session.FieldState))
+}
+
 // WhereHasOrganization applies a predicate to check if query has an edge organization.
 func (f *SessionFilter) WhereHasOrganization() {
 	f.Where(entql.HasEdge("organization"))
@@ -1030,6 +1398,152 @@ func (f *SessionFilter) WhereHasHits() {
 // WhereHasHitsWith applies a predicate to check if query has an edge hits with a given conditions (other predicates).
 func (f *SessionFilter) WhereHasHitsWith(preds ...predicate.Hit) {
 	f.Where(entql.HasEdgeWith("hits", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// WhereHasSignals applies a predicate to check if query has an edge signals.
+func (f *SessionFilter) WhereHasSignals() {
+	f.Where(entql.HasEdge("signals"))
+}
+
+// WhereHasSignalsWith applies a predicate to check if query has an edge signals with a given conditions (other predicates).
+func (f *SessionFilter) WhereHasSignalsWith(preds ...predicate.Signal) {
+	f.Where(entql.HasEdgeWith("signals", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// WhereHasPrompts applies a predicate to check if query has an edge prompts.
+func (f *SessionFilter) WhereHasPrompts() {
+	f.Where(entql.HasEdge("prompts"))
+}
+
+// WhereHasPromptsWith applies a predicate to check if query has an edge prompts with a given conditions (other predicates).
+func (f *SessionFilter) WhereHasPromptsWith(preds ...predicate.Prompt) {
+	f.Where(entql.HasEdgeWith("prompts", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// addPredicate implements the predicateAdder interface.
+func (_q *SignalQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the SignalQuery builder.
+func (_q *SignalQuery) Filter() *SignalFilter {
+	return &SignalFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *SignalMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the SignalMutation builder.
+func (m *SignalMutation) Filter() *SignalFilter {
+	return &SignalFilter{config: m.config, predicateAdder: m}
+}
+
+// SignalFilter provides a generic filtering capability at runtime for SignalQuery.
+type SignalFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *SignalFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[8].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *SignalFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(signal.FieldID))
+}
+
+// WhereOrgID applies the entql string predicate on the org_id field.
+func (f *SignalFilter) WhereOrgID(p entql.StringP) {
+	f.Where(p.Field(signal.FieldOrgID))
+}
+
+// WhereSessionID applies the entql string predicate on the session_id field.
+func (f *SignalFilter) WhereSessionID(p entql.StringP) {
+	f.Where(p.Field(signal.FieldSessionID))
+}
+
+// WhereHitID applies the entql string predicate on the hit_id field.
+func (f *SignalFilter) WhereHitID(p entql.StringP) {
+	f.Where(p.Field(signal.FieldHitID))
+}
+
+// WhereName applies the entql string predicate on the name field.
+func (f *SignalFilter) WhereName(p entql.StringP) {
+	f.Where(p.Field(signal.FieldName))
+}
+
+// WhereTripwire applies the entql bool predicate on the tripwire field.
+func (f *SignalFilter) WhereTripwire(p entql.BoolP) {
+	f.Where(p.Field(signal.FieldTripwire))
+}
+
+// WherePlacement applies the entql string predicate on the placement field.
+func (f *SignalFilter) WherePlacement(p entql.StringP) {
+	f.Where(p.Field(signal.FieldPlacement))
+}
+
+// WhereSourceHitID applies the entql string predicate on the source_hit_id field.
+func (f *SignalFilter) WhereSourceHitID(p entql.StringP) {
+	f.Where(p.Field(signal.FieldSourceHitID))
+}
+
+// WhereDelayMs applies the entql int64 predicate on the delay_ms field.
+func (f *SignalFilter) WhereDelayMs(p entql.Int64P) {
+	f.Where(p.Field(signal.FieldDelayMs))
+}
+
+// WhereDetail applies the entql string predicate on the detail field.
+func (f *SignalFilter) WhereDetail(p entql.StringP) {
+	f.Where(p.Field(signal.FieldDetail))
+}
+
+// WhereCreatedAt applies the entql time.Time predicate on the created_at field.
+func (f *SignalFilter) WhereCreatedAt(p entql.TimeP) {
+	f.Where(p.Field(signal.FieldCreatedAt))
+}
+
+// WhereHasOrganization applies a predicate to check if query has an edge organization.
+func (f *SignalFilter) WhereHasOrganization() {
+	f.Where(entql.HasEdge("organization"))
+}
+
+// WhereHasOrganizationWith applies a predicate to check if query has an edge organization with a given conditions (other predicates).
+func (f *SignalFilter) WhereHasOrganizationWith(preds ...predicate.Organization) {
+	f.Where(entql.HasEdgeWith("organization", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// WhereHasSession applies a predicate to check if query has an edge session.
+func (f *SignalFilter) WhereHasSession() {
+	f.Where(entql.HasEdge("session"))
+}
+
+// WhereHasSessionWith applies a predicate to check if query has an edge session with a given conditions (other predicates).
+func (f *SignalFilter) WhereHasSessionWith(preds ...predicate.Session) {
+	f.Where(entql.HasEdgeWith("session", sqlgraph.WrapFunc(func(s *sql.Selector) {
 		for _, p := range preds {
 			p(s)
 		}
@@ -1065,7 +1579,7 @@ type SiteFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SiteFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[6].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[9].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1153,7 +1667,7 @@ type TrapFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *TrapFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[7].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[10].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})

@@ -14,7 +14,9 @@ import (
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/organization"
+	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
 )
@@ -348,6 +350,21 @@ func (_q *HitQuery) collectField(ctx context.Context, oneNode bool, opCtx *graph
 				selectedFields = append(selectedFields, hit.FieldReceivedAt)
 				fieldSeen[hit.FieldReceivedAt] = struct{}{}
 			}
+		case "kind":
+			if _, ok := fieldSeen[hit.FieldKind]; !ok {
+				selectedFields = append(selectedFields, hit.FieldKind)
+				fieldSeen[hit.FieldKind] = struct{}{}
+			}
+		case "status":
+			if _, ok := fieldSeen[hit.FieldStatus]; !ok {
+				selectedFields = append(selectedFields, hit.FieldStatus)
+				fieldSeen[hit.FieldStatus] = struct{}{}
+			}
+		case "signals":
+			if _, ok := fieldSeen[hit.FieldSignals]; !ok {
+				selectedFields = append(selectedFields, hit.FieldSignals)
+				fieldSeen[hit.FieldSignals] = struct{}{}
+			}
 		case "id":
 		case "__typename":
 		default:
@@ -506,6 +523,128 @@ func newOrganizationPaginateArgs(rv map[string]any) *organizationPaginateArgs {
 }
 
 // CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
+func (_q *PromptQuery) CollectFields(ctx context.Context, satisfies ...string) (*PromptQuery, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return _q, nil
+	}
+	if err := _q.collectField(ctx, false, graphql.GetOperationContext(ctx), fc.Field, nil, satisfies...); err != nil {
+		return nil, err
+	}
+	return _q, nil
+}
+
+func (_q *PromptQuery) collectField(ctx context.Context, oneNode bool, opCtx *graphql.OperationContext, collected graphql.CollectedField, path []string, satisfies ...string) error {
+	path = append([]string(nil), path...)
+	var (
+		unknownSeen    bool
+		fieldSeen      = make(map[string]struct{}, len(prompt.Columns))
+		selectedFields = []string{prompt.FieldID}
+	)
+	for _, field := range graphql.CollectFields(opCtx, collected.Selections, satisfies) {
+		switch field.Name {
+
+		case "session":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&SessionClient{config: _q.config}).Query()
+			)
+			if err := query.collectField(ctx, oneNode, opCtx, field, path, mayAddCondition(satisfies, sessionImplementors)...); err != nil {
+				return err
+			}
+			_q.withSession = query
+			if _, ok := fieldSeen[prompt.FieldSessionID]; !ok {
+				selectedFields = append(selectedFields, prompt.FieldSessionID)
+				fieldSeen[prompt.FieldSessionID] = struct{}{}
+			}
+		case "orgID":
+			if _, ok := fieldSeen[prompt.FieldOrgID]; !ok {
+				selectedFields = append(selectedFields, prompt.FieldOrgID)
+				fieldSeen[prompt.FieldOrgID] = struct{}{}
+			}
+		case "sessionID":
+			if _, ok := fieldSeen[prompt.FieldSessionID]; !ok {
+				selectedFields = append(selectedFields, prompt.FieldSessionID)
+				fieldSeen[prompt.FieldSessionID] = struct{}{}
+			}
+		case "hitID":
+			if _, ok := fieldSeen[prompt.FieldHitID]; !ok {
+				selectedFields = append(selectedFields, prompt.FieldHitID)
+				fieldSeen[prompt.FieldHitID] = struct{}{}
+			}
+		case "text":
+			if _, ok := fieldSeen[prompt.FieldText]; !ok {
+				selectedFields = append(selectedFields, prompt.FieldText)
+				fieldSeen[prompt.FieldText] = struct{}{}
+			}
+		case "hash":
+			if _, ok := fieldSeen[prompt.FieldHash]; !ok {
+				selectedFields = append(selectedFields, prompt.FieldHash)
+				fieldSeen[prompt.FieldHash] = struct{}{}
+			}
+		case "model":
+			if _, ok := fieldSeen[prompt.FieldModel]; !ok {
+				selectedFields = append(selectedFields, prompt.FieldModel)
+				fieldSeen[prompt.FieldModel] = struct{}{}
+			}
+		case "operator":
+			if _, ok := fieldSeen[prompt.FieldOperator]; !ok {
+				selectedFields = append(selectedFields, prompt.FieldOperator)
+				fieldSeen[prompt.FieldOperator] = struct{}{}
+			}
+		case "source":
+			if _, ok := fieldSeen[prompt.FieldSource]; !ok {
+				selectedFields = append(selectedFields, prompt.FieldSource)
+				fieldSeen[prompt.FieldSource] = struct{}{}
+			}
+		case "createdAt":
+			if _, ok := fieldSeen[prompt.FieldCreatedAt]; !ok {
+				selectedFields = append(selectedFields, prompt.FieldCreatedAt)
+				fieldSeen[prompt.FieldCreatedAt] = struct{}{}
+			}
+		case "id":
+		case "__typename":
+		default:
+			unknownSeen = true
+		}
+	}
+	if !unknownSeen {
+		_q.Select(selectedFields...)
+	}
+	return nil
+}
+
+type promptPaginateArgs struct {
+	first, last   *int
+	after, before *Cursor
+	opts          []PromptPaginateOption
+}
+
+func newPromptPaginateArgs(rv map[string]any) *promptPaginateArgs {
+	args := &promptPaginateArgs{}
+	if rv == nil {
+		return args
+	}
+	if v := rv[firstField]; v != nil {
+		args.first = v.(*int)
+	}
+	if v := rv[lastField]; v != nil {
+		args.last = v.(*int)
+	}
+	if v := rv[afterField]; v != nil {
+		args.after = v.(*Cursor)
+	}
+	if v := rv[beforeField]; v != nil {
+		args.before = v.(*Cursor)
+	}
+	if v, ok := rv[whereField].(*PromptWhereInput); ok {
+		args.opts = append(args.opts, WithPromptFilter(v.Filter))
+	}
+	return args
+}
+
+// CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
 func (_q *SessionQuery) CollectFields(ctx context.Context, satisfies ...string) (*SessionQuery, error) {
 	fc := graphql.GetFieldContext(ctx)
 	if fc == nil {
@@ -613,6 +752,32 @@ func (_q *SessionQuery) collectField(ctx context.Context, oneNode bool, opCtx *g
 				query = pager.applyOrder(query)
 			}
 			_q.WithNamedHits(alias, func(wq *HitQuery) {
+				*wq = *query
+			})
+
+		case "signals":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&SignalClient{config: _q.config}).Query()
+			)
+			if err := query.collectField(ctx, false, opCtx, field, path, mayAddCondition(satisfies, signalImplementors)...); err != nil {
+				return err
+			}
+			_q.WithNamedSignals(alias, func(wq *SignalQuery) {
+				*wq = *query
+			})
+
+		case "prompts":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&PromptClient{config: _q.config}).Query()
+			)
+			if err := query.collectField(ctx, false, opCtx, field, path, mayAddCondition(satisfies, promptImplementors)...); err != nil {
+				return err
+			}
+			_q.WithNamedPrompts(alias, func(wq *PromptQuery) {
 				*wq = *query
 			})
 		case "orgID":
@@ -759,6 +924,133 @@ func newSessionPaginateArgs(rv map[string]any) *sessionPaginateArgs {
 	}
 	if v, ok := rv[whereField].(*SessionWhereInput); ok {
 		args.opts = append(args.opts, WithSessionFilter(v.Filter))
+	}
+	return args
+}
+
+// CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
+func (_q *SignalQuery) CollectFields(ctx context.Context, satisfies ...string) (*SignalQuery, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return _q, nil
+	}
+	if err := _q.collectField(ctx, false, graphql.GetOperationContext(ctx), fc.Field, nil, satisfies...); err != nil {
+		return nil, err
+	}
+	return _q, nil
+}
+
+func (_q *SignalQuery) collectField(ctx context.Context, oneNode bool, opCtx *graphql.OperationContext, collected graphql.CollectedField, path []string, satisfies ...string) error {
+	path = append([]string(nil), path...)
+	var (
+		unknownSeen    bool
+		fieldSeen      = make(map[string]struct{}, len(signal.Columns))
+		selectedFields = []string{signal.FieldID}
+	)
+	for _, field := range graphql.CollectFields(opCtx, collected.Selections, satisfies) {
+		switch field.Name {
+
+		case "session":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&SessionClient{config: _q.config}).Query()
+			)
+			if err := query.collectField(ctx, oneNode, opCtx, field, path, mayAddCondition(satisfies, sessionImplementors)...); err != nil {
+				return err
+			}
+			_q.withSession = query
+			if _, ok := fieldSeen[signal.FieldSessionID]; !ok {
+				selectedFields = append(selectedFields, signal.FieldSessionID)
+				fieldSeen[signal.FieldSessionID] = struct{}{}
+			}
+		case "orgID":
+			if _, ok := fieldSeen[signal.FieldOrgID]; !ok {
+				selectedFields = append(selectedFields, signal.FieldOrgID)
+				fieldSeen[signal.FieldOrgID] = struct{}{}
+			}
+		case "sessionID":
+			if _, ok := fieldSeen[signal.FieldSessionID]; !ok {
+				selectedFields = append(selectedFields, signal.FieldSessionID)
+				fieldSeen[signal.FieldSessionID] = struct{}{}
+			}
+		case "hitID":
+			if _, ok := fieldSeen[signal.FieldHitID]; !ok {
+				selectedFields = append(selectedFields, signal.FieldHitID)
+				fieldSeen[signal.FieldHitID] = struct{}{}
+			}
+		case "name":
+			if _, ok := fieldSeen[signal.FieldName]; !ok {
+				selectedFields = append(selectedFields, signal.FieldName)
+				fieldSeen[signal.FieldName] = struct{}{}
+			}
+		case "tripwire":
+			if _, ok := fieldSeen[signal.FieldTripwire]; !ok {
+				selectedFields = append(selectedFields, signal.FieldTripwire)
+				fieldSeen[signal.FieldTripwire] = struct{}{}
+			}
+		case "placement":
+			if _, ok := fieldSeen[signal.FieldPlacement]; !ok {
+				selectedFields = append(selectedFields, signal.FieldPlacement)
+				fieldSeen[signal.FieldPlacement] = struct{}{}
+			}
+		case "sourceHitID":
+			if _, ok := fieldSeen[signal.FieldSourceHitID]; !ok {
+				selectedFields = append(selectedFields, signal.FieldSourceHitID)
+				fieldSeen[signal.FieldSourceHitID] = struct{}{}
+			}
+		case "delayMs":
+			if _, ok := fieldSeen[signal.FieldDelayMs]; !ok {
+				selectedFields = append(selectedFields, signal.FieldDelayMs)
+				fieldSeen[signal.FieldDelayMs] = struct{}{}
+			}
+		case "detail":
+			if _, ok := fieldSeen[signal.FieldDetail]; !ok {
+				selectedFields = append(selectedFields, signal.FieldDetail)
+				fieldSeen[signal.FieldDetail] = struct{}{}
+			}
+		case "createdAt":
+			if _, ok := fieldSeen[signal.FieldCreatedAt]; !ok {
+				selectedFields = append(selectedFields, signal.FieldCreatedAt)
+				fieldSeen[signal.FieldCreatedAt] = struct{}{}
+			}
+		case "id":
+		case "__typename":
+		default:
+			unknownSeen = true
+		}
+	}
+	if !unknownSeen {
+		_q.Select(selectedFields...)
+	}
+	return nil
+}
+
+type signalPaginateArgs struct {
+	first, last   *int
+	after, before *Cursor
+	opts          []SignalPaginateOption
+}
+
+func newSignalPaginateArgs(rv map[string]any) *signalPaginateArgs {
+	args := &signalPaginateArgs{}
+	if rv == nil {
+		return args
+	}
+	if v := rv[firstField]; v != nil {
+		args.first = v.(*int)
+	}
+	if v := rv[lastField]; v != nil {
+		args.last = v.(*int)
+	}
+	if v := rv[afterField]; v != nil {
+		args.after = v.(*Cursor)
+	}
+	if v := rv[beforeField]; v != nil {
+		args.before = v.(*Cursor)
+	}
+	if v, ok := rv[whereField].(*SignalWhereInput); ok {
+		args.opts = append(args.opts, WithSignalFilter(v.Filter))
 	}
 	return args
 }

@@ -16,6 +16,14 @@ func (_m *Hit) Session(ctx context.Context) (*Session, error) {
 	return result, err
 }
 
+func (_m *Prompt) Session(ctx context.Context) (*Session, error) {
+	result, err := _m.Edges.SessionOrErr()
+	if IsNotLoaded(err) {
+		result, err = _m.QuerySession().Only(ctx)
+	}
+	return result, err
+}
+
 func (_m *Session) Hits(
 	ctx context.Context, after *Cursor, first *int, before *Cursor, last *int, orderBy *HitOrder, where *HitWhereInput,
 ) (*HitConnection, error) {
@@ -35,6 +43,38 @@ func (_m *Session) Hits(
 		return conn, nil
 	}
 	return _m.QueryHits().Paginate(ctx, after, first, before, last, opts...)
+}
+
+func (_m *Session) Signals(ctx context.Context) (result []*Signal, err error) {
+	if fc := graphql.GetFieldContext(ctx); fc != nil && fc.Field.Alias != "" {
+		result, err = _m.NamedSignals(graphql.GetFieldContext(ctx).Field.Alias)
+	} else {
+		result, err = _m.Edges.SignalsOrErr()
+	}
+	if IsNotLoaded(err) {
+		result, err = _m.QuerySignals().All(ctx)
+	}
+	return result, err
+}
+
+func (_m *Session) Prompts(ctx context.Context) (result []*Prompt, err error) {
+	if fc := graphql.GetFieldContext(ctx); fc != nil && fc.Field.Alias != "" {
+		result, err = _m.NamedPrompts(graphql.GetFieldContext(ctx).Field.Alias)
+	} else {
+		result, err = _m.Edges.PromptsOrErr()
+	}
+	if IsNotLoaded(err) {
+		result, err = _m.QueryPrompts().All(ctx)
+	}
+	return result, err
+}
+
+func (_m *Signal) Session(ctx context.Context) (*Session, error) {
+	result, err := _m.Edges.SessionOrErr()
+	if IsNotLoaded(err) {
+		result, err = _m.QuerySession().Only(ctx)
+	}
+	return result, err
 }
 
 func (_m *Trap) Site(ctx context.Context) (*Site, error) {

@@ -12,7 +12,9 @@ import (
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/organization"
+	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
 	"github.com/hashicorp/go-multierror"
@@ -43,10 +45,20 @@ var organizationImplementors = []string{"Organization", "Node"}
 // IsNode implements the Node interface check for GQLGen.
 func (*Organization) IsNode() {}
 
+var promptImplementors = []string{"Prompt", "Node"}
+
+// IsNode implements the Node interface check for GQLGen.
+func (*Prompt) IsNode() {}
+
 var sessionImplementors = []string{"Session", "Node"}
 
 // IsNode implements the Node interface check for GQLGen.
 func (*Session) IsNode() {}
+
+var signalImplementors = []string{"Signal", "Node"}
+
+// IsNode implements the Node interface check for GQLGen.
+func (*Signal) IsNode() {}
 
 var siteImplementors = []string{"Site", "Node"}
 
@@ -152,11 +164,29 @@ func (c *Client) noder(ctx context.Context, table string, id string) (Noder, err
 			}
 		}
 		return query.Only(ctx)
+	case prompt.Table:
+		query := c.Prompt.Query().
+			Where(prompt.ID(id))
+		if fc := graphql.GetFieldContext(ctx); fc != nil {
+			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, promptImplementors...); err != nil {
+				return nil, err
+			}
+		}
+		return query.Only(ctx)
 	case session.Table:
 		query := c.Session.Query().
 			Where(session.ID(id))
 		if fc := graphql.GetFieldContext(ctx); fc != nil {
 			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, sessionImplementors...); err != nil {
+				return nil, err
+			}
+		}
+		return query.Only(ctx)
+	case signal.Table:
+		query := c.Signal.Query().
+			Where(signal.ID(id))
+		if fc := graphql.GetFieldContext(ctx); fc != nil {
+			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, signalImplementors...); err != nil {
 				return nil, err
 			}
 		}
@@ -316,10 +346,42 @@ func (c *Client) noders(ctx context.Context, table string, ids []string) ([]Node
 				*noder = node
 			}
 		}
+	case prompt.Table:
+		query := c.Prompt.Query().
+			Where(prompt.IDIn(ids...))
+		query, err := query.CollectFields(ctx, promptImplementors...)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := query.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, node := range nodes {
+			for _, noder := range idmap[node.ID] {
+				*noder = node
+			}
+		}
 	case session.Table:
 		query := c.Session.Query().
 			Where(session.IDIn(ids...))
 		query, err := query.CollectFields(ctx, sessionImplementors...)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := query.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, node := range nodes {
+			for _, noder := range idmap[node.ID] {
+				*noder = node
+			}
+		}
+	case signal.Table:
+		query := c.Signal.Query().
+			Where(signal.IDIn(ids...))
+		query, err := query.CollectFields(ctx, signalImplementors...)
 		if err != nil {
 			return nil, err
 		}

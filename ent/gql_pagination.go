@@ -18,7 +18,9 @@ import (
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/organization"
+	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -1327,6 +1329,255 @@ func (_m *Organization) ToEdge(order *OrganizationOrder) *OrganizationEdge {
 	}
 }
 
+// PromptEdge is the edge representation of Prompt.
+type PromptEdge struct {
+	Node   *Prompt `json:"node"`
+	Cursor Cursor  `json:"cursor"`
+}
+
+// PromptConnection is the connection containing edges to Prompt.
+type PromptConnection struct {
+	Edges      []*PromptEdge `json:"edges"`
+	PageInfo   PageInfo      `json:"pageInfo"`
+	TotalCount int           `json:"totalCount"`
+}
+
+func (c *PromptConnection) build(nodes []*Prompt, pager *promptPager, after *Cursor, first *int, before *Cursor, last *int) {
+	c.PageInfo.HasNextPage = before != nil
+	c.PageInfo.HasPreviousPage = after != nil
+	if first != nil && *first+1 == len(nodes) {
+		c.PageInfo.HasNextPage = true
+		nodes = nodes[:len(nodes)-1]
+	} else if last != nil && *last+1 == len(nodes) {
+		c.PageInfo.HasPreviousPage = true
+		nodes = nodes[:len(nodes)-1]
+	}
+	var nodeAt func(int) *Prompt
+	if last != nil {
+		n := len(nodes) - 1
+		nodeAt = func(i int) *Prompt {
+			return nodes[n-i]
+		}
+	} else {
+		nodeAt = func(i int) *Prompt {
+			return nodes[i]
+		}
+	}
+	c.Edges = make([]*PromptEdge, len(nodes))
+	for i := range nodes {
+		node := nodeAt(i)
+		c.Edges[i] = &PromptEdge{
+			Node:   node,
+			Cursor: pager.toCursor(node),
+		}
+	}
+	if l := len(c.Edges); l > 0 {
+		c.PageInfo.StartCursor = &c.Edges[0].Cursor
+		c.PageInfo.EndCursor = &c.Edges[l-1].Cursor
+	}
+	if c.TotalCount == 0 {
+		c.TotalCount = len(nodes)
+	}
+}
+
+// PromptPaginateOption enables pagination customization.
+type PromptPaginateOption func(*promptPager) error
+
+// WithPromptOrder configures pagination ordering.
+func WithPromptOrder(order *PromptOrder) PromptPaginateOption {
+	if order == nil {
+		order = DefaultPromptOrder
+	}
+	o := *order
+	return func(pager *promptPager) error {
+		if err := o.Direction.Validate(); err != nil {
+			return err
+		}
+		if o.Field == nil {
+			o.Field = DefaultPromptOrder.Field
+		}
+		pager.order = &o
+		return nil
+	}
+}
+
+// WithPromptFilter configures pagination filter.
+func WithPromptFilter(filter func(*PromptQuery) (*PromptQuery, error)) PromptPaginateOption {
+	return func(pager *promptPager) error {
+		if filter == nil {
+			return errors.New("PromptQuery filter cannot be nil")
+		}
+		pager.filter = filter
+		return nil
+	}
+}
+
+type promptPager struct {
+	reverse bool
+	order   *PromptOrder
+	filter  func(*PromptQuery) (*PromptQuery, error)
+}
+
+func newPromptPager(opts []PromptPaginateOption, reverse bool) (*promptPager, error) {
+	pager := &promptPager{reverse: reverse}
+	for _, opt := range opts {
+		if err := opt(pager); err != nil {
+			return nil, err
+		}
+	}
+	if pager.order == nil {
+		pager.order = DefaultPromptOrder
+	}
+	return pager, nil
+}
+
+func (p *promptPager) applyFilter(query *PromptQuery) (*PromptQuery, error) {
+	if p.filter != nil {
+		return p.filter(query)
+	}
+	return query, nil
+}
+
+func (p *promptPager) toCursor(_m *Prompt) Cursor {
+	return p.order.Field.toCursor(_m)
+}
+
+func (p *promptPager) applyCursors(query *PromptQuery, after, before *Cursor) (*PromptQuery, error) {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	for _, predicate := range entgql.CursorsPredicate(after, before, DefaultPromptOrder.Field.column, p.order.Field.column, direction) {
+		query = query.Where(predicate)
+	}
+	return query, nil
+}
+
+func (p *promptPager) applyOrder(query *PromptQuery) *PromptQuery {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	query = query.Order(p.order.Field.toTerm(direction.OrderTermOption()))
+	if p.order.Field != DefaultPromptOrder.Field {
+		query = query.Order(DefaultPromptOrder.Field.toTerm(direction.OrderTermOption()))
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return query
+}
+
+func (p *promptPager) orderExpr(query *PromptQuery) sql.Querier {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return sql.ExprFunc(func(b *sql.Builder) {
+		b.Ident(p.order.Field.column).Pad().WriteString(string(direction))
+		if p.order.Field != DefaultPromptOrder.Field {
+			b.Comma().Ident(DefaultPromptOrder.Field.column).Pad().WriteString(string(direction))
+		}
+	})
+}
+
+// Paginate executes the query and returns a relay based cursor connection to Prompt.
+func (_m *PromptQuery) Paginate(
+	ctx context.Context, after *Cursor, first *int,
+	before *Cursor, last *int, opts ...PromptPaginateOption,
+) (*PromptConnection, error) {
+	if err := validateFirstLast(first, last); err != nil {
+		return nil, err
+	}
+	pager, err := newPromptPager(opts, last != nil)
+	if err != nil {
+		return nil, err
+	}
+	if _m, err = pager.applyFilter(_m); err != nil {
+		return nil, err
+	}
+	conn := &PromptConnection{Edges: []*PromptEdge{}}
+	ignoredEdges := !hasCollectedField(ctx, edgesField)
+	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+		hasPagination := after != nil || first != nil || before != nil || last != nil
+		if hasPagination || ignoredEdges {
+			c := _m.Clone()
+			c.ctx.Fields = nil
+			if conn.TotalCount, err = c.Count(ctx); err != nil {
+				return nil, err
+			}
+			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
+			conn.PageInfo.HasPreviousPage = last != nil && conn.TotalCount > 0
+		}
+	}
+	if ignoredEdges || (first != nil && *first == 0) || (last != nil && *last == 0) {
+		return conn, nil
+	}
+	if _m, err = pager.applyCursors(_m, after, before); err != nil {
+		return nil, err
+	}
+	limit := paginateLimit(first, last)
+	if limit != 0 {
+		_m.Limit(limit)
+	}
+	if field := collectedField(ctx, edgesField, nodeField); field != nil {
+		if err := _m.collectField(ctx, limit == 1, graphql.GetOperationContext(ctx), *field, []string{edgesField, nodeField}); err != nil {
+			return nil, err
+		}
+	}
+	_m = pager.applyOrder(_m)
+	nodes, err := _m.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn.build(nodes, pager, after, first, before, last)
+	return conn, nil
+}
+
+// PromptOrderField defines the ordering field of Prompt.
+type PromptOrderField struct {
+	// Value extracts the ordering value from the given Prompt.
+	Value    func(*Prompt) (ent.Value, error)
+	column   string // field or computed.
+	toTerm   func(...sql.OrderTermOption) prompt.OrderOption
+	toCursor func(*Prompt) Cursor
+}
+
+// PromptOrder defines the ordering of Prompt.
+type PromptOrder struct {
+	Direction OrderDirection    `json:"direction"`
+	Field     *PromptOrderField `json:"field"`
+}
+
+// DefaultPromptOrder is the default ordering of Prompt.
+var DefaultPromptOrder = &PromptOrder{
+	Direction: entgql.OrderDirectionAsc,
+	Field: &PromptOrderField{
+		Value: func(_m *Prompt) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: prompt.FieldID,
+		toTerm: prompt.ByID,
+		toCursor: func(_m *Prompt) Cursor {
+			return Cursor{ID: _m.ID}
+		},
+	},
+}
+
+// ToEdge converts Prompt into PromptEdge.
+func (_m *Prompt) ToEdge(order *PromptOrder) *PromptEdge {
+	if order == nil {
+		order = DefaultPromptOrder
+	}
+	return &PromptEdge{
+		Node:   _m,
+		Cursor: order.Field.toCursor(_m),
+	}
+}
+
 // SessionEdge is the edge representation of Session.
 type SessionEdge struct {
 	Node   *Session `json:"node"`
@@ -1672,6 +1923,255 @@ func (_m *Session) ToEdge(order *SessionOrder) *SessionEdge {
 		order = DefaultSessionOrder
 	}
 	return &SessionEdge{
+		Node:   _m,
+		Cursor: order.Field.toCursor(_m),
+	}
+}
+
+// SignalEdge is the edge representation of Signal.
+type SignalEdge struct {
+	Node   *Signal `json:"node"`
+	Cursor Cursor  `json:"cursor"`
+}
+
+// SignalConnection is the connection containing edges to Signal.
+type SignalConnection struct {
+	Edges      []*SignalEdge `json:"edges"`
+	PageInfo   PageInfo      `json:"pageInfo"`
+	TotalCount int           `json:"totalCount"`
+}
+
+func (c *SignalConnection) build(nodes []*Signal, pager *signalPager, after *Cursor, first *int, before *Cursor, last *int) {
+	c.PageInfo.HasNextPage = before != nil
+	c.PageInfo.HasPreviousPage = after != nil
+	if first != nil && *first+1 == len(nodes) {
+		c.PageInfo.HasNextPage = true
+		nodes = nodes[:len(nodes)-1]
+	} else if last != nil && *last+1 == len(nodes) {
+		c.PageInfo.HasPreviousPage = true
+		nodes = nodes[:len(nodes)-1]
+	}
+	var nodeAt func(int) *Signal
+	if last != nil {
+		n := len(nodes) - 1
+		nodeAt = func(i int) *Signal {
+			return nodes[n-i]
+		}
+	} else {
+		nodeAt = func(i int) *Signal {
+			return nodes[i]
+		}
+	}
+	c.Edges = make([]*SignalEdge, len(nodes))
+	for i := range nodes {
+		node := nodeAt(i)
+		c.Edges[i] = &SignalEdge{
+			Node:   node,
+			Cursor: pager.toCursor(node),
+		}
+	}
+	if l := len(c.Edges); l > 0 {
+		c.PageInfo.StartCursor = &c.Edges[0].Cursor
+		c.PageInfo.EndCursor = &c.Edges[l-1].Cursor
+	}
+	if c.TotalCount == 0 {
+		c.TotalCount = len(nodes)
+	}
+}
+
+// SignalPaginateOption enables pagination customization.
+type SignalPaginateOption func(*signalPager) error
+
+// WithSignalOrder configures pagination ordering.
+func WithSignalOrder(order *SignalOrder) SignalPaginateOption {
+	if order == nil {
+		order = DefaultSignalOrder
+	}
+	o := *order
+	return func(pager *signalPager) error {
+		if err := o.Direction.Validate(); err != nil {
+			return err
+		}
+		if o.Field == nil {
+			o.Field = DefaultSignalOrder.Field
+		}
+		pager.order = &o
+		return nil
+	}
+}
+
+// WithSignalFilter configures pagination filter.
+func WithSignalFilter(filter func(*SignalQuery) (*SignalQuery, error)) SignalPaginateOption {
+	return func(pager *signalPager) error {
+		if filter == nil {
+			return errors.New("SignalQuery filter cannot be nil")
+		}
+		pager.filter = filter
+		return nil
+	}
+}
+
+type signalPager struct {
+	reverse bool
+	order   *SignalOrder
+	filter  func(*SignalQuery) (*SignalQuery, error)
+}
+
+func newSignalPager(opts []SignalPaginateOption, reverse bool) (*signalPager, error) {
+	pager := &signalPager{reverse: reverse}
+	for _, opt := range opts {
+		if err := opt(pager); err != nil {
+			return nil, err
+		}
+	}
+	if pager.order == nil {
+		pager.order = DefaultSignalOrder
+	}
+	return pager, nil
+}
+
+func (p *signalPager) applyFilter(query *SignalQuery) (*SignalQuery, error) {
+	if p.filter != nil {
+		return p.filter(query)
+	}
+	return query, nil
+}
+
+func (p *signalPager) toCursor(_m *Signal) Cursor {
+	return p.order.Field.toCursor(_m)
+}
+
+func (p *signalPager) applyCursors(query *SignalQuery, after, before *Cursor) (*SignalQuery, error) {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	for _, predicate := range entgql.CursorsPredicate(after, before, DefaultSignalOrder.Field.column, p.order.Field.column, direction) {
+		query = query.Where(predicate)
+	}
+	return query, nil
+}
+
+func (p *signalPager) applyOrder(query *SignalQuery) *SignalQuery {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	query = query.Order(p.order.Field.toTerm(direction.OrderTermOption()))
+	if p.order.Field != DefaultSignalOrder.Field {
+		query = query.Order(DefaultSignalOrder.Field.toTerm(direction.OrderTermOption()))
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return query
+}
+
+func (p *signalPager) orderExpr(query *SignalQuery) sql.Querier {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return sql.ExprFunc(func(b *sql.Builder) {
+		b.Ident(p.order.Field.column).Pad().WriteString(string(direction))
+		if p.order.Field != DefaultSignalOrder.Field {
+			b.Comma().Ident(DefaultSignalOrder.Field.column).Pad().WriteString(string(direction))
+		}
+	})
+}
+
+// Paginate executes the query and returns a relay based cursor connection to Signal.
+func (_m *SignalQuery) Paginate(
+	ctx context.Context, after *Cursor, first *int,
+	before *Cursor, last *int, opts ...SignalPaginateOption,
+) (*SignalConnection, error) {
+	if err := validateFirstLast(first, last); err != nil {
+		return nil, err
+	}
+	pager, err := newSignalPager(opts, last != nil)
+	if err != nil {
+		return nil, err
+	}
+	if _m, err = pager.applyFilter(_m); err != nil {
+		return nil, err
+	}
+	conn := &SignalConnection{Edges: []*SignalEdge{}}
+	ignoredEdges := !hasCollectedField(ctx, edgesField)
+	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+		hasPagination := after != nil || first != nil || before != nil || last != nil
+		if hasPagination || ignoredEdges {
+			c := _m.Clone()
+			c.ctx.Fields = nil
+			if conn.TotalCount, err = c.Count(ctx); err != nil {
+				return nil, err
+			}
+			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
+			conn.PageInfo.HasPreviousPage = last != nil && conn.TotalCount > 0
+		}
+	}
+	if ignoredEdges || (first != nil && *first == 0) || (last != nil && *last == 0) {
+		return conn, nil
+	}
+	if _m, err = pager.applyCursors(_m, after, before); err != nil {
+		return nil, err
+	}
+	limit := paginateLimit(first, last)
+	if limit != 0 {
+		_m.Limit(limit)
+	}
+	if field := collectedField(ctx, edgesField, nodeField); field != nil {
+		if err := _m.collectField(ctx, limit == 1, graphql.GetOperationContext(ctx), *field, []string{edgesField, nodeField}); err != nil {
+			return nil, err
+		}
+	}
+	_m = pager.applyOrder(_m)
+	nodes, err := _m.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn.build(nodes, pager, after, first, before, last)
+	return conn, nil
+}
+
+// SignalOrderField defines the ordering field of Signal.
+type SignalOrderField struct {
+	// Value extracts the ordering value from the given Signal.
+	Value    func(*Signal) (ent.Value, error)
+	column   string // field or computed.
+	toTerm   func(...sql.OrderTermOption) signal.OrderOption
+	toCursor func(*Signal) Cursor
+}
+
+// SignalOrder defines the ordering of Signal.
+type SignalOrder struct {
+	Direction OrderDirection    `json:"direction"`
+	Field     *SignalOrderField `json:"field"`
+}
+
+// DefaultSignalOrder is the default ordering of Signal.
+var DefaultSignalOrder = &SignalOrder{
+	Direction: entgql.OrderDirectionAsc,
+	Field: &SignalOrderField{
+		Value: func(_m *Signal) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: signal.FieldID,
+		toTerm: signal.ByID,
+		toCursor: func(_m *Signal) Cursor {
+			return Cursor{ID: _m.ID}
+		},
+	},
+}
+
+// ToEdge converts Signal into SignalEdge.
+func (_m *Signal) ToEdge(order *SignalOrder) *SignalEdge {
+	if order == nil {
+		order = DefaultSignalOrder
+	}
+	return &SignalEdge{
 		Node:   _m,
 		Cursor: order.Field.toCursor(_m),
 	}

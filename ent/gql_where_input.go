@@ -12,7 +12,9 @@ import (
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/predicate"
+	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
 	"github.com/flytrap/flytrap/viewer"
@@ -857,6 +859,22 @@ type HitWhereInput struct {
 	ReceivedAtLT    *time.Time  `json:"receivedAtLT,omitempty"`
 	ReceivedAtLTE   *time.Time  `json:"receivedAtLTE,omitempty"`
 
+	// "kind" field predicates.
+	Kind      *hit.Kind  `json:"kind,omitempty"`
+	KindNEQ   *hit.Kind  `json:"kindNEQ,omitempty"`
+	KindIn    []hit.Kind `json:"kindIn,omitempty"`
+	KindNotIn []hit.Kind `json:"kindNotIn,omitempty"`
+
+	// "status" field predicates.
+	Status      *int  `json:"status,omitempty"`
+	StatusNEQ   *int  `json:"statusNEQ,omitempty"`
+	StatusIn    []int `json:"statusIn,omitempty"`
+	StatusNotIn []int `json:"statusNotIn,omitempty"`
+	StatusGT    *int  `json:"statusGT,omitempty"`
+	StatusGTE   *int  `json:"statusGTE,omitempty"`
+	StatusLT    *int  `json:"statusLT,omitempty"`
+	StatusLTE   *int  `json:"statusLTE,omitempty"`
+
 	// "session" edge predicates.
 	HasSession     *bool                `json:"hasSession,omitempty"`
 	HasSessionWith []*SessionWhereInput `json:"hasSessionWith,omitempty"`
@@ -1311,6 +1329,42 @@ func (i *HitWhereInput) P() (predicate.Hit, error) {
 	if i.ReceivedAtLTE != nil {
 		predicates = append(predicates, hit.ReceivedAtLTE(*i.ReceivedAtLTE))
 	}
+	if i.Kind != nil {
+		predicates = append(predicates, hit.KindEQ(*i.Kind))
+	}
+	if i.KindNEQ != nil {
+		predicates = append(predicates, hit.KindNEQ(*i.KindNEQ))
+	}
+	if len(i.KindIn) > 0 {
+		predicates = append(predicates, hit.KindIn(i.KindIn...))
+	}
+	if len(i.KindNotIn) > 0 {
+		predicates = append(predicates, hit.KindNotIn(i.KindNotIn...))
+	}
+	if i.Status != nil {
+		predicates = append(predicates, hit.StatusEQ(*i.Status))
+	}
+	if i.StatusNEQ != nil {
+		predicates = append(predicates, hit.StatusNEQ(*i.StatusNEQ))
+	}
+	if len(i.StatusIn) > 0 {
+		predicates = append(predicates, hit.StatusIn(i.StatusIn...))
+	}
+	if len(i.StatusNotIn) > 0 {
+		predicates = append(predicates, hit.StatusNotIn(i.StatusNotIn...))
+	}
+	if i.StatusGT != nil {
+		predicates = append(predicates, hit.StatusGT(*i.StatusGT))
+	}
+	if i.StatusGTE != nil {
+		predicates = append(predicates, hit.StatusGTE(*i.StatusGTE))
+	}
+	if i.StatusLT != nil {
+		predicates = append(predicates, hit.StatusLT(*i.StatusLT))
+	}
+	if i.StatusLTE != nil {
+		predicates = append(predicates, hit.StatusLTE(*i.StatusLTE))
+	}
 
 	if i.HasSession != nil {
 		p := hit.HasSession()
@@ -1560,6 +1614,572 @@ func (i *OrganizationWhereInput) P() (predicate.Organization, error) {
 	}
 }
 
+// PromptWhereInput represents a where input for filtering Prompt queries.
+type PromptWhereInput struct {
+	Predicates []predicate.Prompt  `json:"-"`
+	Not        *PromptWhereInput   `json:"not,omitempty"`
+	Or         []*PromptWhereInput `json:"or,omitempty"`
+	And        []*PromptWhereInput `json:"and,omitempty"`
+
+	// "id" field predicates.
+	ID             *string  `json:"id,omitempty"`
+	IDNEQ          *string  `json:"idNEQ,omitempty"`
+	IDIn           []string `json:"idIn,omitempty"`
+	IDNotIn        []string `json:"idNotIn,omitempty"`
+	IDGT           *string  `json:"idGT,omitempty"`
+	IDGTE          *string  `json:"idGTE,omitempty"`
+	IDLT           *string  `json:"idLT,omitempty"`
+	IDLTE          *string  `json:"idLTE,omitempty"`
+	IDEqualFold    *string  `json:"idEqualFold,omitempty"`
+	IDContainsFold *string  `json:"idContainsFold,omitempty"`
+
+	// "session_id" field predicates.
+	SessionID             *string  `json:"sessionID,omitempty"`
+	SessionIDNEQ          *string  `json:"sessionIDNEQ,omitempty"`
+	SessionIDIn           []string `json:"sessionIDIn,omitempty"`
+	SessionIDNotIn        []string `json:"sessionIDNotIn,omitempty"`
+	SessionIDGT           *string  `json:"sessionIDGT,omitempty"`
+	SessionIDGTE          *string  `json:"sessionIDGTE,omitempty"`
+	SessionIDLT           *string  `json:"sessionIDLT,omitempty"`
+	SessionIDLTE          *string  `json:"sessionIDLTE,omitempty"`
+	SessionIDContains     *string  `json:"sessionIDContains,omitempty"`
+	SessionIDHasPrefix    *string  `json:"sessionIDHasPrefix,omitempty"`
+	SessionIDHasSuffix    *string  `json:"sessionIDHasSuffix,omitempty"`
+	SessionIDEqualFold    *string  `json:"sessionIDEqualFold,omitempty"`
+	SessionIDContainsFold *string  `json:"sessionIDContainsFold,omitempty"`
+
+	// "hit_id" field predicates.
+	HitID             *string  `json:"hitID,omitempty"`
+	HitIDNEQ          *string  `json:"hitIDNEQ,omitempty"`
+	HitIDIn           []string `json:"hitIDIn,omitempty"`
+	HitIDNotIn        []string `json:"hitIDNotIn,omitempty"`
+	HitIDGT           *string  `json:"hitIDGT,omitempty"`
+	HitIDGTE          *string  `json:"hitIDGTE,omitempty"`
+	HitIDLT           *string  `json:"hitIDLT,omitempty"`
+	HitIDLTE          *string  `json:"hitIDLTE,omitempty"`
+	HitIDContains     *string  `json:"hitIDContains,omitempty"`
+	HitIDHasPrefix    *string  `json:"hitIDHasPrefix,omitempty"`
+	HitIDHasSuffix    *string  `json:"hitIDHasSuffix,omitempty"`
+	HitIDEqualFold    *string  `json:"hitIDEqualFold,omitempty"`
+	HitIDContainsFold *string  `json:"hitIDContainsFold,omitempty"`
+
+	// "text" field predicates.
+	Text             *string  `json:"text,omitempty"`
+	TextNEQ          *string  `json:"textNEQ,omitempty"`
+	TextIn           []string `json:"textIn,omitempty"`
+	TextNotIn        []string `json:"textNotIn,omitempty"`
+	TextGT           *string  `json:"textGT,omitempty"`
+	TextGTE          *string  `json:"textGTE,omitempty"`
+	TextLT           *string  `json:"textLT,omitempty"`
+	TextLTE          *string  `json:"textLTE,omitempty"`
+	TextContains     *string  `json:"textContains,omitempty"`
+	TextHasPrefix    *string  `json:"textHasPrefix,omitempty"`
+	TextHasSuffix    *string  `json:"textHasSuffix,omitempty"`
+	TextEqualFold    *string  `json:"textEqualFold,omitempty"`
+	TextContainsFold *string  `json:"textContainsFold,omitempty"`
+
+	// "hash" field predicates.
+	Hash             *string  `json:"hash,omitempty"`
+	HashNEQ          *string  `json:"hashNEQ,omitempty"`
+	HashIn           []string `json:"hashIn,omitempty"`
+	HashNotIn        []string `json:"hashNotIn,omitempty"`
+	HashGT           *string  `json:"hashGT,omitempty"`
+	HashGTE          *string  `json:"hashGTE,omitempty"`
+	HashLT           *string  `json:"hashLT,omitempty"`
+	HashLTE          *string  `json:"hashLTE,omitempty"`
+	HashContains     *string  `json:"hashContains,omitempty"`
+	HashHasPrefix    *string  `json:"hashHasPrefix,omitempty"`
+	HashHasSuffix    *string  `json:"hashHasSuffix,omitempty"`
+	HashEqualFold    *string  `json:"hashEqualFold,omitempty"`
+	HashContainsFold *string  `json:"hashContainsFold,omitempty"`
+
+	// "model" field predicates.
+	Model             *string  `json:"model,omitempty"`
+	ModelNEQ          *string  `json:"modelNEQ,omitempty"`
+	ModelIn           []string `json:"modelIn,omitempty"`
+	ModelNotIn        []string `json:"modelNotIn,omitempty"`
+	ModelGT           *string  `json:"modelGT,omitempty"`
+	ModelGTE          *string  `json:"modelGTE,omitempty"`
+	ModelLT           *string  `json:"modelLT,omitempty"`
+	ModelLTE          *string  `json:"modelLTE,omitempty"`
+	ModelContains     *string  `json:"modelContains,omitempty"`
+	ModelHasPrefix    *string  `json:"modelHasPrefix,omitempty"`
+	ModelHasSuffix    *string  `json:"modelHasSuffix,omitempty"`
+	ModelEqualFold    *string  `json:"modelEqualFold,omitempty"`
+	ModelContainsFold *string  `json:"modelContainsFold,omitempty"`
+
+	// "operator" field predicates.
+	Operator             *string  `json:"operator,omitempty"`
+	OperatorNEQ          *string  `json:"operatorNEQ,omitempty"`
+	OperatorIn           []string `json:"operatorIn,omitempty"`
+	OperatorNotIn        []string `json:"operatorNotIn,omitempty"`
+	OperatorGT           *string  `json:"operatorGT,omitempty"`
+	OperatorGTE          *string  `json:"operatorGTE,omitempty"`
+	OperatorLT           *string  `json:"operatorLT,omitempty"`
+	OperatorLTE          *string  `json:"operatorLTE,omitempty"`
+	OperatorContains     *string  `json:"operatorContains,omitempty"`
+	OperatorHasPrefix    *string  `json:"operatorHasPrefix,omitempty"`
+	OperatorHasSuffix    *string  `json:"operatorHasSuffix,omitempty"`
+	OperatorEqualFold    *string  `json:"operatorEqualFold,omitempty"`
+	OperatorContainsFold *string  `json:"operatorContainsFold,omitempty"`
+
+	// "source" field predicates.
+	Source             *string  `json:"source,omitempty"`
+	SourceNEQ          *string  `json:"sourceNEQ,omitempty"`
+	SourceIn           []string `json:"sourceIn,omitempty"`
+	SourceNotIn        []string `json:"sourceNotIn,omitempty"`
+	SourceGT           *string  `json:"sourceGT,omitempty"`
+	SourceGTE          *string  `json:"sourceGTE,omitempty"`
+	SourceLT           *string  `json:"sourceLT,omitempty"`
+	SourceLTE          *string  `json:"sourceLTE,omitempty"`
+	SourceContains     *string  `json:"sourceContains,omitempty"`
+	SourceHasPrefix    *string  `json:"sourceHasPrefix,omitempty"`
+	SourceHasSuffix    *string  `json:"sourceHasSuffix,omitempty"`
+	SourceEqualFold    *string  `json:"sourceEqualFold,omitempty"`
+	SourceContainsFold *string  `json:"sourceContainsFold,omitempty"`
+
+	// "created_at" field predicates.
+	CreatedAt      *time.Time  `json:"createdAt,omitempty"`
+	CreatedAtNEQ   *time.Time  `json:"createdAtNEQ,omitempty"`
+	CreatedAtIn    []time.Time `json:"createdAtIn,omitempty"`
+	CreatedAtNotIn []time.Time `json:"createdAtNotIn,omitempty"`
+	CreatedAtGT    *time.Time  `json:"createdAtGT,omitempty"`
+	CreatedAtGTE   *time.Time  `json:"createdAtGTE,omitempty"`
+	CreatedAtLT    *time.Time  `json:"createdAtLT,omitempty"`
+	CreatedAtLTE   *time.Time  `json:"createdAtLTE,omitempty"`
+
+	// "session" edge predicates.
+	HasSession     *bool                `json:"hasSession,omitempty"`
+	HasSessionWith []*SessionWhereInput `json:"hasSessionWith,omitempty"`
+}
+
+// AddPredicates adds custom predicates to the where input to be used during the filtering phase.
+func (i *PromptWhereInput) AddPredicates(predicates ...predicate.Prompt) {
+	i.Predicates = append(i.Predicates, predicates...)
+}
+
+// Filter applies the PromptWhereInput filter on the PromptQuery builder.
+func (i *PromptWhereInput) Filter(q *PromptQuery) (*PromptQuery, error) {
+	if i == nil {
+		return q, nil
+	}
+	p, err := i.P()
+	if err != nil {
+		if err == ErrEmptyPromptWhereInput {
+			return q, nil
+		}
+		return nil, err
+	}
+	return q.Where(p), nil
+}
+
+// ErrEmptyPromptWhereInput is returned in case the PromptWhereInput is empty.
+var ErrEmptyPromptWhereInput = errors.New("ent: empty predicate PromptWhereInput")
+
+// P returns a predicate for filtering prompts.
+// An error is returned if the input is empty or invalid.
+func (i *PromptWhereInput) P() (predicate.Prompt, error) {
+	var predicates []predicate.Prompt
+	if i.Not != nil {
+		p, err := i.Not.P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'not'", err)
+		}
+		predicates = append(predicates, prompt.Not(p))
+	}
+	switch n := len(i.Or); {
+	case n == 1:
+		p, err := i.Or[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'or'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		or := make([]predicate.Prompt, 0, n)
+		for _, w := range i.Or {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'or'", err)
+			}
+			or = append(or, p)
+		}
+		predicates = append(predicates, prompt.Or(or...))
+	}
+	switch n := len(i.And); {
+	case n == 1:
+		p, err := i.And[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'and'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		and := make([]predicate.Prompt, 0, n)
+		for _, w := range i.And {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'and'", err)
+			}
+			and = append(and, p)
+		}
+		predicates = append(predicates, prompt.And(and...))
+	}
+	predicates = append(predicates, i.Predicates...)
+	if i.ID != nil {
+		predicates = append(predicates, prompt.IDEQ(*i.ID))
+	}
+	if i.IDNEQ != nil {
+		predicates = append(predicates, prompt.IDNEQ(*i.IDNEQ))
+	}
+	if len(i.IDIn) > 0 {
+		predicates = append(predicates, prompt.IDIn(i.IDIn...))
+	}
+	if len(i.IDNotIn) > 0 {
+		predicates = append(predicates, prompt.IDNotIn(i.IDNotIn...))
+	}
+	if i.IDGT != nil {
+		predicates = append(predicates, prompt.IDGT(*i.IDGT))
+	}
+	if i.IDGTE != nil {
+		predicates = append(predicates, prompt.IDGTE(*i.IDGTE))
+	}
+	if i.IDLT != nil {
+		predicates = append(predicates, prompt.IDLT(*i.IDLT))
+	}
+	if i.IDLTE != nil {
+		predicates = append(predicates, prompt.IDLTE(*i.IDLTE))
+	}
+	if i.IDEqualFold != nil {
+		predicates = append(predicates, prompt.IDEqualFold(*i.IDEqualFold))
+	}
+	if i.IDContainsFold != nil {
+		predicates = append(predicates, prompt.IDContainsFold(*i.IDContainsFold))
+	}
+	if i.SessionID != nil {
+		predicates = append(predicates, prompt.SessionIDEQ(*i.SessionID))
+	}
+	if i.SessionIDNEQ != nil {
+		predicates = append(predicates, prompt.SessionIDNEQ(*i.SessionIDNEQ))
+	}
+	if len(i.SessionIDIn) > 0 {
+		predicates = append(predicates, prompt.SessionIDIn(i.SessionIDIn...))
+	}
+	if len(i.SessionIDNotIn) > 0 {
+		predicates = append(predicates, prompt.SessionIDNotIn(i.SessionIDNotIn...))
+	}
+	if i.SessionIDGT != nil {
+		predicates = append(predicates, prompt.SessionIDGT(*i.SessionIDGT))
+	}
+	if i.SessionIDGTE != nil {
+		predicates = append(predicates, prompt.SessionIDGTE(*i.SessionIDGTE))
+	}
+	if i.SessionIDLT != nil {
+		predicates = append(predicates, prompt.SessionIDLT(*i.SessionIDLT))
+	}
+	if i.SessionIDLTE != nil {
+		predicates = append(predicates, prompt.SessionIDLTE(*i.SessionIDLTE))
+	}
+	if i.SessionIDContains != nil {
+		predicates = append(predicates, prompt.SessionIDContains(*i.SessionIDContains))
+	}
+	if i.SessionIDHasPrefix != nil {
+		predicates = append(predicates, prompt.SessionIDHasPrefix(*i.SessionIDHasPrefix))
+	}
+	if i.SessionIDHasSuffix != nil {
+		predicates = append(predicates, prompt.SessionIDHasSuffix(*i.SessionIDHasSuffix))
+	}
+	if i.SessionIDEqualFold != nil {
+		predicates = append(predicates, prompt.SessionIDEqualFold(*i.SessionIDEqualFold))
+	}
+	if i.SessionIDContainsFold != nil {
+		predicates = append(predicates, prompt.SessionIDContainsFold(*i.SessionIDContainsFold))
+	}
+	if i.HitID != nil {
+		predicates = append(predicates, prompt.HitIDEQ(*i.HitID))
+	}
+	if i.HitIDNEQ != nil {
+		predicates = append(predicates, prompt.HitIDNEQ(*i.HitIDNEQ))
+	}
+	if len(i.HitIDIn) > 0 {
+		predicates = append(predicates, prompt.HitIDIn(i.HitIDIn...))
+	}
+	if len(i.HitIDNotIn) > 0 {
+		predicates = append(predicates, prompt.HitIDNotIn(i.HitIDNotIn...))
+	}
+	if i.HitIDGT != nil {
+		predicates = append(predicates, prompt.HitIDGT(*i.HitIDGT))
+	}
+	if i.HitIDGTE != nil {
+		predicates = append(predicates, prompt.HitIDGTE(*i.HitIDGTE))
+	}
+	if i.HitIDLT != nil {
+		predicates = append(predicates, prompt.HitIDLT(*i.HitIDLT))
+	}
+	if i.HitIDLTE != nil {
+		predicates = append(predicates, prompt.HitIDLTE(*i.HitIDLTE))
+	}
+	if i.HitIDContains != nil {
+		predicates = append(predicates, prompt.HitIDContains(*i.HitIDContains))
+	}
+	if i.HitIDHasPrefix != nil {
+		predicates = append(predicates, prompt.HitIDHasPrefix(*i.HitIDHasPrefix))
+	}
+	if i.HitIDHasSuffix != nil {
+		predicates = append(predicates, prompt.HitIDHasSuffix(*i.HitIDHasSuffix))
+	}
+	if i.HitIDEqualFold != nil {
+		predicates = append(predicates, prompt.HitIDEqualFold(*i.HitIDEqualFold))
+	}
+	if i.HitIDContainsFold != nil {
+		predicates = append(predicates, prompt.HitIDContainsFold(*i.HitIDContainsFold))
+	}
+	if i.Text != nil {
+		predicates = append(predicates, prompt.TextEQ(*i.Text))
+	}
+	if i.TextNEQ != nil {
+		predicates = append(predicates, prompt.TextNEQ(*i.TextNEQ))
+	}
+	if len(i.TextIn) > 0 {
+		predicates = append(predicates, prompt.TextIn(i.TextIn...))
+	}
+	if len(i.TextNotIn) > 0 {
+		predicates = append(predicates, prompt.TextNotIn(i.TextNotIn...))
+	}
+	if i.TextGT != nil {
+		predicates = append(predicates, prompt.TextGT(*i.TextGT))
+	}
+	if i.TextGTE != nil {
+		predicates = append(predicates, prompt.TextGTE(*i.TextGTE))
+	}
+	if i.TextLT != nil {
+		predicates = append(predicates, prompt.TextLT(*i.TextLT))
+	}
+	if i.TextLTE != nil {
+		predicates = append(predicates, prompt.TextLTE(*i.TextLTE))
+	}
+	if i.TextContains != nil {
+		predicates = append(predicates, prompt.TextContains(*i.TextContains))
+	}
+	if i.TextHasPrefix != nil {
+		predicates = append(predicates, prompt.TextHasPrefix(*i.TextHasPrefix))
+	}
+	if i.TextHasSuffix != nil {
+		predicates = append(predicates, prompt.TextHasSuffix(*i.TextHasSuffix))
+	}
+	if i.TextEqualFold != nil {
+		predicates = append(predicates, prompt.TextEqualFold(*i.TextEqualFold))
+	}
+	if i.TextContainsFold != nil {
+		predicates = append(predicates, prompt.TextContainsFold(*i.TextContainsFold))
+	}
+	if i.Hash != nil {
+		predicates = append(predicates, prompt.HashEQ(*i.Hash))
+	}
+	if i.HashNEQ != nil {
+		predicates = append(predicates, prompt.HashNEQ(*i.HashNEQ))
+	}
+	if len(i.HashIn) > 0 {
+		predicates = append(predicates, prompt.HashIn(i.HashIn...))
+	}
+	if len(i.HashNotIn) > 0 {
+		predicates = append(predicates, prompt.HashNotIn(i.HashNotIn...))
+	}
+	if i.HashGT != nil {
+		predicates = append(predicates, prompt.HashGT(*i.HashGT))
+	}
+	if i.HashGTE != nil {
+		predicates = append(predicates, prompt.HashGTE(*i.HashGTE))
+	}
+	if i.HashLT != nil {
+		predicates = append(predicates, prompt.HashLT(*i.HashLT))
+	}
+	if i.HashLTE != nil {
+		predicates = append(predicates, prompt.HashLTE(*i.HashLTE))
+	}
+	if i.HashContains != nil {
+		predicates = append(predicates, prompt.HashContains(*i.HashContains))
+	}
+	if i.HashHasPrefix != nil {
+		predicates = append(predicates, prompt.HashHasPrefix(*i.HashHasPrefix))
+	}
+	if i.HashHasSuffix != nil {
+		predicates = append(predicates, prompt.HashHasSuffix(*i.HashHasSuffix))
+	}
+	if i.HashEqualFold != nil {
+		predicates = append(predicates, prompt.HashEqualFold(*i.HashEqualFold))
+	}
+	if i.HashContainsFold != nil {
+		predicates = append(predicates, prompt.HashContainsFold(*i.HashContainsFold))
+	}
+	if i.Model != nil {
+		predicates = append(predicates, prompt.ModelEQ(*i.Model))
+	}
+	if i.ModelNEQ != nil {
+		predicates = append(predicates, prompt.ModelNEQ(*i.ModelNEQ))
+	}
+	if len(i.ModelIn) > 0 {
+		predicates = append(predicates, prompt.ModelIn(i.ModelIn...))
+	}
+	if len(i.ModelNotIn) > 0 {
+		predicates = append(predicates, prompt.ModelNotIn(i.ModelNotIn...))
+	}
+	if i.ModelGT != nil {
+		predicates = append(predicates, prompt.ModelGT(*i.ModelGT))
+	}
+	if i.ModelGTE != nil {
+		predicates = append(predicates, prompt.ModelGTE(*i.ModelGTE))
+	}
+	if i.ModelLT != nil {
+		predicates = append(predicates, prompt.ModelLT(*i.ModelLT))
+	}
+	if i.ModelLTE != nil {
+		predicates = append(predicates, prompt.ModelLTE(*i.ModelLTE))
+	}
+	if i.ModelContains != nil {
+		predicates = append(predicates, prompt.ModelContains(*i.ModelContains))
+	}
+	if i.ModelHasPrefix != nil {
+		predicates = append(predicates, prompt.ModelHasPrefix(*i.ModelHasPrefix))
+	}
+	if i.ModelHasSuffix != nil {
+		predicates = append(predicates, prompt.ModelHasSuffix(*i.ModelHasSuffix))
+	}
+	if i.ModelEqualFold != nil {
+		predicates = append(predicates, prompt.ModelEqualFold(*i.ModelEqualFold))
+	}
+	if i.ModelContainsFold != nil {
+		predicates = append(predicates, prompt.ModelContainsFold(*i.ModelContainsFold))
+	}
+	if i.Operator != nil {
+		predicates = append(predicates, prompt.OperatorEQ(*i.Operator))
+	}
+	if i.OperatorNEQ != nil {
+		predicates = append(predicates, prompt.OperatorNEQ(*i.OperatorNEQ))
+	}
+	if len(i.OperatorIn) > 0 {
+		predicates = append(predicates, prompt.OperatorIn(i.OperatorIn...))
+	}
+	if len(i.OperatorNotIn) > 0 {
+		predicates = append(predicates, prompt.OperatorNotIn(i.OperatorNotIn...))
+	}
+	if i.OperatorGT != nil {
+		predicates = append(predicates, prompt.OperatorGT(*i.OperatorGT))
+	}
+	if i.OperatorGTE != nil {
+		predicates = append(predicates, prompt.OperatorGTE(*i.OperatorGTE))
+	}
+	if i.OperatorLT != nil {
+		predicates = append(predicates, prompt.OperatorLT(*i.OperatorLT))
+	}
+	if i.OperatorLTE != nil {
+		predicates = append(predicates, prompt.OperatorLTE(*i.OperatorLTE))
+	}
+	if i.OperatorContains != nil {
+		predicates = append(predicates, prompt.OperatorContains(*i.OperatorContains))
+	}
+	if i.OperatorHasPrefix != nil {
+		predicates = append(predicates, prompt.OperatorHasPrefix(*i.OperatorHasPrefix))
+	}
+	if i.OperatorHasSuffix != nil {
+		predicates = append(predicates, prompt.OperatorHasSuffix(*i.OperatorHasSuffix))
+	}
+	if i.OperatorEqualFold != nil {
+		predicates = append(predicates, prompt.OperatorEqualFold(*i.OperatorEqualFold))
+	}
+	if i.OperatorContainsFold != nil {
+		predicates = append(predicates, prompt.OperatorContainsFold(*i.OperatorContainsFold))
+	}
+	if i.Source != nil {
+		predicates = append(predicates, prompt.SourceEQ(*i.Source))
+	}
+	if i.SourceNEQ != nil {
+		predicates = append(predicates, prompt.SourceNEQ(*i.SourceNEQ))
+	}
+	if len(i.SourceIn) > 0 {
+		predicates = append(predicates, prompt.SourceIn(i.SourceIn...))
+	}
+	if len(i.SourceNotIn) > 0 {
+		predicates = append(predicates, prompt.SourceNotIn(i.SourceNotIn...))
+	}
+	if i.SourceGT != nil {
+		predicates = append(predicates, prompt.SourceGT(*i.SourceGT))
+	}
+	if i.SourceGTE != nil {
+		predicates = append(predicates, prompt.SourceGTE(*i.SourceGTE))
+	}
+	if i.SourceLT != nil {
+		predicates = append(predicates, prompt.SourceLT(*i.SourceLT))
+	}
+	if i.SourceLTE != nil {
+		predicates = append(predicates, prompt.SourceLTE(*i.SourceLTE))
+	}
+	if i.SourceContains != nil {
+		predicates = append(predicates, prompt.SourceContains(*i.SourceContains))
+	}
+	if i.SourceHasPrefix != nil {
+		predicates = append(predicates, prompt.SourceHasPrefix(*i.SourceHasPrefix))
+	}
+	if i.SourceHasSuffix != nil {
+		predicates = append(predicates, prompt.SourceHasSuffix(*i.SourceHasSuffix))
+	}
+	if i.SourceEqualFold != nil {
+		predicates = append(predicates, prompt.SourceEqualFold(*i.SourceEqualFold))
+	}
+	if i.SourceContainsFold != nil {
+		predicates = append(predicates, prompt.SourceContainsFold(*i.SourceContainsFold))
+	}
+	if i.CreatedAt != nil {
+		predicates = append(predicates, prompt.CreatedAtEQ(*i.CreatedAt))
+	}
+	if i.CreatedAtNEQ != nil {
+		predicates = append(predicates, prompt.CreatedAtNEQ(*i.CreatedAtNEQ))
+	}
+	if len(i.CreatedAtIn) > 0 {
+		predicates = append(predicates, prompt.CreatedAtIn(i.CreatedAtIn...))
+	}
+	if len(i.CreatedAtNotIn) > 0 {
+		predicates = append(predicates, prompt.CreatedAtNotIn(i.CreatedAtNotIn...))
+	}
+	if i.CreatedAtGT != nil {
+		predicates = append(predicates, prompt.CreatedAtGT(*i.CreatedAtGT))
+	}
+	if i.CreatedAtGTE != nil {
+		predicates = append(predicates, prompt.CreatedAtGTE(*i.CreatedAtGTE))
+	}
+	if i.CreatedAtLT != nil {
+		predicates = append(predicates, prompt.CreatedAtLT(*i.CreatedAtLT))
+	}
+	if i.CreatedAtLTE != nil {
+		predicates = append(predicates, prompt.CreatedAtLTE(*i.CreatedAtLTE))
+	}
+
+	if i.HasSession != nil {
+		p := prompt.HasSession()
+		if !*i.HasSession {
+			p = prompt.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasSessionWith) > 0 {
+		with := make([]predicate.Session, 0, len(i.HasSessionWith))
+		for _, w := range i.HasSessionWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasSessionWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, prompt.HasSessionWith(with...))
+	}
+	switch len(predicates) {
+	case 0:
+		return nil, ErrEmptyPromptWhereInput
+	case 1:
+		return predicates[0], nil
+	default:
+		return prompt.And(predicates...), nil
+	}
+}
+
 // SessionWhereInput represents a where input for filtering Session queries.
 type SessionWhereInput struct {
 	Predicates []predicate.Session  `json:"-"`
@@ -1741,6 +2361,14 @@ type SessionWhereInput struct {
 	// "hits" edge predicates.
 	HasHits     *bool            `json:"hasHits,omitempty"`
 	HasHitsWith []*HitWhereInput `json:"hasHitsWith,omitempty"`
+
+	// "signals" edge predicates.
+	HasSignals     *bool               `json:"hasSignals,omitempty"`
+	HasSignalsWith []*SignalWhereInput `json:"hasSignalsWith,omitempty"`
+
+	// "prompts" edge predicates.
+	HasPrompts     *bool               `json:"hasPrompts,omitempty"`
+	HasPromptsWith []*PromptWhereInput `json:"hasPromptsWith,omitempty"`
 }
 
 // AddPredicates adds custom predicates to the where input to be used during the filtering phase.
@@ -2256,6 +2884,42 @@ func (i *SessionWhereInput) P() (predicate.Session, error) {
 		}
 		predicates = append(predicates, session.HasHitsWith(with...))
 	}
+	if i.HasSignals != nil {
+		p := session.HasSignals()
+		if !*i.HasSignals {
+			p = session.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasSignalsWith) > 0 {
+		with := make([]predicate.Signal, 0, len(i.HasSignalsWith))
+		for _, w := range i.HasSignalsWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasSignalsWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, session.HasSignalsWith(with...))
+	}
+	if i.HasPrompts != nil {
+		p := session.HasPrompts()
+		if !*i.HasPrompts {
+			p = session.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasPromptsWith) > 0 {
+		with := make([]predicate.Prompt, 0, len(i.HasPromptsWith))
+		for _, w := range i.HasPromptsWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasPromptsWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, session.HasPromptsWith(with...))
+	}
 	switch len(predicates) {
 	case 0:
 		return nil, ErrEmptySessionWhereInput
@@ -2263,6 +2927,570 @@ func (i *SessionWhereInput) P() (predicate.Session, error) {
 		return predicates[0], nil
 	default:
 		return session.And(predicates...), nil
+	}
+}
+
+// SignalWhereInput represents a where input for filtering Signal queries.
+type SignalWhereInput struct {
+	Predicates []predicate.Signal  `json:"-"`
+	Not        *SignalWhereInput   `json:"not,omitempty"`
+	Or         []*SignalWhereInput `json:"or,omitempty"`
+	And        []*SignalWhereInput `json:"and,omitempty"`
+
+	// "id" field predicates.
+	ID             *string  `json:"id,omitempty"`
+	IDNEQ          *string  `json:"idNEQ,omitempty"`
+	IDIn           []string `json:"idIn,omitempty"`
+	IDNotIn        []string `json:"idNotIn,omitempty"`
+	IDGT           *string  `json:"idGT,omitempty"`
+	IDGTE          *string  `json:"idGTE,omitempty"`
+	IDLT           *string  `json:"idLT,omitempty"`
+	IDLTE          *string  `json:"idLTE,omitempty"`
+	IDEqualFold    *string  `json:"idEqualFold,omitempty"`
+	IDContainsFold *string  `json:"idContainsFold,omitempty"`
+
+	// "session_id" field predicates.
+	SessionID             *string  `json:"sessionID,omitempty"`
+	SessionIDNEQ          *string  `json:"sessionIDNEQ,omitempty"`
+	SessionIDIn           []string `json:"sessionIDIn,omitempty"`
+	SessionIDNotIn        []string `json:"sessionIDNotIn,omitempty"`
+	SessionIDGT           *string  `json:"sessionIDGT,omitempty"`
+	SessionIDGTE          *string  `json:"sessionIDGTE,omitempty"`
+	SessionIDLT           *string  `json:"sessionIDLT,omitempty"`
+	SessionIDLTE          *string  `json:"sessionIDLTE,omitempty"`
+	SessionIDContains     *string  `json:"sessionIDContains,omitempty"`
+	SessionIDHasPrefix    *string  `json:"sessionIDHasPrefix,omitempty"`
+	SessionIDHasSuffix    *string  `json:"sessionIDHasSuffix,omitempty"`
+	SessionIDEqualFold    *string  `json:"sessionIDEqualFold,omitempty"`
+	SessionIDContainsFold *string  `json:"sessionIDContainsFold,omitempty"`
+
+	// "hit_id" field predicates.
+	HitID             *string  `json:"hitID,omitempty"`
+	HitIDNEQ          *string  `json:"hitIDNEQ,omitempty"`
+	HitIDIn           []string `json:"hitIDIn,omitempty"`
+	HitIDNotIn        []string `json:"hitIDNotIn,omitempty"`
+	HitIDGT           *string  `json:"hitIDGT,omitempty"`
+	HitIDGTE          *string  `json:"hitIDGTE,omitempty"`
+	HitIDLT           *string  `json:"hitIDLT,omitempty"`
+	HitIDLTE          *string  `json:"hitIDLTE,omitempty"`
+	HitIDContains     *string  `json:"hitIDContains,omitempty"`
+	HitIDHasPrefix    *string  `json:"hitIDHasPrefix,omitempty"`
+	HitIDHasSuffix    *string  `json:"hitIDHasSuffix,omitempty"`
+	HitIDEqualFold    *string  `json:"hitIDEqualFold,omitempty"`
+	HitIDContainsFold *string  `json:"hitIDContainsFold,omitempty"`
+
+	// "name" field predicates.
+	Name             *string  `json:"name,omitempty"`
+	NameNEQ          *string  `json:"nameNEQ,omitempty"`
+	NameIn           []string `json:"nameIn,omitempty"`
+	NameNotIn        []string `json:"nameNotIn,omitempty"`
+	NameGT           *string  `json:"nameGT,omitempty"`
+	NameGTE          *string  `json:"nameGTE,omitempty"`
+	NameLT           *string  `json:"nameLT,omitempty"`
+	NameLTE          *string  `json:"nameLTE,omitempty"`
+	NameContains     *string  `json:"nameContains,omitempty"`
+	NameHasPrefix    *string  `json:"nameHasPrefix,omitempty"`
+	NameHasSuffix    *string  `json:"nameHasSuffix,omitempty"`
+	NameEqualFold    *string  `json:"nameEqualFold,omitempty"`
+	NameContainsFold *string  `json:"nameContainsFold,omitempty"`
+
+	// "tripwire" field predicates.
+	Tripwire    *bool `json:"tripwire,omitempty"`
+	TripwireNEQ *bool `json:"tripwireNEQ,omitempty"`
+
+	// "placement" field predicates.
+	Placement             *string  `json:"placement,omitempty"`
+	PlacementNEQ          *string  `json:"placementNEQ,omitempty"`
+	PlacementIn           []string `json:"placementIn,omitempty"`
+	PlacementNotIn        []string `json:"placementNotIn,omitempty"`
+	PlacementGT           *string  `json:"placementGT,omitempty"`
+	PlacementGTE          *string  `json:"placementGTE,omitempty"`
+	PlacementLT           *string  `json:"placementLT,omitempty"`
+	PlacementLTE          *string  `json:"placementLTE,omitempty"`
+	PlacementContains     *string  `json:"placementContains,omitempty"`
+	PlacementHasPrefix    *string  `json:"placementHasPrefix,omitempty"`
+	PlacementHasSuffix    *string  `json:"placementHasSuffix,omitempty"`
+	PlacementEqualFold    *string  `json:"placementEqualFold,omitempty"`
+	PlacementContainsFold *string  `json:"placementContainsFold,omitempty"`
+
+	// "source_hit_id" field predicates.
+	SourceHitID             *string  `json:"sourceHitID,omitempty"`
+	SourceHitIDNEQ          *string  `json:"sourceHitIDNEQ,omitempty"`
+	SourceHitIDIn           []string `json:"sourceHitIDIn,omitempty"`
+	SourceHitIDNotIn        []string `json:"sourceHitIDNotIn,omitempty"`
+	SourceHitIDGT           *string  `json:"sourceHitIDGT,omitempty"`
+	SourceHitIDGTE          *string  `json:"sourceHitIDGTE,omitempty"`
+	SourceHitIDLT           *string  `json:"sourceHitIDLT,omitempty"`
+	SourceHitIDLTE          *string  `json:"sourceHitIDLTE,omitempty"`
+	SourceHitIDContains     *string  `json:"sourceHitIDContains,omitempty"`
+	SourceHitIDHasPrefix    *string  `json:"sourceHitIDHasPrefix,omitempty"`
+	SourceHitIDHasSuffix    *string  `json:"sourceHitIDHasSuffix,omitempty"`
+	SourceHitIDEqualFold    *string  `json:"sourceHitIDEqualFold,omitempty"`
+	SourceHitIDContainsFold *string  `json:"sourceHitIDContainsFold,omitempty"`
+
+	// "delay_ms" field predicates.
+	DelayMs       *int64  `json:"delayMs,omitempty"`
+	DelayMsNEQ    *int64  `json:"delayMsNEQ,omitempty"`
+	DelayMsIn     []int64 `json:"delayMsIn,omitempty"`
+	DelayMsNotIn  []int64 `json:"delayMsNotIn,omitempty"`
+	DelayMsGT     *int64  `json:"delayMsGT,omitempty"`
+	DelayMsGTE    *int64  `json:"delayMsGTE,omitempty"`
+	DelayMsLT     *int64  `json:"delayMsLT,omitempty"`
+	DelayMsLTE    *int64  `json:"delayMsLTE,omitempty"`
+	DelayMsIsNil  bool    `json:"delayMsIsNil,omitempty"`
+	DelayMsNotNil bool    `json:"delayMsNotNil,omitempty"`
+
+	// "detail" field predicates.
+	Detail             *string  `json:"detail,omitempty"`
+	DetailNEQ          *string  `json:"detailNEQ,omitempty"`
+	DetailIn           []string `json:"detailIn,omitempty"`
+	DetailNotIn        []string `json:"detailNotIn,omitempty"`
+	DetailGT           *string  `json:"detailGT,omitempty"`
+	DetailGTE          *string  `json:"detailGTE,omitempty"`
+	DetailLT           *string  `json:"detailLT,omitempty"`
+	DetailLTE          *string  `json:"detailLTE,omitempty"`
+	DetailContains     *string  `json:"detailContains,omitempty"`
+	DetailHasPrefix    *string  `json:"detailHasPrefix,omitempty"`
+	DetailHasSuffix    *string  `json:"detailHasSuffix,omitempty"`
+	DetailEqualFold    *string  `json:"detailEqualFold,omitempty"`
+	DetailContainsFold *string  `json:"detailContainsFold,omitempty"`
+
+	// "created_at" field predicates.
+	CreatedAt      *time.Time  `json:"createdAt,omitempty"`
+	CreatedAtNEQ   *time.Time  `json:"createdAtNEQ,omitempty"`
+	CreatedAtIn    []time.Time `json:"createdAtIn,omitempty"`
+	CreatedAtNotIn []time.Time `json:"createdAtNotIn,omitempty"`
+	CreatedAtGT    *time.Time  `json:"createdAtGT,omitempty"`
+	CreatedAtGTE   *time.Time  `json:"createdAtGTE,omitempty"`
+	CreatedAtLT    *time.Time  `json:"createdAtLT,omitempty"`
+	CreatedAtLTE   *time.Time  `json:"createdAtLTE,omitempty"`
+
+	// "session" edge predicates.
+	HasSession     *bool                `json:"hasSession,omitempty"`
+	HasSessionWith []*SessionWhereInput `json:"hasSessionWith,omitempty"`
+}
+
+// AddPredicates adds custom predicates to the where input to be used during the filtering phase.
+func (i *SignalWhereInput) AddPredicates(predicates ...predicate.Signal) {
+	i.Predicates = append(i.Predicates, predicates...)
+}
+
+// Filter applies the SignalWhereInput filter on the SignalQuery builder.
+func (i *SignalWhereInput) Filter(q *SignalQuery) (*SignalQuery, error) {
+	if i == nil {
+		return q, nil
+	}
+	p, err := i.P()
+	if err != nil {
+		if err == ErrEmptySignalWhereInput {
+			return q, nil
+		}
+		return nil, err
+	}
+	return q.Where(p), nil
+}
+
+// ErrEmptySignalWhereInput is returned in case the SignalWhereInput is empty.
+var ErrEmptySignalWhereInput = errors.New("ent: empty predicate SignalWhereInput")
+
+// P returns a predicate for filtering signals.
+// An error is returned if the input is empty or invalid.
+func (i *SignalWhereInput) P() (predicate.Signal, error) {
+	var predicates []predicate.Signal
+	if i.Not != nil {
+		p, err := i.Not.P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'not'", err)
+		}
+		predicates = append(predicates, signal.Not(p))
+	}
+	switch n := len(i.Or); {
+	case n == 1:
+		p, err := i.Or[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'or'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		or := make([]predicate.Signal, 0, n)
+		for _, w := range i.Or {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'or'", err)
+			}
+			or = append(or, p)
+		}
+		predicates = append(predicates, signal.Or(or...))
+	}
+	switch n := len(i.And); {
+	case n == 1:
+		p, err := i.And[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'and'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		and := make([]predicate.Signal, 0, n)
+		for _, w := range i.And {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'and'", err)
+			}
+			and = append(and, p)
+		}
+		predicates = append(predicates, signal.And(and...))
+	}
+	predicates = append(predicates, i.Predicates...)
+	if i.ID != nil {
+		predicates = append(predicates, signal.IDEQ(*i.ID))
+	}
+	if i.IDNEQ != nil {
+		predicates = append(predicates, signal.IDNEQ(*i.IDNEQ))
+	}
+	if len(i.IDIn) > 0 {
+		predicates = append(predicates, signal.IDIn(i.IDIn...))
+	}
+	if len(i.IDNotIn) > 0 {
+		predicates = append(predicates, signal.IDNotIn(i.IDNotIn...))
+	}
+	if i.IDGT != nil {
+		predicates = append(predicates, signal.IDGT(*i.IDGT))
+	}
+	if i.IDGTE != nil {
+		predicates = append(predicates, signal.IDGTE(*i.IDGTE))
+	}
+	if i.IDLT != nil {
+		predicates = append(predicates, signal.IDLT(*i.IDLT))
+	}
+	if i.IDLTE != nil {
+		predicates = append(predicates, signal.IDLTE(*i.IDLTE))
+	}
+	if i.IDEqualFold != nil {
+		predicates = append(predicates, signal.IDEqualFold(*i.IDEqualFold))
+	}
+	if i.IDContainsFold != nil {
+		predicates = append(predicates, signal.IDContainsFold(*i.IDContainsFold))
+	}
+	if i.SessionID != nil {
+		predicates = append(predicates, signal.SessionIDEQ(*i.SessionID))
+	}
+	if i.SessionIDNEQ != nil {
+		predicates = append(predicates, signal.SessionIDNEQ(*i.SessionIDNEQ))
+	}
+	if len(i.SessionIDIn) > 0 {
+		predicates = append(predicates, signal.SessionIDIn(i.SessionIDIn...))
+	}
+	if len(i.SessionIDNotIn) > 0 {
+		predicates = append(predicates, signal.SessionIDNotIn(i.SessionIDNotIn...))
+	}
+	if i.SessionIDGT != nil {
+		predicates = append(predicates, signal.SessionIDGT(*i.SessionIDGT))
+	}
+	if i.SessionIDGTE != nil {
+		predicates = append(predicates, signal.SessionIDGTE(*i.SessionIDGTE))
+	}
+	if i.SessionIDLT != nil {
+		predicates = append(predicates, signal.SessionIDLT(*i.SessionIDLT))
+	}
+	if i.SessionIDLTE != nil {
+		predicates = append(predicates, signal.SessionIDLTE(*i.SessionIDLTE))
+	}
+	if i.SessionIDContains != nil {
+		predicates = append(predicates, signal.SessionIDContains(*i.SessionIDContains))
+	}
+	if i.SessionIDHasPrefix != nil {
+		predicates = append(predicates, signal.SessionIDHasPrefix(*i.SessionIDHasPrefix))
+	}
+	if i.SessionIDHasSuffix != nil {
+		predicates = append(predicates, signal.SessionIDHasSuffix(*i.SessionIDHasSuffix))
+	}
+	if i.SessionIDEqualFold != nil {
+		predicates = append(predicates, signal.SessionIDEqualFold(*i.SessionIDEqualFold))
+	}
+	if i.SessionIDContainsFold != nil {
+		predicates = append(predicates, signal.SessionIDContainsFold(*i.SessionIDContainsFold))
+	}
+	if i.HitID != nil {
+		predicates = append(predicates, signal.HitIDEQ(*i.HitID))
+	}
+	if i.HitIDNEQ != nil {
+		predicates = append(predicates, signal.HitIDNEQ(*i.HitIDNEQ))
+	}
+	if len(i.HitIDIn) > 0 {
+		predicates = append(predicates, signal.HitIDIn(i.HitIDIn...))
+	}
+	if len(i.HitIDNotIn) > 0 {
+		predicates = append(predicates, signal.HitIDNotIn(i.HitIDNotIn...))
+	}
+	if i.HitIDGT != nil {
+		predicates = append(predicates, signal.HitIDGT(*i.HitIDGT))
+	}
+	if i.HitIDGTE != nil {
+		predicates = append(predicates, signal.HitIDGTE(*i.HitIDGTE))
+	}
+	if i.HitIDLT != nil {
+		predicates = append(predicates, signal.HitIDLT(*i.HitIDLT))
+	}
+	if i.HitIDLTE != nil {
+		predicates = append(predicates, signal.HitIDLTE(*i.HitIDLTE))
+	}
+	if i.HitIDContains != nil {
+		predicates = append(predicates, signal.HitIDContains(*i.HitIDContains))
+	}
+	if i.HitIDHasPrefix != nil {
+		predicates = append(predicates, signal.HitIDHasPrefix(*i.HitIDHasPrefix))
+	}
+	if i.HitIDHasSuffix != nil {
+		predicates = append(predicates, signal.HitIDHasSuffix(*i.HitIDHasSuffix))
+	}
+	if i.HitIDEqualFold != nil {
+		predicates = append(predicates, signal.HitIDEqualFold(*i.HitIDEqualFold))
+	}
+	if i.HitIDContainsFold != nil {
+		predicates = append(predicates, signal.HitIDContainsFold(*i.HitIDContainsFold))
+	}
+	if i.Name != nil {
+		predicates = append(predicates, signal.NameEQ(*i.Name))
+	}
+	if i.NameNEQ != nil {
+		predicates = append(predicates, signal.NameNEQ(*i.NameNEQ))
+	}
+	if len(i.NameIn) > 0 {
+		predicates = append(predicates, signal.NameIn(i.NameIn...))
+	}
+	if len(i.NameNotIn) > 0 {
+		predicates = append(predicates, signal.NameNotIn(i.NameNotIn...))
+	}
+	if i.NameGT != nil {
+		predicates = append(predicates, signal.NameGT(*i.NameGT))
+	}
+	if i.NameGTE != nil {
+		predicates = append(predicates, signal.NameGTE(*i.NameGTE))
+	}
+	if i.NameLT != nil {
+		predicates = append(predicates, signal.NameLT(*i.NameLT))
+	}
+	if i.NameLTE != nil {
+		predicates = append(predicates, signal.NameLTE(*i.NameLTE))
+	}
+	if i.NameContains != nil {
+		predicates = append(predicates, signal.NameContains(*i.NameContains))
+	}
+	if i.NameHasPrefix != nil {
+		predicates = append(predicates, signal.NameHasPrefix(*i.NameHasPrefix))
+	}
+	if i.NameHasSuffix != nil {
+		predicates = append(predicates, signal.NameHasSuffix(*i.NameHasSuffix))
+	}
+	if i.NameEqualFold != nil {
+		predicates = append(predicates, signal.NameEqualFold(*i.NameEqualFold))
+	}
+	if i.NameContainsFold != nil {
+		predicates = append(predicates, signal.NameContainsFold(*i.NameContainsFold))
+	}
+	if i.Tripwire != nil {
+		predicates = append(predicates, signal.TripwireEQ(*i.Tripwire))
+	}
+	if i.TripwireNEQ != nil {
+		predicates = append(predicates, signal.TripwireNEQ(*i.TripwireNEQ))
+	}
+	if i.Placement != nil {
+		predicates = append(predicates, signal.PlacementEQ(*i.Placement))
+	}
+	if i.PlacementNEQ != nil {
+		predicates = append(predicates, signal.PlacementNEQ(*i.PlacementNEQ))
+	}
+	if len(i.PlacementIn) > 0 {
+		predicates = append(predicates, signal.PlacementIn(i.PlacementIn...))
+	}
+	if len(i.PlacementNotIn) > 0 {
+		predicates = append(predicates, signal.PlacementNotIn(i.PlacementNotIn...))
+	}
+	if i.PlacementGT != nil {
+		predicates = append(predicates, signal.PlacementGT(*i.PlacementGT))
+	}
+	if i.PlacementGTE != nil {
+		predicates = append(predicates, signal.PlacementGTE(*i.PlacementGTE))
+	}
+	if i.PlacementLT != nil {
+		predicates = append(predicates, signal.PlacementLT(*i.PlacementLT))
+	}
+	if i.PlacementLTE != nil {
+		predicates = append(predicates, signal.PlacementLTE(*i.PlacementLTE))
+	}
+	if i.PlacementContains != nil {
+		predicates = append(predicates, signal.PlacementContains(*i.PlacementContains))
+	}
+	if i.PlacementHasPrefix != nil {
+		predicates = append(predicates, signal.PlacementHasPrefix(*i.PlacementHasPrefix))
+	}
+	if i.PlacementHasSuffix != nil {
+		predicates = append(predicates, signal.PlacementHasSuffix(*i.PlacementHasSuffix))
+	}
+	if i.PlacementEqualFold != nil {
+		predicates = append(predicates, signal.PlacementEqualFold(*i.PlacementEqualFold))
+	}
+	if i.PlacementContainsFold != nil {
+		predicates = append(predicates, signal.PlacementContainsFold(*i.PlacementContainsFold))
+	}
+	if i.SourceHitID != nil {
+		predicates = append(predicates, signal.SourceHitIDEQ(*i.SourceHitID))
+	}
+	if i.SourceHitIDNEQ != nil {
+		predicates = append(predicates, signal.SourceHitIDNEQ(*i.SourceHitIDNEQ))
+	}
+	if len(i.SourceHitIDIn) > 0 {
+		predicates = append(predicates, signal.SourceHitIDIn(i.SourceHitIDIn...))
+	}
+	if len(i.SourceHitIDNotIn) > 0 {
+		predicates = append(predicates, signal.SourceHitIDNotIn(i.SourceHitIDNotIn...))
+	}
+	if i.SourceHitIDGT != nil {
+		predicates = append(predicates, signal.SourceHitIDGT(*i.SourceHitIDGT))
+	}
+	if i.SourceHitIDGTE != nil {
+		predicates = append(predicates, signal.SourceHitIDGTE(*i.SourceHitIDGTE))
+	}
+	if i.SourceHitIDLT != nil {
+		predicates = append(predicates, signal.SourceHitIDLT(*i.SourceHitIDLT))
+	}
+	if i.SourceHitIDLTE != nil {
+		predicates = append(predicates, signal.SourceHitIDLTE(*i.SourceHitIDLTE))
+	}
+	if i.SourceHitIDContains != nil {
+		predicates = append(predicates, signal.SourceHitIDContains(*i.SourceHitIDContains))
+	}
+	if i.SourceHitIDHasPrefix != nil {
+		predicates = append(predicates, signal.SourceHitIDHasPrefix(*i.SourceHitIDHasPrefix))
+	}
+	if i.SourceHitIDHasSuffix != nil {
+		predicates = append(predicates, signal.SourceHitIDHasSuffix(*i.SourceHitIDHasSuffix))
+	}
+	if i.SourceHitIDEqualFold != nil {
+		predicates = append(predicates, signal.SourceHitIDEqualFold(*i.SourceHitIDEqualFold))
+	}
+	if i.SourceHitIDContainsFold != nil {
+		predicates = append(predicates, signal.SourceHitIDContainsFold(*i.SourceHitIDContainsFold))
+	}
+	if i.DelayMs != nil {
+		predicates = append(predicates, signal.DelayMsEQ(*i.DelayMs))
+	}
+	if i.DelayMsNEQ != nil {
+		predicates = append(predicates, signal.DelayMsNEQ(*i.DelayMsNEQ))
+	}
+	if len(i.DelayMsIn) > 0 {
+		predicates = append(predicates, signal.DelayMsIn(i.DelayMsIn...))
+	}
+	if len(i.DelayMsNotIn) > 0 {
+		predicates = append(predicates, signal.DelayMsNotIn(i.DelayMsNotIn...))
+	}
+	if i.DelayMsGT != nil {
+		predicates = append(predicates, signal.DelayMsGT(*i.DelayMsGT))
+	}
+	if i.DelayMsGTE != nil {
+		predicates = append(predicates, signal.DelayMsGTE(*i.DelayMsGTE))
+	}
+	if i.DelayMsLT != nil {
+		predicates = append(predicates, signal.DelayMsLT(*i.DelayMsLT))
+	}
+	if i.DelayMsLTE != nil {
+		predicates = append(predicates, signal.DelayMsLTE(*i.DelayMsLTE))
+	}
+	if i.DelayMsIsNil {
+		predicates = append(predicates, signal.DelayMsIsNil())
+	}
+	if i.DelayMsNotNil {
+		predicates = append(predicates, signal.DelayMsNotNil())
+	}
+	if i.Detail != nil {
+		predicates = append(predicates, signal.DetailEQ(*i.Detail))
+	}
+	if i.DetailNEQ != nil {
+		predicates = append(predicates, signal.DetailNEQ(*i.DetailNEQ))
+	}
+	if len(i.DetailIn) > 0 {
+		predicates = append(predicates, signal.DetailIn(i.DetailIn...))
+	}
+	if len(i.DetailNotIn) > 0 {
+		predicates = append(predicates, signal.DetailNotIn(i.DetailNotIn...))
+	}
+	if i.DetailGT != nil {
+		predicates = append(predicates, signal.DetailGT(*i.DetailGT))
+	}
+	if i.DetailGTE != nil {
+		predicates = append(predicates, signal.DetailGTE(*i.DetailGTE))
+	}
+	if i.DetailLT != nil {
+		predicates = append(predicates, signal.DetailLT(*i.DetailLT))
+	}
+	if i.DetailLTE != nil {
+		predicates = append(predicates, signal.DetailLTE(*i.DetailLTE))
+	}
+	if i.DetailContains != nil {
+		predicates = append(predicates, signal.DetailContains(*i.DetailContains))
+	}
+	if i.DetailHasPrefix != nil {
+		predicates = append(predicates, signal.DetailHasPrefix(*i.DetailHasPrefix))
+	}
+	if i.DetailHasSuffix != nil {
+		predicates = append(predicates, signal.DetailHasSuffix(*i.DetailHasSuffix))
+	}
+	if i.DetailEqualFold != nil {
+		predicates = append(predicates, signal.DetailEqualFold(*i.DetailEqualFold))
+	}
+	if i.DetailContainsFold != nil {
+		predicates = append(predicates, signal.DetailContainsFold(*i.DetailContainsFold))
+	}
+	if i.CreatedAt != nil {
+		predicates = append(predicates, signal.CreatedAtEQ(*i.CreatedAt))
+	}
+	if i.CreatedAtNEQ != nil {
+		predicates = append(predicates, signal.CreatedAtNEQ(*i.CreatedAtNEQ))
+	}
+	if len(i.CreatedAtIn) > 0 {
+		predicates = append(predicates, signal.CreatedAtIn(i.CreatedAtIn...))
+	}
+	if len(i.CreatedAtNotIn) > 0 {
+		predicates = append(predicates, signal.CreatedAtNotIn(i.CreatedAtNotIn...))
+	}
+	if i.CreatedAtGT != nil {
+		predicates = append(predicates, signal.CreatedAtGT(*i.CreatedAtGT))
+	}
+	if i.CreatedAtGTE != nil {
+		predicates = append(predicates, signal.CreatedAtGTE(*i.CreatedAtGTE))
+	}
+	if i.CreatedAtLT != nil {
+		predicates = append(predicates, signal.CreatedAtLT(*i.CreatedAtLT))
+	}
+	if i.CreatedAtLTE != nil {
+		predicates = append(predicates, signal.CreatedAtLTE(*i.CreatedAtLTE))
+	}
+
+	if i.HasSession != nil {
+		p := signal.HasSession()
+		if !*i.HasSession {
+			p = signal.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasSessionWith) > 0 {
+		with := make([]predicate.Session, 0, len(i.HasSessionWith))
+		for _, w := range i.HasSessionWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasSessionWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, signal.HasSessionWith(with...))
+	}
+	switch len(predicates) {
+	case 0:
+		return nil, ErrEmptySignalWhereInput
+	case 1:
+		return predicates[0], nil
+	default:
+		return signal.And(predicates...), nil
 	}
 }
 

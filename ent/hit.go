@@ -46,6 +46,12 @@ type Hit struct {
 	ReceivedAt time.Time `json:"received_at,omitempty"`
 	// ReceivedHour holds the value of the "received_hour" field.
 	ReceivedHour int64 `json:"received_hour,omitempty"`
+	// Kind holds the value of the "kind" field.
+	Kind hit.Kind `json:"kind,omitempty"`
+	// Status holds the value of the "status" field.
+	Status int `json:"status,omitempty"`
+	// Signals holds the value of the "signals" field.
+	Signals []string `json:"signals,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the HitQuery when eager-loading is set.
 	Edges        HitEdges `json:"edges"`
@@ -92,13 +98,13 @@ func (*Hit) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case hit.FieldHeaders:
+		case hit.FieldHeaders, hit.FieldSignals:
 			values[i] = new([]byte)
 		case hit.FieldBodyTruncated:
 			values[i] = new(sql.NullBool)
-		case hit.FieldReceivedHour:
+		case hit.FieldReceivedHour, hit.FieldStatus:
 			values[i] = new(sql.NullInt64)
-		case hit.FieldID, hit.FieldOrgID, hit.FieldSessionID, hit.FieldTrapID, hit.FieldMethod, hit.FieldPath, hit.FieldQuery, hit.FieldBody, hit.FieldSourceIP, hit.FieldUserAgent:
+		case hit.FieldID, hit.FieldOrgID, hit.FieldSessionID, hit.FieldTrapID, hit.FieldMethod, hit.FieldPath, hit.FieldQuery, hit.FieldBody, hit.FieldSourceIP, hit.FieldUserAgent, hit.FieldKind:
 			values[i] = new(sql.NullString)
 		case hit.FieldReceivedAt:
 			values[i] = new(sql.NullTime)
@@ -203,6 +209,26 @@ func (_m *Hit) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.ReceivedHour = value.Int64
 			}
+		case hit.FieldKind:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field kind", values[i])
+			} else if value.Valid {
+				_m.Kind = hit.Kind(value.String)
+			}
+		case hit.FieldStatus:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field status", values[i])
+			} else if value.Valid {
+				_m.Status = int(value.Int64)
+			}
+		case hit.FieldSignals:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field signals", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.Signals); err != nil {
+					return fmt.Errorf("unmarshal field signals: %w", err)
+				}
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -287,6 +313,15 @@ func (_m *Hit) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("received_hour=")
 	builder.WriteString(fmt.Sprintf("%v", _m.ReceivedHour))
+	builder.WriteString(", ")
+	builder.WriteString("kind=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Kind))
+	builder.WriteString(", ")
+	builder.WriteString("status=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Status))
+	builder.WriteString(", ")
+	builder.WriteString("signals=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Signals))
 	builder.WriteByte(')')
 	return builder.String()
 }

@@ -159,6 +159,40 @@ func (_c *HitCreate) SetNillableReceivedHour(v *int64) *HitCreate {
 	return _c
 }
 
+// SetKind sets the "kind" field.
+func (_c *HitCreate) SetKind(v hit.Kind) *HitCreate {
+	_c.mutation.SetKind(v)
+	return _c
+}
+
+// SetNillableKind sets the "kind" field if the given value is not nil.
+func (_c *HitCreate) SetNillableKind(v *hit.Kind) *HitCreate {
+	if v != nil {
+		_c.SetKind(*v)
+	}
+	return _c
+}
+
+// SetStatus sets the "status" field.
+func (_c *HitCreate) SetStatus(v int) *HitCreate {
+	_c.mutation.SetStatus(v)
+	return _c
+}
+
+// SetNillableStatus sets the "status" field if the given value is not nil.
+func (_c *HitCreate) SetNillableStatus(v *int) *HitCreate {
+	if v != nil {
+		_c.SetStatus(*v)
+	}
+	return _c
+}
+
+// SetSignals sets the "signals" field.
+func (_c *HitCreate) SetSignals(v []string) *HitCreate {
+	_c.mutation.SetSignals(v)
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *HitCreate) SetID(v string) *HitCreate {
 	_c.mutation.SetID(v)
@@ -249,6 +283,18 @@ func (_c *HitCreate) defaults() error {
 		v := hit.DefaultReceivedAt()
 		_c.mutation.SetReceivedAt(v)
 	}
+	if _, ok := _c.mutation.Kind(); !ok {
+		v := hit.DefaultKind
+		_c.mutation.SetKind(v)
+	}
+	if _, ok := _c.mutation.Status(); !ok {
+		v := hit.DefaultStatus
+		_c.mutation.SetStatus(v)
+	}
+	if _, ok := _c.mutation.Signals(); !ok {
+		v := hit.DefaultSignals
+		_c.mutation.SetSignals(v)
+	}
 	if _, ok := _c.mutation.ID(); !ok {
 		if hit.DefaultID == nil {
 			return fmt.Errorf("ent: uninitialized hit.DefaultID (forgotten import ent/runtime?)")
@@ -328,6 +374,20 @@ func (_c *HitCreate) check() error {
 	}
 	if _, ok := _c.mutation.ReceivedAt(); !ok {
 		return &ValidationError{Name: "received_at", err: errors.New(`ent: missing required field "Hit.received_at"`)}
+	}
+	if _, ok := _c.mutation.Kind(); !ok {
+		return &ValidationError{Name: "kind", err: errors.New(`ent: missing required field "Hit.kind"`)}
+	}
+	if v, ok := _c.mutation.Kind(); ok {
+		if err := hit.KindValidator(v); err != nil {
+			return &ValidationError{Name: "kind", err: fmt.Errorf(`ent: validator failed for field "Hit.kind": %w`, err)}
+		}
+	}
+	if _, ok := _c.mutation.Status(); !ok {
+		return &ValidationError{Name: "status", err: errors.New(`ent: missing required field "Hit.status"`)}
+	}
+	if _, ok := _c.mutation.Signals(); !ok {
+		return &ValidationError{Name: "signals", err: errors.New(`ent: missing required field "Hit.signals"`)}
 	}
 	if v, ok := _c.mutation.ID(); ok {
 		if err := hit.IDValidator(v); err != nil {
@@ -419,6 +479,18 @@ func (_c *HitCreate) createSpec() (*Hit, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.ReceivedHour(); ok {
 		_spec.SetField(hit.FieldReceivedHour, field.TypeInt64, value)
 		_node.ReceivedHour = value
+	}
+	if value, ok := _c.mutation.Kind(); ok {
+		_spec.SetField(hit.FieldKind, field.TypeEnum, value)
+		_node.Kind = value
+	}
+	if value, ok := _c.mutation.Status(); ok {
+		_spec.SetField(hit.FieldStatus, field.TypeInt, value)
+		_node.Status = value
+	}
+	if value, ok := _c.mutation.Signals(); ok {
+		_spec.SetField(hit.FieldSignals, field.TypeJSON, value)
+		_node.Signals = value
 	}
 	if nodes := _c.mutation.OrganizationIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -561,6 +633,15 @@ func (u *HitUpsertOne) UpdateNewValues() *HitUpsertOne {
 		}
 		if _, exists := u.create.mutation.ReceivedHour(); exists {
 			s.SetIgnore(hit.FieldReceivedHour)
+		}
+		if _, exists := u.create.mutation.Kind(); exists {
+			s.SetIgnore(hit.FieldKind)
+		}
+		if _, exists := u.create.mutation.Status(); exists {
+			s.SetIgnore(hit.FieldStatus)
+		}
+		if _, exists := u.create.mutation.Signals(); exists {
+			s.SetIgnore(hit.FieldSignals)
 		}
 	}))
 	return u
@@ -814,6 +895,15 @@ func (u *HitUpsertBulk) UpdateNewValues() *HitUpsertBulk {
 			}
 			if _, exists := b.mutation.ReceivedHour(); exists {
 				s.SetIgnore(hit.FieldReceivedHour)
+			}
+			if _, exists := b.mutation.Kind(); exists {
+				s.SetIgnore(hit.FieldKind)
+			}
+			if _, exists := b.mutation.Status(); exists {
+				s.SetIgnore(hit.FieldStatus)
+			}
+			if _, exists := b.mutation.Signals(); exists {
+				s.SetIgnore(hit.FieldSignals)
 			}
 		}
 	}))

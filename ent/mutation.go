@@ -16,8 +16,12 @@ import (
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/predicate"
+	"github.com/flytrap/flytrap/ent/prompt"
+	"github.com/flytrap/flytrap/ent/schematype"
+	"github.com/flytrap/flytrap/ent/secret"
 	"github.com/flytrap/flytrap/ent/sequence"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
 	"github.com/flytrap/flytrap/viewer"
@@ -36,8 +40,11 @@ const (
 	TypeEvent        = "Event"
 	TypeHit          = "Hit"
 	TypeOrganization = "Organization"
+	TypePrompt       = "Prompt"
+	TypeSecret       = "Secret"
 	TypeSequence     = "Sequence"
 	TypeSession      = "Session"
+	TypeSignal       = "Signal"
 	TypeSite         = "Site"
 	TypeTrap         = "Trap"
 )
@@ -1670,6 +1677,11 @@ type HitMutation struct {
 	received_at         *time.Time
 	received_hour       *int64
 	addreceived_hour    *int64
+	kind                *hit.Kind
+	status              *int
+	addstatus           *int
+	signals             *[]string
+	appendsignals       []string
 	clearedFields       map[string]struct{}
 	organization        *string
 	clearedorganization bool
@@ -2299,6 +2311,149 @@ func (m *HitMutation) ResetReceivedHour() {
 	delete(m.clearedFields, hit.FieldReceivedHour)
 }
 
+// SetKind sets the "kind" field.
+func (m *HitMutation) SetKind(h hit.Kind) {
+	m.kind = &h
+}
+
+// Kind returns the value of the "kind" field in the mutation.
+func (m *HitMutation) Kind() (r hit.Kind, exists bool) {
+	v := m.kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKind returns the old "kind" field's value of the Hit entity.
+// If the Hit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *HitMutation) OldKind(ctx context.Context) (v hit.Kind, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKind: %w", err)
+	}
+	return oldValue.Kind, nil
+}
+
+// ResetKind resets all changes to the "kind" field.
+func (m *HitMutation) ResetKind() {
+	m.kind = nil
+}
+
+// SetStatus sets the "status" field.
+func (m *HitMutation) SetStatus(i int) {
+	m.status = &i
+	m.addstatus = nil
+}
+
+// Status returns the value of the "status" field in the mutation.
+func (m *HitMutation) Status() (r int, exists bool) {
+	v := m.status
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStatus returns the old "status" field's value of the Hit entity.
+// If the Hit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *HitMutation) OldStatus(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStatus is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStatus requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStatus: %w", err)
+	}
+	return oldValue.Status, nil
+}
+
+// AddStatus adds i to the "status" field.
+func (m *HitMutation) AddStatus(i int) {
+	if m.addstatus != nil {
+		*m.addstatus += i
+	} else {
+		m.addstatus = &i
+	}
+}
+
+// AddedStatus returns the value that was added to the "status" field in this mutation.
+func (m *HitMutation) AddedStatus() (r int, exists bool) {
+	v := m.addstatus
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetStatus resets all changes to the "status" field.
+func (m *HitMutation) ResetStatus() {
+	m.status = nil
+	m.addstatus = nil
+}
+
+// SetSignals sets the "signals" field.
+func (m *HitMutation) SetSignals(s []string) {
+	m.signals = &s
+	m.appendsignals = nil
+}
+
+// Signals returns the value of the "signals" field in the mutation.
+func (m *HitMutation) Signals() (r []string, exists bool) {
+	v := m.signals
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSignals returns the old "signals" field's value of the Hit entity.
+// If the Hit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *HitMutation) OldSignals(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSignals is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSignals requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSignals: %w", err)
+	}
+	return oldValue.Signals, nil
+}
+
+// AppendSignals adds s to the "signals" field.
+func (m *HitMutation) AppendSignals(s []string) {
+	m.appendsignals = append(m.appendsignals, s...)
+}
+
+// AppendedSignals returns the list of values that were appended to the "signals" field in this mutation.
+func (m *HitMutation) AppendedSignals() ([]string, bool) {
+	if len(m.appendsignals) == 0 {
+		return nil, false
+	}
+	return m.appendsignals, true
+}
+
+// ResetSignals resets all changes to the "signals" field.
+func (m *HitMutation) ResetSignals() {
+	m.signals = nil
+	m.appendsignals = nil
+}
+
 // SetOrganizationID sets the "organization" edge to the Organization entity by id.
 func (m *HitMutation) SetOrganizationID(id string) {
 	m.organization = &id
@@ -2400,7 +2555,7 @@ func (m *HitMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *HitMutation) Fields() []string {
-	fields := make([]string, 0, 13)
+	fields := make([]string, 0, 16)
 	if m.organization != nil {
 		fields = append(fields, hit.FieldOrgID)
 	}
@@ -2440,6 +2595,15 @@ func (m *HitMutation) Fields() []string {
 	if m.received_hour != nil {
 		fields = append(fields, hit.FieldReceivedHour)
 	}
+	if m.kind != nil {
+		fields = append(fields, hit.FieldKind)
+	}
+	if m.status != nil {
+		fields = append(fields, hit.FieldStatus)
+	}
+	if m.signals != nil {
+		fields = append(fields, hit.FieldSignals)
+	}
 	return fields
 }
 
@@ -2474,6 +2638,12 @@ func (m *HitMutation) Field(name string) (ent.Value, bool) {
 		return m.ReceivedAt()
 	case hit.FieldReceivedHour:
 		return m.ReceivedHour()
+	case hit.FieldKind:
+		return m.Kind()
+	case hit.FieldStatus:
+		return m.Status()
+	case hit.FieldSignals:
+		return m.Signals()
 	}
 	return nil, false
 }
@@ -2509,6 +2679,12 @@ func (m *HitMutation) OldField(ctx context.Context, name string) (ent.Value, err
 		return m.OldReceivedAt(ctx)
 	case hit.FieldReceivedHour:
 		return m.OldReceivedHour(ctx)
+	case hit.FieldKind:
+		return m.OldKind(ctx)
+	case hit.FieldStatus:
+		return m.OldStatus(ctx)
+	case hit.FieldSignals:
+		return m.OldSignals(ctx)
 	}
 	return nil, fmt.Errorf("unknown Hit field %s", name)
 }
@@ -2609,6 +2785,27 @@ func (m *HitMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetReceivedHour(v)
 		return nil
+	case hit.FieldKind:
+		v, ok := value.(hit.Kind)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKind(v)
+		return nil
+	case hit.FieldStatus:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStatus(v)
+		return nil
+	case hit.FieldSignals:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSignals(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Hit field %s", name)
 }
@@ -2620,6 +2817,9 @@ func (m *HitMutation) AddedFields() []string {
 	if m.addreceived_hour != nil {
 		fields = append(fields, hit.FieldReceivedHour)
 	}
+	if m.addstatus != nil {
+		fields = append(fields, hit.FieldStatus)
+	}
 	return fields
 }
 
@@ -2630,6 +2830,8 @@ func (m *HitMutation) AddedField(name string) (ent.Value, bool) {
 	switch name {
 	case hit.FieldReceivedHour:
 		return m.AddedReceivedHour()
+	case hit.FieldStatus:
+		return m.AddedStatus()
 	}
 	return nil, false
 }
@@ -2645,6 +2847,13 @@ func (m *HitMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddReceivedHour(v)
+		return nil
+	case hit.FieldStatus:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddStatus(v)
 		return nil
 	}
 	return fmt.Errorf("unknown Hit numeric field %s", name)
@@ -2726,6 +2935,15 @@ func (m *HitMutation) ResetField(name string) error {
 		return nil
 	case hit.FieldReceivedHour:
 		m.ResetReceivedHour()
+		return nil
+	case hit.FieldKind:
+		m.ResetKind()
+		return nil
+	case hit.FieldStatus:
+		m.ResetStatus()
+		return nil
+	case hit.FieldSignals:
+		m.ResetSignals()
 		return nil
 	}
 	return fmt.Errorf("unknown Hit field %s", name)
@@ -2850,6 +3068,12 @@ type OrganizationMutation struct {
 	api_keys        map[string]struct{}
 	removedapi_keys map[string]struct{}
 	clearedapi_keys bool
+	signals         map[string]struct{}
+	removedsignals  map[string]struct{}
+	clearedsignals  bool
+	prompts         map[string]struct{}
+	removedprompts  map[string]struct{}
+	clearedprompts  bool
 	done            bool
 	oldValue        func(context.Context) (*Organization, error)
 	predicates      []predicate.Organization
@@ -3355,6 +3579,114 @@ func (m *OrganizationMutation) ResetAPIKeys() {
 	m.removedapi_keys = nil
 }
 
+// AddSignalIDs adds the "signals" edge to the Signal entity by ids.
+func (m *OrganizationMutation) AddSignalIDs(ids ...string) {
+	if m.signals == nil {
+		m.signals = make(map[string]struct{})
+	}
+	for i := range ids {
+		m.signals[ids[i]] = struct{}{}
+	}
+}
+
+// ClearSignals clears the "signals" edge to the Signal entity.
+func (m *OrganizationMutation) ClearSignals() {
+	m.clearedsignals = true
+}
+
+// SignalsCleared reports if the "signals" edge to the Signal entity was cleared.
+func (m *OrganizationMutation) SignalsCleared() bool {
+	return m.clearedsignals
+}
+
+// RemoveSignalIDs removes the "signals" edge to the Signal entity by IDs.
+func (m *OrganizationMutation) RemoveSignalIDs(ids ...string) {
+	if m.removedsignals == nil {
+		m.removedsignals = make(map[string]struct{})
+	}
+	for i := range ids {
+		delete(m.signals, ids[i])
+		m.removedsignals[ids[i]] = struct{}{}
+	}
+}
+
+// RemovedSignals returns the removed IDs of the "signals" edge to the Signal entity.
+func (m *OrganizationMutation) RemovedSignalsIDs() (ids []string) {
+	for id := range m.removedsignals {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// SignalsIDs returns the "signals" edge IDs in the mutation.
+func (m *OrganizationMutation) SignalsIDs() (ids []string) {
+	for id := range m.signals {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ResetSignals resets all changes to the "signals" edge.
+func (m *OrganizationMutation) ResetSignals() {
+	m.signals = nil
+	m.clearedsignals = false
+	m.removedsignals = nil
+}
+
+// AddPromptIDs adds the "prompts" edge to the Prompt entity by ids.
+func (m *OrganizationMutation) AddPromptIDs(ids ...string) {
+	if m.prompts == nil {
+		m.prompts = make(map[string]struct{})
+	}
+	for i := range ids {
+		m.prompts[ids[i]] = struct{}{}
+	}
+}
+
+// ClearPrompts clears the "prompts" edge to the Prompt entity.
+func (m *OrganizationMutation) ClearPrompts() {
+	m.clearedprompts = true
+}
+
+// PromptsCleared reports if the "prompts" edge to the Prompt entity was cleared.
+func (m *OrganizationMutation) PromptsCleared() bool {
+	return m.clearedprompts
+}
+
+// RemovePromptIDs removes the "prompts" edge to the Prompt entity by IDs.
+func (m *OrganizationMutation) RemovePromptIDs(ids ...string) {
+	if m.removedprompts == nil {
+		m.removedprompts = make(map[string]struct{})
+	}
+	for i := range ids {
+		delete(m.prompts, ids[i])
+		m.removedprompts[ids[i]] = struct{}{}
+	}
+}
+
+// RemovedPrompts returns the removed IDs of the "prompts" edge to the Prompt entity.
+func (m *OrganizationMutation) RemovedPromptsIDs() (ids []string) {
+	for id := range m.removedprompts {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// PromptsIDs returns the "prompts" edge IDs in the mutation.
+func (m *OrganizationMutation) PromptsIDs() (ids []string) {
+	for id := range m.prompts {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ResetPrompts resets all changes to the "prompts" edge.
+func (m *OrganizationMutation) ResetPrompts() {
+	m.prompts = nil
+	m.clearedprompts = false
+	m.removedprompts = nil
+}
+
 // Where appends a list predicates to the OrganizationMutation builder.
 func (m *OrganizationMutation) Where(ps ...predicate.Organization) {
 	m.predicates = append(m.predicates, ps...)
@@ -3505,7 +3837,7 @@ func (m *OrganizationMutation) ResetField(name string) error {
 
 // AddedEdges returns all edge names that were set/added in this mutation.
 func (m *OrganizationMutation) AddedEdges() []string {
-	edges := make([]string, 0, 6)
+	edges := make([]string, 0, 8)
 	if m.sites != nil {
 		edges = append(edges, organization.EdgeSites)
 	}
@@ -3523,6 +3855,12 @@ func (m *OrganizationMutation) AddedEdges() []string {
 	}
 	if m.api_keys != nil {
 		edges = append(edges, organization.EdgeAPIKeys)
+	}
+	if m.signals != nil {
+		edges = append(edges, organization.EdgeSignals)
+	}
+	if m.prompts != nil {
+		edges = append(edges, organization.EdgePrompts)
 	}
 	return edges
 }
@@ -3567,13 +3905,25 @@ func (m *OrganizationMutation) AddedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case organization.EdgeSignals:
+		ids := make([]ent.Value, 0, len(m.signals))
+		for id := range m.signals {
+			ids = append(ids, id)
+		}
+		return ids
+	case organization.EdgePrompts:
+		ids := make([]ent.Value, 0, len(m.prompts))
+		for id := range m.prompts {
+			ids = append(ids, id)
+		}
+		return ids
 	}
 	return nil
 }
 
 // RemovedEdges returns all edge names that were removed in this mutation.
 func (m *OrganizationMutation) RemovedEdges() []string {
-	edges := make([]string, 0, 6)
+	edges := make([]string, 0, 8)
 	if m.removedsites != nil {
 		edges = append(edges, organization.EdgeSites)
 	}
@@ -3591,6 +3941,12 @@ func (m *OrganizationMutation) RemovedEdges() []string {
 	}
 	if m.removedapi_keys != nil {
 		edges = append(edges, organization.EdgeAPIKeys)
+	}
+	if m.removedsignals != nil {
+		edges = append(edges, organization.EdgeSignals)
+	}
+	if m.removedprompts != nil {
+		edges = append(edges, organization.EdgePrompts)
 	}
 	return edges
 }
@@ -3635,13 +3991,25 @@ func (m *OrganizationMutation) RemovedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case organization.EdgeSignals:
+		ids := make([]ent.Value, 0, len(m.removedsignals))
+		for id := range m.removedsignals {
+			ids = append(ids, id)
+		}
+		return ids
+	case organization.EdgePrompts:
+		ids := make([]ent.Value, 0, len(m.removedprompts))
+		for id := range m.removedprompts {
+			ids = append(ids, id)
+		}
+		return ids
 	}
 	return nil
 }
 
 // ClearedEdges returns all edge names that were cleared in this mutation.
 func (m *OrganizationMutation) ClearedEdges() []string {
-	edges := make([]string, 0, 6)
+	edges := make([]string, 0, 8)
 	if m.clearedsites {
 		edges = append(edges, organization.EdgeSites)
 	}
@@ -3659,6 +4027,12 @@ func (m *OrganizationMutation) ClearedEdges() []string {
 	}
 	if m.clearedapi_keys {
 		edges = append(edges, organization.EdgeAPIKeys)
+	}
+	if m.clearedsignals {
+		edges = append(edges, organization.EdgeSignals)
+	}
+	if m.clearedprompts {
+		edges = append(edges, organization.EdgePrompts)
 	}
 	return edges
 }
@@ -3679,6 +4053,10 @@ func (m *OrganizationMutation) EdgeCleared(name string) bool {
 		return m.clearedevents
 	case organization.EdgeAPIKeys:
 		return m.clearedapi_keys
+	case organization.EdgeSignals:
+		return m.clearedsignals
+	case organization.EdgePrompts:
+		return m.clearedprompts
 	}
 	return false
 }
@@ -3713,8 +4091,1223 @@ func (m *OrganizationMutation) ResetEdge(name string) error {
 	case organization.EdgeAPIKeys:
 		m.ResetAPIKeys()
 		return nil
+	case organization.EdgeSignals:
+		m.ResetSignals()
+		return nil
+	case organization.EdgePrompts:
+		m.ResetPrompts()
+		return nil
 	}
 	return fmt.Errorf("unknown Organization edge %s", name)
+}
+
+// PromptMutation represents an operation that mutates the Prompt nodes in the graph.
+type PromptMutation struct {
+	config
+	op                  Op
+	typ                 string
+	id                  *string
+	hit_id              *string
+	text                *string
+	hash                *string
+	model               *string
+	operator            *string
+	source              *string
+	created_at          *time.Time
+	clearedFields       map[string]struct{}
+	organization        *string
+	clearedorganization bool
+	session             *string
+	clearedsession      bool
+	done                bool
+	oldValue            func(context.Context) (*Prompt, error)
+	predicates          []predicate.Prompt
+}
+
+var _ ent.Mutation = (*PromptMutation)(nil)
+
+// promptOption allows management of the mutation configuration using functional options.
+type promptOption func(*PromptMutation)
+
+// newPromptMutation creates new mutation for the Prompt entity.
+func newPromptMutation(c config, op Op, opts ...promptOption) *PromptMutation {
+	m := &PromptMutation{
+		config:        c,
+		op:            op,
+		typ:           TypePrompt,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withPromptID sets the ID field of the mutation.
+func withPromptID(id string) promptOption {
+	return func(m *PromptMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Prompt
+		)
+		m.oldValue = func(ctx context.Context) (*Prompt, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Prompt.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withPrompt sets the old Prompt of the mutation.
+func withPrompt(node *Prompt) promptOption {
+	return func(m *PromptMutation) {
+		m.oldValue = func(context.Context) (*Prompt, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m PromptMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m PromptMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Prompt entities.
+func (m *PromptMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *PromptMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *PromptMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Prompt.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetOrgID sets the "org_id" field.
+func (m *PromptMutation) SetOrgID(s string) {
+	m.organization = &s
+}
+
+// OrgID returns the value of the "org_id" field in the mutation.
+func (m *PromptMutation) OrgID() (r string, exists bool) {
+	v := m.organization
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOrgID returns the old "org_id" field's value of the Prompt entity.
+// If the Prompt object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PromptMutation) OldOrgID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOrgID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOrgID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOrgID: %w", err)
+	}
+	return oldValue.OrgID, nil
+}
+
+// ResetOrgID resets all changes to the "org_id" field.
+func (m *PromptMutation) ResetOrgID() {
+	m.organization = nil
+}
+
+// SetSessionID sets the "session_id" field.
+func (m *PromptMutation) SetSessionID(s string) {
+	m.session = &s
+}
+
+// SessionID returns the value of the "session_id" field in the mutation.
+func (m *PromptMutation) SessionID() (r string, exists bool) {
+	v := m.session
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSessionID returns the old "session_id" field's value of the Prompt entity.
+// If the Prompt object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PromptMutation) OldSessionID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSessionID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSessionID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSessionID: %w", err)
+	}
+	return oldValue.SessionID, nil
+}
+
+// ResetSessionID resets all changes to the "session_id" field.
+func (m *PromptMutation) ResetSessionID() {
+	m.session = nil
+}
+
+// SetHitID sets the "hit_id" field.
+func (m *PromptMutation) SetHitID(s string) {
+	m.hit_id = &s
+}
+
+// HitID returns the value of the "hit_id" field in the mutation.
+func (m *PromptMutation) HitID() (r string, exists bool) {
+	v := m.hit_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHitID returns the old "hit_id" field's value of the Prompt entity.
+// If the Prompt object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PromptMutation) OldHitID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHitID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHitID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHitID: %w", err)
+	}
+	return oldValue.HitID, nil
+}
+
+// ResetHitID resets all changes to the "hit_id" field.
+func (m *PromptMutation) ResetHitID() {
+	m.hit_id = nil
+}
+
+// SetText sets the "text" field.
+func (m *PromptMutation) SetText(s string) {
+	m.text = &s
+}
+
+// Text returns the value of the "text" field in the mutation.
+func (m *PromptMutation) Text() (r string, exists bool) {
+	v := m.text
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldText returns the old "text" field's value of the Prompt entity.
+// If the Prompt object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PromptMutation) OldText(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldText is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldText requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldText: %w", err)
+	}
+	return oldValue.Text, nil
+}
+
+// ResetText resets all changes to the "text" field.
+func (m *PromptMutation) ResetText() {
+	m.text = nil
+}
+
+// SetHash sets the "hash" field.
+func (m *PromptMutation) SetHash(s string) {
+	m.hash = &s
+}
+
+// Hash returns the value of the "hash" field in the mutation.
+func (m *PromptMutation) Hash() (r string, exists bool) {
+	v := m.hash
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHash returns the old "hash" field's value of the Prompt entity.
+// If the Prompt object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PromptMutation) OldHash(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHash is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHash requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHash: %w", err)
+	}
+	return oldValue.Hash, nil
+}
+
+// ResetHash resets all changes to the "hash" field.
+func (m *PromptMutation) ResetHash() {
+	m.hash = nil
+}
+
+// SetModel sets the "model" field.
+func (m *PromptMutation) SetModel(s string) {
+	m.model = &s
+}
+
+// Model returns the value of the "model" field in the mutation.
+func (m *PromptMutation) Model() (r string, exists bool) {
+	v := m.model
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldModel returns the old "model" field's value of the Prompt entity.
+// If the Prompt object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PromptMutation) OldModel(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldModel is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldModel requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldModel: %w", err)
+	}
+	return oldValue.Model, nil
+}
+
+// ResetModel resets all changes to the "model" field.
+func (m *PromptMutation) ResetModel() {
+	m.model = nil
+}
+
+// SetOperator sets the "operator" field.
+func (m *PromptMutation) SetOperator(s string) {
+	m.operator = &s
+}
+
+// Operator returns the value of the "operator" field in the mutation.
+func (m *PromptMutation) Operator() (r string, exists bool) {
+	v := m.operator
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOperator returns the old "operator" field's value of the Prompt entity.
+// If the Prompt object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PromptMutation) OldOperator(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOperator is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOperator requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOperator: %w", err)
+	}
+	return oldValue.Operator, nil
+}
+
+// ResetOperator resets all changes to the "operator" field.
+func (m *PromptMutation) ResetOperator() {
+	m.operator = nil
+}
+
+// SetSource sets the "source" field.
+func (m *PromptMutation) SetSource(s string) {
+	m.source = &s
+}
+
+// Source returns the value of the "source" field in the mutation.
+func (m *PromptMutation) Source() (r string, exists bool) {
+	v := m.source
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSource returns the old "source" field's value of the Prompt entity.
+// If the Prompt object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PromptMutation) OldSource(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSource is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSource requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSource: %w", err)
+	}
+	return oldValue.Source, nil
+}
+
+// ResetSource resets all changes to the "source" field.
+func (m *PromptMutation) ResetSource() {
+	m.source = nil
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *PromptMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *PromptMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Prompt entity.
+// If the Prompt object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PromptMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *PromptMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetOrganizationID sets the "organization" edge to the Organization entity by id.
+func (m *PromptMutation) SetOrganizationID(id string) {
+	m.organization = &id
+}
+
+// ClearOrganization clears the "organization" edge to the Organization entity.
+func (m *PromptMutation) ClearOrganization() {
+	m.clearedorganization = true
+	m.clearedFields[prompt.FieldOrgID] = struct{}{}
+}
+
+// OrganizationCleared reports if the "organization" edge to the Organization entity was cleared.
+func (m *PromptMutation) OrganizationCleared() bool {
+	return m.clearedorganization
+}
+
+// OrganizationID returns the "organization" edge ID in the mutation.
+func (m *PromptMutation) OrganizationID() (id string, exists bool) {
+	if m.organization != nil {
+		return *m.organization, true
+	}
+	return
+}
+
+// OrganizationIDs returns the "organization" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// OrganizationID instead. It exists only for internal usage by the builders.
+func (m *PromptMutation) OrganizationIDs() (ids []string) {
+	if id := m.organization; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetOrganization resets all changes to the "organization" edge.
+func (m *PromptMutation) ResetOrganization() {
+	m.organization = nil
+	m.clearedorganization = false
+}
+
+// ClearSession clears the "session" edge to the Session entity.
+func (m *PromptMutation) ClearSession() {
+	m.clearedsession = true
+	m.clearedFields[prompt.FieldSessionID] = struct{}{}
+}
+
+// SessionCleared reports if the "session" edge to the Session entity was cleared.
+func (m *PromptMutation) SessionCleared() bool {
+	return m.clearedsession
+}
+
+// SessionIDs returns the "session" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// SessionID instead. It exists only for internal usage by the builders.
+func (m *PromptMutation) SessionIDs() (ids []string) {
+	if id := m.session; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetSession resets all changes to the "session" edge.
+func (m *PromptMutation) ResetSession() {
+	m.session = nil
+	m.clearedsession = false
+}
+
+// Where appends a list predicates to the PromptMutation builder.
+func (m *PromptMutation) Where(ps ...predicate.Prompt) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the PromptMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *PromptMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Prompt, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *PromptMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *PromptMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Prompt).
+func (m *PromptMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *PromptMutation) Fields() []string {
+	fields := make([]string, 0, 9)
+	if m.organization != nil {
+		fields = append(fields, prompt.FieldOrgID)
+	}
+	if m.session != nil {
+		fields = append(fields, prompt.FieldSessionID)
+	}
+	if m.hit_id != nil {
+		fields = append(fields, prompt.FieldHitID)
+	}
+	if m.text != nil {
+		fields = append(fields, prompt.FieldText)
+	}
+	if m.hash != nil {
+		fields = append(fields, prompt.FieldHash)
+	}
+	if m.model != nil {
+		fields = append(fields, prompt.FieldModel)
+	}
+	if m.operator != nil {
+		fields = append(fields, prompt.FieldOperator)
+	}
+	if m.source != nil {
+		fields = append(fields, prompt.FieldSource)
+	}
+	if m.created_at != nil {
+		fields = append(fields, prompt.FieldCreatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *PromptMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case prompt.FieldOrgID:
+		return m.OrgID()
+	case prompt.FieldSessionID:
+		return m.SessionID()
+	case prompt.FieldHitID:
+		return m.HitID()
+	case prompt.FieldText:
+		return m.Text()
+	case prompt.FieldHash:
+		return m.Hash()
+	case prompt.FieldModel:
+		return m.Model()
+	case prompt.FieldOperator:
+		return m.Operator()
+	case prompt.FieldSource:
+		return m.Source()
+	case prompt.FieldCreatedAt:
+		return m.CreatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *PromptMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case prompt.FieldOrgID:
+		return m.OldOrgID(ctx)
+	case prompt.FieldSessionID:
+		return m.OldSessionID(ctx)
+	case prompt.FieldHitID:
+		return m.OldHitID(ctx)
+	case prompt.FieldText:
+		return m.OldText(ctx)
+	case prompt.FieldHash:
+		return m.OldHash(ctx)
+	case prompt.FieldModel:
+		return m.OldModel(ctx)
+	case prompt.FieldOperator:
+		return m.OldOperator(ctx)
+	case prompt.FieldSource:
+		return m.OldSource(ctx)
+	case prompt.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown Prompt field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *PromptMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case prompt.FieldOrgID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOrgID(v)
+		return nil
+	case prompt.FieldSessionID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSessionID(v)
+		return nil
+	case prompt.FieldHitID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHitID(v)
+		return nil
+	case prompt.FieldText:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetText(v)
+		return nil
+	case prompt.FieldHash:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHash(v)
+		return nil
+	case prompt.FieldModel:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetModel(v)
+		return nil
+	case prompt.FieldOperator:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOperator(v)
+		return nil
+	case prompt.FieldSource:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSource(v)
+		return nil
+	case prompt.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Prompt field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *PromptMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *PromptMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *PromptMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown Prompt numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *PromptMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *PromptMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *PromptMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown Prompt nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *PromptMutation) ResetField(name string) error {
+	switch name {
+	case prompt.FieldOrgID:
+		m.ResetOrgID()
+		return nil
+	case prompt.FieldSessionID:
+		m.ResetSessionID()
+		return nil
+	case prompt.FieldHitID:
+		m.ResetHitID()
+		return nil
+	case prompt.FieldText:
+		m.ResetText()
+		return nil
+	case prompt.FieldHash:
+		m.ResetHash()
+		return nil
+	case prompt.FieldModel:
+		m.ResetModel()
+		return nil
+	case prompt.FieldOperator:
+		m.ResetOperator()
+		return nil
+	case prompt.FieldSource:
+		m.ResetSource()
+		return nil
+	case prompt.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Prompt field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *PromptMutation) AddedEdges() []string {
+	edges := make([]string, 0, 2)
+	if m.organization != nil {
+		edges = append(edges, prompt.EdgeOrganization)
+	}
+	if m.session != nil {
+		edges = append(edges, prompt.EdgeSession)
+	}
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *PromptMutation) AddedIDs(name string) []ent.Value {
+	switch name {
+	case prompt.EdgeOrganization:
+		if id := m.organization; id != nil {
+			return []ent.Value{*id}
+		}
+	case prompt.EdgeSession:
+		if id := m.session; id != nil {
+			return []ent.Value{*id}
+		}
+	}
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *PromptMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 2)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *PromptMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *PromptMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 2)
+	if m.clearedorganization {
+		edges = append(edges, prompt.EdgeOrganization)
+	}
+	if m.clearedsession {
+		edges = append(edges, prompt.EdgeSession)
+	}
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *PromptMutation) EdgeCleared(name string) bool {
+	switch name {
+	case prompt.EdgeOrganization:
+		return m.clearedorganization
+	case prompt.EdgeSession:
+		return m.clearedsession
+	}
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *PromptMutation) ClearEdge(name string) error {
+	switch name {
+	case prompt.EdgeOrganization:
+		m.ClearOrganization()
+		return nil
+	case prompt.EdgeSession:
+		m.ClearSession()
+		return nil
+	}
+	return fmt.Errorf("unknown Prompt unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *PromptMutation) ResetEdge(name string) error {
+	switch name {
+	case prompt.EdgeOrganization:
+		m.ResetOrganization()
+		return nil
+	case prompt.EdgeSession:
+		m.ResetSession()
+		return nil
+	}
+	return fmt.Errorf("unknown Prompt edge %s", name)
+}
+
+// SecretMutation represents an operation that mutates the Secret nodes in the graph.
+type SecretMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *string
+	value         *[]byte
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*Secret, error)
+	predicates    []predicate.Secret
+}
+
+var _ ent.Mutation = (*SecretMutation)(nil)
+
+// secretOption allows management of the mutation configuration using functional options.
+type secretOption func(*SecretMutation)
+
+// newSecretMutation creates new mutation for the Secret entity.
+func newSecretMutation(c config, op Op, opts ...secretOption) *SecretMutation {
+	m := &SecretMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeSecret,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withSecretID sets the ID field of the mutation.
+func withSecretID(id string) secretOption {
+	return func(m *SecretMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Secret
+		)
+		m.oldValue = func(ctx context.Context) (*Secret, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Secret.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withSecret sets the old Secret of the mutation.
+func withSecret(node *Secret) secretOption {
+	return func(m *SecretMutation) {
+		m.oldValue = func(context.Context) (*Secret, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m SecretMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m SecretMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Secret entities.
+func (m *SecretMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *SecretMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *SecretMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Secret.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetValue sets the "value" field.
+func (m *SecretMutation) SetValue(b []byte) {
+	m.value = &b
+}
+
+// Value returns the value of the "value" field in the mutation.
+func (m *SecretMutation) Value() (r []byte, exists bool) {
+	v := m.value
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldValue returns the old "value" field's value of the Secret entity.
+// If the Secret object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SecretMutation) OldValue(ctx context.Context) (v []byte, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldValue is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldValue requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldValue: %w", err)
+	}
+	return oldValue.Value, nil
+}
+
+// ResetValue resets all changes to the "value" field.
+func (m *SecretMutation) ResetValue() {
+	m.value = nil
+}
+
+// Where appends a list predicates to the SecretMutation builder.
+func (m *SecretMutation) Where(ps ...predicate.Secret) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the SecretMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *SecretMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Secret, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *SecretMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *SecretMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Secret).
+func (m *SecretMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *SecretMutation) Fields() []string {
+	fields := make([]string, 0, 1)
+	if m.value != nil {
+		fields = append(fields, secret.FieldValue)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *SecretMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case secret.FieldValue:
+		return m.Value()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *SecretMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case secret.FieldValue:
+		return m.OldValue(ctx)
+	}
+	return nil, fmt.Errorf("unknown Secret field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *SecretMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case secret.FieldValue:
+		v, ok := value.([]byte)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetValue(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Secret field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *SecretMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *SecretMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *SecretMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown Secret numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *SecretMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *SecretMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *SecretMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown Secret nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *SecretMutation) ResetField(name string) error {
+	switch name {
+	case secret.FieldValue:
+		m.ResetValue()
+		return nil
+	}
+	return fmt.Errorf("unknown Secret field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *SecretMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *SecretMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *SecretMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *SecretMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *SecretMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *SecretMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *SecretMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown Secret unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *SecretMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown Secret edge %s", name)
 }
 
 // SequenceMutation represents an operation that mutates the Sequence nodes in the graph.
@@ -4114,12 +5707,19 @@ type SessionMutation struct {
 	extracted_operator    *string
 	traps_triggered       *[]string
 	appendtraps_triggered []string
+	state                 *schematype.SessionState
 	clearedFields         map[string]struct{}
 	organization          *string
 	clearedorganization   bool
 	hits                  map[string]struct{}
 	removedhits           map[string]struct{}
 	clearedhits           bool
+	signals               map[string]struct{}
+	removedsignals        map[string]struct{}
+	clearedsignals        bool
+	prompts               map[string]struct{}
+	removedprompts        map[string]struct{}
+	clearedprompts        bool
 	done                  bool
 	oldValue              func(context.Context) (*Session, error)
 	predicates            []predicate.Session
@@ -4984,6 +6584,55 @@ func (m *SessionMutation) ResetTrapsTriggered() {
 	m.appendtraps_triggered = nil
 }
 
+// SetState sets the "state" field.
+func (m *SessionMutation) SetState(ss schematype.SessionState) {
+	m.state = &ss
+}
+
+// State returns the value of the "state" field in the mutation.
+func (m *SessionMutation) State() (r schematype.SessionState, exists bool) {
+	v := m.state
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldState returns the old "state" field's value of the Session entity.
+// If the Session object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SessionMutation) OldState(ctx context.Context) (v schematype.SessionState, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldState is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldState requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldState: %w", err)
+	}
+	return oldValue.State, nil
+}
+
+// ClearState clears the value of the "state" field.
+func (m *SessionMutation) ClearState() {
+	m.state = nil
+	m.clearedFields[session.FieldState] = struct{}{}
+}
+
+// StateCleared returns if the "state" field was cleared in this mutation.
+func (m *SessionMutation) StateCleared() bool {
+	_, ok := m.clearedFields[session.FieldState]
+	return ok
+}
+
+// ResetState resets all changes to the "state" field.
+func (m *SessionMutation) ResetState() {
+	m.state = nil
+	delete(m.clearedFields, session.FieldState)
+}
+
 // SetOrganizationID sets the "organization" edge to the Organization entity by id.
 func (m *SessionMutation) SetOrganizationID(id string) {
 	m.organization = &id
@@ -5078,6 +6727,114 @@ func (m *SessionMutation) ResetHits() {
 	m.removedhits = nil
 }
 
+// AddSignalIDs adds the "signals" edge to the Signal entity by ids.
+func (m *SessionMutation) AddSignalIDs(ids ...string) {
+	if m.signals == nil {
+		m.signals = make(map[string]struct{})
+	}
+	for i := range ids {
+		m.signals[ids[i]] = struct{}{}
+	}
+}
+
+// ClearSignals clears the "signals" edge to the Signal entity.
+func (m *SessionMutation) ClearSignals() {
+	m.clearedsignals = true
+}
+
+// SignalsCleared reports if the "signals" edge to the Signal entity was cleared.
+func (m *SessionMutation) SignalsCleared() bool {
+	return m.clearedsignals
+}
+
+// RemoveSignalIDs removes the "signals" edge to the Signal entity by IDs.
+func (m *SessionMutation) RemoveSignalIDs(ids ...string) {
+	if m.removedsignals == nil {
+		m.removedsignals = make(map[string]struct{})
+	}
+	for i := range ids {
+		delete(m.signals, ids[i])
+		m.removedsignals[ids[i]] = struct{}{}
+	}
+}
+
+// RemovedSignals returns the removed IDs of the "signals" edge to the Signal entity.
+func (m *SessionMutation) RemovedSignalsIDs() (ids []string) {
+	for id := range m.removedsignals {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// SignalsIDs returns the "signals" edge IDs in the mutation.
+func (m *SessionMutation) SignalsIDs() (ids []string) {
+	for id := range m.signals {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ResetSignals resets all changes to the "signals" edge.
+func (m *SessionMutation) ResetSignals() {
+	m.signals = nil
+	m.clearedsignals = false
+	m.removedsignals = nil
+}
+
+// AddPromptIDs adds the "prompts" edge to the Prompt entity by ids.
+func (m *SessionMutation) AddPromptIDs(ids ...string) {
+	if m.prompts == nil {
+		m.prompts = make(map[string]struct{})
+	}
+	for i := range ids {
+		m.prompts[ids[i]] = struct{}{}
+	}
+}
+
+// ClearPrompts clears the "prompts" edge to the Prompt entity.
+func (m *SessionMutation) ClearPrompts() {
+	m.clearedprompts = true
+}
+
+// PromptsCleared reports if the "prompts" edge to the Prompt entity was cleared.
+func (m *SessionMutation) PromptsCleared() bool {
+	return m.clearedprompts
+}
+
+// RemovePromptIDs removes the "prompts" edge to the Prompt entity by IDs.
+func (m *SessionMutation) RemovePromptIDs(ids ...string) {
+	if m.removedprompts == nil {
+		m.removedprompts = make(map[string]struct{})
+	}
+	for i := range ids {
+		delete(m.prompts, ids[i])
+		m.removedprompts[ids[i]] = struct{}{}
+	}
+}
+
+// RemovedPrompts returns the removed IDs of the "prompts" edge to the Prompt entity.
+func (m *SessionMutation) RemovedPromptsIDs() (ids []string) {
+	for id := range m.removedprompts {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// PromptsIDs returns the "prompts" edge IDs in the mutation.
+func (m *SessionMutation) PromptsIDs() (ids []string) {
+	for id := range m.prompts {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ResetPrompts resets all changes to the "prompts" edge.
+func (m *SessionMutation) ResetPrompts() {
+	m.prompts = nil
+	m.clearedprompts = false
+	m.removedprompts = nil
+}
+
 // Where appends a list predicates to the SessionMutation builder.
 func (m *SessionMutation) Where(ps ...predicate.Session) {
 	m.predicates = append(m.predicates, ps...)
@@ -5112,7 +6869,7 @@ func (m *SessionMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *SessionMutation) Fields() []string {
-	fields := make([]string, 0, 17)
+	fields := make([]string, 0, 18)
 	if m.organization != nil {
 		fields = append(fields, session.FieldOrgID)
 	}
@@ -5164,6 +6921,9 @@ func (m *SessionMutation) Fields() []string {
 	if m.traps_triggered != nil {
 		fields = append(fields, session.FieldTrapsTriggered)
 	}
+	if m.state != nil {
+		fields = append(fields, session.FieldState)
+	}
 	return fields
 }
 
@@ -5206,6 +6966,8 @@ func (m *SessionMutation) Field(name string) (ent.Value, bool) {
 		return m.ExtractedOperator()
 	case session.FieldTrapsTriggered:
 		return m.TrapsTriggered()
+	case session.FieldState:
+		return m.State()
 	}
 	return nil, false
 }
@@ -5249,6 +7011,8 @@ func (m *SessionMutation) OldField(ctx context.Context, name string) (ent.Value,
 		return m.OldExtractedOperator(ctx)
 	case session.FieldTrapsTriggered:
 		return m.OldTrapsTriggered(ctx)
+	case session.FieldState:
+		return m.OldState(ctx)
 	}
 	return nil, fmt.Errorf("unknown Session field %s", name)
 }
@@ -5377,6 +7141,13 @@ func (m *SessionMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetTrapsTriggered(v)
 		return nil
+	case session.FieldState:
+		v, ok := value.(schematype.SessionState)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetState(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Session field %s", name)
 }
@@ -5473,6 +7244,9 @@ func (m *SessionMutation) ClearedFields() []string {
 	if m.FieldCleared(session.FieldSiteID) {
 		fields = append(fields, session.FieldSiteID)
 	}
+	if m.FieldCleared(session.FieldState) {
+		fields = append(fields, session.FieldState)
+	}
 	return fields
 }
 
@@ -5489,6 +7263,9 @@ func (m *SessionMutation) ClearField(name string) error {
 	switch name {
 	case session.FieldSiteID:
 		m.ClearSiteID()
+		return nil
+	case session.FieldState:
+		m.ClearState()
 		return nil
 	}
 	return fmt.Errorf("unknown Session nullable field %s", name)
@@ -5549,18 +7326,27 @@ func (m *SessionMutation) ResetField(name string) error {
 	case session.FieldTrapsTriggered:
 		m.ResetTrapsTriggered()
 		return nil
+	case session.FieldState:
+		m.ResetState()
+		return nil
 	}
 	return fmt.Errorf("unknown Session field %s", name)
 }
 
 // AddedEdges returns all edge names that were set/added in this mutation.
 func (m *SessionMutation) AddedEdges() []string {
-	edges := make([]string, 0, 2)
+	edges := make([]string, 0, 4)
 	if m.organization != nil {
 		edges = append(edges, session.EdgeOrganization)
 	}
 	if m.hits != nil {
 		edges = append(edges, session.EdgeHits)
+	}
+	if m.signals != nil {
+		edges = append(edges, session.EdgeSignals)
+	}
+	if m.prompts != nil {
+		edges = append(edges, session.EdgePrompts)
 	}
 	return edges
 }
@@ -5579,15 +7365,33 @@ func (m *SessionMutation) AddedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case session.EdgeSignals:
+		ids := make([]ent.Value, 0, len(m.signals))
+		for id := range m.signals {
+			ids = append(ids, id)
+		}
+		return ids
+	case session.EdgePrompts:
+		ids := make([]ent.Value, 0, len(m.prompts))
+		for id := range m.prompts {
+			ids = append(ids, id)
+		}
+		return ids
 	}
 	return nil
 }
 
 // RemovedEdges returns all edge names that were removed in this mutation.
 func (m *SessionMutation) RemovedEdges() []string {
-	edges := make([]string, 0, 2)
+	edges := make([]string, 0, 4)
 	if m.removedhits != nil {
 		edges = append(edges, session.EdgeHits)
+	}
+	if m.removedsignals != nil {
+		edges = append(edges, session.EdgeSignals)
+	}
+	if m.removedprompts != nil {
+		edges = append(edges, session.EdgePrompts)
 	}
 	return edges
 }
@@ -5602,18 +7406,36 @@ func (m *SessionMutation) RemovedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case session.EdgeSignals:
+		ids := make([]ent.Value, 0, len(m.removedsignals))
+		for id := range m.removedsignals {
+			ids = append(ids, id)
+		}
+		return ids
+	case session.EdgePrompts:
+		ids := make([]ent.Value, 0, len(m.removedprompts))
+		for id := range m.removedprompts {
+			ids = append(ids, id)
+		}
+		return ids
 	}
 	return nil
 }
 
 // ClearedEdges returns all edge names that were cleared in this mutation.
 func (m *SessionMutation) ClearedEdges() []string {
-	edges := make([]string, 0, 2)
+	edges := make([]string, 0, 4)
 	if m.clearedorganization {
 		edges = append(edges, session.EdgeOrganization)
 	}
 	if m.clearedhits {
 		edges = append(edges, session.EdgeHits)
+	}
+	if m.clearedsignals {
+		edges = append(edges, session.EdgeSignals)
+	}
+	if m.clearedprompts {
+		edges = append(edges, session.EdgePrompts)
 	}
 	return edges
 }
@@ -5626,6 +7448,10 @@ func (m *SessionMutation) EdgeCleared(name string) bool {
 		return m.clearedorganization
 	case session.EdgeHits:
 		return m.clearedhits
+	case session.EdgeSignals:
+		return m.clearedsignals
+	case session.EdgePrompts:
+		return m.clearedprompts
 	}
 	return false
 }
@@ -5651,8 +7477,1004 @@ func (m *SessionMutation) ResetEdge(name string) error {
 	case session.EdgeHits:
 		m.ResetHits()
 		return nil
+	case session.EdgeSignals:
+		m.ResetSignals()
+		return nil
+	case session.EdgePrompts:
+		m.ResetPrompts()
+		return nil
 	}
 	return fmt.Errorf("unknown Session edge %s", name)
+}
+
+// SignalMutation represents an operation that mutates the Signal nodes in the graph.
+type SignalMutation struct {
+	config
+	op                  Op
+	typ                 string
+	id                  *string
+	hit_id              *string
+	name                *string
+	tripwire            *bool
+	placement           *string
+	source_hit_id       *string
+	delay_ms            *int64
+	adddelay_ms         *int64
+	detail              *string
+	created_at          *time.Time
+	clearedFields       map[string]struct{}
+	organization        *string
+	clearedorganization bool
+	session             *string
+	clearedsession      bool
+	done                bool
+	oldValue            func(context.Context) (*Signal, error)
+	predicates          []predicate.Signal
+}
+
+var _ ent.Mutation = (*SignalMutation)(nil)
+
+// signalOption allows management of the mutation configuration using functional options.
+type signalOption func(*SignalMutation)
+
+// newSignalMutation creates new mutation for the Signal entity.
+func newSignalMutation(c config, op Op, opts ...signalOption) *SignalMutation {
+	m := &SignalMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeSignal,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withSignalID sets the ID field of the mutation.
+func withSignalID(id string) signalOption {
+	return func(m *SignalMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Signal
+		)
+		m.oldValue = func(ctx context.Context) (*Signal, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Signal.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withSignal sets the old Signal of the mutation.
+func withSignal(node *Signal) signalOption {
+	return func(m *SignalMutation) {
+		m.oldValue = func(context.Context) (*Signal, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m SignalMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m SignalMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Signal entities.
+func (m *SignalMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *SignalMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *SignalMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Signal.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetOrgID sets the "org_id" field.
+func (m *SignalMutation) SetOrgID(s string) {
+	m.organization = &s
+}
+
+// OrgID returns the value of the "org_id" field in the mutation.
+func (m *SignalMutation) OrgID() (r string, exists bool) {
+	v := m.organization
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOrgID returns the old "org_id" field's value of the Signal entity.
+// If the Signal object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SignalMutation) OldOrgID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOrgID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOrgID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOrgID: %w", err)
+	}
+	return oldValue.OrgID, nil
+}
+
+// ResetOrgID resets all changes to the "org_id" field.
+func (m *SignalMutation) ResetOrgID() {
+	m.organization = nil
+}
+
+// SetSessionID sets the "session_id" field.
+func (m *SignalMutation) SetSessionID(s string) {
+	m.session = &s
+}
+
+// SessionID returns the value of the "session_id" field in the mutation.
+func (m *SignalMutation) SessionID() (r string, exists bool) {
+	v := m.session
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSessionID returns the old "session_id" field's value of the Signal entity.
+// If the Signal object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SignalMutation) OldSessionID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSessionID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSessionID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSessionID: %w", err)
+	}
+	return oldValue.SessionID, nil
+}
+
+// ResetSessionID resets all changes to the "session_id" field.
+func (m *SignalMutation) ResetSessionID() {
+	m.session = nil
+}
+
+// SetHitID sets the "hit_id" field.
+func (m *SignalMutation) SetHitID(s string) {
+	m.hit_id = &s
+}
+
+// HitID returns the value of the "hit_id" field in the mutation.
+func (m *SignalMutation) HitID() (r string, exists bool) {
+	v := m.hit_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHitID returns the old "hit_id" field's value of the Signal entity.
+// If the Signal object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SignalMutation) OldHitID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHitID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHitID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHitID: %w", err)
+	}
+	return oldValue.HitID, nil
+}
+
+// ResetHitID resets all changes to the "hit_id" field.
+func (m *SignalMutation) ResetHitID() {
+	m.hit_id = nil
+}
+
+// SetName sets the "name" field.
+func (m *SignalMutation) SetName(s string) {
+	m.name = &s
+}
+
+// Name returns the value of the "name" field in the mutation.
+func (m *SignalMutation) Name() (r string, exists bool) {
+	v := m.name
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldName returns the old "name" field's value of the Signal entity.
+// If the Signal object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SignalMutation) OldName(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldName is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldName requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldName: %w", err)
+	}
+	return oldValue.Name, nil
+}
+
+// ResetName resets all changes to the "name" field.
+func (m *SignalMutation) ResetName() {
+	m.name = nil
+}
+
+// SetTripwire sets the "tripwire" field.
+func (m *SignalMutation) SetTripwire(b bool) {
+	m.tripwire = &b
+}
+
+// Tripwire returns the value of the "tripwire" field in the mutation.
+func (m *SignalMutation) Tripwire() (r bool, exists bool) {
+	v := m.tripwire
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTripwire returns the old "tripwire" field's value of the Signal entity.
+// If the Signal object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SignalMutation) OldTripwire(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTripwire is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTripwire requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTripwire: %w", err)
+	}
+	return oldValue.Tripwire, nil
+}
+
+// ResetTripwire resets all changes to the "tripwire" field.
+func (m *SignalMutation) ResetTripwire() {
+	m.tripwire = nil
+}
+
+// SetPlacement sets the "placement" field.
+func (m *SignalMutation) SetPlacement(s string) {
+	m.placement = &s
+}
+
+// Placement returns the value of the "placement" field in the mutation.
+func (m *SignalMutation) Placement() (r string, exists bool) {
+	v := m.placement
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPlacement returns the old "placement" field's value of the Signal entity.
+// If the Signal object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SignalMutation) OldPlacement(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPlacement is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPlacement requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPlacement: %w", err)
+	}
+	return oldValue.Placement, nil
+}
+
+// ResetPlacement resets all changes to the "placement" field.
+func (m *SignalMutation) ResetPlacement() {
+	m.placement = nil
+}
+
+// SetSourceHitID sets the "source_hit_id" field.
+func (m *SignalMutation) SetSourceHitID(s string) {
+	m.source_hit_id = &s
+}
+
+// SourceHitID returns the value of the "source_hit_id" field in the mutation.
+func (m *SignalMutation) SourceHitID() (r string, exists bool) {
+	v := m.source_hit_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSourceHitID returns the old "source_hit_id" field's value of the Signal entity.
+// If the Signal object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SignalMutation) OldSourceHitID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSourceHitID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSourceHitID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSourceHitID: %w", err)
+	}
+	return oldValue.SourceHitID, nil
+}
+
+// ResetSourceHitID resets all changes to the "source_hit_id" field.
+func (m *SignalMutation) ResetSourceHitID() {
+	m.source_hit_id = nil
+}
+
+// SetDelayMs sets the "delay_ms" field.
+func (m *SignalMutation) SetDelayMs(i int64) {
+	m.delay_ms = &i
+	m.adddelay_ms = nil
+}
+
+// DelayMs returns the value of the "delay_ms" field in the mutation.
+func (m *SignalMutation) DelayMs() (r int64, exists bool) {
+	v := m.delay_ms
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDelayMs returns the old "delay_ms" field's value of the Signal entity.
+// If the Signal object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SignalMutation) OldDelayMs(ctx context.Context) (v *int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDelayMs is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDelayMs requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDelayMs: %w", err)
+	}
+	return oldValue.DelayMs, nil
+}
+
+// AddDelayMs adds i to the "delay_ms" field.
+func (m *SignalMutation) AddDelayMs(i int64) {
+	if m.adddelay_ms != nil {
+		*m.adddelay_ms += i
+	} else {
+		m.adddelay_ms = &i
+	}
+}
+
+// AddedDelayMs returns the value that was added to the "delay_ms" field in this mutation.
+func (m *SignalMutation) AddedDelayMs() (r int64, exists bool) {
+	v := m.adddelay_ms
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearDelayMs clears the value of the "delay_ms" field.
+func (m *SignalMutation) ClearDelayMs() {
+	m.delay_ms = nil
+	m.adddelay_ms = nil
+	m.clearedFields[signal.FieldDelayMs] = struct{}{}
+}
+
+// DelayMsCleared returns if the "delay_ms" field was cleared in this mutation.
+func (m *SignalMutation) DelayMsCleared() bool {
+	_, ok := m.clearedFields[signal.FieldDelayMs]
+	return ok
+}
+
+// ResetDelayMs resets all changes to the "delay_ms" field.
+func (m *SignalMutation) ResetDelayMs() {
+	m.delay_ms = nil
+	m.adddelay_ms = nil
+	delete(m.clearedFields, signal.FieldDelayMs)
+}
+
+// SetDetail sets the "detail" field.
+func (m *SignalMutation) SetDetail(s string) {
+	m.detail = &s
+}
+
+// Detail returns the value of the "detail" field in the mutation.
+func (m *SignalMutation) Detail() (r string, exists bool) {
+	v := m.detail
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDetail returns the old "detail" field's value of the Signal entity.
+// If the Signal object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SignalMutation) OldDetail(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDetail is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDetail requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDetail: %w", err)
+	}
+	return oldValue.Detail, nil
+}
+
+// ResetDetail resets all changes to the "detail" field.
+func (m *SignalMutation) ResetDetail() {
+	m.detail = nil
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *SignalMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *SignalMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Signal entity.
+// If the Signal object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SignalMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *SignalMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetOrganizationID sets the "organization" edge to the Organization entity by id.
+func (m *SignalMutation) SetOrganizationID(id string) {
+	m.organization = &id
+}
+
+// ClearOrganization clears the "organization" edge to the Organization entity.
+func (m *SignalMutation) ClearOrganization() {
+	m.clearedorganization = true
+	m.clearedFields[signal.FieldOrgID] = struct{}{}
+}
+
+// OrganizationCleared reports if the "organization" edge to the Organization entity was cleared.
+func (m *SignalMutation) OrganizationCleared() bool {
+	return m.clearedorganization
+}
+
+// OrganizationID returns the "organization" edge ID in the mutation.
+func (m *SignalMutation) OrganizationID() (id string, exists bool) {
+	if m.organization != nil {
+		return *m.organization, true
+	}
+	return
+}
+
+// OrganizationIDs returns the "organization" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// OrganizationID instead. It exists only for internal usage by the builders.
+func (m *SignalMutation) OrganizationIDs() (ids []string) {
+	if id := m.organization; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetOrganization resets all changes to the "organization" edge.
+func (m *SignalMutation) ResetOrganization() {
+	m.organization = nil
+	m.clearedorganization = false
+}
+
+// ClearSession clears the "session" edge to the Session entity.
+func (m *SignalMutation) ClearSession() {
+	m.clearedsession = true
+	m.clearedFields[signal.FieldSessionID] = struct{}{}
+}
+
+// SessionCleared reports if the "session" edge to the Session entity was cleared.
+func (m *SignalMutation) SessionCleared() bool {
+	return m.clearedsession
+}
+
+// SessionIDs returns the "session" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// SessionID instead. It exists only for internal usage by the builders.
+func (m *SignalMutation) SessionIDs() (ids []string) {
+	if id := m.session; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetSession resets all changes to the "session" edge.
+func (m *SignalMutation) ResetSession() {
+	m.session = nil
+	m.clearedsession = false
+}
+
+// Where appends a list predicates to the SignalMutation builder.
+func (m *SignalMutation) Where(ps ...predicate.Signal) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the SignalMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *SignalMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Signal, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *SignalMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *SignalMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Signal).
+func (m *SignalMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *SignalMutation) Fields() []string {
+	fields := make([]string, 0, 10)
+	if m.organization != nil {
+		fields = append(fields, signal.FieldOrgID)
+	}
+	if m.session != nil {
+		fields = append(fields, signal.FieldSessionID)
+	}
+	if m.hit_id != nil {
+		fields = append(fields, signal.FieldHitID)
+	}
+	if m.name != nil {
+		fields = append(fields, signal.FieldName)
+	}
+	if m.tripwire != nil {
+		fields = append(fields, signal.FieldTripwire)
+	}
+	if m.placement != nil {
+		fields = append(fields, signal.FieldPlacement)
+	}
+	if m.source_hit_id != nil {
+		fields = append(fields, signal.FieldSourceHitID)
+	}
+	if m.delay_ms != nil {
+		fields = append(fields, signal.FieldDelayMs)
+	}
+	if m.detail != nil {
+		fields = append(fields, signal.FieldDetail)
+	}
+	if m.created_at != nil {
+		fields = append(fields, signal.FieldCreatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *SignalMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case signal.FieldOrgID:
+		return m.OrgID()
+	case signal.FieldSessionID:
+		return m.SessionID()
+	case signal.FieldHitID:
+		return m.HitID()
+	case signal.FieldName:
+		return m.Name()
+	case signal.FieldTripwire:
+		return m.Tripwire()
+	case signal.FieldPlacement:
+		return m.Placement()
+	case signal.FieldSourceHitID:
+		return m.SourceHitID()
+	case signal.FieldDelayMs:
+		return m.DelayMs()
+	case signal.FieldDetail:
+		return m.Detail()
+	case signal.FieldCreatedAt:
+		return m.CreatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *SignalMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case signal.FieldOrgID:
+		return m.OldOrgID(ctx)
+	case signal.FieldSessionID:
+		return m.OldSessionID(ctx)
+	case signal.FieldHitID:
+		return m.OldHitID(ctx)
+	case signal.FieldName:
+		return m.OldName(ctx)
+	case signal.FieldTripwire:
+		return m.OldTripwire(ctx)
+	case signal.FieldPlacement:
+		return m.OldPlacement(ctx)
+	case signal.FieldSourceHitID:
+		return m.OldSourceHitID(ctx)
+	case signal.FieldDelayMs:
+		return m.OldDelayMs(ctx)
+	case signal.FieldDetail:
+		return m.OldDetail(ctx)
+	case signal.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown Signal field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *SignalMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case signal.FieldOrgID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOrgID(v)
+		return nil
+	case signal.FieldSessionID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSessionID(v)
+		return nil
+	case signal.FieldHitID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHitID(v)
+		return nil
+	case signal.FieldName:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetName(v)
+		return nil
+	case signal.FieldTripwire:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTripwire(v)
+		return nil
+	case signal.FieldPlacement:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPlacement(v)
+		return nil
+	case signal.FieldSourceHitID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSourceHitID(v)
+		return nil
+	case signal.FieldDelayMs:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDelayMs(v)
+		return nil
+	case signal.FieldDetail:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDetail(v)
+		return nil
+	case signal.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Signal field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *SignalMutation) AddedFields() []string {
+	var fields []string
+	if m.adddelay_ms != nil {
+		fields = append(fields, signal.FieldDelayMs)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *SignalMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case signal.FieldDelayMs:
+		return m.AddedDelayMs()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *SignalMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case signal.FieldDelayMs:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddDelayMs(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Signal numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *SignalMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(signal.FieldDelayMs) {
+		fields = append(fields, signal.FieldDelayMs)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *SignalMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *SignalMutation) ClearField(name string) error {
+	switch name {
+	case signal.FieldDelayMs:
+		m.ClearDelayMs()
+		return nil
+	}
+	return fmt.Errorf("unknown Signal nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *SignalMutation) ResetField(name string) error {
+	switch name {
+	case signal.FieldOrgID:
+		m.ResetOrgID()
+		return nil
+	case signal.FieldSessionID:
+		m.ResetSessionID()
+		return nil
+	case signal.FieldHitID:
+		m.ResetHitID()
+		return nil
+	case signal.FieldName:
+		m.ResetName()
+		return nil
+	case signal.FieldTripwire:
+		m.ResetTripwire()
+		return nil
+	case signal.FieldPlacement:
+		m.ResetPlacement()
+		return nil
+	case signal.FieldSourceHitID:
+		m.ResetSourceHitID()
+		return nil
+	case signal.FieldDelayMs:
+		m.ResetDelayMs()
+		return nil
+	case signal.FieldDetail:
+		m.ResetDetail()
+		return nil
+	case signal.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Signal field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *SignalMutation) AddedEdges() []string {
+	edges := make([]string, 0, 2)
+	if m.organization != nil {
+		edges = append(edges, signal.EdgeOrganization)
+	}
+	if m.session != nil {
+		edges = append(edges, signal.EdgeSession)
+	}
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *SignalMutation) AddedIDs(name string) []ent.Value {
+	switch name {
+	case signal.EdgeOrganization:
+		if id := m.organization; id != nil {
+			return []ent.Value{*id}
+		}
+	case signal.EdgeSession:
+		if id := m.session; id != nil {
+			return []ent.Value{*id}
+		}
+	}
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *SignalMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 2)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *SignalMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *SignalMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 2)
+	if m.clearedorganization {
+		edges = append(edges, signal.EdgeOrganization)
+	}
+	if m.clearedsession {
+		edges = append(edges, signal.EdgeSession)
+	}
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *SignalMutation) EdgeCleared(name string) bool {
+	switch name {
+	case signal.EdgeOrganization:
+		return m.clearedorganization
+	case signal.EdgeSession:
+		return m.clearedsession
+	}
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *SignalMutation) ClearEdge(name string) error {
+	switch name {
+	case signal.EdgeOrganization:
+		m.ClearOrganization()
+		return nil
+	case signal.EdgeSession:
+		m.ClearSession()
+		return nil
+	}
+	return fmt.Errorf("unknown Signal unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *SignalMutation) ResetEdge(name string) error {
+	switch name {
+	case signal.EdgeOrganization:
+		m.ResetOrganization()
+		return nil
+	case signal.EdgeSession:
+		m.ResetSession()
+		return nil
+	}
+	return fmt.Errorf("unknown Signal edge %s", name)
 }
 
 // SiteMutation represents an operation that mutates the Site nodes in the graph.

@@ -41,9 +41,13 @@ type OrganizationEdges struct {
 	Events []*Event `json:"events,omitempty"`
 	// APIKeys holds the value of the api_keys edge.
 	APIKeys []*APIKey `json:"api_keys,omitempty"`
+	// Signals holds the value of the signals edge.
+	Signals []*Signal `json:"signals,omitempty"`
+	// Prompts holds the value of the prompts edge.
+	Prompts []*Prompt `json:"prompts,omitempty"`
 	// loadedTypes holds the information for reporting if a
 	// type was loaded (or requested) in eager-loading or not.
-	loadedTypes [6]bool
+	loadedTypes [8]bool
 
 	namedSites    map[string][]*Site
 	namedTraps    map[string][]*Trap
@@ -51,6 +55,8 @@ type OrganizationEdges struct {
 	namedHits     map[string][]*Hit
 	namedEvents   map[string][]*Event
 	namedAPIKeys  map[string][]*APIKey
+	namedSignals  map[string][]*Signal
+	namedPrompts  map[string][]*Prompt
 }
 
 // SitesOrErr returns the Sites value or an error if the edge
@@ -105,6 +111,24 @@ func (e OrganizationEdges) APIKeysOrErr() ([]*APIKey, error) {
 		return e.APIKeys, nil
 	}
 	return nil, &NotLoadedError{edge: "api_keys"}
+}
+
+// SignalsOrErr returns the Signals value or an error if the edge
+// was not loaded in eager-loading.
+func (e OrganizationEdges) SignalsOrErr() ([]*Signal, error) {
+	if e.loadedTypes[6] {
+		return e.Signals, nil
+	}
+	return nil, &NotLoadedError{edge: "signals"}
+}
+
+// PromptsOrErr returns the Prompts value or an error if the edge
+// was not loaded in eager-loading.
+func (e OrganizationEdges) PromptsOrErr() ([]*Prompt, error) {
+	if e.loadedTypes[7] {
+		return e.Prompts, nil
+	}
+	return nil, &NotLoadedError{edge: "prompts"}
 }
 
 // scanValues returns the types for scanning values from sql.Rows.
@@ -190,6 +214,16 @@ func (_m *Organization) QueryEvents() *EventQuery {
 // QueryAPIKeys queries the "api_keys" edge of the Organization entity.
 func (_m *Organization) QueryAPIKeys() *APIKeyQuery {
 	return NewOrganizationClient(_m.config).QueryAPIKeys(_m)
+}
+
+// QuerySignals queries the "signals" edge of the Organization entity.
+func (_m *Organization) QuerySignals() *SignalQuery {
+	return NewOrganizationClient(_m.config).QuerySignals(_m)
+}
+
+// QueryPrompts queries the "prompts" edge of the Organization entity.
+func (_m *Organization) QueryPrompts() *PromptQuery {
+	return NewOrganizationClient(_m.config).QueryPrompts(_m)
 }
 
 // Update returns a builder for updating this Organization.
@@ -365,6 +399,54 @@ func (_m *Organization) appendNamedAPIKeys(name string, edges ...*APIKey) {
 		_m.Edges.namedAPIKeys[name] = []*APIKey{}
 	} else {
 		_m.Edges.namedAPIKeys[name] = append(_m.Edges.namedAPIKeys[name], edges...)
+	}
+}
+
+// NamedSignals returns the Signals named value or an error if the edge was not
+// loaded in eager-loading with this name.
+func (_m *Organization) NamedSignals(name string) ([]*Signal, error) {
+	if _m.Edges.namedSignals == nil {
+		return nil, &NotLoadedError{edge: name}
+	}
+	nodes, ok := _m.Edges.namedSignals[name]
+	if !ok {
+		return nil, &NotLoadedError{edge: name}
+	}
+	return nodes, nil
+}
+
+func (_m *Organization) appendNamedSignals(name string, edges ...*Signal) {
+	if _m.Edges.namedSignals == nil {
+		_m.Edges.namedSignals = make(map[string][]*Signal)
+	}
+	if len(edges) == 0 {
+		_m.Edges.namedSignals[name] = []*Signal{}
+	} else {
+		_m.Edges.namedSignals[name] = append(_m.Edges.namedSignals[name], edges...)
+	}
+}
+
+// NamedPrompts returns the Prompts named value or an error if the edge was not
+// loaded in eager-loading with this name.
+func (_m *Organization) NamedPrompts(name string) ([]*Prompt, error) {
+	if _m.Edges.namedPrompts == nil {
+		return nil, &NotLoadedError{edge: name}
+	}
+	nodes, ok := _m.Edges.namedPrompts[name]
+	if !ok {
+		return nil, &NotLoadedError{edge: name}
+	}
+	return nodes, nil
+}
+
+func (_m *Organization) appendNamedPrompts(name string, edges ...*Prompt) {
+	if _m.Edges.namedPrompts == nil {
+		_m.Edges.namedPrompts = make(map[string][]*Prompt)
+	}
+	if len(edges) == 0 {
+		_m.Edges.namedPrompts[name] = []*Prompt{}
+	} else {
+		_m.Edges.namedPrompts[name] = append(_m.Edges.namedPrompts[name], edges...)
 	}
 }
 

@@ -16,7 +16,9 @@ import (
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/organization"
+	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
 )
@@ -151,6 +153,36 @@ func (_c *OrganizationCreate) AddAPIKeys(v ...*APIKey) *OrganizationCreate {
 		ids[i] = v[i].ID
 	}
 	return _c.AddAPIKeyIDs(ids...)
+}
+
+// AddSignalIDs adds the "signals" edge to the Signal entity by IDs.
+func (_c *OrganizationCreate) AddSignalIDs(ids ...string) *OrganizationCreate {
+	_c.mutation.AddSignalIDs(ids...)
+	return _c
+}
+
+// AddSignals adds the "signals" edges to the Signal entity.
+func (_c *OrganizationCreate) AddSignals(v ...*Signal) *OrganizationCreate {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _c.AddSignalIDs(ids...)
+}
+
+// AddPromptIDs adds the "prompts" edge to the Prompt entity by IDs.
+func (_c *OrganizationCreate) AddPromptIDs(ids ...string) *OrganizationCreate {
+	_c.mutation.AddPromptIDs(ids...)
+	return _c
+}
+
+// AddPrompts adds the "prompts" edges to the Prompt entity.
+func (_c *OrganizationCreate) AddPrompts(v ...*Prompt) *OrganizationCreate {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _c.AddPromptIDs(ids...)
 }
 
 // Mutation returns the OrganizationMutation object of the builder.
@@ -358,6 +390,38 @@ func (_c *OrganizationCreate) createSpec() (*Organization, *sqlgraph.CreateSpec)
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(apikey.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges = append(_spec.Edges, edge)
+	}
+	if nodes := _c.mutation.SignalsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   organization.SignalsTable,
+			Columns: []string{organization.SignalsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(signal.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges = append(_spec.Edges, edge)
+	}
+	if nodes := _c.mutation.PromptsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   organization.PromptsTable,
+			Columns: []string{organization.PromptsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(prompt.FieldID, field.TypeString),
 			},
 		}
 		for _, k := range nodes {

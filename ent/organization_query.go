@@ -18,7 +18,9 @@ import (
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/predicate"
+	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
 )
@@ -36,6 +38,8 @@ type OrganizationQuery struct {
 	withHits          *HitQuery
 	withEvents        *EventQuery
 	withAPIKeys       *APIKeyQuery
+	withSignals       *SignalQuery
+	withPrompts       *PromptQuery
 	loadTotal         []func(context.Context, []*Organization) error
 	modifiers         []func(*sql.Selector)
 	withNamedSites    map[string]*SiteQuery
@@ -44,6 +48,8 @@ type OrganizationQuery struct {
 	withNamedHits     map[string]*HitQuery
 	withNamedEvents   map[string]*EventQuery
 	withNamedAPIKeys  map[string]*APIKeyQuery
+	withNamedSignals  map[string]*SignalQuery
+	withNamedPrompts  map[string]*PromptQuery
 	// intermediate query (i.e. traversal path).
 	sql  *sql.Selector
 	path func(context.Context) (*sql.Selector, error)
@@ -205,6 +211,50 @@ func (_q *OrganizationQuery) QueryAPIKeys() *APIKeyQuery {
 			sqlgraph.From(organization.Table, organization.FieldID, selector),
 			sqlgraph.To(apikey.Table, apikey.FieldID),
 			sqlgraph.Edge(sqlgraph.O2M, false, organization.APIKeysTable, organization.APIKeysColumn),
+		)
+		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
+		return fromU, nil
+	}
+	return query
+}
+
+// QuerySignals chains the current query on the "signals" edge.
+func (_q *OrganizationQuery) QuerySignals() *SignalQuery {
+	query := (&SignalClient{config: _q.config}).Query()
+	query.path = func(ctx context.Context) (fromU *sql.Selector, err error) {
+		if err := _q.prepareQuery(ctx); err != nil {
+			return nil, err
+		}
+		selector := _q.sqlQuery(ctx)
+		if err := selector.Err(); err != nil {
+			return nil, err
+		}
+		step := sqlgraph.NewStep(
+			sqlgraph.From(organization.Table, organization.FieldID, selector),
+			sqlgraph.To(signal.Table, signal.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, organization.SignalsTable, organization.SignalsColumn),
+		)
+		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
+		return fromU, nil
+	}
+	return query
+}
+
+// QueryPrompts chains the current query on the "prompts" edge.
+func (_q *OrganizationQuery) QueryPrompts() *PromptQuery {
+	query := (&PromptClient{config: _q.config}).Query()
+	query.path = func(ctx context.Context) (fromU *sql.Selector, err error) {
+		if err := _q.prepareQuery(ctx); err != nil {
+			return nil, err
+		}
+		selector := _q.sqlQuery(ctx)
+		if err := selector.Err(); err != nil {
+			return nil, err
+		}
+		step := sqlgraph.NewStep(
+			sqlgraph.From(organization.Table, organization.FieldID, selector),
+			sqlgraph.To(prompt.Table, prompt.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, organization.PromptsTable, organization.PromptsColumn),
 		)
 		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
 		return fromU, nil
@@ -410,6 +460,8 @@ func (_q *OrganizationQuery) Clone() *OrganizationQuery {
 		withHits:     _q.withHits.Clone(),
 		withEvents:   _q.withEvents.Clone(),
 		withAPIKeys:  _q.withAPIKeys.Clone(),
+		withSignals:  _q.withSignals.Clone(),
+		withPrompts:  _q.withPrompts.Clone(),
 		// clone intermediate query.
 		sql:       _q.sql.Clone(),
 		path:      _q.path,
@@ -480,6 +532,28 @@ func (_q *OrganizationQuery) WithAPIKeys(opts ...func(*APIKeyQuery)) *Organizati
 		opt(query)
 	}
 	_q.withAPIKeys = query
+	return _q
+}
+
+// WithSignals tells the query-builder to eager-load the nodes that are connected to
+// the "signals" edge. The optional arguments are used to configure the query builder of the edge.
+func (_q *OrganizationQuery) WithSignals(opts ...func(*SignalQuery)) *OrganizationQuery {
+	query := (&SignalClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	_q.withSignals = query
+	return _q
+}
+
+// WithPrompts tells the query-builder to eager-load the nodes that are connected to
+// the "prompts" edge. The optional arguments are used to configure the query builder of the edge.
+func (_q *OrganizationQuery) WithPrompts(opts ...func(*PromptQuery)) *OrganizationQuery {
+	query := (&PromptClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	_q.withPrompts = query
 	return _q
 }
 
@@ -567,13 +641,15 @@ func (_q *OrganizationQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]
 	var (
 		nodes       = []*Organization{}
 		_spec       = _q.querySpec()
-		loadedTypes = [6]bool{
+		loadedTypes = [8]bool{
 			_q.withSites != nil,
 			_q.withTraps != nil,
 			_q.withSessions != nil,
 			_q.withHits != nil,
 			_q.withEvents != nil,
 			_q.withAPIKeys != nil,
+			_q.withSignals != nil,
+			_q.withPrompts != nil,
 		}
 	)
 	_spec.ScanValues = func(columns []string) ([]any, error) {
@@ -639,6 +715,20 @@ func (_q *OrganizationQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]
 			return nil, err
 		}
 	}
+	if query := _q.withSignals; query != nil {
+		if err := _q.loadSignals(ctx, query, nodes,
+			func(n *Organization) { n.Edges.Signals = []*Signal{} },
+			func(n *Organization, e *Signal) { n.Edges.Signals = append(n.Edges.Signals, e) }); err != nil {
+			return nil, err
+		}
+	}
+	if query := _q.withPrompts; query != nil {
+		if err := _q.loadPrompts(ctx, query, nodes,
+			func(n *Organization) { n.Edges.Prompts = []*Prompt{} },
+			func(n *Organization, e *Prompt) { n.Edges.Prompts = append(n.Edges.Prompts, e) }); err != nil {
+			return nil, err
+		}
+	}
 	for name, query := range _q.withNamedSites {
 		if err := _q.loadSites(ctx, query, nodes,
 			func(n *Organization) { n.appendNamedSites(name) },
@@ -678,6 +768,20 @@ func (_q *OrganizationQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]
 		if err := _q.loadAPIKeys(ctx, query, nodes,
 			func(n *Organization) { n.appendNamedAPIKeys(name) },
 			func(n *Organization, e *APIKey) { n.appendNamedAPIKeys(name, e) }); err != nil {
+			return nil, err
+		}
+	}
+	for name, query := range _q.withNamedSignals {
+		if err := _q.loadSignals(ctx, query, nodes,
+			func(n *Organization) { n.appendNamedSignals(name) },
+			func(n *Organization, e *Signal) { n.appendNamedSignals(name, e) }); err != nil {
+			return nil, err
+		}
+	}
+	for name, query := range _q.withNamedPrompts {
+		if err := _q.loadPrompts(ctx, query, nodes,
+			func(n *Organization) { n.appendNamedPrompts(name) },
+			func(n *Organization, e *Prompt) { n.appendNamedPrompts(name, e) }); err != nil {
 			return nil, err
 		}
 	}
@@ -869,6 +973,66 @@ func (_q *OrganizationQuery) loadAPIKeys(ctx context.Context, query *APIKeyQuery
 	}
 	return nil
 }
+func (_q *OrganizationQuery) loadSignals(ctx context.Context, query *SignalQuery, nodes []*Organization, init func(*Organization), assign func(*Organization, *Signal)) error {
+	fks := make([]driver.Value, 0, len(nodes))
+	nodeids := make(map[string]*Organization)
+	for i := range nodes {
+		fks = append(fks, nodes[i].ID)
+		nodeids[nodes[i].ID] = nodes[i]
+		if init != nil {
+			init(nodes[i])
+		}
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(signal.FieldOrgID)
+	}
+	query.Where(predicate.Signal(func(s *sql.Selector) {
+		s.Where(sql.InValues(s.C(organization.SignalsColumn), fks...))
+	}))
+	neighbors, err := query.All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range neighbors {
+		fk := n.OrgID
+		node, ok := nodeids[fk]
+		if !ok {
+			return fmt.Errorf(`unexpected referenced foreign-key "org_id" returned %v for node %v`, fk, n.ID)
+		}
+		assign(node, n)
+	}
+	return nil
+}
+func (_q *OrganizationQuery) loadPrompts(ctx context.Context, query *PromptQuery, nodes []*Organization, init func(*Organization), assign func(*Organization, *Prompt)) error {
+	fks := make([]driver.Value, 0, len(nodes))
+	nodeids := make(map[string]*Organization)
+	for i := range nodes {
+		fks = append(fks, nodes[i].ID)
+		nodeids[nodes[i].ID] = nodes[i]
+		if init != nil {
+			init(nodes[i])
+		}
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(prompt.FieldOrgID)
+	}
+	query.Where(predicate.Prompt(func(s *sql.Selector) {
+		s.Where(sql.InValues(s.C(organization.PromptsColumn), fks...))
+	}))
+	neighbors, err := query.All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range neighbors {
+		fk := n.OrgID
+		node, ok := nodeids[fk]
+		if !ok {
+			return fmt.Errorf(`unexpected referenced foreign-key "org_id" returned %v for node %v`, fk, n.ID)
+		}
+		assign(node, n)
+	}
+	return nil
+}
 
 func (_q *OrganizationQuery) sqlCount(ctx context.Context) (int, error) {
 	_spec := _q.querySpec()
@@ -1044,6 +1208,34 @@ func (_q *OrganizationQuery) WithNamedAPIKeys(name string, opts ...func(*APIKeyQ
 		_q.withNamedAPIKeys = make(map[string]*APIKeyQuery)
 	}
 	_q.withNamedAPIKeys[name] = query
+	return _q
+}
+
+// WithNamedSignals tells the query-builder to eager-load the nodes that are connected to the "signals"
+// edge with the given name. The optional arguments are used to configure the query builder of the edge.
+func (_q *OrganizationQuery) WithNamedSignals(name string, opts ...func(*SignalQuery)) *OrganizationQuery {
+	query := (&SignalClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	if _q.withNamedSignals == nil {
+		_q.withNamedSignals = make(map[string]*SignalQuery)
+	}
+	_q.withNamedSignals[name] = query
+	return _q
+}
+
+// WithNamedPrompts tells the query-builder to eager-load the nodes that are connected to the "prompts"
+// edge with the given name. The optional arguments are used to configure the query builder of the edge.
+func (_q *OrganizationQuery) WithNamedPrompts(name string, opts ...func(*PromptQuery)) *OrganizationQuery {
+	query := (&PromptClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	if _q.withNamedPrompts == nil {
+		_q.withNamedPrompts = make(map[string]*PromptQuery)
+	}
+	_q.withNamedPrompts[name] = query
 	return _q
 }
 

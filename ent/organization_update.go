@@ -15,7 +15,9 @@ import (
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/predicate"
+	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
 )
@@ -136,6 +138,36 @@ func (_u *OrganizationUpdate) AddAPIKeys(v ...*APIKey) *OrganizationUpdate {
 		ids[i] = v[i].ID
 	}
 	return _u.AddAPIKeyIDs(ids...)
+}
+
+// AddSignalIDs adds the "signals" edge to the Signal entity by IDs.
+func (_u *OrganizationUpdate) AddSignalIDs(ids ...string) *OrganizationUpdate {
+	_u.mutation.AddSignalIDs(ids...)
+	return _u
+}
+
+// AddSignals adds the "signals" edges to the Signal entity.
+func (_u *OrganizationUpdate) AddSignals(v ...*Signal) *OrganizationUpdate {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddSignalIDs(ids...)
+}
+
+// AddPromptIDs adds the "prompts" edge to the Prompt entity by IDs.
+func (_u *OrganizationUpdate) AddPromptIDs(ids ...string) *OrganizationUpdate {
+	_u.mutation.AddPromptIDs(ids...)
+	return _u
+}
+
+// AddPrompts adds the "prompts" edges to the Prompt entity.
+func (_u *OrganizationUpdate) AddPrompts(v ...*Prompt) *OrganizationUpdate {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddPromptIDs(ids...)
 }
 
 // Mutation returns the OrganizationMutation object of the builder.
@@ -267,6 +299,48 @@ func (_u *OrganizationUpdate) RemoveAPIKeys(v ...*APIKey) *OrganizationUpdate {
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveAPIKeyIDs(ids...)
+}
+
+// ClearSignals clears all "signals" edges to the Signal entity.
+func (_u *OrganizationUpdate) ClearSignals() *OrganizationUpdate {
+	_u.mutation.ClearSignals()
+	return _u
+}
+
+// RemoveSignalIDs removes the "signals" edge to Signal entities by IDs.
+func (_u *OrganizationUpdate) RemoveSignalIDs(ids ...string) *OrganizationUpdate {
+	_u.mutation.RemoveSignalIDs(ids...)
+	return _u
+}
+
+// RemoveSignals removes "signals" edges to Signal entities.
+func (_u *OrganizationUpdate) RemoveSignals(v ...*Signal) *OrganizationUpdate {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveSignalIDs(ids...)
+}
+
+// ClearPrompts clears all "prompts" edges to the Prompt entity.
+func (_u *OrganizationUpdate) ClearPrompts() *OrganizationUpdate {
+	_u.mutation.ClearPrompts()
+	return _u
+}
+
+// RemovePromptIDs removes the "prompts" edge to Prompt entities by IDs.
+func (_u *OrganizationUpdate) RemovePromptIDs(ids ...string) *OrganizationUpdate {
+	_u.mutation.RemovePromptIDs(ids...)
+	return _u
+}
+
+// RemovePrompts removes "prompts" edges to Prompt entities.
+func (_u *OrganizationUpdate) RemovePrompts(v ...*Prompt) *OrganizationUpdate {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemovePromptIDs(ids...)
 }
 
 // Save executes the query and returns the number of nodes affected by the update operation.
@@ -597,6 +671,96 @@ func (_u *OrganizationUpdate) sqlSave(ctx context.Context) (_node int, err error
 		}
 		_spec.Edges.Add = append(_spec.Edges.Add, edge)
 	}
+	if _u.mutation.SignalsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   organization.SignalsTable,
+			Columns: []string{organization.SignalsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(signal.FieldID, field.TypeString),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedSignalsIDs(); len(nodes) > 0 && !_u.mutation.SignalsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   organization.SignalsTable,
+			Columns: []string{organization.SignalsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(signal.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.SignalsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   organization.SignalsTable,
+			Columns: []string{organization.SignalsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(signal.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.PromptsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   organization.PromptsTable,
+			Columns: []string{organization.PromptsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(prompt.FieldID, field.TypeString),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedPromptsIDs(); len(nodes) > 0 && !_u.mutation.PromptsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   organization.PromptsTable,
+			Columns: []string{organization.PromptsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(prompt.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.PromptsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   organization.PromptsTable,
+			Columns: []string{organization.PromptsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(prompt.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
 	_spec.AddModifiers(_u.modifiers...)
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -721,6 +885,36 @@ func (_u *OrganizationUpdateOne) AddAPIKeys(v ...*APIKey) *OrganizationUpdateOne
 		ids[i] = v[i].ID
 	}
 	return _u.AddAPIKeyIDs(ids...)
+}
+
+// AddSignalIDs adds the "signals" edge to the Signal entity by IDs.
+func (_u *OrganizationUpdateOne) AddSignalIDs(ids ...string) *OrganizationUpdateOne {
+	_u.mutation.AddSignalIDs(ids...)
+	return _u
+}
+
+// AddSignals adds the "signals" edges to the Signal entity.
+func (_u *OrganizationUpdateOne) AddSignals(v ...*Signal) *OrganizationUpdateOne {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddSignalIDs(ids...)
+}
+
+// AddPromptIDs adds the "prompts" edge to the Prompt entity by IDs.
+func (_u *OrganizationUpdateOne) AddPromptIDs(ids ...string) *OrganizationUpdateOne {
+	_u.mutation.AddPromptIDs(ids...)
+	return _u
+}
+
+// AddPrompts adds the "prompts" edges to the Prompt entity.
+func (_u *OrganizationUpdateOne) AddPrompts(v ...*Prompt) *OrganizationUpdateOne {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddPromptIDs(ids...)
 }
 
 // Mutation returns the OrganizationMutation object of the builder.
@@ -852,6 +1046,48 @@ func (_u *OrganizationUpdateOne) RemoveAPIKeys(v ...*APIKey) *OrganizationUpdate
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveAPIKeyIDs(ids...)
+}
+
+// ClearSignals clears all "signals" edges to the Signal entity.
+func (_u *OrganizationUpdateOne) ClearSignals() *OrganizationUpdateOne {
+	_u.mutation.ClearSignals()
+	return _u
+}
+
+// RemoveSignalIDs removes the "signals" edge to Signal entities by IDs.
+func (_u *OrganizationUpdateOne) RemoveSignalIDs(ids ...string) *OrganizationUpdateOne {
+	_u.mutation.RemoveSignalIDs(ids...)
+	return _u
+}
+
+// RemoveSignals removes "signals" edges to Signal entities.
+func (_u *OrganizationUpdateOne) RemoveSignals(v ...*Signal) *OrganizationUpdateOne {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveSignalIDs(ids...)
+}
+
+// ClearPrompts clears all "prompts" edges to the Prompt entity.
+func (_u *OrganizationUpdateOne) ClearPrompts() *OrganizationUpdateOne {
+	_u.mutation.ClearPrompts()
+	return _u
+}
+
+// RemovePromptIDs removes the "prompts" edge to Prompt entities by IDs.
+func (_u *OrganizationUpdateOne) RemovePromptIDs(ids ...string) *OrganizationUpdateOne {
+	_u.mutation.RemovePromptIDs(ids...)
+	return _u
+}
+
+// RemovePrompts removes "prompts" edges to Prompt entities.
+func (_u *OrganizationUpdateOne) RemovePrompts(v ...*Prompt) *OrganizationUpdateOne {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemovePromptIDs(ids...)
 }
 
 // Where appends a list predicates to the OrganizationUpdate builder.
@@ -1205,6 +1441,96 @@ func (_u *OrganizationUpdateOne) sqlSave(ctx context.Context) (_node *Organizati
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(apikey.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.SignalsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   organization.SignalsTable,
+			Columns: []string{organization.SignalsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(signal.FieldID, field.TypeString),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedSignalsIDs(); len(nodes) > 0 && !_u.mutation.SignalsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   organization.SignalsTable,
+			Columns: []string{organization.SignalsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(signal.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.SignalsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   organization.SignalsTable,
+			Columns: []string{organization.SignalsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(signal.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.PromptsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   organization.PromptsTable,
+			Columns: []string{organization.PromptsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(prompt.FieldID, field.TypeString),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedPromptsIDs(); len(nodes) > 0 && !_u.mutation.PromptsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   organization.PromptsTable,
+			Columns: []string{organization.PromptsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(prompt.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.PromptsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   organization.PromptsTable,
+			Columns: []string{organization.PromptsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(prompt.FieldID, field.TypeString),
 			},
 		}
 		for _, k := range nodes {

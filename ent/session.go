@@ -11,6 +11,7 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"github.com/flytrap/flytrap/ent/organization"
+	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ent/session"
 )
 
@@ -53,6 +54,8 @@ type Session struct {
 	ExtractedOperator string `json:"extracted_operator,omitempty"`
 	// TrapsTriggered holds the value of the "traps_triggered" field.
 	TrapsTriggered []string `json:"traps_triggered,omitempty"`
+	// State holds the value of the "state" field.
+	State schematype.SessionState `json:"state,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the SessionQuery when eager-loading is set.
 	Edges        SessionEdges `json:"edges"`
@@ -65,13 +68,19 @@ type SessionEdges struct {
 	Organization *Organization `json:"organization,omitempty"`
 	// Hits holds the value of the hits edge.
 	Hits []*Hit `json:"hits,omitempty"`
+	// Signals holds the value of the signals edge.
+	Signals []*Signal `json:"signals,omitempty"`
+	// Prompts holds the value of the prompts edge.
+	Prompts []*Prompt `json:"prompts,omitempty"`
 	// loadedTypes holds the information for reporting if a
 	// type was loaded (or requested) in eager-loading or not.
-	loadedTypes [2]bool
+	loadedTypes [4]bool
 	// totalCount holds the count of the edges above.
-	totalCount [1]map[string]int
+	totalCount [3]map[string]int
 
-	namedHits map[string][]*Hit
+	namedHits    map[string][]*Hit
+	namedSignals map[string][]*Signal
+	namedPrompts map[string][]*Prompt
 }
 
 // OrganizationOrErr returns the Organization value or an error if the edge
@@ -94,12 +103,30 @@ func (e SessionEdges) HitsOrErr() ([]*Hit, error) {
 	return nil, &NotLoadedError{edge: "hits"}
 }
 
+// SignalsOrErr returns the Signals value or an error if the edge
+// was not loaded in eager-loading.
+func (e SessionEdges) SignalsOrErr() ([]*Signal, error) {
+	if e.loadedTypes[2] {
+		return e.Signals, nil
+	}
+	return nil, &NotLoadedError{edge: "signals"}
+}
+
+// PromptsOrErr returns the Prompts value or an error if the edge
+// was not loaded in eager-loading.
+func (e SessionEdges) PromptsOrErr() ([]*Prompt, error) {
+	if e.loadedTypes[3] {
+		return e.Prompts, nil
+	}
+	return nil, &NotLoadedError{edge: "prompts"}
+}
+
 // scanValues returns the types for scanning values from sql.Rows.
 func (*Session) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case session.FieldSignalsFired, session.FieldTrapsTriggered:
+		case session.FieldSignalsFired, session.FieldTrapsTriggered, session.FieldState:
 			values[i] = new([]byte)
 		case session.FieldScore, session.FieldConfidence, session.FieldHitCount, session.FieldTripwiresFired, session.FieldPromptsCaptured:
 			values[i] = new(sql.NullInt64)
@@ -234,6 +261,14 @@ func (_m *Session) assignValues(columns []string, values []any) error {
 					return fmt.Errorf("unmarshal field traps_triggered: %w", err)
 				}
 			}
+		case session.FieldState:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field state", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.State); err != nil {
+					return fmt.Errorf("unmarshal field state: %w", err)
+				}
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -255,6 +290,16 @@ func (_m *Session) QueryOrganization() *OrganizationQuery {
 // QueryHits queries the "hits" edge of the Session entity.
 func (_m *Session) QueryHits() *HitQuery {
 	return NewSessionClient(_m.config).QueryHits(_m)
+}
+
+// QuerySignals queries the "signals" edge of the Session entity.
+func (_m *Session) QuerySignals() *SignalQuery {
+	return NewSessionClient(_m.config).QuerySignals(_m)
+}
+
+// QueryPrompts queries the "prompts" edge of the Session entity.
+func (_m *Session) QueryPrompts() *PromptQuery {
+	return NewSessionClient(_m.config).QueryPrompts(_m)
 }
 
 // Update returns a builder for updating this Session.
@@ -330,6 +375,9 @@ func (_m *Session) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("traps_triggered=")
 	builder.WriteString(fmt.Sprintf("%v", _m.TrapsTriggered))
+	builder.WriteString(", ")
+	builder.WriteString("state=")
+	builder.WriteString(fmt.Sprintf("%v", _m.State))
 	builder.WriteByte(')')
 	return builder.String()
 }
@@ -355,6 +403,54 @@ func (_m *Session) appendNamedHits(name string, edges ...*Hit) {
 		_m.Edges.namedHits[name] = []*Hit{}
 	} else {
 		_m.Edges.namedHits[name] = append(_m.Edges.namedHits[name], edges...)
+	}
+}
+
+// NamedSignals returns the Signals named value or an error if the edge was not
+// loaded in eager-loading with this name.
+func (_m *Session) NamedSignals(name string) ([]*Signal, error) {
+	if _m.Edges.namedSignals == nil {
+		return nil, &NotLoadedError{edge: name}
+	}
+	nodes, ok := _m.Edges.namedSignals[name]
+	if !ok {
+		return nil, &NotLoadedError{edge: name}
+	}
+	return nodes, nil
+}
+
+func (_m *Session) appendNamedSignals(name string, edges ...*Signal) {
+	if _m.Edges.namedSignals == nil {
+		_m.Edges.namedSignals = make(map[string][]*Signal)
+	}
+	if len(edges) == 0 {
+		_m.Edges.namedSignals[name] = []*Signal{}
+	} else {
+		_m.Edges.namedSignals[name] = append(_m.Edges.namedSignals[name], edges...)
+	}
+}
+
+// NamedPrompts returns the Prompts named value or an error if the edge was not
+// loaded in eager-loading with this name.
+func (_m *Session) NamedPrompts(name string) ([]*Prompt, error) {
+	if _m.Edges.namedPrompts == nil {
+		return nil, &NotLoadedError{edge: name}
+	}
+	nodes, ok := _m.Edges.namedPrompts[name]
+	if !ok {
+		return nil, &NotLoadedError{edge: name}
+	}
+	return nodes, nil
+}
+
+func (_m *Session) appendNamedPrompts(name string, edges ...*Prompt) {
+	if _m.Edges.namedPrompts == nil {
+		_m.Edges.namedPrompts = make(map[string][]*Prompt)
+	}
+	if len(edges) == 0 {
+		_m.Edges.namedPrompts[name] = []*Prompt{}
+	} else {
+		_m.Edges.namedPrompts[name] = append(_m.Edges.namedPrompts[name], edges...)
 	}
 }
 

@@ -14,7 +14,10 @@ import (
 	"entgo.io/ent/schema/field"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/organization"
+	"github.com/flytrap/flytrap/ent/prompt"
+	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/signal"
 )
 
 // SessionCreate is the builder for creating a Session entity.
@@ -231,6 +234,20 @@ func (_c *SessionCreate) SetTrapsTriggered(v []string) *SessionCreate {
 	return _c
 }
 
+// SetState sets the "state" field.
+func (_c *SessionCreate) SetState(v schematype.SessionState) *SessionCreate {
+	_c.mutation.SetState(v)
+	return _c
+}
+
+// SetNillableState sets the "state" field if the given value is not nil.
+func (_c *SessionCreate) SetNillableState(v *schematype.SessionState) *SessionCreate {
+	if v != nil {
+		_c.SetState(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *SessionCreate) SetID(v string) *SessionCreate {
 	_c.mutation.SetID(v)
@@ -269,6 +286,36 @@ func (_c *SessionCreate) AddHits(v ...*Hit) *SessionCreate {
 		ids[i] = v[i].ID
 	}
 	return _c.AddHitIDs(ids...)
+}
+
+// AddSignalIDs adds the "signals" edge to the Signal entity by IDs.
+func (_c *SessionCreate) AddSignalIDs(ids ...string) *SessionCreate {
+	_c.mutation.AddSignalIDs(ids...)
+	return _c
+}
+
+// AddSignals adds the "signals" edges to the Signal entity.
+func (_c *SessionCreate) AddSignals(v ...*Signal) *SessionCreate {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _c.AddSignalIDs(ids...)
+}
+
+// AddPromptIDs adds the "prompts" edge to the Prompt entity by IDs.
+func (_c *SessionCreate) AddPromptIDs(ids ...string) *SessionCreate {
+	_c.mutation.AddPromptIDs(ids...)
+	return _c
+}
+
+// AddPrompts adds the "prompts" edges to the Prompt entity.
+func (_c *SessionCreate) AddPrompts(v ...*Prompt) *SessionCreate {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _c.AddPromptIDs(ids...)
 }
 
 // Mutation returns the SessionMutation object of the builder.
@@ -598,6 +645,10 @@ func (_c *SessionCreate) createSpec() (*Session, *sqlgraph.CreateSpec) {
 		_spec.SetField(session.FieldTrapsTriggered, field.TypeJSON, value)
 		_node.TrapsTriggered = value
 	}
+	if value, ok := _c.mutation.State(); ok {
+		_spec.SetField(session.FieldState, field.TypeJSON, value)
+		_node.State = value
+	}
 	if nodes := _c.mutation.OrganizationIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.M2O,
@@ -624,6 +675,38 @@ func (_c *SessionCreate) createSpec() (*Session, *sqlgraph.CreateSpec) {
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(hit.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges = append(_spec.Edges, edge)
+	}
+	if nodes := _c.mutation.SignalsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.SignalsTable,
+			Columns: []string{session.SignalsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(signal.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges = append(_spec.Edges, edge)
+	}
+	if nodes := _c.mutation.PromptsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.PromptsTable,
+			Columns: []string{session.PromptsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(prompt.FieldID, field.TypeString),
 			},
 		}
 		for _, k := range nodes {
@@ -896,6 +979,24 @@ func (u *SessionUpsert) SetTrapsTriggered(v []string) *SessionUpsert {
 // UpdateTrapsTriggered sets the "traps_triggered" field to the value that was provided on create.
 func (u *SessionUpsert) UpdateTrapsTriggered() *SessionUpsert {
 	u.SetExcluded(session.FieldTrapsTriggered)
+	return u
+}
+
+// SetState sets the "state" field.
+func (u *SessionUpsert) SetState(v schematype.SessionState) *SessionUpsert {
+	u.Set(session.FieldState, v)
+	return u
+}
+
+// UpdateState sets the "state" field to the value that was provided on create.
+func (u *SessionUpsert) UpdateState() *SessionUpsert {
+	u.SetExcluded(session.FieldState)
+	return u
+}
+
+// ClearState clears the value of the "state" field.
+func (u *SessionUpsert) ClearState() *SessionUpsert {
+	u.SetNull(session.FieldState)
 	return u
 }
 
@@ -1202,6 +1303,27 @@ func (u *SessionUpsertOne) SetTrapsTriggered(v []string) *SessionUpsertOne {
 func (u *SessionUpsertOne) UpdateTrapsTriggered() *SessionUpsertOne {
 	return u.Update(func(s *SessionUpsert) {
 		s.UpdateTrapsTriggered()
+	})
+}
+
+// SetState sets the "state" field.
+func (u *SessionUpsertOne) SetState(v schematype.SessionState) *SessionUpsertOne {
+	return u.Update(func(s *SessionUpsert) {
+		s.SetState(v)
+	})
+}
+
+// UpdateState sets the "state" field to the value that was provided on create.
+func (u *SessionUpsertOne) UpdateState() *SessionUpsertOne {
+	return u.Update(func(s *SessionUpsert) {
+		s.UpdateState()
+	})
+}
+
+// ClearState clears the value of the "state" field.
+func (u *SessionUpsertOne) ClearState() *SessionUpsertOne {
+	return u.Update(func(s *SessionUpsert) {
+		s.ClearState()
 	})
 }
 
@@ -1675,6 +1797,27 @@ func (u *SessionUpsertBulk) SetTrapsTriggered(v []string) *SessionUpsertBulk {
 func (u *SessionUpsertBulk) UpdateTrapsTriggered() *SessionUpsertBulk {
 	return u.Update(func(s *SessionUpsert) {
 		s.UpdateTrapsTriggered()
+	})
+}
+
+// SetState sets the "state" field.
+func (u *SessionUpsertBulk) SetState(v schematype.SessionState) *SessionUpsertBulk {
+	return u.Update(func(s *SessionUpsert) {
+		s.SetState(v)
+	})
+}
+
+// UpdateState sets the "state" field to the value that was provided on create.
+func (u *SessionUpsertBulk) UpdateState() *SessionUpsertBulk {
+	return u.Update(func(s *SessionUpsert) {
+		s.UpdateState()
+	})
+}
+
+// ClearState clears the value of the "state" field.
+func (u *SessionUpsertBulk) ClearState() *SessionUpsertBulk {
+	return u.Update(func(s *SessionUpsert) {
+		s.ClearState()
 	})
 }
 

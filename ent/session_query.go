@@ -16,7 +16,9 @@ import (
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/predicate"
+	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/signal"
 )
 
 // SessionQuery is the builder for querying Session entities.
@@ -28,9 +30,13 @@ type SessionQuery struct {
 	predicates       []predicate.Session
 	withOrganization *OrganizationQuery
 	withHits         *HitQuery
+	withSignals      *SignalQuery
+	withPrompts      *PromptQuery
 	loadTotal        []func(context.Context, []*Session) error
 	modifiers        []func(*sql.Selector)
 	withNamedHits    map[string]*HitQuery
+	withNamedSignals map[string]*SignalQuery
+	withNamedPrompts map[string]*PromptQuery
 	// intermediate query (i.e. traversal path).
 	sql  *sql.Selector
 	path func(context.Context) (*sql.Selector, error)
@@ -104,6 +110,50 @@ func (_q *SessionQuery) QueryHits() *HitQuery {
 			sqlgraph.From(session.Table, session.FieldID, selector),
 			sqlgraph.To(hit.Table, hit.FieldID),
 			sqlgraph.Edge(sqlgraph.O2M, false, session.HitsTable, session.HitsColumn),
+		)
+		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
+		return fromU, nil
+	}
+	return query
+}
+
+// QuerySignals chains the current query on the "signals" edge.
+func (_q *SessionQuery) QuerySignals() *SignalQuery {
+	query := (&SignalClient{config: _q.config}).Query()
+	query.path = func(ctx context.Context) (fromU *sql.Selector, err error) {
+		if err := _q.prepareQuery(ctx); err != nil {
+			return nil, err
+		}
+		selector := _q.sqlQuery(ctx)
+		if err := selector.Err(); err != nil {
+			return nil, err
+		}
+		step := sqlgraph.NewStep(
+			sqlgraph.From(session.Table, session.FieldID, selector),
+			sqlgraph.To(signal.Table, signal.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, session.SignalsTable, session.SignalsColumn),
+		)
+		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
+		return fromU, nil
+	}
+	return query
+}
+
+// QueryPrompts chains the current query on the "prompts" edge.
+func (_q *SessionQuery) QueryPrompts() *PromptQuery {
+	query := (&PromptClient{config: _q.config}).Query()
+	query.path = func(ctx context.Context) (fromU *sql.Selector, err error) {
+		if err := _q.prepareQuery(ctx); err != nil {
+			return nil, err
+		}
+		selector := _q.sqlQuery(ctx)
+		if err := selector.Err(); err != nil {
+			return nil, err
+		}
+		step := sqlgraph.NewStep(
+			sqlgraph.From(session.Table, session.FieldID, selector),
+			sqlgraph.To(prompt.Table, prompt.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, session.PromptsTable, session.PromptsColumn),
 		)
 		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
 		return fromU, nil
@@ -305,6 +355,8 @@ func (_q *SessionQuery) Clone() *SessionQuery {
 		predicates:       append([]predicate.Session{}, _q.predicates...),
 		withOrganization: _q.withOrganization.Clone(),
 		withHits:         _q.withHits.Clone(),
+		withSignals:      _q.withSignals.Clone(),
+		withPrompts:      _q.withPrompts.Clone(),
 		// clone intermediate query.
 		sql:       _q.sql.Clone(),
 		path:      _q.path,
@@ -331,6 +383,28 @@ func (_q *SessionQuery) WithHits(opts ...func(*HitQuery)) *SessionQuery {
 		opt(query)
 	}
 	_q.withHits = query
+	return _q
+}
+
+// WithSignals tells the query-builder to eager-load the nodes that are connected to
+// the "signals" edge. The optional arguments are used to configure the query builder of the edge.
+func (_q *SessionQuery) WithSignals(opts ...func(*SignalQuery)) *SessionQuery {
+	query := (&SignalClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	_q.withSignals = query
+	return _q
+}
+
+// WithPrompts tells the query-builder to eager-load the nodes that are connected to
+// the "prompts" edge. The optional arguments are used to configure the query builder of the edge.
+func (_q *SessionQuery) WithPrompts(opts ...func(*PromptQuery)) *SessionQuery {
+	query := (&PromptClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	_q.withPrompts = query
 	return _q
 }
 
@@ -418,9 +492,11 @@ func (_q *SessionQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Sess
 	var (
 		nodes       = []*Session{}
 		_spec       = _q.querySpec()
-		loadedTypes = [2]bool{
+		loadedTypes = [4]bool{
 			_q.withOrganization != nil,
 			_q.withHits != nil,
+			_q.withSignals != nil,
+			_q.withPrompts != nil,
 		}
 	)
 	_spec.ScanValues = func(columns []string) ([]any, error) {
@@ -457,10 +533,38 @@ func (_q *SessionQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Sess
 			return nil, err
 		}
 	}
+	if query := _q.withSignals; query != nil {
+		if err := _q.loadSignals(ctx, query, nodes,
+			func(n *Session) { n.Edges.Signals = []*Signal{} },
+			func(n *Session, e *Signal) { n.Edges.Signals = append(n.Edges.Signals, e) }); err != nil {
+			return nil, err
+		}
+	}
+	if query := _q.withPrompts; query != nil {
+		if err := _q.loadPrompts(ctx, query, nodes,
+			func(n *Session) { n.Edges.Prompts = []*Prompt{} },
+			func(n *Session, e *Prompt) { n.Edges.Prompts = append(n.Edges.Prompts, e) }); err != nil {
+			return nil, err
+		}
+	}
 	for name, query := range _q.withNamedHits {
 		if err := _q.loadHits(ctx, query, nodes,
 			func(n *Session) { n.appendNamedHits(name) },
 			func(n *Session, e *Hit) { n.appendNamedHits(name, e) }); err != nil {
+			return nil, err
+		}
+	}
+	for name, query := range _q.withNamedSignals {
+		if err := _q.loadSignals(ctx, query, nodes,
+			func(n *Session) { n.appendNamedSignals(name) },
+			func(n *Session, e *Signal) { n.appendNamedSignals(name, e) }); err != nil {
+			return nil, err
+		}
+	}
+	for name, query := range _q.withNamedPrompts {
+		if err := _q.loadPrompts(ctx, query, nodes,
+			func(n *Session) { n.appendNamedPrompts(name) },
+			func(n *Session, e *Prompt) { n.appendNamedPrompts(name, e) }); err != nil {
 			return nil, err
 		}
 	}
@@ -516,6 +620,66 @@ func (_q *SessionQuery) loadHits(ctx context.Context, query *HitQuery, nodes []*
 	}
 	query.Where(predicate.Hit(func(s *sql.Selector) {
 		s.Where(sql.InValues(s.C(session.HitsColumn), fks...))
+	}))
+	neighbors, err := query.All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range neighbors {
+		fk := n.SessionID
+		node, ok := nodeids[fk]
+		if !ok {
+			return fmt.Errorf(`unexpected referenced foreign-key "session_id" returned %v for node %v`, fk, n.ID)
+		}
+		assign(node, n)
+	}
+	return nil
+}
+func (_q *SessionQuery) loadSignals(ctx context.Context, query *SignalQuery, nodes []*Session, init func(*Session), assign func(*Session, *Signal)) error {
+	fks := make([]driver.Value, 0, len(nodes))
+	nodeids := make(map[string]*Session)
+	for i := range nodes {
+		fks = append(fks, nodes[i].ID)
+		nodeids[nodes[i].ID] = nodes[i]
+		if init != nil {
+			init(nodes[i])
+		}
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(signal.FieldSessionID)
+	}
+	query.Where(predicate.Signal(func(s *sql.Selector) {
+		s.Where(sql.InValues(s.C(session.SignalsColumn), fks...))
+	}))
+	neighbors, err := query.All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range neighbors {
+		fk := n.SessionID
+		node, ok := nodeids[fk]
+		if !ok {
+			return fmt.Errorf(`unexpected referenced foreign-key "session_id" returned %v for node %v`, fk, n.ID)
+		}
+		assign(node, n)
+	}
+	return nil
+}
+func (_q *SessionQuery) loadPrompts(ctx context.Context, query *PromptQuery, nodes []*Session, init func(*Session), assign func(*Session, *Prompt)) error {
+	fks := make([]driver.Value, 0, len(nodes))
+	nodeids := make(map[string]*Session)
+	for i := range nodes {
+		fks = append(fks, nodes[i].ID)
+		nodeids[nodes[i].ID] = nodes[i]
+		if init != nil {
+			init(nodes[i])
+		}
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(prompt.FieldSessionID)
+	}
+	query.Where(predicate.Prompt(func(s *sql.Selector) {
+		s.Where(sql.InValues(s.C(session.PromptsColumn), fks...))
 	}))
 	neighbors, err := query.All(ctx)
 	if err != nil {
@@ -639,6 +803,34 @@ func (_q *SessionQuery) WithNamedHits(name string, opts ...func(*HitQuery)) *Ses
 		_q.withNamedHits = make(map[string]*HitQuery)
 	}
 	_q.withNamedHits[name] = query
+	return _q
+}
+
+// WithNamedSignals tells the query-builder to eager-load the nodes that are connected to the "signals"
+// edge with the given name. The optional arguments are used to configure the query builder of the edge.
+func (_q *SessionQuery) WithNamedSignals(name string, opts ...func(*SignalQuery)) *SessionQuery {
+	query := (&SignalClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	if _q.withNamedSignals == nil {
+		_q.withNamedSignals = make(map[string]*SignalQuery)
+	}
+	_q.withNamedSignals[name] = query
+	return _q
+}
+
+// WithNamedPrompts tells the query-builder to eager-load the nodes that are connected to the "prompts"
+// edge with the given name. The optional arguments are used to configure the query builder of the edge.
+func (_q *SessionQuery) WithNamedPrompts(name string, opts ...func(*PromptQuery)) *SessionQuery {
+	query := (&PromptClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	if _q.withNamedPrompts == nil {
+		_q.withNamedPrompts = make(map[string]*PromptQuery)
+	}
+	_q.withNamedPrompts[name] = query
 	return _q
 }
 

@@ -14,7 +14,10 @@ import (
 	"entgo.io/ent/schema/field"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/predicate"
+	"github.com/flytrap/flytrap/ent/prompt"
+	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/signal"
 )
 
 // SessionUpdate is the builder for updating Session entities.
@@ -278,6 +281,26 @@ func (_u *SessionUpdate) AppendTrapsTriggered(v []string) *SessionUpdate {
 	return _u
 }
 
+// SetState sets the "state" field.
+func (_u *SessionUpdate) SetState(v schematype.SessionState) *SessionUpdate {
+	_u.mutation.SetState(v)
+	return _u
+}
+
+// SetNillableState sets the "state" field if the given value is not nil.
+func (_u *SessionUpdate) SetNillableState(v *schematype.SessionState) *SessionUpdate {
+	if v != nil {
+		_u.SetState(*v)
+	}
+	return _u
+}
+
+// ClearState clears the value of the "state" field.
+func (_u *SessionUpdate) ClearState() *SessionUpdate {
+	_u.mutation.ClearState()
+	return _u
+}
+
 // AddHitIDs adds the "hits" edge to the Hit entity by IDs.
 func (_u *SessionUpdate) AddHitIDs(ids ...string) *SessionUpdate {
 	_u.mutation.AddHitIDs(ids...)
@@ -291,6 +314,36 @@ func (_u *SessionUpdate) AddHits(v ...*Hit) *SessionUpdate {
 		ids[i] = v[i].ID
 	}
 	return _u.AddHitIDs(ids...)
+}
+
+// AddSignalIDs adds the "signals" edge to the Signal entity by IDs.
+func (_u *SessionUpdate) AddSignalIDs(ids ...string) *SessionUpdate {
+	_u.mutation.AddSignalIDs(ids...)
+	return _u
+}
+
+// AddSignals adds the "signals" edges to the Signal entity.
+func (_u *SessionUpdate) AddSignals(v ...*Signal) *SessionUpdate {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddSignalIDs(ids...)
+}
+
+// AddPromptIDs adds the "prompts" edge to the Prompt entity by IDs.
+func (_u *SessionUpdate) AddPromptIDs(ids ...string) *SessionUpdate {
+	_u.mutation.AddPromptIDs(ids...)
+	return _u
+}
+
+// AddPrompts adds the "prompts" edges to the Prompt entity.
+func (_u *SessionUpdate) AddPrompts(v ...*Prompt) *SessionUpdate {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddPromptIDs(ids...)
 }
 
 // Mutation returns the SessionMutation object of the builder.
@@ -317,6 +370,48 @@ func (_u *SessionUpdate) RemoveHits(v ...*Hit) *SessionUpdate {
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveHitIDs(ids...)
+}
+
+// ClearSignals clears all "signals" edges to the Signal entity.
+func (_u *SessionUpdate) ClearSignals() *SessionUpdate {
+	_u.mutation.ClearSignals()
+	return _u
+}
+
+// RemoveSignalIDs removes the "signals" edge to Signal entities by IDs.
+func (_u *SessionUpdate) RemoveSignalIDs(ids ...string) *SessionUpdate {
+	_u.mutation.RemoveSignalIDs(ids...)
+	return _u
+}
+
+// RemoveSignals removes "signals" edges to Signal entities.
+func (_u *SessionUpdate) RemoveSignals(v ...*Signal) *SessionUpdate {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveSignalIDs(ids...)
+}
+
+// ClearPrompts clears all "prompts" edges to the Prompt entity.
+func (_u *SessionUpdate) ClearPrompts() *SessionUpdate {
+	_u.mutation.ClearPrompts()
+	return _u
+}
+
+// RemovePromptIDs removes the "prompts" edge to Prompt entities by IDs.
+func (_u *SessionUpdate) RemovePromptIDs(ids ...string) *SessionUpdate {
+	_u.mutation.RemovePromptIDs(ids...)
+	return _u
+}
+
+// RemovePrompts removes "prompts" edges to Prompt entities.
+func (_u *SessionUpdate) RemovePrompts(v ...*Prompt) *SessionUpdate {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemovePromptIDs(ids...)
 }
 
 // Save executes the query and returns the number of nodes affected by the update operation.
@@ -500,6 +595,12 @@ func (_u *SessionUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 			sqljson.Append(u, session.FieldTrapsTriggered, value)
 		})
 	}
+	if value, ok := _u.mutation.State(); ok {
+		_spec.SetField(session.FieldState, field.TypeJSON, value)
+	}
+	if _u.mutation.StateCleared() {
+		_spec.ClearField(session.FieldState, field.TypeJSON)
+	}
 	if _u.mutation.HitsCleared() {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.O2M,
@@ -538,6 +639,96 @@ func (_u *SessionUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(hit.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.SignalsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.SignalsTable,
+			Columns: []string{session.SignalsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(signal.FieldID, field.TypeString),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedSignalsIDs(); len(nodes) > 0 && !_u.mutation.SignalsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.SignalsTable,
+			Columns: []string{session.SignalsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(signal.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.SignalsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.SignalsTable,
+			Columns: []string{session.SignalsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(signal.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.PromptsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.PromptsTable,
+			Columns: []string{session.PromptsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(prompt.FieldID, field.TypeString),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedPromptsIDs(); len(nodes) > 0 && !_u.mutation.PromptsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.PromptsTable,
+			Columns: []string{session.PromptsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(prompt.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.PromptsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.PromptsTable,
+			Columns: []string{session.PromptsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(prompt.FieldID, field.TypeString),
 			},
 		}
 		for _, k := range nodes {
@@ -814,6 +1005,26 @@ func (_u *SessionUpdateOne) AppendTrapsTriggered(v []string) *SessionUpdateOne {
 	return _u
 }
 
+// SetState sets the "state" field.
+func (_u *SessionUpdateOne) SetState(v schematype.SessionState) *SessionUpdateOne {
+	_u.mutation.SetState(v)
+	return _u
+}
+
+// SetNillableState sets the "state" field if the given value is not nil.
+func (_u *SessionUpdateOne) SetNillableState(v *schematype.SessionState) *SessionUpdateOne {
+	if v != nil {
+		_u.SetState(*v)
+	}
+	return _u
+}
+
+// ClearState clears the value of the "state" field.
+func (_u *SessionUpdateOne) ClearState() *SessionUpdateOne {
+	_u.mutation.ClearState()
+	return _u
+}
+
 // AddHitIDs adds the "hits" edge to the Hit entity by IDs.
 func (_u *SessionUpdateOne) AddHitIDs(ids ...string) *SessionUpdateOne {
 	_u.mutation.AddHitIDs(ids...)
@@ -827,6 +1038,36 @@ func (_u *SessionUpdateOne) AddHits(v ...*Hit) *SessionUpdateOne {
 		ids[i] = v[i].ID
 	}
 	return _u.AddHitIDs(ids...)
+}
+
+// AddSignalIDs adds the "signals" edge to the Signal entity by IDs.
+func (_u *SessionUpdateOne) AddSignalIDs(ids ...string) *SessionUpdateOne {
+	_u.mutation.AddSignalIDs(ids...)
+	return _u
+}
+
+// AddSignals adds the "signals" edges to the Signal entity.
+func (_u *SessionUpdateOne) AddSignals(v ...*Signal) *SessionUpdateOne {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddSignalIDs(ids...)
+}
+
+// AddPromptIDs adds the "prompts" edge to the Prompt entity by IDs.
+func (_u *SessionUpdateOne) AddPromptIDs(ids ...string) *SessionUpdateOne {
+	_u.mutation.AddPromptIDs(ids...)
+	return _u
+}
+
+// AddPrompts adds the "prompts" edges to the Prompt entity.
+func (_u *SessionUpdateOne) AddPrompts(v ...*Prompt) *SessionUpdateOne {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddPromptIDs(ids...)
 }
 
 // Mutation returns the SessionMutation object of the builder.
@@ -853,6 +1094,48 @@ func (_u *SessionUpdateOne) RemoveHits(v ...*Hit) *SessionUpdateOne {
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveHitIDs(ids...)
+}
+
+// ClearSignals clears all "signals" edges to the Signal entity.
+func (_u *SessionUpdateOne) ClearSignals() *SessionUpdateOne {
+	_u.mutation.ClearSignals()
+	return _u
+}
+
+// RemoveSignalIDs removes the "signals" edge to Signal entities by IDs.
+func (_u *SessionUpdateOne) RemoveSignalIDs(ids ...string) *SessionUpdateOne {
+	_u.mutation.RemoveSignalIDs(ids...)
+	return _u
+}
+
+// RemoveSignals removes "signals" edges to Signal entities.
+func (_u *SessionUpdateOne) RemoveSignals(v ...*Signal) *SessionUpdateOne {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveSignalIDs(ids...)
+}
+
+// ClearPrompts clears all "prompts" edges to the Prompt entity.
+func (_u *SessionUpdateOne) ClearPrompts() *SessionUpdateOne {
+	_u.mutation.ClearPrompts()
+	return _u
+}
+
+// RemovePromptIDs removes the "prompts" edge to Prompt entities by IDs.
+func (_u *SessionUpdateOne) RemovePromptIDs(ids ...string) *SessionUpdateOne {
+	_u.mutation.RemovePromptIDs(ids...)
+	return _u
+}
+
+// RemovePrompts removes "prompts" edges to Prompt entities.
+func (_u *SessionUpdateOne) RemovePrompts(v ...*Prompt) *SessionUpdateOne {
+	ids := make([]string, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemovePromptIDs(ids...)
 }
 
 // Where appends a list predicates to the SessionUpdate builder.
@@ -1066,6 +1349,12 @@ func (_u *SessionUpdateOne) sqlSave(ctx context.Context) (_node *Session, err er
 			sqljson.Append(u, session.FieldTrapsTriggered, value)
 		})
 	}
+	if value, ok := _u.mutation.State(); ok {
+		_spec.SetField(session.FieldState, field.TypeJSON, value)
+	}
+	if _u.mutation.StateCleared() {
+		_spec.ClearField(session.FieldState, field.TypeJSON)
+	}
 	if _u.mutation.HitsCleared() {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.O2M,
@@ -1104,6 +1393,96 @@ func (_u *SessionUpdateOne) sqlSave(ctx context.Context) (_node *Session, err er
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(hit.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.SignalsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.SignalsTable,
+			Columns: []string{session.SignalsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(signal.FieldID, field.TypeString),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedSignalsIDs(); len(nodes) > 0 && !_u.mutation.SignalsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.SignalsTable,
+			Columns: []string{session.SignalsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(signal.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.SignalsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.SignalsTable,
+			Columns: []string{session.SignalsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(signal.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.PromptsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.PromptsTable,
+			Columns: []string{session.PromptsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(prompt.FieldID, field.TypeString),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedPromptsIDs(); len(nodes) > 0 && !_u.mutation.PromptsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.PromptsTable,
+			Columns: []string{session.PromptsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(prompt.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.PromptsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.PromptsTable,
+			Columns: []string{session.PromptsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(prompt.FieldID, field.TypeString),
 			},
 		}
 		for _, k := range nodes {

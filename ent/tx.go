@@ -22,10 +22,16 @@ type Tx struct {
 	Hit *HitClient
 	// Organization is the client for interacting with the Organization builders.
 	Organization *OrganizationClient
+	// Prompt is the client for interacting with the Prompt builders.
+	Prompt *PromptClient
+	// Secret is the client for interacting with the Secret builders.
+	Secret *SecretClient
 	// Sequence is the client for interacting with the Sequence builders.
 	Sequence *SequenceClient
 	// Session is the client for interacting with the Session builders.
 	Session *SessionClient
+	// Signal is the client for interacting with the Signal builders.
+	Signal *SignalClient
 	// Site is the client for interacting with the Site builders.
 	Site *SiteClient
 	// Trap is the client for interacting with the Trap builders.
@@ -165,8 +171,11 @@ func (tx *Tx) init() {
 	tx.Event = NewEventClient(tx.config)
 	tx.Hit = NewHitClient(tx.config)
 	tx.Organization = NewOrganizationClient(tx.config)
+	tx.Prompt = NewPromptClient(tx.config)
+	tx.Secret = NewSecretClient(tx.config)
 	tx.Sequence = NewSequenceClient(tx.config)
 	tx.Session = NewSessionClient(tx.config)
+	tx.Signal = NewSignalClient(tx.config)
 	tx.Site = NewSiteClient(tx.config)
 	tx.Trap = NewTrapClient(tx.config)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/trap"
 	"github.com/flytrap/flytrap/graph/model"
@@ -110,6 +111,7 @@ type ComplexityRoot struct {
 		BodyTruncated func(childComplexity int) int
 		Headers       func(childComplexity int) int
 		ID            func(childComplexity int) int
+		Kind          func(childComplexity int) int
 		Method        func(childComplexity int) int
 		OrgID         func(childComplexity int) int
 		Path          func(childComplexity int) int
@@ -117,7 +119,9 @@ type ComplexityRoot struct {
 		ReceivedAt    func(childComplexity int) int
 		Session       func(childComplexity int) int
 		SessionID     func(childComplexity int) int
+		Signals       func(childComplexity int) int
 		SourceIP      func(childComplexity int) int
+		Status        func(childComplexity int) int
 		TrapID        func(childComplexity int) int
 		UserAgent     func(childComplexity int) int
 	}
@@ -166,6 +170,20 @@ type ComplexityRoot struct {
 		StartCursor     func(childComplexity int) int
 	}
 
+	Prompt struct {
+		CreatedAt func(childComplexity int) int
+		Hash      func(childComplexity int) int
+		HitID     func(childComplexity int) int
+		ID        func(childComplexity int) int
+		Model     func(childComplexity int) int
+		Operator  func(childComplexity int) int
+		OrgID     func(childComplexity int) int
+		Session   func(childComplexity int) int
+		SessionID func(childComplexity int) int
+		Source    func(childComplexity int) int
+		Text      func(childComplexity int) int
+	}
+
 	Query struct {
 		APIKeys      func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ApiKeyOrder, where *ent.ApiKeyWhereInput) int
 		Analytics    func(childComplexity int) int
@@ -189,9 +207,11 @@ type ComplexityRoot struct {
 		ID                func(childComplexity int) int
 		LastSeen          func(childComplexity int) int
 		OrgID             func(childComplexity int) int
+		Prompts           func(childComplexity int) int
 		PromptsCaptured   func(childComplexity int) int
 		Score             func(childComplexity int) int
 		Severity          func(childComplexity int) int
+		Signals           func(childComplexity int) int
 		SignalsFired      func(childComplexity int) int
 		SiteID            func(childComplexity int) int
 		SourceIP          func(childComplexity int) int
@@ -216,6 +236,21 @@ type ComplexityRoot struct {
 		High     func(childComplexity int) int
 		Low      func(childComplexity int) int
 		Medium   func(childComplexity int) int
+	}
+
+	Signal struct {
+		CreatedAt   func(childComplexity int) int
+		DelayMs     func(childComplexity int) int
+		Detail      func(childComplexity int) int
+		HitID       func(childComplexity int) int
+		ID          func(childComplexity int) int
+		Name        func(childComplexity int) int
+		OrgID       func(childComplexity int) int
+		Placement   func(childComplexity int) int
+		Session     func(childComplexity int) int
+		SessionID   func(childComplexity int) int
+		SourceHitID func(childComplexity int) int
+		Tripwire    func(childComplexity int) int
 	}
 
 	Site struct {
@@ -546,6 +581,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Hit.ID(childComplexity), true
+	case "Hit.kind":
+		if e.ComplexityRoot.Hit.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Hit.Kind(childComplexity), true
 	case "Hit.method":
 		if e.ComplexityRoot.Hit.Method == nil {
 			break
@@ -588,12 +629,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Hit.SessionID(childComplexity), true
+	case "Hit.signals":
+		if e.ComplexityRoot.Hit.Signals == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Hit.Signals(childComplexity), true
 	case "Hit.sourceIP":
 		if e.ComplexityRoot.Hit.SourceIP == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Hit.SourceIP(childComplexity), true
+	case "Hit.status":
+		if e.ComplexityRoot.Hit.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Hit.Status(childComplexity), true
 	case "Hit.trapID":
 		if e.ComplexityRoot.Hit.TrapID == nil {
 			break
@@ -814,6 +867,73 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
 
+	case "Prompt.createdAt":
+		if e.ComplexityRoot.Prompt.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Prompt.CreatedAt(childComplexity), true
+	case "Prompt.hash":
+		if e.ComplexityRoot.Prompt.Hash == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Prompt.Hash(childComplexity), true
+	case "Prompt.hitID":
+		if e.ComplexityRoot.Prompt.HitID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Prompt.HitID(childComplexity), true
+	case "Prompt.id":
+		if e.ComplexityRoot.Prompt.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Prompt.ID(childComplexity), true
+	case "Prompt.model":
+		if e.ComplexityRoot.Prompt.Model == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Prompt.Model(childComplexity), true
+	case "Prompt.operator":
+		if e.ComplexityRoot.Prompt.Operator == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Prompt.Operator(childComplexity), true
+	case "Prompt.orgID":
+		if e.ComplexityRoot.Prompt.OrgID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Prompt.OrgID(childComplexity), true
+	case "Prompt.session":
+		if e.ComplexityRoot.Prompt.Session == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Prompt.Session(childComplexity), true
+	case "Prompt.sessionID":
+		if e.ComplexityRoot.Prompt.SessionID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Prompt.SessionID(childComplexity), true
+	case "Prompt.source":
+		if e.ComplexityRoot.Prompt.Source == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Prompt.Source(childComplexity), true
+	case "Prompt.text":
+		if e.ComplexityRoot.Prompt.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Prompt.Text(childComplexity), true
+
 	case "Query.apiKeys":
 		if e.ComplexityRoot.Query.APIKeys == nil {
 			break
@@ -970,6 +1090,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Session.OrgID(childComplexity), true
+	case "Session.prompts":
+		if e.ComplexityRoot.Session.Prompts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.Prompts(childComplexity), true
 	case "Session.promptsCaptured":
 		if e.ComplexityRoot.Session.PromptsCaptured == nil {
 			break
@@ -988,6 +1114,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Session.Severity(childComplexity), true
+	case "Session.signals":
+		if e.ComplexityRoot.Session.Signals == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.Signals(childComplexity), true
 	case "Session.signalsFired":
 		if e.ComplexityRoot.Session.SignalsFired == nil {
 			break
@@ -1081,6 +1213,79 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SeverityCounts.Medium(childComplexity), true
+
+	case "Signal.createdAt":
+		if e.ComplexityRoot.Signal.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Signal.CreatedAt(childComplexity), true
+	case "Signal.delayMs":
+		if e.ComplexityRoot.Signal.DelayMs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Signal.DelayMs(childComplexity), true
+	case "Signal.detail":
+		if e.ComplexityRoot.Signal.Detail == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Signal.Detail(childComplexity), true
+	case "Signal.hitID":
+		if e.ComplexityRoot.Signal.HitID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Signal.HitID(childComplexity), true
+	case "Signal.id":
+		if e.ComplexityRoot.Signal.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Signal.ID(childComplexity), true
+	case "Signal.name":
+		if e.ComplexityRoot.Signal.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Signal.Name(childComplexity), true
+	case "Signal.orgID":
+		if e.ComplexityRoot.Signal.OrgID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Signal.OrgID(childComplexity), true
+	case "Signal.placement":
+		if e.ComplexityRoot.Signal.Placement == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Signal.Placement(childComplexity), true
+	case "Signal.session":
+		if e.ComplexityRoot.Signal.Session == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Signal.Session(childComplexity), true
+	case "Signal.sessionID":
+		if e.ComplexityRoot.Signal.SessionID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Signal.SessionID(childComplexity), true
+	case "Signal.sourceHitID":
+		if e.ComplexityRoot.Signal.SourceHitID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Signal.SourceHitID(childComplexity), true
+	case "Signal.tripwire":
+		if e.ComplexityRoot.Signal.Tripwire == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Signal.Tripwire(childComplexity), true
 
 	case "Site.createdAt":
 		if e.ComplexityRoot.Site.CreatedAt == nil {
@@ -1276,8 +1481,10 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputHitWhereInput,
 		ec.unmarshalInputOrganizationOrder,
 		ec.unmarshalInputOrganizationWhereInput,
+		ec.unmarshalInputPromptWhereInput,
 		ec.unmarshalInputSessionOrder,
 		ec.unmarshalInputSessionWhereInput,
+		ec.unmarshalInputSignalWhereInput,
 		ec.unmarshalInputSiteOrder,
 		ec.unmarshalInputSiteWhereInput,
 		ec.unmarshalInputTrapOrder,
@@ -1604,6 +1811,12 @@ func (ec *executionContext) childFields_Hit(ctx context.Context, field graphql.C
 		return ec.fieldContext_Hit_userAgent(ctx, field)
 	case "receivedAt":
 		return ec.fieldContext_Hit_receivedAt(ctx, field)
+	case "kind":
+		return ec.fieldContext_Hit_kind(ctx, field)
+	case "status":
+		return ec.fieldContext_Hit_status(ctx, field)
+	case "signals":
+		return ec.fieldContext_Hit_signals(ctx, field)
 	case "session":
 		return ec.fieldContext_Hit_session(ctx, field)
 	}
@@ -1674,6 +1887,34 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
 }
 
+func (ec *executionContext) childFields_Prompt(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Prompt_id(ctx, field)
+	case "orgID":
+		return ec.fieldContext_Prompt_orgID(ctx, field)
+	case "sessionID":
+		return ec.fieldContext_Prompt_sessionID(ctx, field)
+	case "hitID":
+		return ec.fieldContext_Prompt_hitID(ctx, field)
+	case "text":
+		return ec.fieldContext_Prompt_text(ctx, field)
+	case "hash":
+		return ec.fieldContext_Prompt_hash(ctx, field)
+	case "model":
+		return ec.fieldContext_Prompt_model(ctx, field)
+	case "operator":
+		return ec.fieldContext_Prompt_operator(ctx, field)
+	case "source":
+		return ec.fieldContext_Prompt_source(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Prompt_createdAt(ctx, field)
+	case "session":
+		return ec.fieldContext_Prompt_session(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Prompt", field.Name)
+}
+
 func (ec *executionContext) childFields_Session(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -1714,6 +1955,10 @@ func (ec *executionContext) childFields_Session(ctx context.Context, field graph
 		return ec.fieldContext_Session_trapsTriggered(ctx, field)
 	case "hits":
 		return ec.fieldContext_Session_hits(ctx, field)
+	case "signals":
+		return ec.fieldContext_Session_signals(ctx, field)
+	case "prompts":
+		return ec.fieldContext_Session_prompts(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Session", field.Name)
 }
@@ -1752,6 +1997,36 @@ func (ec *executionContext) childFields_SeverityCounts(ctx context.Context, fiel
 		return ec.fieldContext_SeverityCounts_low(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SeverityCounts", field.Name)
+}
+
+func (ec *executionContext) childFields_Signal(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Signal_id(ctx, field)
+	case "orgID":
+		return ec.fieldContext_Signal_orgID(ctx, field)
+	case "sessionID":
+		return ec.fieldContext_Signal_sessionID(ctx, field)
+	case "hitID":
+		return ec.fieldContext_Signal_hitID(ctx, field)
+	case "name":
+		return ec.fieldContext_Signal_name(ctx, field)
+	case "tripwire":
+		return ec.fieldContext_Signal_tripwire(ctx, field)
+	case "placement":
+		return ec.fieldContext_Signal_placement(ctx, field)
+	case "sourceHitID":
+		return ec.fieldContext_Signal_sourceHitID(ctx, field)
+	case "delayMs":
+		return ec.fieldContext_Signal_delayMs(ctx, field)
+	case "detail":
+		return ec.fieldContext_Signal_detail(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Signal_createdAt(ctx, field)
+	case "session":
+		return ec.fieldContext_Signal_session(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Signal", field.Name)
 }
 
 func (ec *executionContext) childFields_Site(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3661,6 +3936,75 @@ func (ec *executionContext) fieldContext_Hit_receivedAt(_ context.Context, field
 	return graphql.NewScalarFieldContext("Hit", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
+func (ec *executionContext) _Hit_kind(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Hit_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v hit.Kind) graphql.Marshaler {
+			return ec.marshalNHitKind2githubᚗcomᚋflytrapᚋflytrapᚋentᚋhitᚐKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Hit_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Hit", field, false, false, errors.New("field of type HitKind does not have child fields"))
+}
+
+func (ec *executionContext) _Hit_status(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Hit_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Hit_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Hit", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Hit_signals(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Hit_signals(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Signals, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Hit_signals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Hit", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _Hit_session(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4505,6 +4849,268 @@ func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type Cursor does not have child fields"))
+}
+
+func (ec *executionContext) _Prompt_id(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Prompt_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Prompt_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Prompt_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Prompt_orgID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OrgID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Prompt_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Prompt_sessionID(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Prompt_sessionID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SessionID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Prompt_sessionID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Prompt_hitID(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Prompt_hitID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HitID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Prompt_hitID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Prompt_text(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Prompt_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Prompt_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Prompt_hash(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Prompt_hash(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hash, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Prompt_hash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Prompt_model(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Prompt_model(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Model, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Prompt_model(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Prompt_operator(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Prompt_operator(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Operator, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Prompt_operator(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Prompt_source(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Prompt_source(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Source, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Prompt_source(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Prompt_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Prompt_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Prompt_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Prompt_session(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Prompt_session(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Session(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Session) graphql.Marshaler {
+			return ec.marshalNSession2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSession(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Prompt_session(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Prompt",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Session(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Query_node(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -5413,6 +6019,70 @@ func (ec *executionContext) fieldContext_Session_hits(ctx context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _Session_signals(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Session_signals(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Signals(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Signal) graphql.Marshaler {
+			return ec.marshalOSignal2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignalᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Session_signals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Session",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Signal(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Session_prompts(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Session_prompts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Prompts(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Prompt) graphql.Marshaler {
+			return ec.marshalOPrompt2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPromptᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Session_prompts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Session",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Prompt(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _SessionConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.SessionConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5645,6 +6315,291 @@ func (ec *executionContext) _SeverityCounts_low(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_SeverityCounts_low(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SeverityCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Signal_id(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Signal_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Signal_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Signal_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Signal_orgID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OrgID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Signal_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Signal_sessionID(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Signal_sessionID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SessionID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Signal_sessionID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Signal_hitID(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Signal_hitID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HitID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Signal_hitID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Signal_name(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Signal_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Signal_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Signal_tripwire(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Signal_tripwire(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tripwire, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Signal_tripwire(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _Signal_placement(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Signal_placement(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Placement, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Signal_placement(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Signal_sourceHitID(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Signal_sourceHitID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SourceHitID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Signal_sourceHitID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Signal_delayMs(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Signal_delayMs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DelayMs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int64) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Signal_delayMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Signal_detail(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Signal_detail(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Detail, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Signal_detail(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Signal_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Signal_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Signal_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Signal_session(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Signal_session(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Session(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Session) graphql.Marshaler {
+			return ec.marshalNSession2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSession(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Signal_session(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Signal",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Session(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Site_id(ctx context.Context, field graphql.CollectedField, obj *ent.Site) (ret graphql.Marshaler) {
@@ -8614,7 +9569,7 @@ func (ec *executionContext) unmarshalInputHitWhereInput(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "sessionID", "sessionIDNEQ", "sessionIDIn", "sessionIDNotIn", "sessionIDGT", "sessionIDGTE", "sessionIDLT", "sessionIDLTE", "sessionIDContains", "sessionIDHasPrefix", "sessionIDHasSuffix", "sessionIDEqualFold", "sessionIDContainsFold", "trapID", "trapIDNEQ", "trapIDIn", "trapIDNotIn", "trapIDGT", "trapIDGTE", "trapIDLT", "trapIDLTE", "trapIDContains", "trapIDHasPrefix", "trapIDHasSuffix", "trapIDIsNil", "trapIDNotNil", "trapIDEqualFold", "trapIDContainsFold", "method", "methodNEQ", "methodIn", "methodNotIn", "methodGT", "methodGTE", "methodLT", "methodLTE", "methodContains", "methodHasPrefix", "methodHasSuffix", "methodEqualFold", "methodContainsFold", "path", "pathNEQ", "pathIn", "pathNotIn", "pathGT", "pathGTE", "pathLT", "pathLTE", "pathContains", "pathHasPrefix", "pathHasSuffix", "pathEqualFold", "pathContainsFold", "query", "queryNEQ", "queryIn", "queryNotIn", "queryGT", "queryGTE", "queryLT", "queryLTE", "queryContains", "queryHasPrefix", "queryHasSuffix", "queryEqualFold", "queryContainsFold", "body", "bodyNEQ", "bodyIn", "bodyNotIn", "bodyGT", "bodyGTE", "bodyLT", "bodyLTE", "bodyContains", "bodyHasPrefix", "bodyHasSuffix", "bodyEqualFold", "bodyContainsFold", "bodyTruncated", "bodyTruncatedNEQ", "sourceIP", "sourceIPNEQ", "sourceIPIn", "sourceIPNotIn", "sourceIPGT", "sourceIPGTE", "sourceIPLT", "sourceIPLTE", "sourceIPContains", "sourceIPHasPrefix", "sourceIPHasSuffix", "sourceIPEqualFold", "sourceIPContainsFold", "userAgent", "userAgentNEQ", "userAgentIn", "userAgentNotIn", "userAgentGT", "userAgentGTE", "userAgentLT", "userAgentLTE", "userAgentContains", "userAgentHasPrefix", "userAgentHasSuffix", "userAgentEqualFold", "userAgentContainsFold", "receivedAt", "receivedAtNEQ", "receivedAtIn", "receivedAtNotIn", "receivedAtGT", "receivedAtGTE", "receivedAtLT", "receivedAtLTE", "hasSession", "hasSessionWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "sessionID", "sessionIDNEQ", "sessionIDIn", "sessionIDNotIn", "sessionIDGT", "sessionIDGTE", "sessionIDLT", "sessionIDLTE", "sessionIDContains", "sessionIDHasPrefix", "sessionIDHasSuffix", "sessionIDEqualFold", "sessionIDContainsFold", "trapID", "trapIDNEQ", "trapIDIn", "trapIDNotIn", "trapIDGT", "trapIDGTE", "trapIDLT", "trapIDLTE", "trapIDContains", "trapIDHasPrefix", "trapIDHasSuffix", "trapIDIsNil", "trapIDNotNil", "trapIDEqualFold", "trapIDContainsFold", "method", "methodNEQ", "methodIn", "methodNotIn", "methodGT", "methodGTE", "methodLT", "methodLTE", "methodContains", "methodHasPrefix", "methodHasSuffix", "methodEqualFold", "methodContainsFold", "path", "pathNEQ", "pathIn", "pathNotIn", "pathGT", "pathGTE", "pathLT", "pathLTE", "pathContains", "pathHasPrefix", "pathHasSuffix", "pathEqualFold", "pathContainsFold", "query", "queryNEQ", "queryIn", "queryNotIn", "queryGT", "queryGTE", "queryLT", "queryLTE", "queryContains", "queryHasPrefix", "queryHasSuffix", "queryEqualFold", "queryContainsFold", "body", "bodyNEQ", "bodyIn", "bodyNotIn", "bodyGT", "bodyGTE", "bodyLT", "bodyLTE", "bodyContains", "bodyHasPrefix", "bodyHasSuffix", "bodyEqualFold", "bodyContainsFold", "bodyTruncated", "bodyTruncatedNEQ", "sourceIP", "sourceIPNEQ", "sourceIPIn", "sourceIPNotIn", "sourceIPGT", "sourceIPGTE", "sourceIPLT", "sourceIPLTE", "sourceIPContains", "sourceIPHasPrefix", "sourceIPHasSuffix", "sourceIPEqualFold", "sourceIPContainsFold", "userAgent", "userAgentNEQ", "userAgentIn", "userAgentNotIn", "userAgentGT", "userAgentGTE", "userAgentLT", "userAgentLTE", "userAgentContains", "userAgentHasPrefix", "userAgentHasSuffix", "userAgentEqualFold", "userAgentContainsFold", "receivedAt", "receivedAtNEQ", "receivedAtIn", "receivedAtNotIn", "receivedAtGT", "receivedAtGTE", "receivedAtLT", "receivedAtLTE", "kind", "kindNEQ", "kindIn", "kindNotIn", "status", "statusNEQ", "statusIn", "statusNotIn", "statusGT", "statusGTE", "statusLT", "statusLTE", "hasSession", "hasSessionWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -9524,6 +10479,90 @@ func (ec *executionContext) unmarshalInputHitWhereInput(ctx context.Context, obj
 				return it, err
 			}
 			it.ReceivedAtLTE = data
+		case "kind":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
+			data, err := ec.unmarshalOHitKind2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚋhitᚐKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kind = data
+		case "kindNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kindNEQ"))
+			data, err := ec.unmarshalOHitKind2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚋhitᚐKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KindNEQ = data
+		case "kindIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kindIn"))
+			data, err := ec.unmarshalOHitKind2ᚕgithubᚗcomᚋflytrapᚋflytrapᚋentᚋhitᚐKindᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KindIn = data
+		case "kindNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kindNotIn"))
+			data, err := ec.unmarshalOHitKind2ᚕgithubᚗcomᚋflytrapᚋflytrapᚋentᚋhitᚐKindᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KindNotIn = data
+		case "status":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("status"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Status = data
+		case "statusNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("statusNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StatusNEQ = data
+		case "statusIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("statusIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StatusIn = data
+		case "statusNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("statusNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StatusNotIn = data
+		case "statusGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("statusGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StatusGT = data
+		case "statusGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("statusGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StatusGTE = data
+		case "statusLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("statusLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StatusLT = data
+		case "statusLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("statusLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StatusLTE = data
 		case "hasSession":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasSession"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -9845,6 +10884,827 @@ func (ec *executionContext) unmarshalInputOrganizationWhereInput(ctx context.Con
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputPromptWhereInput(ctx context.Context, obj any) (ent.PromptWhereInput, error) {
+	var it ent.PromptWhereInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "sessionID", "sessionIDNEQ", "sessionIDIn", "sessionIDNotIn", "sessionIDGT", "sessionIDGTE", "sessionIDLT", "sessionIDLTE", "sessionIDContains", "sessionIDHasPrefix", "sessionIDHasSuffix", "sessionIDEqualFold", "sessionIDContainsFold", "hitID", "hitIDNEQ", "hitIDIn", "hitIDNotIn", "hitIDGT", "hitIDGTE", "hitIDLT", "hitIDLTE", "hitIDContains", "hitIDHasPrefix", "hitIDHasSuffix", "hitIDEqualFold", "hitIDContainsFold", "text", "textNEQ", "textIn", "textNotIn", "textGT", "textGTE", "textLT", "textLTE", "textContains", "textHasPrefix", "textHasSuffix", "textEqualFold", "textContainsFold", "hash", "hashNEQ", "hashIn", "hashNotIn", "hashGT", "hashGTE", "hashLT", "hashLTE", "hashContains", "hashHasPrefix", "hashHasSuffix", "hashEqualFold", "hashContainsFold", "model", "modelNEQ", "modelIn", "modelNotIn", "modelGT", "modelGTE", "modelLT", "modelLTE", "modelContains", "modelHasPrefix", "modelHasSuffix", "modelEqualFold", "modelContainsFold", "operator", "operatorNEQ", "operatorIn", "operatorNotIn", "operatorGT", "operatorGTE", "operatorLT", "operatorLTE", "operatorContains", "operatorHasPrefix", "operatorHasSuffix", "operatorEqualFold", "operatorContainsFold", "source", "sourceNEQ", "sourceIn", "sourceNotIn", "sourceGT", "sourceGTE", "sourceLT", "sourceLTE", "sourceContains", "sourceHasPrefix", "sourceHasSuffix", "sourceEqualFold", "sourceContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "hasSession", "hasSessionWith"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "not":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("not"))
+			data, err := ec.unmarshalOPromptWhereInput2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPromptWhereInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Not = data
+		case "and":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("and"))
+			data, err := ec.unmarshalOPromptWhereInput2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPromptWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.And = data
+		case "or":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("or"))
+			data, err := ec.unmarshalOPromptWhereInput2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPromptWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Or = data
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "idNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNEQ = data
+		case "idIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDIn = data
+		case "idNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNotIn = data
+		case "idGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGT = data
+		case "idGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGTE = data
+		case "idLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLT = data
+		case "idLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLTE = data
+		case "idEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDEqualFold = data
+		case "idContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDContainsFold = data
+		case "sessionID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionID"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionID = data
+		case "sessionIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDNEQ = data
+		case "sessionIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDIn = data
+		case "sessionIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDNotIn = data
+		case "sessionIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDGT = data
+		case "sessionIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDGTE = data
+		case "sessionIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDLT = data
+		case "sessionIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDLTE = data
+		case "sessionIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDContains"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDContains = data
+		case "sessionIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDHasPrefix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDHasPrefix = data
+		case "sessionIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDHasSuffix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDHasSuffix = data
+		case "sessionIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDEqualFold = data
+		case "sessionIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDContainsFold = data
+		case "hitID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitID = data
+		case "hitIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDNEQ = data
+		case "hitIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDIn = data
+		case "hitIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDNotIn = data
+		case "hitIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDGT = data
+		case "hitIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDGTE = data
+		case "hitIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDLT = data
+		case "hitIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDLTE = data
+		case "hitIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDContains = data
+		case "hitIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDHasPrefix = data
+		case "hitIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDHasSuffix = data
+		case "hitIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDEqualFold = data
+		case "hitIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDContainsFold = data
+		case "text":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("text"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Text = data
+		case "textNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("textNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TextNEQ = data
+		case "textIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("textIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TextIn = data
+		case "textNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("textNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TextNotIn = data
+		case "textGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("textGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TextGT = data
+		case "textGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("textGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TextGTE = data
+		case "textLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("textLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TextLT = data
+		case "textLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("textLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TextLTE = data
+		case "textContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("textContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TextContains = data
+		case "textHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("textHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TextHasPrefix = data
+		case "textHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("textHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TextHasSuffix = data
+		case "textEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("textEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TextEqualFold = data
+		case "textContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("textContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TextContainsFold = data
+		case "hash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Hash = data
+		case "hashNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hashNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HashNEQ = data
+		case "hashIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hashIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HashIn = data
+		case "hashNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hashNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HashNotIn = data
+		case "hashGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hashGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HashGT = data
+		case "hashGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hashGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HashGTE = data
+		case "hashLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hashLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HashLT = data
+		case "hashLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hashLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HashLTE = data
+		case "hashContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hashContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HashContains = data
+		case "hashHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hashHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HashHasPrefix = data
+		case "hashHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hashHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HashHasSuffix = data
+		case "hashEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hashEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HashEqualFold = data
+		case "hashContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hashContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HashContainsFold = data
+		case "model":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("model"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Model = data
+		case "modelNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("modelNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModelNEQ = data
+		case "modelIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("modelIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModelIn = data
+		case "modelNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("modelNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModelNotIn = data
+		case "modelGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("modelGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModelGT = data
+		case "modelGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("modelGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModelGTE = data
+		case "modelLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("modelLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModelLT = data
+		case "modelLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("modelLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModelLTE = data
+		case "modelContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("modelContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModelContains = data
+		case "modelHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("modelHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModelHasPrefix = data
+		case "modelHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("modelHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModelHasSuffix = data
+		case "modelEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("modelEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModelEqualFold = data
+		case "modelContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("modelContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ModelContainsFold = data
+		case "operator":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("operator"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Operator = data
+		case "operatorNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("operatorNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OperatorNEQ = data
+		case "operatorIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("operatorIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OperatorIn = data
+		case "operatorNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("operatorNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OperatorNotIn = data
+		case "operatorGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("operatorGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OperatorGT = data
+		case "operatorGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("operatorGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OperatorGTE = data
+		case "operatorLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("operatorLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OperatorLT = data
+		case "operatorLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("operatorLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OperatorLTE = data
+		case "operatorContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("operatorContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OperatorContains = data
+		case "operatorHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("operatorHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OperatorHasPrefix = data
+		case "operatorHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("operatorHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OperatorHasSuffix = data
+		case "operatorEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("operatorEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OperatorEqualFold = data
+		case "operatorContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("operatorContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OperatorContainsFold = data
+		case "source":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("source"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Source = data
+		case "sourceNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceNEQ = data
+		case "sourceIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceIn = data
+		case "sourceNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceNotIn = data
+		case "sourceGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceGT = data
+		case "sourceGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceGTE = data
+		case "sourceLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceLT = data
+		case "sourceLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceLTE = data
+		case "sourceContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceContains = data
+		case "sourceHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceHasPrefix = data
+		case "sourceHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceHasSuffix = data
+		case "sourceEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceEqualFold = data
+		case "sourceContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceContainsFold = data
+		case "createdAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAt = data
+		case "createdAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNEQ = data
+		case "createdAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtIn = data
+		case "createdAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNotIn = data
+		case "createdAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGT = data
+		case "createdAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGTE = data
+		case "createdAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLT = data
+		case "createdAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLTE = data
+		case "hasSession":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasSession"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasSession = data
+		case "hasSessionWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasSessionWith"))
+			data, err := ec.unmarshalOSessionWhereInput2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSessionWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasSessionWith = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputSessionOrder(ctx context.Context, obj any) (ent.SessionOrder, error) {
 	var it ent.SessionOrder
 	if obj == nil {
@@ -9897,7 +11757,7 @@ func (ec *executionContext) unmarshalInputSessionWhereInput(ctx context.Context,
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "siteID", "siteIDNEQ", "siteIDIn", "siteIDNotIn", "siteIDGT", "siteIDGTE", "siteIDLT", "siteIDLTE", "siteIDContains", "siteIDHasPrefix", "siteIDHasSuffix", "siteIDIsNil", "siteIDNotNil", "siteIDEqualFold", "siteIDContainsFold", "sourceIP", "sourceIPNEQ", "sourceIPIn", "sourceIPNotIn", "sourceIPGT", "sourceIPGTE", "sourceIPLT", "sourceIPLTE", "sourceIPContains", "sourceIPHasPrefix", "sourceIPHasSuffix", "sourceIPEqualFold", "sourceIPContainsFold", "userAgent", "userAgentNEQ", "userAgentIn", "userAgentNotIn", "userAgentGT", "userAgentGTE", "userAgentLT", "userAgentLTE", "userAgentContains", "userAgentHasPrefix", "userAgentHasSuffix", "userAgentEqualFold", "userAgentContainsFold", "classification", "classificationNEQ", "classificationIn", "classificationNotIn", "score", "scoreNEQ", "scoreIn", "scoreNotIn", "scoreGT", "scoreGTE", "scoreLT", "scoreLTE", "confidence", "confidenceNEQ", "confidenceIn", "confidenceNotIn", "confidenceGT", "confidenceGTE", "confidenceLT", "confidenceLTE", "severity", "severityNEQ", "severityIn", "severityNotIn", "firstSeen", "firstSeenNEQ", "firstSeenIn", "firstSeenNotIn", "firstSeenGT", "firstSeenGTE", "firstSeenLT", "firstSeenLTE", "lastSeen", "lastSeenNEQ", "lastSeenIn", "lastSeenNotIn", "lastSeenGT", "lastSeenGTE", "lastSeenLT", "lastSeenLTE", "hitCount", "hitCountNEQ", "hitCountIn", "hitCountNotIn", "hitCountGT", "hitCountGTE", "hitCountLT", "hitCountLTE", "tripwiresFired", "tripwiresFiredNEQ", "tripwiresFiredIn", "tripwiresFiredNotIn", "tripwiresFiredGT", "tripwiresFiredGTE", "tripwiresFiredLT", "tripwiresFiredLTE", "promptsCaptured", "promptsCapturedNEQ", "promptsCapturedIn", "promptsCapturedNotIn", "promptsCapturedGT", "promptsCapturedGTE", "promptsCapturedLT", "promptsCapturedLTE", "extractedModel", "extractedModelNEQ", "extractedModelIn", "extractedModelNotIn", "extractedModelGT", "extractedModelGTE", "extractedModelLT", "extractedModelLTE", "extractedModelContains", "extractedModelHasPrefix", "extractedModelHasSuffix", "extractedModelEqualFold", "extractedModelContainsFold", "extractedOperator", "extractedOperatorNEQ", "extractedOperatorIn", "extractedOperatorNotIn", "extractedOperatorGT", "extractedOperatorGTE", "extractedOperatorLT", "extractedOperatorLTE", "extractedOperatorContains", "extractedOperatorHasPrefix", "extractedOperatorHasSuffix", "extractedOperatorEqualFold", "extractedOperatorContainsFold", "hasHits", "hasHitsWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "siteID", "siteIDNEQ", "siteIDIn", "siteIDNotIn", "siteIDGT", "siteIDGTE", "siteIDLT", "siteIDLTE", "siteIDContains", "siteIDHasPrefix", "siteIDHasSuffix", "siteIDIsNil", "siteIDNotNil", "siteIDEqualFold", "siteIDContainsFold", "sourceIP", "sourceIPNEQ", "sourceIPIn", "sourceIPNotIn", "sourceIPGT", "sourceIPGTE", "sourceIPLT", "sourceIPLTE", "sourceIPContains", "sourceIPHasPrefix", "sourceIPHasSuffix", "sourceIPEqualFold", "sourceIPContainsFold", "userAgent", "userAgentNEQ", "userAgentIn", "userAgentNotIn", "userAgentGT", "userAgentGTE", "userAgentLT", "userAgentLTE", "userAgentContains", "userAgentHasPrefix", "userAgentHasSuffix", "userAgentEqualFold", "userAgentContainsFold", "classification", "classificationNEQ", "classificationIn", "classificationNotIn", "score", "scoreNEQ", "scoreIn", "scoreNotIn", "scoreGT", "scoreGTE", "scoreLT", "scoreLTE", "confidence", "confidenceNEQ", "confidenceIn", "confidenceNotIn", "confidenceGT", "confidenceGTE", "confidenceLT", "confidenceLTE", "severity", "severityNEQ", "severityIn", "severityNotIn", "firstSeen", "firstSeenNEQ", "firstSeenIn", "firstSeenNotIn", "firstSeenGT", "firstSeenGTE", "firstSeenLT", "firstSeenLTE", "lastSeen", "lastSeenNEQ", "lastSeenIn", "lastSeenNotIn", "lastSeenGT", "lastSeenGTE", "lastSeenLT", "lastSeenLTE", "hitCount", "hitCountNEQ", "hitCountIn", "hitCountNotIn", "hitCountGT", "hitCountGTE", "hitCountLT", "hitCountLTE", "tripwiresFired", "tripwiresFiredNEQ", "tripwiresFiredIn", "tripwiresFiredNotIn", "tripwiresFiredGT", "tripwiresFiredGTE", "tripwiresFiredLT", "tripwiresFiredLTE", "promptsCaptured", "promptsCapturedNEQ", "promptsCapturedIn", "promptsCapturedNotIn", "promptsCapturedGT", "promptsCapturedGTE", "promptsCapturedLT", "promptsCapturedLTE", "extractedModel", "extractedModelNEQ", "extractedModelIn", "extractedModelNotIn", "extractedModelGT", "extractedModelGTE", "extractedModelLT", "extractedModelLTE", "extractedModelContains", "extractedModelHasPrefix", "extractedModelHasSuffix", "extractedModelEqualFold", "extractedModelContainsFold", "extractedOperator", "extractedOperatorNEQ", "extractedOperatorIn", "extractedOperatorNotIn", "extractedOperatorGT", "extractedOperatorGTE", "extractedOperatorLT", "extractedOperatorLTE", "extractedOperatorContains", "extractedOperatorHasPrefix", "extractedOperatorHasSuffix", "extractedOperatorEqualFold", "extractedOperatorContainsFold", "hasHits", "hasHitsWith", "hasSignals", "hasSignalsWith", "hasPrompts", "hasPromptsWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -10926,6 +12786,848 @@ func (ec *executionContext) unmarshalInputSessionWhereInput(ctx context.Context,
 				return it, err
 			}
 			it.HasHitsWith = data
+		case "hasSignals":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasSignals"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasSignals = data
+		case "hasSignalsWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasSignalsWith"))
+			data, err := ec.unmarshalOSignalWhereInput2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignalWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasSignalsWith = data
+		case "hasPrompts":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasPrompts"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasPrompts = data
+		case "hasPromptsWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasPromptsWith"))
+			data, err := ec.unmarshalOPromptWhereInput2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPromptWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasPromptsWith = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputSignalWhereInput(ctx context.Context, obj any) (ent.SignalWhereInput, error) {
+	var it ent.SignalWhereInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "sessionID", "sessionIDNEQ", "sessionIDIn", "sessionIDNotIn", "sessionIDGT", "sessionIDGTE", "sessionIDLT", "sessionIDLTE", "sessionIDContains", "sessionIDHasPrefix", "sessionIDHasSuffix", "sessionIDEqualFold", "sessionIDContainsFold", "hitID", "hitIDNEQ", "hitIDIn", "hitIDNotIn", "hitIDGT", "hitIDGTE", "hitIDLT", "hitIDLTE", "hitIDContains", "hitIDHasPrefix", "hitIDHasSuffix", "hitIDEqualFold", "hitIDContainsFold", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "tripwire", "tripwireNEQ", "placement", "placementNEQ", "placementIn", "placementNotIn", "placementGT", "placementGTE", "placementLT", "placementLTE", "placementContains", "placementHasPrefix", "placementHasSuffix", "placementEqualFold", "placementContainsFold", "sourceHitID", "sourceHitIDNEQ", "sourceHitIDIn", "sourceHitIDNotIn", "sourceHitIDGT", "sourceHitIDGTE", "sourceHitIDLT", "sourceHitIDLTE", "sourceHitIDContains", "sourceHitIDHasPrefix", "sourceHitIDHasSuffix", "sourceHitIDEqualFold", "sourceHitIDContainsFold", "delayMs", "delayMsNEQ", "delayMsIn", "delayMsNotIn", "delayMsGT", "delayMsGTE", "delayMsLT", "delayMsLTE", "delayMsIsNil", "delayMsNotNil", "detail", "detailNEQ", "detailIn", "detailNotIn", "detailGT", "detailGTE", "detailLT", "detailLTE", "detailContains", "detailHasPrefix", "detailHasSuffix", "detailEqualFold", "detailContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "hasSession", "hasSessionWith"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "not":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("not"))
+			data, err := ec.unmarshalOSignalWhereInput2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignalWhereInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Not = data
+		case "and":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("and"))
+			data, err := ec.unmarshalOSignalWhereInput2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignalWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.And = data
+		case "or":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("or"))
+			data, err := ec.unmarshalOSignalWhereInput2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignalWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Or = data
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "idNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNEQ = data
+		case "idIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDIn = data
+		case "idNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNotIn = data
+		case "idGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGT = data
+		case "idGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGTE = data
+		case "idLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLT = data
+		case "idLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLTE = data
+		case "idEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDEqualFold = data
+		case "idContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDContainsFold = data
+		case "sessionID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionID"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionID = data
+		case "sessionIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDNEQ"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDNEQ = data
+		case "sessionIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDIn = data
+		case "sessionIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDNotIn"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDNotIn = data
+		case "sessionIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDGT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDGT = data
+		case "sessionIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDGTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDGTE = data
+		case "sessionIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDLT"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDLT = data
+		case "sessionIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDLTE"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDLTE = data
+		case "sessionIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDContains"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDContains = data
+		case "sessionIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDHasPrefix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDHasPrefix = data
+		case "sessionIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDHasSuffix"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDHasSuffix = data
+		case "sessionIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDEqualFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDEqualFold = data
+		case "sessionIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sessionIDContainsFold"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SessionIDContainsFold = data
+		case "hitID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitID = data
+		case "hitIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDNEQ = data
+		case "hitIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDIn = data
+		case "hitIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDNotIn = data
+		case "hitIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDGT = data
+		case "hitIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDGTE = data
+		case "hitIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDLT = data
+		case "hitIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDLTE = data
+		case "hitIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDContains = data
+		case "hitIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDHasPrefix = data
+		case "hitIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDHasSuffix = data
+		case "hitIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDEqualFold = data
+		case "hitIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hitIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HitIDContainsFold = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "nameNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameNEQ = data
+		case "nameIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameIn = data
+		case "nameNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameNotIn = data
+		case "nameGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameGT = data
+		case "nameGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameGTE = data
+		case "nameLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameLT = data
+		case "nameLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameLTE = data
+		case "nameContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameContains = data
+		case "nameHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameHasPrefix = data
+		case "nameHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameHasSuffix = data
+		case "nameEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameEqualFold = data
+		case "nameContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameContainsFold = data
+		case "tripwire":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tripwire"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Tripwire = data
+		case "tripwireNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tripwireNEQ"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TripwireNEQ = data
+		case "placement":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("placement"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Placement = data
+		case "placementNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("placementNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlacementNEQ = data
+		case "placementIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("placementIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlacementIn = data
+		case "placementNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("placementNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlacementNotIn = data
+		case "placementGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("placementGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlacementGT = data
+		case "placementGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("placementGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlacementGTE = data
+		case "placementLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("placementLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlacementLT = data
+		case "placementLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("placementLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlacementLTE = data
+		case "placementContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("placementContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlacementContains = data
+		case "placementHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("placementHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlacementHasPrefix = data
+		case "placementHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("placementHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlacementHasSuffix = data
+		case "placementEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("placementEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlacementEqualFold = data
+		case "placementContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("placementContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlacementContainsFold = data
+		case "sourceHitID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceHitID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceHitID = data
+		case "sourceHitIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceHitIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceHitIDNEQ = data
+		case "sourceHitIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceHitIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceHitIDIn = data
+		case "sourceHitIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceHitIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceHitIDNotIn = data
+		case "sourceHitIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceHitIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceHitIDGT = data
+		case "sourceHitIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceHitIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceHitIDGTE = data
+		case "sourceHitIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceHitIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceHitIDLT = data
+		case "sourceHitIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceHitIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceHitIDLTE = data
+		case "sourceHitIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceHitIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceHitIDContains = data
+		case "sourceHitIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceHitIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceHitIDHasPrefix = data
+		case "sourceHitIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceHitIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceHitIDHasSuffix = data
+		case "sourceHitIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceHitIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceHitIDEqualFold = data
+		case "sourceHitIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceHitIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceHitIDContainsFold = data
+		case "delayMs":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("delayMs"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DelayMs = data
+		case "delayMsNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("delayMsNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DelayMsNEQ = data
+		case "delayMsIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("delayMsIn"))
+			data, err := ec.unmarshalOInt2ᚕint64ᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DelayMsIn = data
+		case "delayMsNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("delayMsNotIn"))
+			data, err := ec.unmarshalOInt2ᚕint64ᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DelayMsNotIn = data
+		case "delayMsGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("delayMsGT"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DelayMsGT = data
+		case "delayMsGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("delayMsGTE"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DelayMsGTE = data
+		case "delayMsLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("delayMsLT"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DelayMsLT = data
+		case "delayMsLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("delayMsLTE"))
+			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DelayMsLTE = data
+		case "delayMsIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("delayMsIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DelayMsIsNil = data
+		case "delayMsNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("delayMsNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DelayMsNotNil = data
+		case "detail":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("detail"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Detail = data
+		case "detailNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("detailNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DetailNEQ = data
+		case "detailIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("detailIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DetailIn = data
+		case "detailNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("detailNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DetailNotIn = data
+		case "detailGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("detailGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DetailGT = data
+		case "detailGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("detailGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DetailGTE = data
+		case "detailLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("detailLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DetailLT = data
+		case "detailLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("detailLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DetailLTE = data
+		case "detailContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("detailContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DetailContains = data
+		case "detailHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("detailHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DetailHasPrefix = data
+		case "detailHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("detailHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DetailHasSuffix = data
+		case "detailEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("detailEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DetailEqualFold = data
+		case "detailContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("detailContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DetailContainsFold = data
+		case "createdAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAt = data
+		case "createdAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNEQ = data
+		case "createdAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtIn = data
+		case "createdAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNotIn = data
+		case "createdAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGT = data
+		case "createdAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGTE = data
+		case "createdAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLT = data
+		case "createdAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLTE = data
+		case "hasSession":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasSession"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasSession = data
+		case "hasSessionWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasSessionWith"))
+			data, err := ec.unmarshalOSessionWhereInput2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSessionWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasSessionWith = data
 		}
 	}
 	return it, nil
@@ -12084,11 +14786,21 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._Site(ctx, sel, obj)
+	case *ent.Signal:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Signal(ctx, sel, obj)
 	case *ent.Session:
 		if obj == nil {
 			return graphql.Null
 		}
 		return ec._Session(ctx, sel, obj)
+	case *ent.Prompt:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Prompt(ctx, sel, obj)
 	case *ent.Organization:
 		if obj == nil {
 			return graphql.Null
@@ -12788,6 +15500,21 @@ func (ec *executionContext) _Hit(ctx context.Context, sel ast.SelectionSet, obj 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "kind":
+			out.Values[i] = ec._Hit_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "status":
+			out.Values[i] = ec._Hit_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "signals":
+			out.Values[i] = ec._Hit_signals(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "session":
 			field := field
 
@@ -13180,6 +15907,127 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var promptImplementors = []string{"Prompt", "Node"}
+
+func (ec *executionContext) _Prompt(ctx context.Context, sel ast.SelectionSet, obj *ent.Prompt) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, promptImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Prompt")
+		case "id":
+			out.Values[i] = ec._Prompt_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "orgID":
+			out.Values[i] = ec._Prompt_orgID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sessionID":
+			out.Values[i] = ec._Prompt_sessionID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "hitID":
+			out.Values[i] = ec._Prompt_hitID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "text":
+			out.Values[i] = ec._Prompt_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "hash":
+			out.Values[i] = ec._Prompt_hash(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "model":
+			out.Values[i] = ec._Prompt_model(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "operator":
+			out.Values[i] = ec._Prompt_operator(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "source":
+			out.Values[i] = ec._Prompt_source(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._Prompt_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "session":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Prompt_session(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -13594,6 +16442,82 @@ func (ec *executionContext) _Session(ctx context.Context, sel ast.SelectionSet, 
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "signals":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Session_signals(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "prompts":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Session_prompts(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -13738,6 +16662,132 @@ func (ec *executionContext) _SeverityCounts(ctx context.Context, sel ast.Selecti
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var signalImplementors = []string{"Signal", "Node"}
+
+func (ec *executionContext) _Signal(ctx context.Context, sel ast.SelectionSet, obj *ent.Signal) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, signalImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Signal")
+		case "id":
+			out.Values[i] = ec._Signal_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "orgID":
+			out.Values[i] = ec._Signal_orgID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sessionID":
+			out.Values[i] = ec._Signal_sessionID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "hitID":
+			out.Values[i] = ec._Signal_hitID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "name":
+			out.Values[i] = ec._Signal_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "tripwire":
+			out.Values[i] = ec._Signal_tripwire(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "placement":
+			out.Values[i] = ec._Signal_placement(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sourceHitID":
+			out.Values[i] = ec._Signal_sourceHitID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "delayMs":
+			out.Values[i] = ec._Signal_delayMs(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "detail":
+			out.Values[i] = ec._Signal_detail(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._Signal_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "session":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Signal_session(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -14728,6 +17778,16 @@ func (ec *executionContext) marshalNHitConnection2ᚖgithubᚗcomᚋflytrapᚋfl
 	return ec._HitConnection(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNHitKind2githubᚗcomᚋflytrapᚋflytrapᚋentᚋhitᚐKind(ctx context.Context, v any) (hit.Kind, error) {
+	var res hit.Kind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNHitKind2githubᚗcomᚋflytrapᚋflytrapᚋentᚋhitᚐKind(ctx context.Context, sel ast.SelectionSet, v hit.Kind) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNHitOrderField2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐHitOrderField(ctx context.Context, v any) (*ent.HitOrderField, error) {
 	var res = new(ent.HitOrderField)
 	err := res.UnmarshalGQL(v)
@@ -14913,6 +17973,21 @@ func (ec *executionContext) marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPag
 	return ec._PageInfo(ctx, sel, &v)
 }
 
+func (ec *executionContext) marshalNPrompt2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPrompt(ctx context.Context, sel ast.SelectionSet, v *ent.Prompt) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Prompt(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNPromptWhereInput2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPromptWhereInput(ctx context.Context, v any) (*ent.PromptWhereInput, error) {
+	res, err := ec.unmarshalInputPromptWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNSession2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSession(ctx context.Context, sel ast.SelectionSet, v *ent.Session) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -14972,6 +18047,21 @@ func (ec *executionContext) marshalNSeverityCounts2ᚖgithubᚗcomᚋflytrapᚋf
 		return graphql.Null
 	}
 	return ec._SeverityCounts(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNSignal2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignal(ctx context.Context, sel ast.SelectionSet, v *ent.Signal) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Signal(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNSignalWhereInput2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignalWhereInput(ctx context.Context, v any) (*ent.SignalWhereInput, error) {
+	res, err := ec.unmarshalInputSignalWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNSite2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSite(ctx context.Context, sel ast.SelectionSet, v *ent.Site) graphql.Marshaler {
@@ -15605,6 +18695,58 @@ func (ec *executionContext) marshalOHitEdge2ᚖgithubᚗcomᚋflytrapᚋflytrap�
 	return ec._HitEdge(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOHitKind2ᚕgithubᚗcomᚋflytrapᚋflytrapᚋentᚋhitᚐKindᚄ(ctx context.Context, v any) ([]hit.Kind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]hit.Kind, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNHitKind2githubᚗcomᚋflytrapᚋflytrapᚋentᚋhitᚐKind(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOHitKind2ᚕgithubᚗcomᚋflytrapᚋflytrapᚋentᚋhitᚐKindᚄ(ctx context.Context, sel ast.SelectionSet, v []hit.Kind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNHitKind2githubᚗcomᚋflytrapᚋflytrapᚋentᚋhitᚐKind(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalOHitKind2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚋhitᚐKind(ctx context.Context, v any) (*hit.Kind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(hit.Kind)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOHitKind2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚋhitᚐKind(ctx context.Context, sel ast.SelectionSet, v *hit.Kind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
 func (ec *executionContext) unmarshalOHitOrder2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐHitOrder(ctx context.Context, v any) (*ent.HitOrder, error) {
 	if v == nil {
 		return nil, nil
@@ -15841,6 +18983,50 @@ func (ec *executionContext) unmarshalOOrganizationWhereInput2ᚖgithubᚗcomᚋf
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalOPrompt2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPromptᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Prompt) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPrompt2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPrompt(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalOPromptWhereInput2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPromptWhereInputᚄ(ctx context.Context, v any) ([]*ent.PromptWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.PromptWhereInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNPromptWhereInput2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPromptWhereInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalOPromptWhereInput2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPromptWhereInput(ctx context.Context, v any) (*ent.PromptWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputPromptWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalOSession2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSession(ctx context.Context, sel ast.SelectionSet, v *ent.Session) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -15951,6 +19137,50 @@ func (ec *executionContext) marshalOSeverity2ᚖgithubᚗcomᚋflytrapᚋflytrap
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalOSignal2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignalᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Signal) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSignal2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignal(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalOSignalWhereInput2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignalWhereInputᚄ(ctx context.Context, v any) ([]*ent.SignalWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.SignalWhereInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNSignalWhereInput2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignalWhereInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalOSignalWhereInput2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignalWhereInput(ctx context.Context, v any) (*ent.SignalWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputSignalWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalOSite2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSite(ctx context.Context, sel ast.SelectionSet, v *ent.Site) graphql.Marshaler {

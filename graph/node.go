@@ -8,7 +8,9 @@ import (
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/organization"
+	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
 	"github.com/flytrap/flytrap/ids"
@@ -22,6 +24,8 @@ var tableOfPrefix = map[string]string{
 	ids.Hit:     hit.Table,
 	ids.Event:   event.Table,
 	ids.APIKey:  apikey.Table,
+	ids.Signal:  signal.Table,
+	ids.Prompt:  prompt.Table,
 }
 
 // nodeType resolves a node id to its table by the id's prefix.
@@ -41,7 +45,7 @@ func truncate(s string, n int) string {
 
 var nameOfPrefix = map[string]string{
 	ids.Org: "organization", ids.Site: "site", ids.Trap: "trap", ids.Session: "session",
-	ids.Hit: "hit", ids.Event: "event", ids.APIKey: "API key",
+	ids.Hit: "hit", ids.Event: "event", ids.APIKey: "API key", ids.Signal: "signal", ids.Prompt: "prompt",
 }
 
 // checkID refuses an id that is malformed or names another kind of object than prefix.

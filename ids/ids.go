@@ -18,6 +18,8 @@ const (
 	Hit     = "hit"
 	Event   = "evt"
 	APIKey  = "key"
+	Signal  = "sig"
+	Prompt  = "prm"
 )
 
 // New returns a fresh identifier with the given prefix.
@@ -48,7 +50,7 @@ func Valid(id string) bool {
 		return false
 	}
 	switch p {
-	case Org, Site, Trap, Session, Hit, Event, APIKey:
+	case Org, Site, Trap, Session, Hit, Event, APIKey, Signal, Prompt:
 	default:
 		return false
 	}

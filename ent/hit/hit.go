@@ -3,6 +3,9 @@
 package hit
 
 import (
+	"fmt"
+	"io"
+	"strconv"
 	"time"
 
 	"entgo.io/ent"
@@ -41,6 +44,12 @@ const (
 	FieldReceivedAt = "received_at"
 	// FieldReceivedHour holds the string denoting the received_hour field in the database.
 	FieldReceivedHour = "received_hour"
+	// FieldKind holds the string denoting the kind field in the database.
+	FieldKind = "kind"
+	// FieldStatus holds the string denoting the status field in the database.
+	FieldStatus = "status"
+	// FieldSignals holds the string denoting the signals field in the database.
+	FieldSignals = "signals"
 	// EdgeOrganization holds the string denoting the organization edge name in mutations.
 	EdgeOrganization = "organization"
 	// EdgeSession holds the string denoting the session edge name in mutations.
@@ -79,6 +88,9 @@ var Columns = []string{
 	FieldUserAgent,
 	FieldReceivedAt,
 	FieldReceivedHour,
+	FieldKind,
+	FieldStatus,
+	FieldSignals,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -123,11 +135,42 @@ var (
 	UserAgentValidator func(string) error
 	// DefaultReceivedAt holds the default value on creation for the "received_at" field.
 	DefaultReceivedAt func() time.Time
+	// DefaultStatus holds the default value on creation for the "status" field.
+	DefaultStatus int
+	// DefaultSignals holds the default value on creation for the "signals" field.
+	DefaultSignals []string
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() string
 	// IDValidator is a validator for the "id" field. It is called by the builders before save.
 	IDValidator func(string) error
 )
+
+// Kind defines the type for the "kind" enum field.
+type Kind string
+
+// KindDecoy is the default value of the Kind enum.
+const DefaultKind = KindDecoy
+
+// Kind values.
+const (
+	KindDecoy    Kind = "decoy"
+	KindCallback Kind = "callback"
+	KindNotFound Kind = "not_found"
+)
+
+func (k Kind) String() string {
+	return string(k)
+}
+
+// KindValidator is a validator for the "kind" field enum values. It is called by the builders before save.
+func KindValidator(k Kind) error {
+	switch k {
+	case KindDecoy, KindCallback, KindNotFound:
+		return nil
+	default:
+		return fmt.Errorf("hit: invalid enum value for kind field: %q", k)
+	}
+}
 
 // OrderOption defines the ordering options for the Hit queries.
 type OrderOption func(*sql.Selector)
@@ -197,6 +240,16 @@ func ByReceivedHour(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldReceivedHour, opts...).ToFunc()
 }
 
+// ByKind orders the results by the kind field.
+func ByKind(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldKind, opts...).ToFunc()
+}
+
+// ByStatus orders the results by the status field.
+func ByStatus(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldStatus, opts...).ToFunc()
+}
+
 // ByOrganizationField orders the results by organization field.
 func ByOrganizationField(field string, opts ...sql.OrderTermOption) OrderOption {
 	return func(s *sql.Selector) {
@@ -223,4 +276,22 @@ func newSessionStep() *sqlgraph.Step {
 		sqlgraph.To(SessionInverseTable, FieldID),
 		sqlgraph.Edge(sqlgraph.M2O, true, SessionTable, SessionColumn),
 	)
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (e Kind) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(e.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (e *Kind) UnmarshalGQL(val interface{}) error {
+	str, ok := val.(string)
+	if !ok {
+		return fmt.Errorf("enum %T must be a string", val)
+	}
+	*e = Kind(str)
+	if err := KindValidator(*e); err != nil {
+		return fmt.Errorf("%s is not a valid Kind", str)
+	}
+	return nil
 }

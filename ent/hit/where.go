@@ -125,6 +125,11 @@ func ReceivedHour(v int64) predicate.Hit {
 	return predicate.Hit(sql.FieldEQ(FieldReceivedHour, v))
 }
 
+// Status applies equality check predicate on the "status" field. It's identical to StatusEQ.
+func Status(v int) predicate.Hit {
+	return predicate.Hit(sql.FieldEQ(FieldStatus, v))
+}
+
 // OrgIDEQ applies the EQ predicate on the "org_id" field.
 func OrgIDEQ(v string) predicate.Hit {
 	return predicate.Hit(sql.FieldEQ(FieldOrgID, v))
@@ -818,6 +823,66 @@ func ReceivedHourIsNil() predicate.Hit {
 // ReceivedHourNotNil applies the NotNil predicate on the "received_hour" field.
 func ReceivedHourNotNil() predicate.Hit {
 	return predicate.Hit(sql.FieldNotNull(FieldReceivedHour))
+}
+
+// KindEQ applies the EQ predicate on the "kind" field.
+func KindEQ(v Kind) predicate.Hit {
+	return predicate.Hit(sql.FieldEQ(FieldKind, v))
+}
+
+// KindNEQ applies the NEQ predicate on the "kind" field.
+func KindNEQ(v Kind) predicate.Hit {
+	return predicate.Hit(sql.FieldNEQ(FieldKind, v))
+}
+
+// KindIn applies the In predicate on the "kind" field.
+func KindIn(vs ...Kind) predicate.Hit {
+	return predicate.Hit(sql.FieldIn(FieldKind, vs...))
+}
+
+// KindNotIn applies the NotIn predicate on the "kind" field.
+func KindNotIn(vs ...Kind) predicate.Hit {
+	return predicate.Hit(sql.FieldNotIn(FieldKind, vs...))
+}
+
+// StatusEQ applies the EQ predicate on the "status" field.
+func StatusEQ(v int) predicate.Hit {
+	return predicate.Hit(sql.FieldEQ(FieldStatus, v))
+}
+
+// StatusNEQ applies the NEQ predicate on the "status" field.
+func StatusNEQ(v int) predicate.Hit {
+	return predicate.Hit(sql.FieldNEQ(FieldStatus, v))
+}
+
+// StatusIn applies the In predicate on the "status" field.
+func StatusIn(vs ...int) predicate.Hit {
+	return predicate.Hit(sql.FieldIn(FieldStatus, vs...))
+}
+
+// StatusNotIn applies the NotIn predicate on the "status" field.
+func StatusNotIn(vs ...int) predicate.Hit {
+	return predicate.Hit(sql.FieldNotIn(FieldStatus, vs...))
+}
+
+// StatusGT applies the GT predicate on the "status" field.
+func StatusGT(v int) predicate.Hit {
+	return predicate.Hit(sql.FieldGT(FieldStatus, v))
+}
+
+// StatusGTE applies the GTE predicate on the "status" field.
+func StatusGTE(v int) predicate.Hit {
+	return predicate.Hit(sql.FieldGTE(FieldStatus, v))
+}
+
+// StatusLT applies the LT predicate on the "status" field.
+func StatusLT(v int) predicate.Hit {
+	return predicate.Hit(sql.FieldLT(FieldStatus, v))
+}
+
+// StatusLTE applies the LTE predicate on the "status" field.
+func StatusLTE(v int) predicate.Hit {
+	return predicate.Hit(sql.FieldLTE(FieldStatus, v))
 }
 
 // HasOrganization applies the HasEdge predicate on the "organization" edge.

@@ -57,6 +57,30 @@ func (f OrganizationFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.OrganizationMutation", m)
 }
 
+// The PromptFunc type is an adapter to allow the use of ordinary
+// function as Prompt mutator.
+type PromptFunc func(context.Context, *ent.PromptMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f PromptFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.PromptMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.PromptMutation", m)
+}
+
+// The SecretFunc type is an adapter to allow the use of ordinary
+// function as Secret mutator.
+type SecretFunc func(context.Context, *ent.SecretMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f SecretFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.SecretMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.SecretMutation", m)
+}
+
 // The SequenceFunc type is an adapter to allow the use of ordinary
 // function as Sequence mutator.
 type SequenceFunc func(context.Context, *ent.SequenceMutation) (ent.Value, error)
@@ -79,6 +103,18 @@ func (f SessionFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, err
 		return f(ctx, mv)
 	}
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.SessionMutation", m)
+}
+
+// The SignalFunc type is an adapter to allow the use of ordinary
+// function as Signal mutator.
+type SignalFunc func(context.Context, *ent.SignalMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f SignalFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.SignalMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.SignalMutation", m)
 }
 
 // The SiteFunc type is an adapter to allow the use of ordinary

@@ -13,8 +13,11 @@ import (
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/predicate"
+	"github.com/flytrap/flytrap/ent/prompt"
+	"github.com/flytrap/flytrap/ent/secret"
 	"github.com/flytrap/flytrap/ent/sequence"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
 )
@@ -183,6 +186,60 @@ func (f TraverseOrganization) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.OrganizationQuery", q)
 }
 
+// The PromptFunc type is an adapter to allow the use of ordinary function as a Querier.
+type PromptFunc func(context.Context, *ent.PromptQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f PromptFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.PromptQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.PromptQuery", q)
+}
+
+// The TraversePrompt type is an adapter to allow the use of ordinary function as Traverser.
+type TraversePrompt func(context.Context, *ent.PromptQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraversePrompt) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraversePrompt) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.PromptQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.PromptQuery", q)
+}
+
+// The SecretFunc type is an adapter to allow the use of ordinary function as a Querier.
+type SecretFunc func(context.Context, *ent.SecretQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f SecretFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.SecretQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.SecretQuery", q)
+}
+
+// The TraverseSecret type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseSecret func(context.Context, *ent.SecretQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseSecret) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseSecret) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.SecretQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.SecretQuery", q)
+}
+
 // The SequenceFunc type is an adapter to allow the use of ordinary function as a Querier.
 type SequenceFunc func(context.Context, *ent.SequenceQuery) (ent.Value, error)
 
@@ -235,6 +292,33 @@ func (f TraverseSession) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.SessionQuery", q)
+}
+
+// The SignalFunc type is an adapter to allow the use of ordinary function as a Querier.
+type SignalFunc func(context.Context, *ent.SignalQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f SignalFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.SignalQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.SignalQuery", q)
+}
+
+// The TraverseSignal type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseSignal func(context.Context, *ent.SignalQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseSignal) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseSignal) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.SignalQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.SignalQuery", q)
 }
 
 // The SiteFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -302,10 +386,16 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.HitQuery, predicate.Hit, hit.OrderOption]{typ: ent.TypeHit, tq: q}, nil
 	case *ent.OrganizationQuery:
 		return &query[*ent.OrganizationQuery, predicate.Organization, organization.OrderOption]{typ: ent.TypeOrganization, tq: q}, nil
+	case *ent.PromptQuery:
+		return &query[*ent.PromptQuery, predicate.Prompt, prompt.OrderOption]{typ: ent.TypePrompt, tq: q}, nil
+	case *ent.SecretQuery:
+		return &query[*ent.SecretQuery, predicate.Secret, secret.OrderOption]{typ: ent.TypeSecret, tq: q}, nil
 	case *ent.SequenceQuery:
 		return &query[*ent.SequenceQuery, predicate.Sequence, sequence.OrderOption]{typ: ent.TypeSequence, tq: q}, nil
 	case *ent.SessionQuery:
 		return &query[*ent.SessionQuery, predicate.Session, session.OrderOption]{typ: ent.TypeSession, tq: q}, nil
+	case *ent.SignalQuery:
+		return &query[*ent.SignalQuery, predicate.Signal, signal.OrderOption]{typ: ent.TypeSignal, tq: q}, nil
 	case *ent.SiteQuery:
 		return &query[*ent.SiteQuery, predicate.Site, site.OrderOption]{typ: ent.TypeSite, tq: q}, nil
 	case *ent.TrapQuery:

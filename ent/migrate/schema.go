@@ -93,6 +93,9 @@ var (
 		{Name: "user_agent", Type: field.TypeString, Size: 1024, Default: ""},
 		{Name: "received_at", Type: field.TypeTime},
 		{Name: "received_hour", Type: field.TypeInt64, Nullable: true},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"decoy", "callback", "not_found"}, Default: "decoy"},
+		{Name: "status", Type: field.TypeInt, Default: 200},
+		{Name: "signals", Type: field.TypeJSON},
 		{Name: "org_id", Type: field.TypeString, Size: 40},
 		{Name: "session_id", Type: field.TypeString, Size: 40},
 	}
@@ -104,13 +107,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "hits_organizations_hits",
-				Columns:    []*schema.Column{HitsColumns[12]},
+				Columns:    []*schema.Column{HitsColumns[15]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "hits_sessions_hits",
-				Columns:    []*schema.Column{HitsColumns[13]},
+				Columns:    []*schema.Column{HitsColumns[16]},
 				RefColumns: []*schema.Column{SessionsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -119,12 +122,12 @@ var (
 			{
 				Name:    "hit_org_id_received_hour",
 				Unique:  false,
-				Columns: []*schema.Column{HitsColumns[12], HitsColumns[11]},
+				Columns: []*schema.Column{HitsColumns[15], HitsColumns[11]},
 			},
 			{
 				Name:    "hit_session_id_received_at",
 				Unique:  false,
-				Columns: []*schema.Column{HitsColumns[13], HitsColumns[10]},
+				Columns: []*schema.Column{HitsColumns[16], HitsColumns[10]},
 			},
 			{
 				Name:    "hit_trap_id",
@@ -144,6 +147,62 @@ var (
 		Name:       "organizations",
 		Columns:    OrganizationsColumns,
 		PrimaryKey: []*schema.Column{OrganizationsColumns[0]},
+	}
+	// PromptsColumns holds the columns for the "prompts" table.
+	PromptsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 40},
+		{Name: "hit_id", Type: field.TypeString},
+		{Name: "text", Type: field.TypeString, Size: 2147483647},
+		{Name: "hash", Type: field.TypeString, Size: 64},
+		{Name: "model", Type: field.TypeString, Size: 100, Default: ""},
+		{Name: "operator", Type: field.TypeString, Size: 200, Default: ""},
+		{Name: "source", Type: field.TypeString, Size: 32, Default: ""},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "org_id", Type: field.TypeString, Size: 40},
+		{Name: "session_id", Type: field.TypeString, Size: 40},
+	}
+	// PromptsTable holds the schema information for the "prompts" table.
+	PromptsTable = &schema.Table{
+		Name:       "prompts",
+		Columns:    PromptsColumns,
+		PrimaryKey: []*schema.Column{PromptsColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "prompts_organizations_prompts",
+				Columns:    []*schema.Column{PromptsColumns[8]},
+				RefColumns: []*schema.Column{OrganizationsColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+			{
+				Symbol:     "prompts_sessions_prompts",
+				Columns:    []*schema.Column{PromptsColumns[9]},
+				RefColumns: []*schema.Column{SessionsColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+		},
+		Indexes: []*schema.Index{
+			{
+				Name:    "prompt_session_id_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{PromptsColumns[9], PromptsColumns[7]},
+			},
+			{
+				Name:    "prompt_org_id_hash",
+				Unique:  false,
+				Columns: []*schema.Column{PromptsColumns[8], PromptsColumns[3]},
+			},
+		},
+	}
+	// SecretsColumns holds the columns for the "secrets" table.
+	SecretsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString},
+		{Name: "value", Type: field.TypeBytes},
+	}
+	// SecretsTable holds the schema information for the "secrets" table.
+	SecretsTable = &schema.Table{
+		Name:       "secrets",
+		Columns:    SecretsColumns,
+		PrimaryKey: []*schema.Column{SecretsColumns[0]},
 	}
 	// SequencesColumns holds the columns for the "sequences" table.
 	SequencesColumns = []*schema.Column{
@@ -175,6 +234,7 @@ var (
 		{Name: "extracted_model", Type: field.TypeString, Size: 100, Default: ""},
 		{Name: "extracted_operator", Type: field.TypeString, Size: 200, Default: ""},
 		{Name: "traps_triggered", Type: field.TypeJSON},
+		{Name: "state", Type: field.TypeJSON, Nullable: true},
 		{Name: "org_id", Type: field.TypeString, Size: 40},
 	}
 	// SessionsTable holds the schema information for the "sessions" table.
@@ -185,7 +245,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "sessions_organizations_sessions",
-				Columns:    []*schema.Column{SessionsColumns[17]},
+				Columns:    []*schema.Column{SessionsColumns[18]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -194,22 +254,68 @@ var (
 			{
 				Name:    "session_org_id_last_seen",
 				Unique:  false,
-				Columns: []*schema.Column{SessionsColumns[17], SessionsColumns[10]},
+				Columns: []*schema.Column{SessionsColumns[18], SessionsColumns[10]},
 			},
 			{
 				Name:    "session_org_id_classification_last_seen",
 				Unique:  false,
-				Columns: []*schema.Column{SessionsColumns[17], SessionsColumns[4], SessionsColumns[10]},
+				Columns: []*schema.Column{SessionsColumns[18], SessionsColumns[4], SessionsColumns[10]},
 			},
 			{
 				Name:    "session_org_id_severity_last_seen",
 				Unique:  false,
-				Columns: []*schema.Column{SessionsColumns[17], SessionsColumns[7], SessionsColumns[10]},
+				Columns: []*schema.Column{SessionsColumns[18], SessionsColumns[7], SessionsColumns[10]},
 			},
 			{
 				Name:    "session_org_id_source_ip_user_agent_last_seen",
 				Unique:  false,
-				Columns: []*schema.Column{SessionsColumns[17], SessionsColumns[2], SessionsColumns[3], SessionsColumns[10]},
+				Columns: []*schema.Column{SessionsColumns[18], SessionsColumns[2], SessionsColumns[3], SessionsColumns[10]},
+			},
+		},
+	}
+	// SignalsColumns holds the columns for the "signals" table.
+	SignalsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 40},
+		{Name: "hit_id", Type: field.TypeString},
+		{Name: "name", Type: field.TypeString, Size: 64},
+		{Name: "tripwire", Type: field.TypeBool, Default: false},
+		{Name: "placement", Type: field.TypeString, Size: 32, Default: ""},
+		{Name: "source_hit_id", Type: field.TypeString, Size: 40, Default: ""},
+		{Name: "delay_ms", Type: field.TypeInt64, Nullable: true},
+		{Name: "detail", Type: field.TypeString, Size: 2048, Default: ""},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "org_id", Type: field.TypeString, Size: 40},
+		{Name: "session_id", Type: field.TypeString, Size: 40},
+	}
+	// SignalsTable holds the schema information for the "signals" table.
+	SignalsTable = &schema.Table{
+		Name:       "signals",
+		Columns:    SignalsColumns,
+		PrimaryKey: []*schema.Column{SignalsColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "signals_organizations_signals",
+				Columns:    []*schema.Column{SignalsColumns[9]},
+				RefColumns: []*schema.Column{OrganizationsColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+			{
+				Symbol:     "signals_sessions_signals",
+				Columns:    []*schema.Column{SignalsColumns[10]},
+				RefColumns: []*schema.Column{SessionsColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+		},
+		Indexes: []*schema.Index{
+			{
+				Name:    "signal_session_id_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{SignalsColumns[10], SignalsColumns[8]},
+			},
+			{
+				Name:    "signal_org_id_name_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{SignalsColumns[9], SignalsColumns[2], SignalsColumns[8]},
 			},
 		},
 	}
@@ -296,8 +402,11 @@ var (
 		EventsTable,
 		HitsTable,
 		OrganizationsTable,
+		PromptsTable,
+		SecretsTable,
 		SequencesTable,
 		SessionsTable,
+		SignalsTable,
 		SitesTable,
 		TrapsTable,
 	}
@@ -308,7 +417,11 @@ func init() {
 	EventsTable.ForeignKeys[0].RefTable = OrganizationsTable
 	HitsTable.ForeignKeys[0].RefTable = OrganizationsTable
 	HitsTable.ForeignKeys[1].RefTable = SessionsTable
+	PromptsTable.ForeignKeys[0].RefTable = OrganizationsTable
+	PromptsTable.ForeignKeys[1].RefTable = SessionsTable
 	SessionsTable.ForeignKeys[0].RefTable = OrganizationsTable
+	SignalsTable.ForeignKeys[0].RefTable = OrganizationsTable
+	SignalsTable.ForeignKeys[1].RefTable = SessionsTable
 	SitesTable.ForeignKeys[0].RefTable = OrganizationsTable
 	TrapsTable.ForeignKeys[0].RefTable = OrganizationsTable
 	TrapsTable.ForeignKeys[1].RefTable = SitesTable

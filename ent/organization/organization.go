@@ -31,6 +31,10 @@ const (
 	EdgeEvents = "events"
 	// EdgeAPIKeys holds the string denoting the api_keys edge name in mutations.
 	EdgeAPIKeys = "api_keys"
+	// EdgeSignals holds the string denoting the signals edge name in mutations.
+	EdgeSignals = "signals"
+	// EdgePrompts holds the string denoting the prompts edge name in mutations.
+	EdgePrompts = "prompts"
 	// Table holds the table name of the organization in the database.
 	Table = "organizations"
 	// SitesTable is the table that holds the sites relation/edge.
@@ -75,6 +79,20 @@ const (
 	APIKeysInverseTable = "api_keys"
 	// APIKeysColumn is the table column denoting the api_keys relation/edge.
 	APIKeysColumn = "org_id"
+	// SignalsTable is the table that holds the signals relation/edge.
+	SignalsTable = "signals"
+	// SignalsInverseTable is the table name for the Signal entity.
+	// It exists in this package in order to avoid circular dependency with the "signal" package.
+	SignalsInverseTable = "signals"
+	// SignalsColumn is the table column denoting the signals relation/edge.
+	SignalsColumn = "org_id"
+	// PromptsTable is the table that holds the prompts relation/edge.
+	PromptsTable = "prompts"
+	// PromptsInverseTable is the table name for the Prompt entity.
+	// It exists in this package in order to avoid circular dependency with the "prompt" package.
+	PromptsInverseTable = "prompts"
+	// PromptsColumn is the table column denoting the prompts relation/edge.
+	PromptsColumn = "org_id"
 )
 
 // Columns holds all SQL columns for organization fields.
@@ -213,6 +231,34 @@ func ByAPIKeys(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
 		sqlgraph.OrderByNeighborTerms(s, newAPIKeysStep(), append([]sql.OrderTerm{term}, terms...)...)
 	}
 }
+
+// BySignalsCount orders the results by signals count.
+func BySignalsCount(opts ...sql.OrderTermOption) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborsCount(s, newSignalsStep(), opts...)
+	}
+}
+
+// BySignals orders the results by signals terms.
+func BySignals(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborTerms(s, newSignalsStep(), append([]sql.OrderTerm{term}, terms...)...)
+	}
+}
+
+// ByPromptsCount orders the results by prompts count.
+func ByPromptsCount(opts ...sql.OrderTermOption) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborsCount(s, newPromptsStep(), opts...)
+	}
+}
+
+// ByPrompts orders the results by prompts terms.
+func ByPrompts(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborTerms(s, newPromptsStep(), append([]sql.OrderTerm{term}, terms...)...)
+	}
+}
 func newSitesStep() *sqlgraph.Step {
 	return sqlgraph.NewStep(
 		sqlgraph.From(Table, FieldID),
@@ -253,5 +299,19 @@ func newAPIKeysStep() *sqlgraph.Step {
 		sqlgraph.From(Table, FieldID),
 		sqlgraph.To(APIKeysInverseTable, FieldID),
 		sqlgraph.Edge(sqlgraph.O2M, false, APIKeysTable, APIKeysColumn),
+	)
+}
+func newSignalsStep() *sqlgraph.Step {
+	return sqlgraph.NewStep(
+		sqlgraph.From(Table, FieldID),
+		sqlgraph.To(SignalsInverseTable, FieldID),
+		sqlgraph.Edge(sqlgraph.O2M, false, SignalsTable, SignalsColumn),
+	)
+}
+func newPromptsStep() *sqlgraph.Step {
+	return sqlgraph.NewStep(
+		sqlgraph.From(Table, FieldID),
+		sqlgraph.To(PromptsInverseTable, FieldID),
+		sqlgraph.Edge(sqlgraph.O2M, false, PromptsTable, PromptsColumn),
 	)
 }

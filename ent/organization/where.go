@@ -318,6 +318,52 @@ func HasAPIKeysWith(preds ...predicate.APIKey) predicate.Organization {
 	})
 }
 
+// HasSignals applies the HasEdge predicate on the "signals" edge.
+func HasSignals() predicate.Organization {
+	return predicate.Organization(func(s *sql.Selector) {
+		step := sqlgraph.NewStep(
+			sqlgraph.From(Table, FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, SignalsTable, SignalsColumn),
+		)
+		sqlgraph.HasNeighbors(s, step)
+	})
+}
+
+// HasSignalsWith applies the HasEdge predicate on the "signals" edge with a given conditions (other predicates).
+func HasSignalsWith(preds ...predicate.Signal) predicate.Organization {
+	return predicate.Organization(func(s *sql.Selector) {
+		step := newSignalsStep()
+		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
+			for _, p := range preds {
+				p(s)
+			}
+		})
+	})
+}
+
+// HasPrompts applies the HasEdge predicate on the "prompts" edge.
+func HasPrompts() predicate.Organization {
+	return predicate.Organization(func(s *sql.Selector) {
+		step := sqlgraph.NewStep(
+			sqlgraph.From(Table, FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, PromptsTable, PromptsColumn),
+		)
+		sqlgraph.HasNeighbors(s, step)
+	})
+}
+
+// HasPromptsWith applies the HasEdge predicate on the "prompts" edge with a given conditions (other predicates).
+func HasPromptsWith(preds ...predicate.Prompt) predicate.Organization {
+	return predicate.Organization(func(s *sql.Selector) {
+		step := newPromptsStep()
+		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
+			for _, p := range preds {
+				p(s)
+			}
+		})
+	})
+}
+
 // And groups predicates with the AND operator between them.
 func And(predicates ...predicate.Organization) predicate.Organization {
 	return predicate.Organization(sql.AndPredicates(predicates...))

@@ -18,11 +18,20 @@ type Hit func(*sql.Selector)
 // Organization is the predicate function for organization builders.
 type Organization func(*sql.Selector)
 
+// Prompt is the predicate function for prompt builders.
+type Prompt func(*sql.Selector)
+
+// Secret is the predicate function for secret builders.
+type Secret func(*sql.Selector)
+
 // Sequence is the predicate function for sequence builders.
 type Sequence func(*sql.Selector)
 
 // Session is the predicate function for session builders.
 type Session func(*sql.Selector)
+
+// Signal is the predicate function for signal builders.
+type Signal func(*sql.Selector)
 
 // Site is the predicate function for site builders.
 type Site func(*sql.Selector)

@@ -207,6 +207,54 @@ func (f OrganizationMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mu
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.OrganizationMutation", m)
 }
 
+// The PromptQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type PromptQueryRuleFunc func(context.Context, *ent.PromptQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f PromptQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.PromptQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.PromptQuery", q)
+}
+
+// The PromptMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type PromptMutationRuleFunc func(context.Context, *ent.PromptMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f PromptMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.PromptMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.PromptMutation", m)
+}
+
+// The SecretQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type SecretQueryRuleFunc func(context.Context, *ent.SecretQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f SecretQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.SecretQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.SecretQuery", q)
+}
+
+// The SecretMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type SecretMutationRuleFunc func(context.Context, *ent.SecretMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f SecretMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.SecretMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.SecretMutation", m)
+}
+
 // The SequenceQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type SequenceQueryRuleFunc func(context.Context, *ent.SequenceQuery) error
@@ -253,6 +301,30 @@ func (f SessionMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutatio
 		return f(ctx, m)
 	}
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.SessionMutation", m)
+}
+
+// The SignalQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type SignalQueryRuleFunc func(context.Context, *ent.SignalQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f SignalQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.SignalQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.SignalQuery", q)
+}
+
+// The SignalMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type SignalMutationRuleFunc func(context.Context, *ent.SignalMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f SignalMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.SignalMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.SignalMutation", m)
 }
 
 // The SiteQueryRuleFunc type is an adapter to allow the use of ordinary
@@ -346,9 +418,15 @@ func queryFilter(q ent.Query) (Filter, error) {
 		return q.Filter(), nil
 	case *ent.OrganizationQuery:
 		return q.Filter(), nil
+	case *ent.PromptQuery:
+		return q.Filter(), nil
+	case *ent.SecretQuery:
+		return q.Filter(), nil
 	case *ent.SequenceQuery:
 		return q.Filter(), nil
 	case *ent.SessionQuery:
+		return q.Filter(), nil
+	case *ent.SignalQuery:
 		return q.Filter(), nil
 	case *ent.SiteQuery:
 		return q.Filter(), nil
@@ -369,9 +447,15 @@ func mutationFilter(m ent.Mutation) (Filter, error) {
 		return m.Filter(), nil
 	case *ent.OrganizationMutation:
 		return m.Filter(), nil
+	case *ent.PromptMutation:
+		return m.Filter(), nil
+	case *ent.SecretMutation:
+		return m.Filter(), nil
 	case *ent.SequenceMutation:
 		return m.Filter(), nil
 	case *ent.SessionMutation:
+		return m.Filter(), nil
+	case *ent.SignalMutation:
 		return m.Filter(), nil
 	case *ent.SiteMutation:
 		return m.Filter(), nil

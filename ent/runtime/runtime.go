@@ -10,9 +10,12 @@ import (
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/organization"
+	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/schema"
+	"github.com/flytrap/flytrap/ent/secret"
 	"github.com/flytrap/flytrap/ent/sequence"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
 
@@ -243,6 +246,14 @@ func init() {
 	hitDescReceivedAt := hitFields[10].Descriptor()
 	// hit.DefaultReceivedAt holds the default value on creation for the received_at field.
 	hit.DefaultReceivedAt = hitDescReceivedAt.Default.(func() time.Time)
+	// hitDescStatus is the schema descriptor for status field.
+	hitDescStatus := hitFields[13].Descriptor()
+	// hit.DefaultStatus holds the default value on creation for the status field.
+	hit.DefaultStatus = hitDescStatus.Default.(int)
+	// hitDescSignals is the schema descriptor for signals field.
+	hitDescSignals := hitFields[14].Descriptor()
+	// hit.DefaultSignals holds the default value on creation for the signals field.
+	hit.DefaultSignals = hitDescSignals.Default.([]string)
 	// hitDescID is the schema descriptor for id field.
 	hitDescID := hitMixinFields0[0].Descriptor()
 	// hit.DefaultID holds the default value on creation for the id field.
@@ -320,6 +331,87 @@ func init() {
 			return nil
 		}
 	}()
+	promptMixin := schema.Prompt{}.Mixin()
+	prompt.Policy = privacy.NewPolicies(schema.Prompt{})
+	prompt.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := prompt.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	promptMixinFields0 := promptMixin[0].Fields()
+	_ = promptMixinFields0
+	promptMixinFields1 := promptMixin[1].Fields()
+	_ = promptMixinFields1
+	promptFields := schema.Prompt{}.Fields()
+	_ = promptFields
+	// promptDescOrgID is the schema descriptor for org_id field.
+	promptDescOrgID := promptMixinFields1[0].Descriptor()
+	// prompt.OrgIDValidator is a validator for the "org_id" field. It is called by the builders before save.
+	prompt.OrgIDValidator = promptDescOrgID.Validators[0].(func(string) error)
+	// promptDescHash is the schema descriptor for hash field.
+	promptDescHash := promptFields[3].Descriptor()
+	// prompt.HashValidator is a validator for the "hash" field. It is called by the builders before save.
+	prompt.HashValidator = promptDescHash.Validators[0].(func(string) error)
+	// promptDescModel is the schema descriptor for model field.
+	promptDescModel := promptFields[4].Descriptor()
+	// prompt.DefaultModel holds the default value on creation for the model field.
+	prompt.DefaultModel = promptDescModel.Default.(string)
+	// prompt.ModelValidator is a validator for the "model" field. It is called by the builders before save.
+	prompt.ModelValidator = promptDescModel.Validators[0].(func(string) error)
+	// promptDescOperator is the schema descriptor for operator field.
+	promptDescOperator := promptFields[5].Descriptor()
+	// prompt.DefaultOperator holds the default value on creation for the operator field.
+	prompt.DefaultOperator = promptDescOperator.Default.(string)
+	// prompt.OperatorValidator is a validator for the "operator" field. It is called by the builders before save.
+	prompt.OperatorValidator = promptDescOperator.Validators[0].(func(string) error)
+	// promptDescSource is the schema descriptor for source field.
+	promptDescSource := promptFields[6].Descriptor()
+	// prompt.DefaultSource holds the default value on creation for the source field.
+	prompt.DefaultSource = promptDescSource.Default.(string)
+	// prompt.SourceValidator is a validator for the "source" field. It is called by the builders before save.
+	prompt.SourceValidator = promptDescSource.Validators[0].(func(string) error)
+	// promptDescCreatedAt is the schema descriptor for created_at field.
+	promptDescCreatedAt := promptFields[7].Descriptor()
+	// prompt.DefaultCreatedAt holds the default value on creation for the created_at field.
+	prompt.DefaultCreatedAt = promptDescCreatedAt.Default.(func() time.Time)
+	// promptDescID is the schema descriptor for id field.
+	promptDescID := promptMixinFields0[0].Descriptor()
+	// prompt.DefaultID holds the default value on creation for the id field.
+	prompt.DefaultID = promptDescID.Default.(func() string)
+	// prompt.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	prompt.IDValidator = func() func(string) error {
+		validators := promptDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	secret.Policy = privacy.NewPolicies(schema.Secret{})
+	secret.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := secret.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	secretFields := schema.Secret{}.Fields()
+	_ = secretFields
+	// secretDescID is the schema descriptor for id field.
+	secretDescID := secretFields[0].Descriptor()
+	// secret.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	secret.IDValidator = secretDescID.Validators[0].(func(string) error)
 	sequence.Policy = privacy.NewPolicies(schema.Sequence{})
 	sequence.Hooks[0] = func(next ent.Mutator) ent.Mutator {
 		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
@@ -462,6 +554,76 @@ func init() {
 	// session.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	session.IDValidator = func() func(string) error {
 		validators := sessionDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	signalMixin := schema.Signal{}.Mixin()
+	signal.Policy = privacy.NewPolicies(schema.Signal{})
+	signal.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := signal.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	signalMixinFields0 := signalMixin[0].Fields()
+	_ = signalMixinFields0
+	signalMixinFields1 := signalMixin[1].Fields()
+	_ = signalMixinFields1
+	signalFields := schema.Signal{}.Fields()
+	_ = signalFields
+	// signalDescOrgID is the schema descriptor for org_id field.
+	signalDescOrgID := signalMixinFields1[0].Descriptor()
+	// signal.OrgIDValidator is a validator for the "org_id" field. It is called by the builders before save.
+	signal.OrgIDValidator = signalDescOrgID.Validators[0].(func(string) error)
+	// signalDescName is the schema descriptor for name field.
+	signalDescName := signalFields[2].Descriptor()
+	// signal.NameValidator is a validator for the "name" field. It is called by the builders before save.
+	signal.NameValidator = signalDescName.Validators[0].(func(string) error)
+	// signalDescTripwire is the schema descriptor for tripwire field.
+	signalDescTripwire := signalFields[3].Descriptor()
+	// signal.DefaultTripwire holds the default value on creation for the tripwire field.
+	signal.DefaultTripwire = signalDescTripwire.Default.(bool)
+	// signalDescPlacement is the schema descriptor for placement field.
+	signalDescPlacement := signalFields[4].Descriptor()
+	// signal.DefaultPlacement holds the default value on creation for the placement field.
+	signal.DefaultPlacement = signalDescPlacement.Default.(string)
+	// signal.PlacementValidator is a validator for the "placement" field. It is called by the builders before save.
+	signal.PlacementValidator = signalDescPlacement.Validators[0].(func(string) error)
+	// signalDescSourceHitID is the schema descriptor for source_hit_id field.
+	signalDescSourceHitID := signalFields[5].Descriptor()
+	// signal.DefaultSourceHitID holds the default value on creation for the source_hit_id field.
+	signal.DefaultSourceHitID = signalDescSourceHitID.Default.(string)
+	// signal.SourceHitIDValidator is a validator for the "source_hit_id" field. It is called by the builders before save.
+	signal.SourceHitIDValidator = signalDescSourceHitID.Validators[0].(func(string) error)
+	// signalDescDetail is the schema descriptor for detail field.
+	signalDescDetail := signalFields[7].Descriptor()
+	// signal.DefaultDetail holds the default value on creation for the detail field.
+	signal.DefaultDetail = signalDescDetail.Default.(string)
+	// signal.DetailValidator is a validator for the "detail" field. It is called by the builders before save.
+	signal.DetailValidator = signalDescDetail.Validators[0].(func(string) error)
+	// signalDescCreatedAt is the schema descriptor for created_at field.
+	signalDescCreatedAt := signalFields[8].Descriptor()
+	// signal.DefaultCreatedAt holds the default value on creation for the created_at field.
+	signal.DefaultCreatedAt = signalDescCreatedAt.Default.(func() time.Time)
+	// signalDescID is the schema descriptor for id field.
+	signalDescID := signalMixinFields0[0].Descriptor()
+	// signal.DefaultID holds the default value on creation for the id field.
+	signal.DefaultID = signalDescID.Default.(func() string)
+	// signal.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	signal.IDValidator = func() func(string) error {
+		validators := signalDescID.Validators
 		fns := [...]func(string) error{
 			validators[0].(func(string) error),
 			validators[1].(func(string) error),

@@ -44,6 +44,12 @@ func (Hit) Fields() []ent.Field {
 		// ReceivedHour (Unix hours) lets the hourly timeline group in SQL the same way on every
 		// database; a hook derives it from received_at.
 		field.Int64("received_hour").Optional().Immutable().Annotations(entgql.Skip(entgql.SkipAll)),
+		// Kind says what the request was: a decoy served, a callback carrying a token, an unknown path.
+		field.Enum("kind").Values("decoy", "callback", "not_found").Default("decoy").Immutable().
+			Annotations(entgql.Type("HitKind")),
+		field.Int("status").Default(200).Immutable(),
+		// Signals are the signals this hit fired.
+		field.Strings("signals").Default([]string{}).Immutable(),
 	}
 }
 

@@ -31,6 +31,8 @@ func (Organization) Edges() []ent.Edge {
 		edge.To("hits", Hit.Type).Annotations(skip),
 		edge.To("events", Event.Type).Annotations(skip),
 		edge.To("api_keys", APIKey.Type).Annotations(skip),
+		edge.To("signals", Signal.Type).Annotations(skip),
+		edge.To("prompts", Prompt.Type).Annotations(skip),
 	}
 }
 

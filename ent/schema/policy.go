@@ -134,7 +134,9 @@ func (Hit) Policy() ent.Policy          { return systemWritten() }
 func (Event) Policy() ent.Policy        { return systemWritten() }
 
 // Sequence rows are internal counters: the system alone touches them.
-func (Sequence) Policy() ent.Policy {
+func (Sequence) Policy() ent.Policy { return systemOnly() }
+
+func systemOnly() ent.Policy {
 	return privacy.Policy{
 		Query:    privacy.QueryPolicy{privacy.AlwaysDenyRule()},
 		Mutation: privacy.MutationPolicy{privacy.AlwaysDenyRule()},

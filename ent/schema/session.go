@@ -8,6 +8,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
 
+	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ids"
 )
 
@@ -40,6 +41,8 @@ func (Session) Fields() []ent.Field {
 		field.String("extracted_model").Default("").MaxLen(100),
 		field.String("extracted_operator").Default("").MaxLen(200),
 		field.Strings("traps_triggered").Default([]string{}).Annotations(ro),
+		field.JSON("state", schematype.SessionState{}).Optional().
+			Annotations(entgql.Skip(entgql.SkipAll)),
 	}
 }
 
@@ -48,6 +51,8 @@ func (Session) Edges() []ent.Edge {
 		edge.From("organization", Organization.Type).Ref("sessions").Field("org_id").
 			Unique().Required().Immutable().Annotations(entgql.Skip(entgql.SkipAll)),
 		edge.To("hits", Hit.Type).Annotations(entgql.RelayConnection()),
+		edge.To("signals", Signal.Type),
+		edge.To("prompts", Prompt.Type),
 	}
 }
 

@@ -52,10 +52,16 @@ const (
 	FieldExtractedOperator = "extracted_operator"
 	// FieldTrapsTriggered holds the string denoting the traps_triggered field in the database.
 	FieldTrapsTriggered = "traps_triggered"
+	// FieldState holds the string denoting the state field in the database.
+	FieldState = "state"
 	// EdgeOrganization holds the string denoting the organization edge name in mutations.
 	EdgeOrganization = "organization"
 	// EdgeHits holds the string denoting the hits edge name in mutations.
 	EdgeHits = "hits"
+	// EdgeSignals holds the string denoting the signals edge name in mutations.
+	EdgeSignals = "signals"
+	// EdgePrompts holds the string denoting the prompts edge name in mutations.
+	EdgePrompts = "prompts"
 	// Table holds the table name of the session in the database.
 	Table = "sessions"
 	// OrganizationTable is the table that holds the organization relation/edge.
@@ -72,6 +78,20 @@ const (
 	HitsInverseTable = "hits"
 	// HitsColumn is the table column denoting the hits relation/edge.
 	HitsColumn = "session_id"
+	// SignalsTable is the table that holds the signals relation/edge.
+	SignalsTable = "signals"
+	// SignalsInverseTable is the table name for the Signal entity.
+	// It exists in this package in order to avoid circular dependency with the "signal" package.
+	SignalsInverseTable = "signals"
+	// SignalsColumn is the table column denoting the signals relation/edge.
+	SignalsColumn = "session_id"
+	// PromptsTable is the table that holds the prompts relation/edge.
+	PromptsTable = "prompts"
+	// PromptsInverseTable is the table name for the Prompt entity.
+	// It exists in this package in order to avoid circular dependency with the "prompt" package.
+	PromptsInverseTable = "prompts"
+	// PromptsColumn is the table column denoting the prompts relation/edge.
+	PromptsColumn = "session_id"
 )
 
 // Columns holds all SQL columns for session fields.
@@ -94,6 +114,7 @@ var Columns = []string{
 	FieldExtractedModel,
 	FieldExtractedOperator,
 	FieldTrapsTriggered,
+	FieldState,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -327,6 +348,34 @@ func ByHits(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
 		sqlgraph.OrderByNeighborTerms(s, newHitsStep(), append([]sql.OrderTerm{term}, terms...)...)
 	}
 }
+
+// BySignalsCount orders the results by signals count.
+func BySignalsCount(opts ...sql.OrderTermOption) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborsCount(s, newSignalsStep(), opts...)
+	}
+}
+
+// BySignals orders the results by signals terms.
+func BySignals(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborTerms(s, newSignalsStep(), append([]sql.OrderTerm{term}, terms...)...)
+	}
+}
+
+// ByPromptsCount orders the results by prompts count.
+func ByPromptsCount(opts ...sql.OrderTermOption) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborsCount(s, newPromptsStep(), opts...)
+	}
+}
+
+// ByPrompts orders the results by prompts terms.
+func ByPrompts(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborTerms(s, newPromptsStep(), append([]sql.OrderTerm{term}, terms...)...)
+	}
+}
 func newOrganizationStep() *sqlgraph.Step {
 	return sqlgraph.NewStep(
 		sqlgraph.From(Table, FieldID),
@@ -339,6 +388,20 @@ func newHitsStep() *sqlgraph.Step {
 		sqlgraph.From(Table, FieldID),
 		sqlgraph.To(HitsInverseTable, FieldID),
 		sqlgraph.Edge(sqlgraph.O2M, false, HitsTable, HitsColumn),
+	)
+}
+func newSignalsStep() *sqlgraph.Step {
+	return sqlgraph.NewStep(
+		sqlgraph.From(Table, FieldID),
+		sqlgraph.To(SignalsInverseTable, FieldID),
+		sqlgraph.Edge(sqlgraph.O2M, false, SignalsTable, SignalsColumn),
+	)
+}
+func newPromptsStep() *sqlgraph.Step {
+	return sqlgraph.NewStep(
+		sqlgraph.From(Table, FieldID),
+		sqlgraph.To(PromptsInverseTable, FieldID),
+		sqlgraph.Edge(sqlgraph.O2M, false, PromptsTable, PromptsColumn),
 	)
 }
 

@@ -850,6 +850,16 @@ func ExtractedOperatorContainsFold(v string) predicate.Session {
 	return predicate.Session(sql.FieldContainsFold(FieldExtractedOperator, v))
 }
 
+// StateIsNil applies the IsNil predicate on the "state" field.
+func StateIsNil() predicate.Session {
+	return predicate.Session(sql.FieldIsNull(FieldState))
+}
+
+// StateNotNil applies the NotNil predicate on the "state" field.
+func StateNotNil() predicate.Session {
+	return predicate.Session(sql.FieldNotNull(FieldState))
+}
+
 // HasOrganization applies the HasEdge predicate on the "organization" edge.
 func HasOrganization() predicate.Session {
 	return predicate.Session(func(s *sql.Selector) {
@@ -888,6 +898,52 @@ func HasHits() predicate.Session {
 func HasHitsWith(preds ...predicate.Hit) predicate.Session {
 	return predicate.Session(func(s *sql.Selector) {
 		step := newHitsStep()
+		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
+			for _, p := range preds {
+				p(s)
+			}
+		})
+	})
+}
+
+// HasSignals applies the HasEdge predicate on the "signals" edge.
+func HasSignals() predicate.Session {
+	return predicate.Session(func(s *sql.Selector) {
+		step := sqlgraph.NewStep(
+			sqlgraph.From(Table, FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, SignalsTable, SignalsColumn),
+		)
+		sqlgraph.HasNeighbors(s, step)
+	})
+}
+
+// HasSignalsWith applies the HasEdge predicate on the "signals" edge with a given conditions (other predicates).
+func HasSignalsWith(preds ...predicate.Signal) predicate.Session {
+	return predicate.Session(func(s *sql.Selector) {
+		step := newSignalsStep()
+		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
+			for _, p := range preds {
+				p(s)
+			}
+		})
+	})
+}
+
+// HasPrompts applies the HasEdge predicate on the "prompts" edge.
+func HasPrompts() predicate.Session {
+	return predicate.Session(func(s *sql.Selector) {
+		step := sqlgraph.NewStep(
+			sqlgraph.From(Table, FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, PromptsTable, PromptsColumn),
+		)
+		sqlgraph.HasNeighbors(s, step)
+	})
+}
+
+// HasPromptsWith applies the HasEdge predicate on the "prompts" edge with a given conditions (other predicates).
+func HasPromptsWith(preds ...predicate.Prompt) predicate.Session {
+	return predicate.Session(func(s *sql.Selector) {
+		step := newPromptsStep()
 		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
 			for _, p := range preds {
 				p(s)

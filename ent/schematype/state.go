@@ -1,0 +1,18 @@
+// Package schematype holds Go types stored in JSON columns of the ent schema.
+package schematype
+
+import "time"
+
+// SessionState is what the detection engine remembers about a session between hits.
+type SessionState struct {
+	// Signals counts each signal's firings in the session.
+	Signals map[string]int `json:"signals,omitempty"`
+	// RobotsAt is when the session was served a robots.txt decoy; Disallowed its disallowed paths.
+	RobotsAt   *time.Time `json:"robots_at,omitempty"`
+	Disallowed []string   `json:"disallowed,omitempty"`
+	// ProbePaths are distinct unknown paths the visitor asked for (bounded).
+	ProbePaths []string `json:"probe_paths,omitempty"`
+	// Detected is set once the session crossed the detection threshold; Severity is the severity it was last reported with.
+	Detected bool   `json:"detected,omitempty"`
+	Severity string `json:"severity,omitempty"`
+}
