@@ -1,4 +1,3 @@
-// Package decoy makes the decoys traps serve.
 package decoy
 
 import (
