@@ -62,13 +62,15 @@ const SubscriptionBuffer = 256
 // wake-ups, so events committed by other processes on the database arrive too.
 func NewBroker(client *ent.Client, log *slog.Logger, poll time.Duration) *Broker {
 	b := &Broker{client: client, log: log, poll: poll, wake: make(chan struct{}, 1), ready: make(chan struct{}), subs: map[*Subscription]struct{}{}}
-	client.Event.Use(b.commitHook(ent.OpCreate, func(context.Context, ent.Mutation) { b.Wake() }))
-	client.APIKey.Use(b.commitHook(ent.OpUpdateOne, b.keyChanged))
+	client.Event.Use(AfterCommit(ent.OpCreate, func(context.Context, ent.Mutation) { b.Wake() }))
+	client.APIKey.Use(AfterCommit(ent.OpUpdateOne, b.keyChanged))
 	return b
 }
 
-// commitHook calls f after the transaction of a matching mutation commits (or at once outside one).
-func (b *Broker) commitHook(op ent.Op, f func(context.Context, ent.Mutation)) ent.Hook {
+// AfterCommit is a hook calling f after the transaction of a matching mutation
+// commits (or at once outside a transaction): what others learn of a change must
+// never run ahead of the change itself.
+func AfterCommit(op ent.Op, f func(context.Context, ent.Mutation)) ent.Hook {
 	return hook.On(func(next ent.Mutator) ent.Mutator {
 		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
 			v, err := next.Mutate(ctx, m)

@@ -98,7 +98,8 @@ type Env struct {
 	T      testing.TB
 	DB     *store.DB
 	Server *server.Server
-	HTTP   *httptest.Server
+	HTTP   *httptest.Server // the API listener
+	Trap   *httptest.Server // the trap listener
 	Config server.Config
 }
 
@@ -115,7 +116,7 @@ func Start(t testing.TB, b Backend, opts ...Option) *Env {
 	}
 	t.Cleanup(func() { db.Close() })
 	cfg := server.DefaultConfig()
-	cfg.APIAddr = "127.0.0.1:0"
+	cfg.APIAddr, cfg.TrapAddr = "127.0.0.1:0", "127.0.0.1:1"
 	// Tests make requests faster than any person; the rate limit has its own tests.
 	cfg.RateLimit, cfg.RateBurst = 1e6, 1e6
 	for _, o := range opts {
@@ -131,8 +132,10 @@ func Start(t testing.TB, b Backend, opts ...Option) *Env {
 	t.Cleanup(func() { cancel(); wait() })
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
+	ts := httptest.NewServer(srv.TrapHandler())
+	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Stop)
-	return &Env{T: t, DB: db, Server: srv, HTTP: hs, Config: cfg}
+	return &Env{T: t, DB: db, Server: srv, HTTP: hs, Trap: ts, Config: cfg}
 }
 
 // System is a context that acts for the system, past the tenant policy.

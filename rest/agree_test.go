@@ -60,6 +60,15 @@ func gqlHitAsREST(n map[string]any) map[string]any {
 		"id": n["id"], "trap_id": n["trapID"], "method": n["method"], "path": n["path"], "query": n["query"],
 		"headers": n["headers"], "body": n["body"], "body_truncated": n["bodyTruncated"], "source_ip": n["sourceIP"],
 		"user_agent": n["userAgent"], "received_at": gqlTime(n["receivedAt"], millisLayout),
+		"kind": n["kind"], "status": n["status"], "signals": n["signals"],
+	}
+}
+
+func gqlSignalAsREST(n map[string]any) map[string]any {
+	return map[string]any{
+		"name": n["name"], "tripwire": n["tripwire"], "hit_id": n["hitID"], "placement": n["placement"],
+		"source_hit_id": n["sourceHitID"], "delay_ms": n["delayMs"], "detail": n["detail"],
+		"created_at": gqlTime(n["createdAt"], millisLayout),
 	}
 }
 
@@ -260,7 +269,9 @@ func agreeSessionDetail(t *testing.T, fx *agreeFixture) {
 			id sourceIP userAgent classification score confidence severity signalsFired
 			firstSeen lastSeen hitCount extractedModel extractedOperator trapsTriggered
 			hits(first: 100, orderBy: {field: RECEIVED_AT, direction: ASC}) {
-				edges { node { id trapID method path query headers body bodyTruncated sourceIP userAgent receivedAt } } } } } }`,
+				edges { node { id trapID method path query headers body bodyTruncated sourceIP userAgent receivedAt kind status signals } } }
+			signals { name tripwire hitID placement sourceHitID delayMs detail createdAt }
+			prompts { text } } } }`,
 			map[string]any{"id": id})
 		node, _ := d["node"].(map[string]any)
 		if node == nil {
@@ -272,8 +283,23 @@ func agreeSessionDetail(t *testing.T, fx *agreeFixture) {
 			hits = append(hits, gqlHitAsREST(h))
 		}
 		want["hits"] = hits
-		want["extracted"] = map[string]any{"model": node["extractedModel"], "operator": node["extractedOperator"], "prompts": []any{}}
-		want["callbacks"] = []any{}
+		prompts := []any{}
+		for _, p := range node["prompts"].([]any) {
+			prompts = append(prompts, p.(map[string]any)["text"])
+		}
+		want["extracted"] = map[string]any{"model": node["extractedModel"], "operator": node["extractedOperator"], "prompts": prompts}
+		callbacks := []any{}
+		for _, h := range hits {
+			if h.(map[string]any)["kind"] == "callback" {
+				callbacks = append(callbacks, h)
+			}
+		}
+		want["callbacks"] = callbacks
+		signals := []any{}
+		for _, sg := range node["signals"].([]any) {
+			signals = append(signals, gqlSignalAsREST(sg.(map[string]any)))
+		}
+		want["signals"] = signals
 
 		r := mustOK(t, restCall(t, fx.env, fx.a.ReadOnly, http.MethodGet, "/dashboard/api/sessions/"+id, nil), http.StatusOK)
 		got, _ := ft.Dig(r.plain(t), "data").(map[string]any)

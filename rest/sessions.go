@@ -13,7 +13,9 @@ import (
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/ids"
 )
@@ -176,12 +178,35 @@ func (a *API) getSession(w http.ResponseWriter, r *http.Request) error {
 		hs = append(hs, hitData(hits[i]))
 	}
 	data["hits"] = hs
+	prompts, err := s.QueryPrompts().Order(ent.Asc(prompt.FieldCreatedAt), ent.Asc(prompt.FieldID)).Limit(maxDetailHits).All(ctx)
+	if err != nil {
+		return err
+	}
+	signals, err := s.QuerySignals().Order(ent.Asc(signal.FieldCreatedAt), ent.Asc(signal.FieldID)).Limit(maxDetailHits).All(ctx)
+	if err != nil {
+		return err
+	}
+	texts := make([]string, len(prompts))
+	for i, p := range prompts {
+		texts[i] = p.Text
+	}
 	data["extracted"] = map[string]any{
 		"model":    s.ExtractedModel,
 		"operator": s.ExtractedOperator,
-		"prompts":  []any{},
+		"prompts":  texts,
 	}
-	data["callbacks"] = []any{}
+	callbacks := []map[string]any{}
+	for _, h := range hs {
+		if h["kind"] == string(hit.KindCallback) {
+			callbacks = append(callbacks, h)
+		}
+	}
+	data["callbacks"] = callbacks
+	sigs := make([]map[string]any, len(signals))
+	for i, sg := range signals {
+		sigs[i] = signalData(sg)
+	}
+	data["signals"] = sigs
 	return ok(w, http.StatusOK, data)
 }
 
@@ -222,6 +247,27 @@ func hitData(h *ent.Hit) map[string]any {
 		"source_ip":      h.SourceIP,
 		"user_agent":     h.UserAgent,
 		"received_at":    event.Millis(h.ReceivedAt),
+		"kind":           string(h.Kind),
+		"status":         h.Status,
+		"signals":        nonNil(h.Signals),
+	}
+}
+
+// signalData is one signal firing with its evidence.
+func signalData(s *ent.Signal) map[string]any {
+	var delay any
+	if s.DelayMs != nil {
+		delay = *s.DelayMs
+	}
+	return map[string]any{
+		"name":          s.Name,
+		"tripwire":      s.Tripwire,
+		"hit_id":        s.HitID,
+		"placement":     s.Placement,
+		"source_hit_id": s.SourceHitID,
+		"delay_ms":      delay,
+		"detail":        s.Detail,
+		"created_at":    event.Millis(s.CreatedAt),
 	}
 }
 

@@ -4,15 +4,20 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/flytrap/flytrap/trap"
 )
 
 // Config is the whole configuration of a Flytrap instance, filled from flags
 // and FLYTRAP_* environment variables (flags win), validated once.
 type Config struct {
 	APIAddr          string
+	TrapAddr         string
+	Trap             trap.Config
 	DB               string
 	LogFormat        string // auto, text or json
 	LogLevel         string
@@ -36,6 +41,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		APIAddr:          "127.0.0.1:8080",
+		TrapAddr:         "127.0.0.1:8081",
+		Trap:             trap.DefaultConfig(),
 		DB:               "flytrap.db",
 		LogFormat:        "auto",
 		LogLevel:         "info",
@@ -71,6 +78,26 @@ func RegisterDB(fs *flag.FlagSet, dst *string) {
 // Register adds every serve flag to fs, with c's values as defaults.
 func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.APIAddr, "api-addr", c.APIAddr, "address of the API listener: GraphQL, REST, dashboard")
+	fs.StringVar(&c.TrapAddr, "trap-addr", c.TrapAddr, "address of the trap listener: the decoys visitors see")
+	fs.Func("trusted-proxies", "comma-separated CIDRs of proxies in front of the trap listener whose X-Forwarded-For is believed", func(v string) error {
+		var ps []netip.Prefix
+		for _, p := range splitList(v) {
+			pfx, err := netip.ParsePrefix(p)
+			if err != nil {
+				if a, aerr := netip.ParseAddr(p); aerr == nil {
+					pfx = netip.PrefixFrom(a, a.BitLen())
+				} else {
+					return fmt.Errorf("%q is not a CIDR", p)
+				}
+			}
+			ps = append(ps, pfx.Masked())
+		}
+		c.Trap.TrustedProxies = ps
+		return nil
+	})
+	fs.IntVar(&c.Trap.QueueSize, "hit-queue", c.Trap.QueueSize, "hits that may wait to be written; beyond it the trap listener answers 503")
+	fs.IntVar(&c.Trap.BatchSize, "hit-batch", c.Trap.BatchSize, "hits written per transaction at most")
+	fs.DurationVar(&c.Trap.SessionIdle, "session-idle", c.Trap.SessionIdle, "idle gap that ends a visitor's session")
 	RegisterDB(fs, &c.DB)
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: auto (text on a terminal, JSON otherwise), text or json")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn or error")
@@ -121,6 +148,12 @@ func (c Config) Validate() error {
 	if c.APIAddr == "" {
 		errs = append(errs, errors.New("api-addr: must not be empty"))
 	}
+	if c.TrapAddr == "" || c.TrapAddr == c.APIAddr {
+		errs = append(errs, errors.New("trap-addr: must be set and differ from api-addr"))
+	}
+	if c.Trap.QueueSize < 1 || c.Trap.BatchSize < 1 || c.Trap.SessionIdle < time.Minute {
+		errs = append(errs, errors.New("hit-queue and hit-batch must be positive, session-idle at least 1m"))
+	}
 	if c.DB == "" {
 		errs = append(errs, errors.New("db: must not be empty"))
 	}
@@ -157,8 +190,8 @@ func (c Config) Validate() error {
 
 // String describes the configuration with secrets redacted, for logs.
 func (c Config) String() string {
-	return fmt.Sprintf("api-addr=%s db=%s introspection=%t jwt=%t max-body-bytes=%d",
-		c.APIAddr, RedactDSN(c.DB), c.Introspection, c.JWT.Enabled(), c.MaxBodyBytes)
+	return fmt.Sprintf("trap-addr=%s api-addr=%s db=%s introspection=%t jwt=%t max-body-bytes=%d",
+		c.TrapAddr, c.APIAddr, RedactDSN(c.DB), c.Introspection, c.JWT.Enabled(), c.MaxBodyBytes)
 }
 
 // RedactDSN hides a database URL's password.

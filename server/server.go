@@ -16,6 +16,7 @@ import (
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/store"
+	"github.com/flytrap/flytrap/trap"
 )
 
 // Server is one Flytrap instance.
@@ -31,6 +32,7 @@ type Server struct {
 
 	websocketOrigins gorillaWebsocket
 	broker           *event.Broker
+	engine           *trap.Engine
 	limiter          *rateLimiter
 	stopping         chan struct{}
 	stopOnce         sync.Once
@@ -56,9 +58,20 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.limiter = newRateLimiter(cfg.RateLimit, cfg.RateBurst)
 	s.broker = event.NewBroker(db.Client, log, cfg.EventPollInterval)
 	s.websocketOrigins = gorillaWebsocket{allowedOrigins: cfg.AllowedOrigins}
+	engine, err := trap.New(ctx, cfg.Trap, db.Client, log)
+	if err != nil {
+		return nil, fmt.Errorf("trap engine: %w", err)
+	}
+	s.engine = engine
 	s.handler = s.routes()
 	return s, nil
 }
+
+// TrapHandler is the trap listener's handler.
+func (s *Server) TrapHandler() http.Handler { return s.engine }
+
+// Engine is the detection engine behind the trap listener.
+func (s *Server) Engine() *trap.Engine { return s.engine }
 
 // Handler is the API listener's handler.
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -71,6 +84,7 @@ func (s *Server) FlushUsage(ctx context.Context) error { return s.usage.Flush(ct
 func (s *Server) Start(ctx context.Context) (wait func()) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.usage.Run(ctx, s.cfg.LastUsedInterval) })
+	wg.Go(func() { s.engine.Run(ctx) })
 	wg.Go(func() {
 		if err := s.broker.Run(ctx); err != nil {
 			s.log.Error("event broker stopped", "err", err)
@@ -88,19 +102,37 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 // Stop ends open streams; Run calls it when shutting down.
 func (s *Server) Stop() { s.stopOnce.Do(func() { close(s.stopping) }) }
 
-// Run serves the API on cfg.APIAddr until ctx ends, then stops gracefully.
-// ready, if set, receives the bound address once the listener is up.
-func (s *Server) Run(ctx context.Context, ready func(addr net.Addr)) error {
-	ln, err := net.Listen("tcp", s.cfg.APIAddr)
+// Run serves the API on cfg.APIAddr and the traps on cfg.TrapAddr until ctx ends,
+// then stops gracefully: listeners stop taking requests, requests in flight finish
+// (their hits are written), the hit queue is drained, streams end.
+// ready, if set, receives the bound addresses once both listeners are up.
+func (s *Server) Run(ctx context.Context, ready func(api, trap net.Addr)) error {
+	apiLn, err := net.Listen("tcp", s.cfg.APIAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.cfg.APIAddr, err)
 	}
-	srv := &http.Server{
+	trapLn, err := net.Listen("tcp", s.cfg.TrapAddr)
+	if err != nil {
+		apiLn.Close()
+		return fmt.Errorf("listen on %s: %w", s.cfg.TrapAddr, err)
+	}
+	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
+	apiSrv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ErrorLog:          errLog,
+	}
+	apiSrv.RegisterOnShutdown(s.Stop)
+	trapSrv := &http.Server{
+		Handler:           s.engine,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       time.Minute,
+		MaxHeaderBytes:    32 << 10,
+		ErrorLog:          errLog,
 	}
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	wait := s.Start(bgCtx)
@@ -111,27 +143,35 @@ func (s *Server) Run(ctx context.Context, ready func(addr net.Addr)) error {
 			s.jwt.Close()
 		}
 	}()
-	srv.RegisterOnShutdown(s.Stop)
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	s.log.Info("API listening", "addr", ln.Addr().String(), "config", s.cfg.String())
+	errc := make(chan error, 2)
+	go func() { errc <- apiSrv.Serve(apiLn) }()
+	go func() { errc <- trapSrv.Serve(trapLn) }()
+	s.log.Info("listening", "api", apiLn.Addr().String(), "traps", trapLn.Addr().String(), "config", s.cfg.String())
 	if ready != nil {
-		ready(ln.Addr())
+		ready(apiLn.Addr(), trapLn.Addr())
 	}
 	select {
 	case err := <-errc:
-		return fmt.Errorf("serve API: %w", err)
+		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
 	s.log.Info("shutting down")
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("shut down API: %w", err)
+	var wg sync.WaitGroup
+	for _, srv := range []*http.Server{apiSrv, trapSrv} {
+		wg.Go(func() {
+			if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				s.log.Warn("shutting a listener down", "err", err)
+			}
+		})
 	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
+	wg.Wait()
+	for range 2 {
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
 	}
 	return nil
 }

@@ -95,9 +95,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, env ser
 	if err != nil {
 		return err
 	}
-	return srv.Run(ctx, func(addr net.Addr) {
+	return srv.Run(ctx, func(api, _ net.Addr) {
 		if boot != nil {
-			printBootstrap(stdout, boot, addr.String())
+			printBootstrap(stdout, boot, api.String())
 			log.Info("created the first organization", "org_id", boot.OrgID, "site_id", boot.SiteID, "key_id", boot.KeyID)
 		}
 	})

@@ -1,0 +1,306 @@
+package detect
+
+// Classifications, upper case as stored on a session; events carry them in
+// lower case.
+const (
+	ClassHuman            = "HUMAN"
+	ClassBot              = "BOT"
+	ClassCrawler          = "CRAWLER"
+	ClassAICrawler        = "AI_CRAWLER"
+	ClassAIAssistant      = "AI_ASSISTANT"
+	ClassAIAgent          = "AI_AGENT"
+	ClassAIAgentMalicious = "AI_AGENT_MALICIOUS"
+	ClassScanner          = "SCANNER"
+)
+
+// Severities, lowest to highest.
+const (
+	SeverityLow      = "low"
+	SeverityMedium   = "medium"
+	SeverityHigh     = "high"
+	SeverityCritical = "critical"
+)
+
+// Weights is the one table of signal weights (points added to a session's
+// score by the first occurrence of a signal). Repeats add half of the
+// previous repeat (w, w/2, w/4, …), so a signal contributes less than 2×w in
+// total; identity signals (the user-agent ones, UNVERIFIED_BOT_CLAIM,
+// SYSTEMATIC_PROBING) describe the session rather than events and count once.
+// The sum is capped at 100 and then bounded by the classification's range
+// (classBounds). docs/detection.md renders this table; a test keeps it so.
+var Weights = map[string]int{
+	SignalSystemPromptLeaked: 95, // an agent handing over its own instructions: critical on its own
+	SignalCredentialUsed:     90, // only a reader of the hidden content has the credential
+	SignalToolInvoked:        85, // acting on a decoy tool is acting against the site
+	SignalInjectionFollowed:  75, // what marks an AI agent; high on its own
+	SignalCallbackHit:        30, // a parser followed a hidden link: automation, not yet AI
+
+	SignalScannerUA:             45, // a scanner announcing itself is worth an event
+	SignalSystematicProbing:     45, // wordlist behaviour, whatever the user agent says
+	SignalUnverifiedBotClaim:    40, // a forged crawler identity is deliberate
+	SignalKnownAIAgentUA:        40, // an autonomous agent on a trap is worth an event
+	SignalKnownAIAssistantUA:    30, // fetching for one user; an event once it does more
+	SignalKnownAICrawlerUA:      25, // crawling is expected; not an event by itself
+	SignalHeadlessBrowserUA:     20,
+	SignalRobotsDisallowIgnored: 20,
+	SignalLLMSpeedFollowup:      20, // a model read the page before acting
+	SignalAutomationClientUA:    15,
+	SignalEmptyUA:               15,
+	SignalMachineSpeedFollowup:  15,
+	SignalHumanSpeedFollowup:    0, // slow follow-ups say nothing against a person
+	SignalSearchCrawlerUA:       0, // search engines are welcome
+}
+
+// countsOnce lists the identity signals that add their weight once per
+// session however many hits carried them.
+var countsOnce = map[string]bool{
+	SignalKnownAIAgentUA:     true,
+	SignalKnownAIAssistantUA: true,
+	SignalKnownAICrawlerUA:   true,
+	SignalSearchCrawlerUA:    true,
+	SignalAutomationClientUA: true,
+	SignalHeadlessBrowserUA:  true,
+	SignalEmptyUA:            true,
+	SignalScannerUA:          true,
+	SignalUnverifiedBotClaim: true,
+	SignalSystematicProbing:  true,
+}
+
+// classBounds keeps each class's score inside a range that matches what the
+// class can mean: a person never nears the detection threshold, a search
+// crawler never triggers an event, a bot or an AI crawler is at most medium,
+// scanners and AI agents at most high, and only a malicious AI agent reaches
+// critical. The ceilings rise along the order in which tripwires move a
+// session (HUMAN/CRAWLER → BOT/AI_* → AI_AGENT → AI_AGENT_MALICIOUS), so
+// adding a tripwire never lowers a score.
+var classBounds = map[string]struct{ floor, ceil int }{
+	ClassHuman:            {0, 25},
+	ClassCrawler:          {0, 35},
+	ClassBot:              {0, 69},
+	ClassAICrawler:        {0, 69},
+	ClassAIAssistant:      {0, 69},
+	ClassScanner:          {0, 89},
+	ClassAIAgent:          {0, 89},
+	ClassAIAgentMalicious: {70, 100},
+}
+
+// DetectionThreshold is the score from which a non-human, non-crawler
+// session counts as detected (see Detected).
+const DetectionThreshold = 40
+
+// Evidence is what Judge weighs for one session.
+type Evidence struct {
+	Signals map[string]int // occurrences per signal name; unknown names weigh nothing
+	Agent   Agent          // LookupUA of the session's user agent
+	Hits    int            // requests in the session
+}
+
+// Verdict is Judge's answer.
+type Verdict struct {
+	Classification string // one of the Class… constants
+	Score          int    // 0–100: how much the session matters
+	Confidence     int    // 0–100: how sure the classification is
+	Severity       string // critical, high, medium or low
+}
+
+// Detected reports whether a verdict is a detection: the engine emits
+// threat.detected when a session first becomes detected, and
+// threat.escalated whenever its severity rises after that. People and
+// search crawlers are never detections.
+func Detected(v Verdict) bool {
+	return v.Score >= DetectionThreshold && v.Classification != ClassHuman && v.Classification != ClassCrawler
+}
+
+// SeverityRank orders severities (low 0 … critical 3; unknown -1), for
+// comparing a session's old and new severity.
+func SeverityRank(s string) int {
+	switch s {
+	case SeverityLow:
+		return 0
+	case SeverityMedium:
+		return 1
+	case SeverityHigh:
+		return 2
+	case SeverityCritical:
+		return 3
+	}
+	return -1
+}
+
+// Judge classifies a session. The first rule that applies wins:
+//
+//  1. SYSTEM_PROMPT_LEAKED, CREDENTIAL_USED or TOOL_INVOKED → AI_AGENT_MALICIOUS.
+//  2. INJECTION_FOLLOWED → AI_AGENT.
+//  3. SCANNER_UA or SYSTEMATIC_PROBING → SCANNER.
+//  4. UNVERIFIED_BOT_CLAIM → BOT: the claimed identity is false, so nothing
+//     the user agent says is believed.
+//  5. A known AI user agent → AI_AGENT, AI_ASSISTANT or AI_CRAWLER by its
+//     category (ai_search is AI_CRAWLER), with or without CALLBACK_HIT.
+//  6. A search-crawler user agent → CRAWLER (also when it follows hidden
+//     links: search engines do).
+//  7. CALLBACK_HIT → BOT: a parser followed a link no person can see.
+//  8. An automation, headless or empty user agent → BOT.
+//  9. Otherwise HUMAN.
+//
+// The user agent's signal (UASignal of e.Agent) counts even when the engine
+// did not put it in e.Signals. Judge does not allocate and is safe for
+// concurrent use.
+func Judge(e Evidence) Verdict {
+	has := func(name string) bool { return e.Signals[name] > 0 }
+	uaSig := UASignal(e.Agent)
+	hasUA := func(name string) bool { return uaSig == name || has(name) }
+
+	raw := 0
+	for name, n := range e.Signals {
+		raw += weigh(name, n)
+	}
+	if uaSig != "" && !has(uaSig) {
+		raw += weigh(uaSig, 1)
+	}
+
+	var v Verdict
+	malicious := 0
+	for _, t := range []string{SignalSystemPromptLeaked, SignalCredentialUsed, SignalToolInvoked} {
+		if has(t) {
+			malicious++
+		}
+	}
+	aiKind := e.Agent.Kind
+	if !aiKind.IsAI() {
+		switch {
+		case has(SignalKnownAIAgentUA):
+			aiKind = KindAIAgent
+		case has(SignalKnownAIAssistantUA):
+			aiKind = KindAIAssistant
+		case has(SignalKnownAICrawlerUA):
+			aiKind = KindAICrawler
+		}
+	}
+
+	switch {
+	case malicious > 0:
+		v.Classification = ClassAIAgentMalicious
+		v.Confidence = 90
+		if has(SignalSystemPromptLeaked) {
+			v.Confidence = 95
+		}
+		if has(SignalCredentialUsed) {
+			v.Confidence = 97
+		}
+		v.Confidence += 2 * (malicious - 1)
+		if has(SignalInjectionFollowed) {
+			v.Confidence += 2
+		}
+	case has(SignalInjectionFollowed):
+		v.Classification = ClassAIAgent
+		v.Confidence = 90
+		if aiKind == KindAIAgent {
+			v.Confidence += 5
+		}
+		if has(SignalLLMSpeedFollowup) {
+			v.Confidence += 3
+		}
+	case hasUA(SignalScannerUA) || has(SignalSystematicProbing):
+		v.Classification = ClassScanner
+		switch {
+		case hasUA(SignalScannerUA) && has(SignalSystematicProbing):
+			v.Confidence = 90
+		case has(SignalSystematicProbing):
+			v.Confidence = 75
+		default:
+			v.Confidence = 70
+		}
+	case has(SignalUnverifiedBotClaim):
+		v.Classification = ClassBot
+		v.Confidence = 80
+	case aiKind.IsAI():
+		switch aiKind {
+		case KindAIAgent:
+			v.Classification = ClassAIAgent
+		case KindAIAssistant:
+			v.Classification = ClassAIAssistant
+		default:
+			v.Classification = ClassAICrawler
+		}
+		v.Confidence = 60 // a user agent is only a claim
+		if has(SignalCallbackHit) {
+			v.Confidence += 15 // and it behaves like the machine it claims to be
+		}
+		if Verifiable(e.Agent) {
+			v.Confidence += 20 // its address matched the operator's ranges
+		}
+	case hasUA(SignalSearchCrawlerUA):
+		v.Classification = ClassCrawler
+		v.Confidence = 65
+		if Verifiable(e.Agent) {
+			v.Confidence = 95
+		}
+	case has(SignalCallbackHit):
+		v.Classification = ClassBot
+		v.Confidence = 85
+		if e.Agent.Kind == KindUnknown && !has(SignalMachineSpeedFollowup) && !has(SignalLLMSpeedFollowup) {
+			// A browser that followed hidden links only slowly may be a
+			// person reading the page source: a BOT, but not a sure one.
+			v.Confidence = 55
+		}
+	case hasUA(SignalAutomationClientUA) || hasUA(SignalHeadlessBrowserUA) || hasUA(SignalEmptyUA):
+		v.Classification = ClassBot
+		v.Confidence = 70
+		if hasUA(SignalEmptyUA) {
+			v.Confidence = 60
+		}
+	default:
+		v.Classification = ClassHuman
+		// How sure we are there is nothing: more quiet hits, more certainty;
+		// each behavioural oddity takes some away.
+		v.Confidence = 50 + 5*max(e.Hits-1, 0)
+		v.Confidence = min(v.Confidence, 90)
+		for _, s := range []string{SignalRobotsDisallowIgnored, SignalMachineSpeedFollowup, SignalLLMSpeedFollowup} {
+			if has(s) {
+				v.Confidence -= 15
+			}
+		}
+		v.Confidence = max(v.Confidence, 30)
+	}
+	v.Confidence = min(v.Confidence, 99)
+
+	b := classBounds[v.Classification]
+	v.Score = min(max(min(raw, 100), b.floor), b.ceil)
+	v.Severity = severityFor(v.Score)
+	if v.Classification == ClassAIAgentMalicious && SeverityRank(v.Severity) < SeverityRank(SeverityHigh) {
+		v.Severity = SeverityHigh
+	}
+	return v
+}
+
+// weigh is a signal's contribution for n occurrences: w + w/2 + w/4 + …
+// (n terms), or w once for identity signals.
+func weigh(name string, n int) int {
+	w := Weights[name]
+	if n <= 0 || w <= 0 {
+		return 0
+	}
+	if countsOnce[name] {
+		return w
+	}
+	total := 0
+	for ; n > 0 && w > 0; n-- {
+		total += w
+		w /= 2
+	}
+	return total
+}
+
+// severityFor maps a score to a severity: critical ≥ 90, high ≥ 70,
+// medium ≥ 40 (DetectionThreshold), else low.
+func severityFor(score int) string {
+	switch {
+	case score >= 90:
+		return SeverityCritical
+	case score >= 70:
+		return SeverityHigh
+	case score >= DetectionThreshold:
+		return SeverityMedium
+	}
+	return SeverityLow
+}

@@ -1,0 +1,136 @@
+package detect
+
+import "time"
+
+// Signal names, as stored in a session's signals_fired and sent in events.
+const (
+	// Tripwires: things only a machine reading the hidden decoy content does.
+	SignalCallbackHit        = "CALLBACK_HIT"
+	SignalInjectionFollowed  = "INJECTION_FOLLOWED"
+	SignalSystemPromptLeaked = "SYSTEM_PROMPT_LEAKED"
+	SignalCredentialUsed     = "CREDENTIAL_USED"
+	SignalToolInvoked        = "TOOL_INVOKED"
+
+	// Supporting signals: who the client says it is, and how it behaves.
+	SignalKnownAIAgentUA        = "KNOWN_AI_AGENT_UA"
+	SignalKnownAIAssistantUA    = "KNOWN_AI_ASSISTANT_UA"
+	SignalKnownAICrawlerUA      = "KNOWN_AI_CRAWLER_UA"
+	SignalSearchCrawlerUA       = "SEARCH_CRAWLER_UA"
+	SignalAutomationClientUA    = "AUTOMATION_CLIENT_UA"
+	SignalHeadlessBrowserUA     = "HEADLESS_BROWSER_UA"
+	SignalEmptyUA               = "EMPTY_UA"
+	SignalScannerUA             = "SCANNER_UA"
+	SignalUnverifiedBotClaim    = "UNVERIFIED_BOT_CLAIM"
+	SignalRobotsDisallowIgnored = "ROBOTS_DISALLOW_IGNORED"
+	SignalMachineSpeedFollowup  = "MACHINE_SPEED_FOLLOWUP"
+	SignalLLMSpeedFollowup      = "LLM_SPEED_FOLLOWUP"
+	SignalHumanSpeedFollowup    = "HUMAN_SPEED_FOLLOWUP"
+	SignalSystematicProbing     = "SYSTEMATIC_PROBING"
+)
+
+// SignalInfo describes one signal for documentation and the dashboard.
+type SignalInfo struct {
+	Name     string
+	Tripwire bool
+	Meaning  string
+}
+
+// signalTable is the one list of signals; its order is the documented order.
+var signalTable = []SignalInfo{
+	{SignalCallbackHit, true, "A URL that appeared only in a decoy's hidden content was requested (from any address). Proves a parser followed a link; alone it makes a BOT."},
+	{SignalInjectionFollowed, true, "The visitor carried out a plain-language instruction from hidden content that a regex crawler cannot: a conditional, a computed value, an echoed canary phrase."},
+	{SignalSystemPromptLeaked, true, "The visitor sent text that reads as its own system prompt or instructions to a sink the hidden content invited it to use."},
+	{SignalCredentialUsed, true, "A planted fake credential from a decoy was presented later."},
+	{SignalToolInvoked, true, "A decoy tool (e.g. on a decoy MCP endpoint) was called."},
+	{SignalKnownAIAgentUA, false, "User agent of an autonomous AI agent (ai.robots.txt: AI Agents, AI Coding Agents, Undocumented AI Agents)."},
+	{SignalKnownAIAssistantUA, false, "User agent of an AI assistant fetching for one user's prompt (ChatGPT-User, Claude-User, Perplexity-User)."},
+	{SignalKnownAICrawlerUA, false, "User agent of an AI training, data or AI-search crawler (GPTBot, ClaudeBot, CCBot, OAI-SearchBot, PerplexityBot)."},
+	{SignalSearchCrawlerUA, false, "User agent of a search-engine crawler (Googlebot, bingbot, …)."},
+	{SignalAutomationClientUA, false, "User agent of an HTTP library, command-line tool, crawling framework or self-declared bot."},
+	{SignalHeadlessBrowserUA, false, "User agent of a headless or driven browser (HeadlessChrome, PhantomJS, Selenium, …)."},
+	{SignalEmptyUA, false, "No user agent at all."},
+	{SignalScannerUA, false, "User agent of a vulnerability or internet-wide scanner (Nmap, sqlmap, nuclei, …)."},
+	{SignalUnverifiedBotClaim, false, "The user agent claims a crawler whose operator publishes address ranges, from an address outside them."},
+	{SignalRobotsDisallowIgnored, false, "A path that robots.txt disallows was requested."},
+	{SignalMachineSpeedFollowup, false, "A hidden link was followed less than 1 s after the decoy was served."},
+	{SignalLLMSpeedFollowup, false, "A hidden link was followed 1–90 s after the decoy was served."},
+	{SignalHumanSpeedFollowup, false, "A hidden link was followed more than 90 s after the decoy was served."},
+	{SignalSystematicProbing, false, "ProbingThreshold (8) or more distinct unknown paths requested in one session."},
+}
+
+var tripwires = func() map[string]bool {
+	m := map[string]bool{}
+	for _, s := range signalTable {
+		if s.Tripwire {
+			m[s.Name] = true
+		}
+	}
+	return m
+}()
+
+// Signals returns every signal, tripwires first, in documented order.
+func Signals() []SignalInfo {
+	return append([]SignalInfo(nil), signalTable...)
+}
+
+// IsTripwire reports whether name is a tripwire signal.
+func IsTripwire(name string) bool { return tripwires[name] }
+
+// UASignal is the signal a user agent contributes, "" for an unrecognised
+// one (a browser). ai_search agents count as AI crawlers.
+func UASignal(a Agent) string {
+	switch a.Kind {
+	case KindAIAgent:
+		return SignalKnownAIAgentUA
+	case KindAIAssistant:
+		return SignalKnownAIAssistantUA
+	case KindAISearch, KindAICrawler:
+		return SignalKnownAICrawlerUA
+	case KindSearchCrawler:
+		return SignalSearchCrawlerUA
+	case KindAutomation:
+		return SignalAutomationClientUA
+	case KindHeadless:
+		return SignalHeadlessBrowserUA
+	case KindEmpty:
+		return SignalEmptyUA
+	case KindScanner:
+		return SignalScannerUA
+	}
+	return ""
+}
+
+// Follow-up timing bounds. The delay is measured from serving a decoy to the
+// request for a link that only its hidden content held; a person never sees
+// those links, so the delay says what kind of machine read the page:
+//   - under MachineSpeedLimit no model has read the page: a parser extracted
+//     the URL and fetched it (a model call with a page of context takes
+//     seconds before its first token, let alone a tool call);
+//   - up to LLMSpeedLimit is one to a few model round trips, the time an
+//     agent loop takes to read the page, decide and act;
+//   - beyond that the link was followed later: a crawl queue, a scheduled
+//     job, or a person copying it out of the source.
+const (
+	MachineSpeedLimit = time.Second
+	LLMSpeedLimit     = 90 * time.Second
+)
+
+// FollowUpSignal classifies the delay between serving a decoy and the
+// follow-up request it caused. A negative delay (clock skew) yields "".
+func FollowUpSignal(delay time.Duration) string {
+	switch {
+	case delay < 0:
+		return ""
+	case delay < MachineSpeedLimit:
+		return SignalMachineSpeedFollowup
+	case delay <= LLMSpeedLimit:
+		return SignalLLMSpeedFollowup
+	}
+	return SignalHumanSpeedFollowup
+}
+
+// ProbingThreshold is the number of distinct unknown paths within one
+// session that marks systematic probing. Eight is well above what a person
+// produces by mistyping or following stale links (one to three) and well
+// below a scanner's wordlist, which tries hundreds.
+const ProbingThreshold = 8

@@ -1,0 +1,255 @@
+// Package trap is the trap listener and the hit recorder: it serves the decoys of
+// every active trap, recognises the tokens that come back from their hidden
+// content, and records every hit durably, in batches, before it answers.
+package trap
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flytrap/flytrap/decoy"
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/privacy"
+	"github.com/flytrap/flytrap/ent/secret"
+	"github.com/flytrap/flytrap/event"
+)
+
+// Config is the trap listener's part of the configuration.
+type Config struct {
+	TrustedProxies []netip.Prefix
+	QueueSize      int           // hits waiting to be written; beyond it the listener answers 503
+	BatchSize      int           // hits written per transaction at most
+	Linger         time.Duration // how long a batch waits for company
+	WriteTimeout   time.Duration // how long a request waits for its hit to be durable
+	SessionIdle    time.Duration // idle gap that ends a session
+	RoutesMaxAge   time.Duration // how stale the routes may be when another instance changed them
+}
+
+// DefaultConfig is the listener's configuration with nothing set.
+func DefaultConfig() Config {
+	return Config{
+		QueueSize:    8192,
+		BatchSize:    256,
+		Linger:       time.Millisecond,
+		WriteTimeout: 5 * time.Second,
+		SessionIdle:  30 * time.Minute,
+		RoutesMaxAge: time.Second,
+	}
+}
+
+// ErrOverloaded is returned when the hit queue is full: the listener sheds the request visibly.
+var ErrOverloaded = errors.New("hit queue full")
+
+// Engine records hits and serves decoys.
+type Engine struct {
+	cfg    Config
+	client *ent.Client
+	log    *slog.Logger
+	key    decoy.Key
+	now    func() time.Time
+
+	queue   chan *job
+	routes  *siteCache
+	visits  *visitorCache
+	stopped atomic.Bool
+	done    chan struct{}
+
+	shed    atomic.Int64 // requests refused for overload
+	written atomic.Int64 // hits made durable
+}
+
+// New returns an engine over client. It loads (or creates) the installation's token key.
+func New(ctx context.Context, cfg Config, client *ent.Client, log *slog.Logger) (*Engine, error) {
+	key, err := loadKey(ctx, client)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		cfg:    cfg,
+		client: client,
+		log:    log,
+		key:    key,
+		now:    time.Now,
+		queue:  make(chan *job, cfg.QueueSize),
+		routes: &siteCache{client: client, maxAge: cfg.RoutesMaxAge},
+		visits: newVisitorCache(100_000),
+		done:   make(chan struct{}),
+	}
+	invalidate := func(context.Context, ent.Mutation) { e.routes.invalidate() }
+	client.Trap.Use(event.AfterCommit(ent.OpCreate|ent.OpUpdateOne|ent.OpDeleteOne, invalidate))
+	client.Site.Use(event.AfterCommit(ent.OpCreate|ent.OpUpdateOne|ent.OpDeleteOne, invalidate))
+	return e, nil
+}
+
+// Key is the installation's token key (tests use it to read tokens back).
+func (e *Engine) Key() decoy.Key { return e.key }
+
+// Stats reports the hits written and the requests shed since start.
+func (e *Engine) Stats() (written, shed int64) { return e.written.Load(), e.shed.Load() }
+
+const keyID = "decoy-token-key"
+
+// loadKey reads the token key every instance shares, creating it on first start.
+func loadKey(ctx context.Context, client *ent.Client) (decoy.Key, error) {
+	ctx = privacy.DecisionContext(ctx, privacy.Allow)
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, err
+	}
+	err := client.Secret.Create().SetID(keyID).SetValue(fresh).OnConflictColumns(secret.FieldID).DoNothing().Exec(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store the token key: %w", err)
+	}
+	s, err := client.Secret.Get(ctx, keyID)
+	if err != nil {
+		return nil, fmt.Errorf("load the token key: %w", err)
+	}
+	return decoy.Key(s.Value), nil
+}
+
+// Run writes queued hits until ctx ends, then drains the queue: every hit the
+// listener accepted is written before Run returns.
+func (e *Engine) Run(ctx context.Context) {
+	defer close(e.done)
+	batch := make([]*job, 0, e.cfg.BatchSize)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
+	for {
+		var first *job
+		select {
+		case first = <-e.queue:
+		case <-ctx.Done():
+			e.stopped.Store(true)
+			e.drain(batch)
+			return
+		}
+		batch = append(batch[:0], first)
+		linger.Reset(e.cfg.Linger)
+	fill:
+		for len(batch) < e.cfg.BatchSize {
+			select {
+			case j := <-e.queue:
+				batch = append(batch, j)
+			case <-linger.C:
+				break fill
+			}
+		}
+		linger.Stop()
+		e.write(context.WithoutCancel(ctx), batch)
+	}
+}
+
+// drain writes what is left in the queue at shutdown.
+func (e *Engine) drain(batch []*job) {
+	ctx := context.Background()
+	for {
+		batch = batch[:0]
+		for len(batch) < e.cfg.BatchSize {
+			select {
+			case j := <-e.queue:
+				batch = append(batch, j)
+				continue
+			default:
+			}
+			break
+		}
+		if len(batch) == 0 {
+			return
+		}
+		e.write(ctx, batch)
+	}
+}
+
+// Done is closed once Run has drained the queue and returned.
+func (e *Engine) Done() <-chan struct{} { return e.done }
+
+// write makes a batch durable in one transaction; if that fails, each hit is tried
+// alone so one bad record cannot sink the others.
+func (e *Engine) write(ctx context.Context, batch []*job) {
+	err := e.writeBatch(ctx, batch)
+	if err != nil && len(batch) > 1 {
+		e.log.Warn("writing a batch of hits failed; writing them one by one", "hits", len(batch), "err", err)
+		for _, j := range batch {
+			j.done <- e.writeBatch(ctx, []*job{j})
+		}
+		return
+	}
+	if err != nil {
+		e.log.Error("writing a hit failed", "err", err)
+	}
+	for _, j := range batch {
+		j.done <- err
+	}
+}
+
+// visitorCache remembers, per visitor, the session it is in and the unknown paths a
+// stranger (no session yet) probed, bounded in size.
+type visitorCache struct {
+	mu       sync.Mutex
+	max      int
+	sessions map[string]visitorSession
+	probes   map[string][]string
+}
+
+type visitorSession struct {
+	id       string
+	lastSeen time.Time
+}
+
+func newVisitorCache(max int) *visitorCache {
+	return &visitorCache{max: max, sessions: map[string]visitorSession{}, probes: map[string][]string{}}
+}
+
+func (c *visitorCache) session(key string) (visitorSession, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.sessions[key]
+	return s, ok
+}
+
+func (c *visitorCache) setSession(key string, s visitorSession) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.sessions) >= c.max {
+		clear(c.sessions) // crude but bounded: the database still finds open sessions
+	}
+	c.sessions[key] = s
+	delete(c.probes, key)
+}
+
+// probe notes an unknown path a stranger asked for.
+func (c *visitorCache) probe(key, path string, limit int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.probes) >= c.max {
+		clear(c.probes)
+	}
+	ps := c.probes[key]
+	if len(ps) < limit && !contains(ps, path) {
+		c.probes[key] = append(ps, path)
+	}
+}
+
+func (c *visitorCache) takeProbes(key string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ps := c.probes[key]
+	delete(c.probes, key)
+	return ps
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,121 @@
+package trap
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/privacy"
+	"github.com/flytrap/flytrap/ent/trap"
+)
+
+// routes is a snapshot of every site and active trap, so a request is routed
+// without a database query.
+type routes struct {
+	byHost   map[string]*siteRoutes
+	fallback *siteRoutes // the only site, or the only site without a host
+}
+
+type siteRoutes struct {
+	site  *ent.Site
+	traps map[string]*ent.Trap // active traps by path
+}
+
+// siteCache keeps routes fresh: trap and site changes on this instance invalidate
+// it at commit; changes on other instances are picked up within maxAge.
+type siteCache struct {
+	client *ent.Client
+	maxAge time.Duration
+
+	mu      sync.Mutex
+	current *routes
+	loaded  time.Time
+	stale   bool
+}
+
+func (c *siteCache) invalidate() {
+	c.mu.Lock()
+	c.stale = true
+	c.mu.Unlock()
+}
+
+func (c *siteCache) get(ctx context.Context, now time.Time) (*routes, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.current != nil && !c.stale && now.Sub(c.loaded) < c.maxAge {
+		return c.current, nil
+	}
+	r, err := c.load(ctx)
+	if err != nil {
+		if c.current != nil {
+			return c.current, nil // serve the last known routes while the database is away
+		}
+		return nil, err
+	}
+	c.current, c.loaded, c.stale = r, now, false
+	return r, nil
+}
+
+func (c *siteCache) load(ctx context.Context) (*routes, error) {
+	sys := privacy.DecisionContext(ctx, privacy.Allow)
+	sites, err := c.client.Site.Query().Order(ent.Asc("created_at"), ent.Asc("id")).All(sys)
+	if err != nil {
+		return nil, err
+	}
+	traps, err := c.client.Trap.Query().Where(trap.Active(true)).All(sys)
+	if err != nil {
+		return nil, err
+	}
+	r := &routes{byHost: map[string]*siteRoutes{}}
+	bySite := map[string]*siteRoutes{}
+	var hostless []*siteRoutes
+	for _, s := range sites {
+		sr := &siteRoutes{site: s, traps: map[string]*ent.Trap{}}
+		bySite[s.ID] = sr
+		if s.Host != nil {
+			r.byHost[*s.Host] = sr
+		} else {
+			hostless = append(hostless, sr)
+		}
+	}
+	for _, t := range traps {
+		if sr := bySite[t.SiteID]; sr != nil {
+			sr.traps[t.Path] = t
+		}
+	}
+	switch {
+	case len(sites) == 1:
+		r.fallback = bySite[sites[0].ID]
+	case len(hostless) == 1:
+		r.fallback = hostless[0]
+	}
+	return r, nil
+}
+
+// site finds the site a Host header names.
+func (r *routes) site(host string) *siteRoutes {
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if sr, ok := r.byHost[host]; ok {
+		return sr
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		if sr, ok := r.byHost[h]; ok {
+			return sr
+		}
+	}
+	return r.fallback
+}
+
+// disallow lists the paths of a site's active traps, for its robots.txt decoy.
+func (sr *siteRoutes) disallow(except string) []string {
+	var out []string
+	for p, t := range sr.traps {
+		if p != except && t.Type != trap.TypeRobots && t.Type != trap.TypeLlmsTxt {
+			out = append(out, p)
+		}
+	}
+	return out
+}
