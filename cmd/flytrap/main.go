@@ -95,15 +95,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, env ser
 	if err != nil {
 		return err
 	}
-	return srv.Run(ctx, func(api, _ net.Addr) {
+	return srv.Run(ctx, func(api, traps net.Addr) {
 		if boot != nil {
-			printBootstrap(stdout, boot, api.String())
+			printBootstrap(stdout, boot, api.String(), traps.String())
 			log.Info("created the first organization", "org_id", boot.OrgID, "site_id", boot.SiteID, "key_id", boot.KeyID)
 		}
 	})
 }
 
-func printBootstrap(w io.Writer, b *bootstrapped, addr string) {
+func printBootstrap(w io.Writer, b *bootstrapped, addr, traps string) {
 	fmt.Fprintf(w, `
 ================================================================================
  Flytrap created organization %s with an admin API key.
@@ -114,9 +114,11 @@ func printBootstrap(w io.Writer, b *bootstrapped, addr string) {
  Try it:  curl -s -H 'Authorization: Bearer %s' \
             -H 'Content-Type: application/json' \
             -d '{"query":"{ organization { id name } }"}' http://%s/graphql
+
+ Traps you create answer on http://%s
 ================================================================================
 
-`, b.OrgID, b.Key, b.Key, addr)
+`, b.OrgID, b.Key, b.Key, addr, traps)
 }
 
 func newLogger(w io.Writer, format, level string) *slog.Logger {
