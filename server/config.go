@@ -148,7 +148,7 @@ func (c Config) Validate() error {
 	if c.APIAddr == "" {
 		errs = append(errs, errors.New("api-addr: must not be empty"))
 	}
-	if c.TrapAddr == "" || c.TrapAddr == c.APIAddr {
+	if c.TrapAddr == "" || (c.TrapAddr == c.APIAddr && !strings.HasSuffix(c.TrapAddr, ":0")) {
 		errs = append(errs, errors.New("trap-addr: must be set and differ from api-addr"))
 	}
 	if c.Trap.QueueSize < 1 || c.Trap.BatchSize < 1 || c.Trap.SessionIdle < time.Minute {

@@ -6,6 +6,7 @@ package trap
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -104,7 +105,8 @@ func loadKey(ctx context.Context, client *ent.Client) (decoy.Key, error) {
 		return nil, err
 	}
 	err := client.Secret.Create().SetID(keyID).SetValue(fresh).OnConflictColumns(secret.FieldID).DoNothing().Exec(ctx)
-	if err != nil {
+	if err != nil && !errors.Is(err, sql.ErrNoRows) { // ErrNoRows: another start stored it first
+
 		return nil, fmt.Errorf("store the token key: %w", err)
 	}
 	s, err := client.Secret.Get(ctx, keyID)

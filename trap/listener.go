@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,7 @@ type hitRecord struct {
 	kind       string // decoy, callback, not_found
 	status     int
 	method     string
+	host       string
 	path       string
 	query      string
 	headers    map[string][]string
@@ -53,6 +55,7 @@ type hitRecord struct {
 	receivedAt time.Time
 	refs       []decoy.TokenRef
 	disallow   []string // robots decoy: the paths it disallowed
+	linked     []string // decoy: the same-site paths it links to
 	tool       string   // mcp: the decoy tool invoked
 	toolArgs   string
 }
@@ -82,6 +85,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		org:        sr.site.OrgID,
 		site:       sr.site.ID,
 		method:     r.Method,
+		host:       r.Host,
 		path:       bound(r.URL.Path, maxPath),
 		query:      bound(r.URL.RawQuery, maxQuery),
 		headers:    boundHeaders(r.Header),
@@ -107,6 +111,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		spec := e.spec(t, r, sr)
 		resp = decoy.Render(e.key, spec, rec.id)
 		rec.kind, rec.trap = "decoy", t
+		rec.linked = linkedPaths(resp.Body)
 		if t.Type == enttrap.TypeRobots {
 			rec.disallow = spec.Disallow
 		}
@@ -265,4 +270,17 @@ func boundHeaders(h http.Header) map[string][]string {
 
 func visitorKey(org string, ip netip.Addr, ua string) string {
 	return org + "|" + ip.String() + "|" + ua
+}
+
+var hrefPath = regexp.MustCompile(`(?:href|src)="(/[^"#?\s]{0,256})`)
+
+// linkedPaths lists the same-site paths a decoy links to (at most 64).
+func linkedPaths(body []byte) []string {
+	var out []string
+	for _, m := range hrefPath.FindAllSubmatch(body, 64) {
+		if p := string(m[1]); !contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

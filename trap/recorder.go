@@ -331,7 +331,12 @@ func (e *Engine) judgeHit(s *sess, rec *hitRecord, sources map[string]sourceHit)
 	case s.state.RobotsAt != nil && disallowed(s.state.Disallowed, rec.path):
 		once(detect.SignalRobotsDisallowIgnored, rec.path)
 	}
-	if rec.kind == "not_found" && len(s.state.ProbePaths) < maxProbes && !slices.Contains(s.state.ProbePaths, rec.path) {
+	for _, p := range rec.linked {
+		if len(s.state.Linked) < maxLinked && !slices.Contains(s.state.Linked, p) {
+			s.state.Linked = append(s.state.Linked, p)
+		}
+	}
+	if isProbe(rec) && !slices.Contains(s.state.Linked, rec.path) && len(s.state.ProbePaths) < maxProbes && !slices.Contains(s.state.ProbePaths, rec.path) {
 		s.state.ProbePaths = append(s.state.ProbePaths, rec.path)
 	}
 	if len(s.state.ProbePaths) >= detect.ProbingThreshold {
@@ -352,6 +357,39 @@ func (e *Engine) judgeHit(s *sess, rec *hitRecord, sources map[string]sourceHit)
 
 func placementOf(ref decoy.TokenRef) string {
 	return fmt.Sprintf("%s#%d", ref.Purpose, ref.Index)
+}
+
+// maxLinked bounds the linked paths a session remembers.
+const maxLinked = 256
+
+// browserAutoPaths are asked for by browsers on their own, never by a person's choice.
+var browserAutoPaths = []string{"/favicon.ico", "/apple-touch-icon", "/browserconfig.xml", "/site.webmanifest", "/manifest.json", "/.well-known/"}
+
+// isProbe reports whether an unknown path counts toward systematic probing: a link
+// followed from one of our own pages (Referer on the same host) is a person browsing,
+// and what browsers fetch by themselves is nobody's probe.
+func isProbe(rec *hitRecord) bool {
+	if rec.kind != "not_found" {
+		return false
+	}
+	for _, p := range browserAutoPaths {
+		if strings.HasPrefix(rec.path, p) {
+			return false
+		}
+	}
+	if ref := firstHeader(rec.headers, "Referer"); ref != "" {
+		if u, err := url.Parse(ref); err == nil && u.Host != "" && strings.EqualFold(u.Host, rec.host) {
+			return false
+		}
+	}
+	return true
+}
+
+func firstHeader(h map[string][]string, name string) string {
+	if vs := h[name]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
 }
 
 func disallowed(paths []string, p string) bool {

@@ -464,7 +464,7 @@ type serving struct {
 	done           chan error
 }
 
-var listening = regexp.MustCompile(`"msg":"API listening","addr":"([^"]+)"`)
+var listening = regexp.MustCompile(`"msg":"listening","api":"([^"]+)"`)
 
 // startServe starts `flytrap serve` with args; wait blocks until its API listens.
 func startServe(t *testing.T, env server.Env, args ...string) *serving {
@@ -487,6 +487,7 @@ func startServe(t *testing.T, env server.Env, args ...string) *serving {
 
 // serveReady starts `flytrap serve` with args and waits until its API listens.
 func serveReady(t *testing.T, env server.Env, args ...string) *serving {
+	args = append(args, "--trap-addr", "127.0.0.1:0")
 	t.Helper()
 	s := startServe(t, env, args...)
 	s.wait(t)
@@ -746,7 +747,7 @@ func TestBinary(t *testing.T) {
 	}
 
 	addr := freeAddr(t)
-	cmd := exec.Command(bin, "--db", filepath.Join(tmp, "x.db"), "--api-addr", addr)
+	cmd := exec.Command(bin, "--db", filepath.Join(tmp, "x.db"), "--api-addr", addr, "--trap-addr", freeAddr(t))
 	cmd.Dir = tmp
 	cmd.Env = withoutFlytrapVars(os.Environ())
 	var stdout, stderr syncBuffer

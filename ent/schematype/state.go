@@ -10,6 +10,9 @@ type SessionState struct {
 	// RobotsAt is when the session was served a robots.txt decoy; Disallowed its disallowed paths.
 	RobotsAt   *time.Time `json:"robots_at,omitempty"`
 	Disallowed []string   `json:"disallowed,omitempty"`
+	// Linked are the paths the decoys served to the session linked to (bounded): following
+	// them is browsing, not probing.
+	Linked []string `json:"linked,omitempty"`
 	// ProbePaths are distinct unknown paths the visitor asked for (bounded).
 	ProbePaths []string `json:"probe_paths,omitempty"`
 	// Detected is set once the session crossed the detection threshold; Severity is the severity it was last reported with.
