@@ -24,7 +24,7 @@ func load(b *testing.B, url string) {
 	var mu sync.Mutex
 	var lat []time.Duration
 	var worker atomic.Int64
-	b.SetParallelism(16) // 16 × GOMAXPROCS clients
+	b.SetParallelism(64) // 64 × GOMAXPROCS clients
 	b.ReportAllocs()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {

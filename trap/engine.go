@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/privacy"
@@ -59,6 +61,7 @@ type Engine struct {
 	queue   chan *job
 	routes  *siteCache
 	visits  *visitorCache
+	recent  *lru.Cache[string, *sess] // sessions this instance wrote lately, as it wrote them
 	stopped atomic.Bool
 	done    chan struct{}
 
@@ -72,6 +75,7 @@ func New(ctx context.Context, cfg Config, client *ent.Client, log *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
+	recent, _ := lru.New[string, *sess](20_000) // only fails for a size < 1
 	e := &Engine{
 		cfg:    cfg,
 		client: client,
@@ -81,6 +85,7 @@ func New(ctx context.Context, cfg Config, client *ent.Client, log *slog.Logger) 
 		queue:  make(chan *job, cfg.QueueSize),
 		routes: &siteCache{client: client, maxAge: cfg.RoutesMaxAge},
 		visits: newVisitorCache(100_000),
+		recent: recent,
 		done:   make(chan struct{}),
 	}
 	invalidate := func(context.Context, ent.Mutation) { e.routes.invalidate() }

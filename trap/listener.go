@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -272,13 +271,22 @@ func visitorKey(org string, ip netip.Addr, ua string) string {
 	return org + "|" + ip.String() + "|" + ua
 }
 
-var hrefPath = regexp.MustCompile(`(?:href|src)="(/[^"#?\s]{0,256})`)
-
-// linkedPaths lists the same-site paths a decoy links to (at most 64).
+// linkedPaths lists the same-site paths a decoy links to (href="/…" or src="/…", at
+// most 64), scanning the bytes once: a regexp here cost a third of a hit's CPU.
 func linkedPaths(body []byte) []string {
 	var out []string
-	for _, m := range hrefPath.FindAllSubmatch(body, 64) {
-		if p := string(m[1]); !contains(out, p) {
+	for rest := body; len(out) < 64; {
+		i := bytes.Index(rest, []byte(`="/`))
+		if i < 0 {
+			break
+		}
+		attrOK := i >= 4 && (bytes.Equal(rest[i-4:i], []byte("href")) || bytes.Equal(rest[i-3:i], []byte("src")))
+		rest = rest[i+2:]
+		end := bytes.IndexAny(rest, "\"#? \n")
+		if end < 0 || end > 256 || !attrOK {
+			continue
+		}
+		if p := string(rest[:end]); !contains(out, p) {
 			out = append(out, p)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -39,6 +40,10 @@ type sess struct {
 	operator string
 	state    schematype.SessionState
 	verdict  detect.Verdict
+	// dirty says the lists or the state changed since the session was stored;
+	// stored is the verdict as stored. An unchanged session costs only its counters.
+	dirty  bool
+	stored detect.Verdict
 	// detection state before this batch, to tell detected from escalated
 	wasDetected bool
 	wasSeverity string
@@ -143,6 +148,8 @@ func (e *Engine) writeBatch(ctx context.Context, batch []*job) error {
 	}
 	for _, s := range order {
 		e.visits.setSession(s.key, visitorSession{id: s.id, lastSeen: s.last})
+		s.committed()
+		e.recent.Add(s.id, s)
 	}
 	e.written.Add(int64(len(batch)))
 	return nil
@@ -222,6 +229,9 @@ func (e *Engine) loadSession(ctx context.Context, c *ent.Client, id string, batc
 	if s, ok := batch[id]; ok {
 		return s, nil
 	}
+	if s, ok := e.recent.Get(id); ok {
+		return s.clone(), nil // a copy: the batch may still roll back
+	}
 	row, err := c.Session.Get(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("load session %s: %w", id, err)
@@ -232,6 +242,8 @@ func (e *Engine) loadSession(ctx context.Context, c *ent.Client, id string, batc
 		signals: slices.Clone(row.SignalsFired), traps: slices.Clone(row.TrapsTriggered),
 		model: row.ExtractedModel, operator: row.ExtractedOperator, state: row.State,
 		wasDetected: row.State.Detected, wasSeverity: row.State.Severity,
+		stored: detect.Verdict{Classification: string(row.Classification), Score: row.Score,
+			Confidence: row.Confidence, Severity: string(row.Severity)},
 	}
 	s.key = row.OrgID + "|" + row.SourceIP + "|" + row.UserAgent // the session's own visitor, whoever brought its token
 	if s.state.Signals == nil {
@@ -249,6 +261,7 @@ type capturedPrompt struct {
 func (e *Engine) judgeHit(s *sess, rec *hitRecord, sources map[string]sourceHit) ([]firing, []capturedPrompt) {
 	var fired []firing
 	fire := func(f firing) {
+		s.dirty = true
 		fired = append(fired, f)
 		s.state.Signals[f.name]++
 		if !slices.Contains(s.signals, f.name) {
@@ -312,6 +325,7 @@ func (e *Engine) judgeHit(s *sess, rec *hitRecord, sources map[string]sourceHit)
 		}
 	}
 	for _, p := range found {
+		s.dirty = true
 		fire(firing{name: detect.SignalSystemPromptLeaked, placement: "sink", detail: "prompt " + p.prompt.Hash[:12] + " via " + p.source})
 		if p.prompt.Model != "" {
 			s.model = p.prompt.Model
@@ -327,17 +341,17 @@ func (e *Engine) judgeHit(s *sess, rec *hitRecord, sources map[string]sourceHit)
 	switch {
 	case rec.disallow != nil || (rec.trap != nil && rec.trap.Type == "robots"):
 		now := rec.receivedAt
-		s.state.RobotsAt, s.state.Disallowed = &now, rec.disallow
+		s.state.RobotsAt, s.state.Disallowed, s.dirty = &now, rec.disallow, true
 	case s.state.RobotsAt != nil && disallowed(s.state.Disallowed, rec.path):
 		once(detect.SignalRobotsDisallowIgnored, rec.path)
 	}
 	for _, p := range rec.linked {
 		if len(s.state.Linked) < maxLinked && !slices.Contains(s.state.Linked, p) {
-			s.state.Linked = append(s.state.Linked, p)
+			s.state.Linked, s.dirty = append(s.state.Linked, p), true
 		}
 	}
 	if isProbe(rec) && !slices.Contains(s.state.Linked, rec.path) && len(s.state.ProbePaths) < maxProbes && !slices.Contains(s.state.ProbePaths, rec.path) {
-		s.state.ProbePaths = append(s.state.ProbePaths, rec.path)
+		s.state.ProbePaths, s.dirty = append(s.state.ProbePaths, rec.path), true
 	}
 	if len(s.state.ProbePaths) >= detect.ProbingThreshold {
 		once(detect.SignalSystematicProbing, fmt.Sprintf("%d unknown paths", len(s.state.ProbePaths)))
@@ -349,7 +363,7 @@ func (e *Engine) judgeHit(s *sess, rec *hitRecord, sources map[string]sourceHit)
 		s.last = rec.receivedAt
 	}
 	if rec.trap != nil && !slices.Contains(s.traps, rec.trap.ID) {
-		s.traps = append(s.traps, rec.trap.ID)
+		s.traps, s.dirty = append(s.traps, rec.trap.ID), true
 	}
 	s.verdict = detect.Judge(detect.Evidence{Signals: s.state.Signals, Agent: detect.LookupUA(s.ua), Hits: s.hits})
 	return fired, found
@@ -453,11 +467,22 @@ func (e *Engine) saveSession(ctx context.Context, c *ent.Client, s *sess) error 
 		}
 		return nil
 	}
-	err := c.Session.UpdateOneID(s.id).SetLastSeen(s.last).AddHitCount(s.addHits).SetSignalsFired(s.signals).
-		SetTrapsTriggered(s.traps).AddTripwiresFired(s.addTrips).AddPromptsCaptured(s.addProms).
-		SetExtractedModel(s.model).SetExtractedOperator(s.operator).SetState(s.state).
-		SetClassification(session.Classification(v.Classification)).SetScore(v.Score).
-		SetConfidence(v.Confidence).SetSeverity(session.Severity(v.Severity)).Exec(ctx)
+	u := c.Session.Update().Where(session.ID(s.id)).SetLastSeen(s.last).AddHitCount(s.addHits)
+	if s.addTrips > 0 {
+		u.AddTripwiresFired(s.addTrips)
+	}
+	if s.addProms > 0 {
+		u.AddPromptsCaptured(s.addProms)
+	}
+	if s.dirty {
+		u.SetSignalsFired(s.signals).SetTrapsTriggered(s.traps).SetExtractedModel(s.model).
+			SetExtractedOperator(s.operator).SetState(s.state)
+	}
+	if v != s.stored {
+		u.SetClassification(session.Classification(v.Classification)).SetScore(v.Score).
+			SetConfidence(v.Confidence).SetSeverity(session.Severity(v.Severity))
+	}
+	err := u.Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("update session: %w", err)
 	}
@@ -479,7 +504,7 @@ func threatType(s *sess) string {
 	case detect.SeverityRank(v.Severity) <= detect.SeverityRank(s.wasSeverity):
 		return ""
 	}
-	s.state.Detected, s.state.Severity = true, v.Severity
+	s.state.Detected, s.state.Severity, s.dirty = true, v.Severity, true
 	return typ
 }
 
@@ -545,4 +570,25 @@ func jsonStrings(doc string, max int) []string {
 	}
 	walk(v)
 	return out
+}
+
+// clone copies s deeply enough that changing the copy leaves s as it was.
+func (s *sess) clone() *sess {
+	c := *s
+	c.signals = slices.Clone(s.signals)
+	c.traps = slices.Clone(s.traps)
+	c.state.Signals = maps.Clone(s.state.Signals)
+	c.state.Disallowed = slices.Clone(s.state.Disallowed)
+	c.state.Linked = slices.Clone(s.state.Linked)
+	c.state.ProbePaths = slices.Clone(s.state.ProbePaths)
+	return &c
+}
+
+// committed marks s as stored: what the next batch adds starts from here.
+func (s *sess) committed() {
+	if s.row == nil {
+		s.row = &ent.Session{ID: s.id}
+	}
+	s.addHits, s.addTrips, s.addProms, s.dirty, s.stored = 0, 0, 0, false, s.verdict
+	s.wasDetected, s.wasSeverity = s.state.Detected, s.state.Severity
 }

@@ -1,0 +1,62 @@
+package trap
+
+import (
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestLinkedPaths(t *testing.T) {
+	body := []byte(`<a href="/docs/a">a</a><img src="/img/x.png"><a href="/docs/a">dup</a>` +
+		`<a href="https://other/x">ext</a><a data-x="/nope">x</a><a href="/q?x=1#f">q</a><link href="/style.css">`)
+	got := linkedPaths(body)
+	want := []string{"/docs/a", "/img/x.png", "/q", "/style.css"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("linkedPaths = %q, want %q", got, want)
+	}
+}
+
+func TestBound(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"abc", 10, "abc"},
+		{"abcdef", 3, "abc"},
+		{"a\x00b", 10, "a\uFFFDb"},
+		{"a\xffb", 10, "a\uFFFDb"},
+		{"héllo", 2, "h"}, // the cut would split é
+		{"héllo", 3, "hé"},
+	} {
+		got := bound(c.in, c.n)
+		if got != c.want || !utf8.ValidString(got) || len(got) > c.n || strings.IndexByte(got, 0) >= 0 {
+			t.Errorf("bound(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}
+
+func TestClientIP(t *testing.T) {
+	proxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	for _, c := range []struct {
+		remote, xff, want string
+	}{
+		{"203.0.113.5:1234", "198.51.100.1", "203.0.113.5"},        // untrusted peer: header ignored
+		{"10.0.0.2:1234", "198.51.100.1", "198.51.100.1"},          // trusted proxy: believed
+		{"10.0.0.2:1234", "1.2.3.4, 198.51.100.1", "198.51.100.1"}, // right-most untrusted hop
+		{"10.0.0.2:1234", "198.51.100.1, 10.0.0.9", "198.51.100.1"},
+		{"10.0.0.2:1234", "garbage", "10.0.0.2"},
+		{"[::ffff:203.0.113.5]:1", "", "203.0.113.5"},
+	} {
+		r := &http.Request{RemoteAddr: c.remote, Header: http.Header{}}
+		if c.xff != "" {
+			r.Header.Set("X-Forwarded-For", c.xff)
+		}
+		if got := clientIP(r, proxies).String(); got != c.want {
+			t.Errorf("clientIP(%s, %q) = %s, want %s", c.remote, c.xff, got, c.want)
+		}
+	}
+}
