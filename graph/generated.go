@@ -41,6 +41,7 @@ type ResolverRoot interface {
 	Hit() HitResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
+	Subscription() SubscriptionResolver
 }
 
 type DirectiveRoot struct {
@@ -104,6 +105,15 @@ type ComplexityRoot struct {
 	EventEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	EventMessage struct {
+		APIVersion func(childComplexity int) int
+		CreatedAt  func(childComplexity int) int
+		Cursor     func(childComplexity int) int
+		Data       func(childComplexity int) int
+		ID         func(childComplexity int) int
+		Type       func(childComplexity int) int
 	}
 
 	Hit struct {
@@ -272,6 +282,11 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	Subscription struct {
+		Events         func(childComplexity int, types []string, after *entgql.Cursor[string]) int
+		ThreatDetected func(childComplexity int) int
+	}
+
 	TimelineBucket struct {
 		Hits func(childComplexity int) int
 		Hour func(childComplexity int) int
@@ -336,6 +351,10 @@ type QueryResolver interface {
 	Traps(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TrapOrder, where *ent.TrapWhereInput) (*ent.TrapConnection, error)
 	Organization(ctx context.Context) (*ent.Organization, error)
 	Analytics(ctx context.Context) (*model.Analytics, error)
+}
+type SubscriptionResolver interface {
+	Events(ctx context.Context, types []string, after *entgql.Cursor[string]) (<-chan *model.EventMessage, error)
+	ThreatDetected(ctx context.Context) (<-chan *ent.Session, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -556,6 +575,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.EventEdge.Node(childComplexity), true
+
+	case "EventMessage.apiVersion":
+		if e.ComplexityRoot.EventMessage.APIVersion == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EventMessage.APIVersion(childComplexity), true
+	case "EventMessage.createdAt":
+		if e.ComplexityRoot.EventMessage.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EventMessage.CreatedAt(childComplexity), true
+	case "EventMessage.cursor":
+		if e.ComplexityRoot.EventMessage.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EventMessage.Cursor(childComplexity), true
+	case "EventMessage.data":
+		if e.ComplexityRoot.EventMessage.Data == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EventMessage.Data(childComplexity), true
+	case "EventMessage.id":
+		if e.ComplexityRoot.EventMessage.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EventMessage.ID(childComplexity), true
+	case "EventMessage.type":
+		if e.ComplexityRoot.EventMessage.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EventMessage.Type(childComplexity), true
 
 	case "Hit.body":
 		if e.ComplexityRoot.Hit.Body == nil {
@@ -1350,6 +1406,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SiteEdge.Node(childComplexity), true
 
+	case "Subscription.events":
+		if e.ComplexityRoot.Subscription.Events == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_events_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.Events(childComplexity, args["types"].([]string), args["after"].(*entgql.Cursor[string])), true
+	case "Subscription.threatDetected":
+		if e.ComplexityRoot.Subscription.ThreatDetected == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.ThreatDetected(childComplexity), true
+
 	case "TimelineBucket.hits":
 		if e.ComplexityRoot.TimelineBucket.Hits == nil {
 			break
@@ -1541,6 +1615,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 				Data: buf.Bytes(),
 			}
 		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
 
 	default:
 		return graphql.OneShot(graphql.ErrorResponse(ctx, "unsupported GraphQL operation"))
@@ -1656,6 +1747,28 @@ type Mutation {
   updateSite(id: ID!, input: UpdateSiteInput!): Site!
   "Deletes a site that has no traps; an organization keeps at least one site."
   deleteSite(id: ID!): DeletePayload!
+}
+
+"An event of the caller's event log, as the REST list and stream carry it."
+type EventMessage {
+  id: ID!
+  type: String!
+  apiVersion: String!
+  createdAt: Time!
+  data: Map!
+  "Pass it as after: to resume right after this event."
+  cursor: Cursor!
+}
+
+type Subscription {
+  """
+  The caller's events as they are written, oldest first, optionally of some types only.
+  With after (a cursor of this subscription or of the events connection ordered by POSITION)
+  it first replays what came after it: no gap, no repeat.
+  """
+  events(types: [String!], after: Cursor): EventMessage!
+  "Sessions as they are first detected as threats (threat.detected)."
+  threatDetected: Session!
 }
 `, BuiltIn: false},
 }
@@ -1781,6 +1894,24 @@ func (ec *executionContext) childFields_EventEdge(ctx context.Context, field gra
 		return ec.fieldContext_EventEdge_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type EventEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_EventMessage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_EventMessage_id(ctx, field)
+	case "type":
+		return ec.fieldContext_EventMessage_type(ctx, field)
+	case "apiVersion":
+		return ec.fieldContext_EventMessage_apiVersion(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_EventMessage_createdAt(ctx, field)
+	case "data":
+		return ec.fieldContext_EventMessage_data(ctx, field)
+	case "cursor":
+		return ec.fieldContext_EventMessage_cursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EventMessage", field.Name)
 }
 
 func (ec *executionContext) childFields_Hit(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2751,6 +2882,28 @@ func (ec *executionContext) field_Session_hits_args(ctx context.Context, rawArgs
 	return args, nil
 }
 
+func (ec *executionContext) field_Subscription_events_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "types",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["types"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*entgql.Cursor[string], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field___Directive_args_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3635,6 +3788,144 @@ func (ec *executionContext) _EventEdge_cursor(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_EventEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("EventEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
+}
+
+func (ec *executionContext) _EventMessage_id(ctx context.Context, field graphql.CollectedField, obj *model.EventMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EventMessage_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EventMessage_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EventMessage", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _EventMessage_type(ctx context.Context, field graphql.CollectedField, obj *model.EventMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EventMessage_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EventMessage_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EventMessage", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _EventMessage_apiVersion(ctx context.Context, field graphql.CollectedField, obj *model.EventMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EventMessage_apiVersion(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.APIVersion, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EventMessage_apiVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EventMessage", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _EventMessage_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.EventMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EventMessage_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EventMessage_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EventMessage", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _EventMessage_data(ctx context.Context, field graphql.CollectedField, obj *model.EventMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EventMessage_data(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Data, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalNMap2map(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EventMessage_data(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EventMessage", field, false, false, errors.New("field of type Map does not have child fields"))
+}
+
+func (ec *executionContext) _EventMessage_cursor(ctx context.Context, field graphql.CollectedField, obj *model.EventMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EventMessage_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.Cursor[string]) graphql.Marshaler {
+			return ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EventMessage_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EventMessage", field, false, false, errors.New("field of type Cursor does not have child fields"))
 }
 
 func (ec *executionContext) _Hit_id(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
@@ -6857,6 +7148,82 @@ func (ec *executionContext) _SiteEdge_cursor(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_SiteEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SiteEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
+}
+
+func (ec *executionContext) _Subscription_events(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_events(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().Events(ctx, fc.Args["types"].([]string), fc.Args["after"].(*entgql.Cursor[string]))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.EventMessage) graphql.Marshaler {
+			return ec.marshalNEventMessage2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐEventMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_events(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EventMessage(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_events_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_threatDetected(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_threatDetected(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().ThreatDetected(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Session) graphql.Marshaler {
+			return ec.marshalNSession2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSession(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_threatDetected(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Session(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _TimelineBucket_hour(ctx context.Context, field graphql.CollectedField, obj *model.TimelineBucket) (ret graphql.Marshaler) {
@@ -15390,6 +15757,69 @@ func (ec *executionContext) _EventEdge(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
+var eventMessageImplementors = []string{"EventMessage"}
+
+func (ec *executionContext) _EventMessage(ctx context.Context, sel ast.SelectionSet, obj *model.EventMessage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, eventMessageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("EventMessage")
+		case "id":
+			out.Values[i] = ec._EventMessage_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "type":
+			out.Values[i] = ec._EventMessage_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "apiVersion":
+			out.Values[i] = ec._EventMessage_apiVersion(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._EventMessage_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "data":
+			out.Values[i] = ec._EventMessage_data(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._EventMessage_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var hitImplementors = []string{"Hit", "Node"}
 
 func (ec *executionContext) _Hit(ctx context.Context, sel ast.SelectionSet, obj *ent.Hit) graphql.Marshaler {
@@ -16958,6 +17388,28 @@ func (ec *executionContext) _SiteEdge(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+var subscriptionImplementors = []string{"Subscription"}
+
+func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Subscription",
+	})
+	if len(fields) != 1 {
+		graphql.AddErrorf(ctx, "must subscribe to exactly one stream")
+		return nil
+	}
+
+	switch fields[0].Name {
+	case "events":
+		return ec._Subscription_events(ctx, fields[0])
+	case "threatDetected":
+		return ec._Subscription_threatDetected(ctx, fields[0])
+	default:
+		panic("unknown field " + strconv.Quote(fields[0].Name))
+	}
+}
+
 var timelineBucketImplementors = []string{"TimelineBucket"}
 
 func (ec *executionContext) _TimelineBucket(ctx context.Context, sel ast.SelectionSet, obj *model.TimelineBucket) graphql.Marshaler {
@@ -17745,6 +18197,16 @@ func (ec *executionContext) marshalNEventConnection2ᚖgithubᚗcomᚋflytrapᚋ
 		return graphql.Null
 	}
 	return ec._EventConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNEventMessage2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐEventMessage(ctx context.Context, sel ast.SelectionSet, v *model.EventMessage) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._EventMessage(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNEventOrderField2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐEventOrderField(ctx context.Context, v any) (*ent.EventOrderField, error) {

@@ -4,23 +4,35 @@ package graph
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/event"
 )
 
 // Resolver is the root of the resolvers.
 type Resolver struct {
 	client *ent.Client
+	broker *event.Broker
+	logger *slog.Logger
 	now    func() time.Time
 }
 
-// NewResolver returns the root resolver over client; now is the clock (time.Now in production).
-func NewResolver(client *ent.Client, now func() time.Time) *Resolver {
+// NewResolver returns the root resolver over client; broker feeds live delivery;
+// now is the clock (time.Now in production).
+func NewResolver(client *ent.Client, broker *event.Broker, logger *slog.Logger, now func() time.Time) *Resolver {
 	if now == nil {
 		now = time.Now
 	}
-	return &Resolver{client: client, now: now}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Resolver{client: client, broker: broker, logger: logger, now: now}
+}
+
+func (r *Resolver) log(ctx context.Context, msg string, err error) {
+	r.logger.WarnContext(ctx, msg, "err", err)
 }
 
 // ent returns the client of the transaction the operation runs in, if any, else the root client.

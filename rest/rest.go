@@ -18,7 +18,6 @@ import (
 
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
-	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph"
 )
 
@@ -35,7 +34,6 @@ type API struct {
 
 // Options are the REST layer's settings.
 type Options struct {
-	Broker *event.Broker
 	// Stopping is closed when the service begins to shut down: open streams end then.
 	Stopping <-chan struct{}
 	// MaxStreamsPerOrg caps the event streams one organization may hold open (429 beyond).

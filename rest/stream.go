@@ -3,7 +3,7 @@ package rest
 import (
 	"context"
 	"encoding/json"
-	"errors"
+
 	"fmt"
 	"net/http"
 	"time"
@@ -11,6 +11,7 @@ import (
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/privacy"
+	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/viewer"
 )
@@ -21,9 +22,6 @@ const streamRetry = 3 * time.Second
 // streamEvents is GET /api/v1/events/stream: the caller's events as Server-Sent
 // Events, resuming after Last-Event-ID (or ?cursor=) with no gap and no repeat.
 func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
-	if a.opts.Broker == nil {
-		return errors.New("event stream: no broker configured")
-	}
 	q, err := query(r, "type", "cursor")
 	if err != nil {
 		return err
@@ -55,11 +53,6 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer a.closeStream(v.OrgID)
 
-	// Subscribe before reading the backlog: an event committed meanwhile is then
-	// either in the backlog or in the subscription, and duplicates are skipped by position.
-	sub := a.opts.Broker.Subscribe(v.OrgID, types, v.KeyID)
-	defer a.opts.Broker.Unsubscribe(sub)
-
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -74,80 +67,31 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		return rc.Flush()
 	}
-	sendEvent := func(ev *ent.Event) error {
-		if ev.Position <= last {
-			return nil
-		}
-		body, err := json.Marshal(EventData(ev))
-		if err != nil {
-			return err
-		}
-		if err := send("id: %s\ndata: %s\n\n", graph.EventCursor(ev.Position), body); err != nil {
-			return err
-		}
-		last = ev.Position
-		return nil
-	}
 	ctx := r.Context()
 	if err := send("retry: %d\n\n", streamRetry.Milliseconds()); err != nil {
 		return nil
 	}
-	for {
-		page, err := a.res.EventsAfter(ctx, last, 100, types)
-		if err != nil {
-			return a.endStream(ctx, err)
-		}
-		for _, ev := range page.Events {
-			if err := sendEvent(ev); err != nil {
-				return nil // the client went away
-			}
-		}
-		if !page.HasMore {
-			break
-		}
-	}
-	beat := time.NewTicker(a.opts.Heartbeat)
-	defer beat.Stop()
-	for {
-		select {
-		case ev := <-sub.C:
-			if err := sendEvent(ev); err != nil {
-				return nil
-			}
-		case <-sub.Done:
-			// Drained what was queued before the end, so a resume starts after it.
-			for {
-				select {
-				case ev := <-sub.C:
-					if sendEvent(ev) != nil {
-						return nil
-					}
-					continue
-				default:
-				}
-				break
-			}
-			a.log.DebugContext(ctx, "event stream ended", "reason", sub.Err())
-			return nil
-		case <-beat.C:
+	f := graph.Follow{
+		Types:     types,
+		After:     last,
+		Heartbeat: a.opts.Heartbeat,
+		Beat: func() error {
 			if !a.keyStillValid(ctx, v) {
-				return nil
+				return event.ErrRevoked
 			}
-			if err := send(": keep-alive\n\n"); err != nil {
-				return nil
-			}
-		case <-a.opts.Stopping:
-			return nil
-		case <-ctx.Done():
-			return nil
-		}
+			return send(": keep-alive\n\n")
+		},
+		Stop: a.opts.Stopping,
 	}
-}
-
-// endStream logs a failure once the stream has started; the status is already sent.
-func (a *API) endStream(ctx context.Context, err error) error {
-	if ctx.Err() == nil {
-		a.log.ErrorContext(ctx, "event stream failed", "err", err)
+	err = a.res.FollowEvents(ctx, f, func(ev *ent.Event) error {
+		body, err := json.Marshal(EventData(ev))
+		if err != nil {
+			return err
+		}
+		return send("id: %s\ndata: %s\n\n", graph.EventCursor(ev.Position), body)
+	})
+	if err != nil {
+		a.log.DebugContext(ctx, "event stream ended", "reason", err) // the status is sent; the client resumes
 	}
 	return nil
 }

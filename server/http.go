@@ -27,7 +27,6 @@ func (s *Server) routes() http.Handler {
 	gql := s.graphQLHandler()
 	mux.Handle("/graphql", s.authenticate(gql, graphQLErrors))
 	api := rest.New(s.resolver, s.db.Client, s.log, rest.Options{
-		Broker:           s.broker,
 		Stopping:         s.stopping,
 		MaxStreamsPerOrg: s.cfg.MaxStreamsPerOrg,
 		Heartbeat:        s.cfg.StreamHeartbeat,

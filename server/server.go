@@ -54,9 +54,9 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	}
 	s.usage = newKeyUsage(db.Client, log)
 	s.auth = NewAuthenticator(db.Client, s.jwt, s.usage)
-	s.resolver = graph.NewResolver(db.Client, time.Now)
 	s.limiter = newRateLimiter(cfg.RateLimit, cfg.RateBurst)
 	s.broker = event.NewBroker(db.Client, log, cfg.EventPollInterval)
+	s.resolver = graph.NewResolver(db.Client, s.broker, log, time.Now)
 	s.websocketOrigins = gorillaWebsocket{allowedOrigins: cfg.AllowedOrigins}
 	engine, err := trap.New(ctx, cfg.Trap, db.Client, log)
 	if err != nil {
@@ -66,6 +66,9 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.handler = s.routes()
 	return s, nil
 }
+
+// LiveSubscribers counts the open event streams and subscriptions of this instance.
+func (s *Server) LiveSubscribers() int { return s.broker.Subscribers() }
 
 // TrapHandler is the trap listener's handler.
 func (s *Server) TrapHandler() http.Handler { return s.engine }

@@ -5,6 +5,7 @@ package model
 import (
 	"time"
 
+	"entgo.io/contrib/entgql"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/viewer"
 )
@@ -32,6 +33,17 @@ type DeletePayload struct {
 	Deleted bool   `json:"deleted"`
 }
 
+// An event of the caller's event log, as the REST list and stream carry it.
+type EventMessage struct {
+	ID         string         `json:"id"`
+	Type       string         `json:"type"`
+	APIVersion string         `json:"apiVersion"`
+	CreatedAt  time.Time      `json:"createdAt"`
+	Data       map[string]any `json:"data"`
+	// Pass it as after: to resume right after this event.
+	Cursor entgql.Cursor[string] `json:"cursor"`
+}
+
 type Overview struct {
 	// Hits received in the last 24 hours.
 	TotalHits24h int `json:"totalHits24h"`
@@ -50,6 +62,9 @@ type SeverityCounts struct {
 	High     int `json:"high"`
 	Medium   int `json:"medium"`
 	Low      int `json:"low"`
+}
+
+type Subscription struct {
 }
 
 type TimelineBucket struct {
