@@ -109,10 +109,16 @@ type Option func(*server.Config)
 // Start opens a fresh database on b and serves the real router on a local port.
 func Start(t testing.TB, b Backend, opts ...Option) *Env {
 	t.Helper()
+	return StartOn(t, b.DSN(t), opts...)
+}
+
+// StartOn serves an instance on the database dsn names, which other instances may share.
+func StartOn(t testing.TB, dsn string, opts ...Option) *Env {
+	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, b.DSN(t))
+	db, err := store.Open(ctx, dsn)
 	if err != nil {
-		t.Fatalf("open %s: %v", b.Name, err)
+		t.Fatalf("open %s: %v", dsn, err)
 	}
 	t.Cleanup(func() { db.Close() })
 	cfg := server.DefaultConfig()

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"entgo.io/ent/dialect"
+
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/store"
@@ -33,6 +35,7 @@ type Server struct {
 	websocketOrigins gorillaWebsocket
 	broker           *event.Broker
 	engine           *trap.Engine
+	notifier         *event.Notifier // nil on SQLite: one instance
 	limiter          *rateLimiter
 	stopping         chan struct{}
 	stopOnce         sync.Once
@@ -63,6 +66,10 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 		return nil, fmt.Errorf("trap engine: %w", err)
 	}
 	s.engine = engine
+	if db.Dialect == dialect.Postgres {
+		s.notifier = event.NewNotifier(db.Client, db.DSN, s.broker, log)
+		s.notifier.OnRoutesChanged(engine.InvalidateRoutes)
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -88,6 +95,13 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.usage.Run(ctx, s.cfg.LastUsedInterval) })
 	wg.Go(func() { s.engine.Run(ctx) })
+	if s.notifier != nil {
+		wg.Go(func() {
+			if err := s.notifier.Run(ctx); err != nil {
+				s.log.Error("listening for other instances' changes", "err", err)
+			}
+		})
+	}
 	wg.Go(func() {
 		if err := s.broker.Run(ctx); err != nil {
 			s.log.Error("event broker stopped", "err", err)

@@ -146,3 +146,55 @@ func TestThreatDetectedSubscription(t *testing.T) {
 		t.Fatalf("threatDetected %s, want the crawler's BOT session", b)
 	}
 }
+
+// openSSE opens the event stream and returns its data lines as they arrive.
+func openSSE(t *testing.T, env *ft.Env, key string) <-chan string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, env.HTTP.URL+"/api/v1/events/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := env.HTTP.Client().Do(req)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("open stream: %v %v", res, err)
+	}
+	out := make(chan string, 100)
+	go func() {
+		defer res.Body.Close()
+		defer close(out)
+		buf := make([]byte, 64<<10)
+		var acc strings.Builder
+		for {
+			n, err := res.Body.Read(buf)
+			acc.Write(buf[:n])
+			for {
+				s := acc.String()
+				i := strings.Index(s, "\n\n")
+				if i < 0 {
+					break
+				}
+				if msg := s[:i]; strings.Contains(msg, "data: ") {
+					out <- msg
+				}
+				acc.Reset()
+				acc.WriteString(s[i+2:])
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out
+}
+
+func nextSSE(t *testing.T, c <-chan string) string {
+	t.Helper()
+	select {
+	case m, ok := <-c:
+		if !ok {
+			t.Fatal("stream ended")
+		}
+		return m
+	case <-time.After(30 * time.Second):
+		t.Fatal("no stream message within 30s")
+	}
+	return ""
+}

@@ -28,6 +28,8 @@ type DB struct {
 	Client  *ent.Client
 	SQL     *sql.DB
 	Dialect string // dialect.SQLite or dialect.Postgres
+	// DSN is what the driver connected with (PostgreSQL: for the LISTEN connection).
+	DSN string
 }
 
 // Open connects to dsn — a postgres:// URL, or a SQLite file path (optionally sqlite:PATH) —
@@ -57,7 +59,7 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		client.Close()
 		return nil, fmt.Errorf("migrate schema: %w", err)
 	}
-	return &DB{Client: client, SQL: db, Dialect: dia}, nil
+	return &DB{Client: client, SQL: db, Dialect: dia, DSN: source}, nil
 }
 
 // migrationLock is the PostgreSQL advisory lock key instances take around migrating,

@@ -94,6 +94,9 @@ func New(ctx context.Context, cfg Config, client *ent.Client, log *slog.Logger) 
 	return e, nil
 }
 
+// InvalidateRoutes makes the next request reload sites and traps (another instance changed them).
+func (e *Engine) InvalidateRoutes() { e.routes.invalidate() }
+
 // Key is the installation's token key (tests use it to read tokens back).
 func (e *Engine) Key() decoy.Key { return e.key }
 

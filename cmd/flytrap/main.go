@@ -16,7 +16,10 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"entgo.io/ent/dialect"
+
 	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/server"
 	"github.com/flytrap/flytrap/store"
@@ -277,6 +280,11 @@ func keys(ctx context.Context, args []string, stdout, stderr io.Writer, env serv
 		defer db.Close()
 		if err := revokeKey(ctx, db.Client, id); err != nil {
 			return err
+		}
+		if db.Dialect == dialect.Postgres { // end the key's open streams on running instances now
+			if err := event.NotifyRevoked(ctx, db.SQL, id); err != nil {
+				fmt.Fprintln(stderr, "flytrap: the key is revoked; telling running instances failed:", err)
+			}
 		}
 		fmt.Fprintln(stdout, "revoked", id)
 		return nil
