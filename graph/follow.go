@@ -46,11 +46,8 @@ func (r *Resolver) FollowEvents(ctx context.Context, f Follow, send func(*ent.Ev
 	sub := r.broker.Subscribe(v.OrgID, f.Types, v.KeyID)
 	defer r.broker.Unsubscribe(sub)
 	// A key revoked between authentication and this subscription would otherwise go unnoticed.
-	if v.KeyID != "" {
-		k, err := r.client.APIKey.Get(privacy.DecisionContext(ctx, privacy.Allow), v.KeyID)
-		if err != nil || k.RevokedAt != nil {
-			return event.ErrRevoked
-		}
+	if err := r.KeyStillValid(ctx); err != nil {
+		return err
 	}
 	last := f.After
 	deliver := func(ev *ent.Event) error {
@@ -174,4 +171,17 @@ func subscribe[T any](ctx context.Context, r *Resolver, f Follow, convert func(*
 		}
 	}()
 	return out
+}
+
+// KeyStillValid returns event.ErrRevoked when the caller's API key has been revoked since it authenticated.
+func (r *Resolver) KeyStillValid(ctx context.Context) error {
+	v, _ := viewer.FromContext(ctx)
+	if v.KeyID == "" {
+		return nil
+	}
+	k, err := r.client.APIKey.Get(privacy.DecisionContext(ctx, privacy.Allow), v.KeyID)
+	if err != nil || k.RevokedAt != nil {
+		return event.ErrRevoked
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"time"
 
 	"entgo.io/contrib/entgql"
 
@@ -40,7 +41,8 @@ func (r *Resolver) follow(ctx context.Context, types []string, after *entgql.Cur
 	if err := CheckEventTypes("types", types); err != nil {
 		return Follow{}, err
 	}
-	f := Follow{Types: types}
+	// Revocations made outside a server (the command line on SQLite) are caught here.
+	f := Follow{Types: types, Heartbeat: 15 * time.Second, Beat: func() error { return r.KeyStillValid(ctx) }}
 	var err error
 	if after != nil {
 		f.After, err = positionOf(after)

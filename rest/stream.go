@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"context"
 	"encoding/json"
 
 	"fmt"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
-	"github.com/flytrap/flytrap/ent/privacy"
-	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/viewer"
 )
@@ -76,8 +73,8 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		After:     last,
 		Heartbeat: a.opts.Heartbeat,
 		Beat: func() error {
-			if !a.keyStillValid(ctx, v) {
-				return event.ErrRevoked
+			if err := a.res.KeyStillValid(ctx); err != nil {
+				return err
 			}
 			return send(": keep-alive\n\n")
 		},
@@ -94,16 +91,6 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		a.log.DebugContext(ctx, "event stream ended", "reason", err) // the status is sent; the client resumes
 	}
 	return nil
-}
-
-// keyStillValid re-checks the stream's API key, so a key revoked on another
-// instance also ends its streams (within a heartbeat).
-func (a *API) keyStillValid(ctx context.Context, v viewer.Viewer) bool {
-	if v.KeyID == "" {
-		return true
-	}
-	k, err := a.client.APIKey.Get(privacy.DecisionContext(ctx, privacy.Allow), v.KeyID)
-	return err == nil && k.RevokedAt == nil
 }
 
 func (a *API) openStream(org string) bool {
