@@ -61,7 +61,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.broker = event.NewBroker(db.Client, log, cfg.EventPollInterval)
 	s.resolver = graph.NewResolver(db.Client, s.broker, log, time.Now)
 	s.websocketOrigins = gorillaWebsocket{allowedOrigins: cfg.AllowedOrigins}
-	engine, err := trap.New(ctx, cfg.Trap, db.Client, log)
+	engine, err := trap.New(ctx, cfg.Trap, db.Client, db.Dialect, log)
 	if err != nil {
 		return nil, fmt.Errorf("trap engine: %w", err)
 	}

@@ -52,11 +52,12 @@ var ErrOverloaded = errors.New("hit queue full")
 
 // Engine records hits and serves decoys.
 type Engine struct {
-	cfg    Config
-	client *ent.Client
-	log    *slog.Logger
-	key    decoy.Key
-	now    func() time.Time
+	cfg     Config
+	client  *ent.Client
+	dialect string
+	log     *slog.Logger
+	key     decoy.Key
+	now     func() time.Time
 
 	queue   chan *job
 	routes  *siteCache
@@ -70,23 +71,25 @@ type Engine struct {
 }
 
 // New returns an engine over client. It loads (or creates) the installation's token key.
-func New(ctx context.Context, cfg Config, client *ent.Client, log *slog.Logger) (*Engine, error) {
+// dia is the database's dialect (dialect.SQLite or dialect.Postgres).
+func New(ctx context.Context, cfg Config, client *ent.Client, dia string, log *slog.Logger) (*Engine, error) {
 	key, err := loadKey(ctx, client)
 	if err != nil {
 		return nil, err
 	}
 	recent, _ := lru.New[string, *sess](20_000) // only fails for a size < 1
 	e := &Engine{
-		cfg:    cfg,
-		client: client,
-		log:    log,
-		key:    key,
-		now:    time.Now,
-		queue:  make(chan *job, cfg.QueueSize),
-		routes: &siteCache{client: client, maxAge: cfg.RoutesMaxAge},
-		visits: newVisitorCache(100_000),
-		recent: recent,
-		done:   make(chan struct{}),
+		cfg:     cfg,
+		client:  client,
+		dialect: dia,
+		log:     log,
+		key:     key,
+		now:     time.Now,
+		queue:   make(chan *job, cfg.QueueSize),
+		routes:  &siteCache{client: client, maxAge: cfg.RoutesMaxAge},
+		visits:  newVisitorCache(100_000),
+		recent:  recent,
+		done:    make(chan struct{}),
 	}
 	invalidate := func(context.Context, ent.Mutation) { e.routes.invalidate() }
 	client.Trap.Use(event.AfterCommit(ent.OpCreate|ent.OpUpdateOne|ent.OpDeleteOne, invalidate))
