@@ -50,9 +50,7 @@ func (s *Server) routes() http.Handler {
 			restError(w, http.StatusMethodNotAllowed, "method "+r.Method+" is not allowed here (allowed: GET, HEAD)")
 		})
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		restError(w, http.StatusNotFound, "no such route: "+r.Method+" "+truncateForLog(r.URL.Path, 200))
-	})
+	mux.Handle("/", s.dashboard()) // the embedded dashboard (server/web.go); JSON 404 for unknown API routes
 	return s.requestID(s.logRequests(s.recoverPanics(apiVersion(s.limitBody(mux)))))
 }
 

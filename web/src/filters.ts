@@ -1,0 +1,63 @@
+// Session filters: the form's state, its mapping to the GraphQL SessionWhereInput, and
+// its round trip through the URL's query string (so a filtered view can be bookmarked).
+
+export const CLASSIFICATIONS = [
+  'HUMAN',
+  'BOT',
+  'CRAWLER',
+  'AI_CRAWLER',
+  'AI_ASSISTANT',
+  'AI_AGENT',
+  'AI_AGENT_MALICIOUS',
+  'SCANNER',
+] as const;
+export const SEVERITIES = ['critical', 'high', 'medium', 'low'] as const;
+/** Time windows of the "seen in" filter, in hours. */
+export const WINDOWS: Record<string, number> = { '1h': 1, '24h': 24, '7d': 24 * 7, '30d': 24 * 30 };
+
+export interface SessionFilters {
+  classification: string;
+  severity: string;
+  trapID: string;
+  window: string;
+  sourceIP: string;
+}
+
+export const emptyFilters: SessionFilters = { classification: '', severity: '', trapID: '', window: '', sourceIP: '' };
+
+/** The GraphQL `where` for the filters; unknown values are dropped rather than sent. */
+export function filtersToWhere(f: SessionFilters, now: Date = new Date()): Record<string, unknown> | null {
+  const where: Record<string, unknown> = {};
+  if ((CLASSIFICATIONS as readonly string[]).includes(f.classification)) where.classification = f.classification;
+  if ((SEVERITIES as readonly string[]).includes(f.severity)) where.severity = f.severity;
+  if (/^trp_[A-Za-z0-9]+$/.test(f.trapID)) where.hasHitsWith = [{ trapID: f.trapID }];
+  const hours = WINDOWS[f.window];
+  if (hours) where.lastSeenGTE = new Date(now.getTime() - hours * 3600_000).toISOString();
+  const ip = f.sourceIP.trim();
+  if (ip) where.sourceIPHasPrefix = ip;
+  return Object.keys(where).length ? where : null;
+}
+
+/** Filters from a query string ("?severity=high&window=24h"). */
+export function filtersFromSearch(search: string): SessionFilters {
+  const p = new URLSearchParams(search);
+  return {
+    classification: p.get('classification') ?? '',
+    severity: p.get('severity') ?? '',
+    trapID: p.get('trap') ?? '',
+    window: p.get('window') ?? '',
+    sourceIP: p.get('ip') ?? '',
+  };
+}
+
+/** The query string for filters ("" when none is set), in a fixed order. */
+export function filtersToSearch(f: SessionFilters): string {
+  const p = new URLSearchParams();
+  if (f.classification) p.set('classification', f.classification);
+  if (f.severity) p.set('severity', f.severity);
+  if (f.trapID) p.set('trap', f.trapID);
+  if (f.window) p.set('window', f.window);
+  if (f.sourceIP) p.set('ip', f.sourceIP);
+  const s = p.toString();
+  return s ? `?${s}` : '';
+}

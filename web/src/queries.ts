@@ -1,0 +1,162 @@
+// The GraphQL operations of the dashboard, and the shapes they return.
+
+export interface Overview {
+  totalHits24h: number;
+  agentsDetected: number;
+  tripwiresFired: number;
+  promptsCaptured: number;
+  activeTraps: number;
+}
+export interface SeverityCounts {
+  critical: number;
+  high: number;
+  medium: number;
+  low: number;
+}
+export interface TimelineBucket {
+  hour: string;
+  hits: number;
+}
+export interface AnalyticsData {
+  analytics: { overview: Overview; severity: SeverityCounts; timeline: TimelineBucket[] };
+}
+export const ANALYTICS = `query Analytics { analytics {
+  overview { totalHits24h agentsDetected tripwiresFired promptsCaptured activeTraps }
+  severity { critical high medium low }
+  timeline { hour hits } } }`;
+
+export interface EventMessage {
+  id: string;
+  type: string;
+  createdAt: string;
+  data: Record<string, unknown>;
+  cursor: string;
+}
+export const THREAT_EVENTS = `subscription ThreatEvents { events(types: ["threat.detected", "threat.escalated"]) { id type createdAt data cursor } }`;
+export const RECENT_THREATS = `query RecentThreats { events(last: 20, where: {typeIn: ["threat.detected", "threat.escalated"]}, orderBy: {field: POSITION, direction: ASC}) {
+  edges { cursor node { id type createdAt data } } } }`;
+
+export interface SessionRow {
+  id: string;
+  sourceIP: string;
+  userAgent: string;
+  classification: string;
+  score: number;
+  confidence: number;
+  severity: string;
+  signalsFired: string[];
+  firstSeen: string;
+  lastSeen: string;
+  hitCount: number;
+  tripwiresFired: number;
+  promptsCaptured: number;
+  extractedModel: string;
+  extractedOperator: string;
+  trapsTriggered: string[];
+}
+const SESSION_FIELDS = `id sourceIP userAgent classification score confidence severity signalsFired firstSeen lastSeen
+  hitCount tripwiresFired promptsCaptured extractedModel extractedOperator trapsTriggered`;
+
+export interface PageInfo {
+  hasNextPage: boolean;
+  endCursor: string | null;
+}
+export interface SessionsData {
+  sessions: { totalCount: number; pageInfo: PageInfo; edges: { node: SessionRow }[] };
+}
+export const SESSIONS = `query Sessions($first: Int!, $after: Cursor, $where: SessionWhereInput) {
+  sessions(first: $first, after: $after, where: $where, orderBy: {field: LAST_SEEN, direction: DESC}) {
+    totalCount pageInfo { hasNextPage endCursor } edges { node { ${SESSION_FIELDS} } } } }`;
+
+export interface Hit {
+  id: string;
+  trapID: string | null;
+  method: string;
+  path: string;
+  query: string;
+  headers: Record<string, unknown>;
+  body: string;
+  bodyTruncated: boolean;
+  sourceIP: string;
+  userAgent: string;
+  receivedAt: string;
+  kind: string;
+  status: number;
+  signals: string[];
+}
+export interface Signal {
+  name: string;
+  tripwire: boolean;
+  placement: string;
+  delayMs: number | null;
+  detail: string;
+  hitID: string;
+  sourceHitID: string;
+  createdAt: string;
+}
+export interface Prompt {
+  text: string;
+  model: string;
+  operator: string;
+  source: string;
+  hitID: string;
+  createdAt: string;
+}
+export interface SessionDetail extends SessionRow {
+  hits: { totalCount: number; edges: { node: Hit }[] };
+  signals: Signal[] | null;
+  prompts: Prompt[] | null;
+}
+export const SESSION = `query Session($id: ID!) { node(id: $id) { ... on Session { ${SESSION_FIELDS}
+  hits(first: 100, orderBy: {field: RECEIVED_AT, direction: ASC}) { totalCount edges { node {
+    id trapID method path query headers body bodyTruncated sourceIP userAgent receivedAt kind status signals } } }
+  signals { name tripwire placement delayMs detail hitID sourceHitID createdAt }
+  prompts { text model operator source hitID createdAt } } } }`;
+
+export interface Trap {
+  id: string;
+  name: string;
+  path: string | null;
+  type: string;
+  description: string;
+  active: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+const TRAP_FIELDS = 'id name path type description active createdAt updatedAt';
+export const TRAP_TYPES = ['page', 'api', 'llms_txt', 'robots', 'credential', 'mcp'] as const;
+export interface TrapsData {
+  traps: { totalCount: number; edges: { node: Trap }[] };
+}
+export const TRAPS = `query Traps { traps(first: 100, orderBy: {field: CREATED_AT, direction: DESC}) { totalCount edges { node { ${TRAP_FIELDS} } } } }`;
+export const CREATE_TRAP = `mutation CreateTrap($input: CreateTrapInput!) { createTrap(input: $input) { ${TRAP_FIELDS} } }`;
+export const UPDATE_TRAP = `mutation UpdateTrap($id: ID!, $input: UpdateTrapInput!) { updateTrap(id: $id, input: $input) { ${TRAP_FIELDS} } }`;
+export const DELETE_TRAP = `mutation DeleteTrap($id: ID!) { deleteTrap(id: $id) { id deleted } }`;
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  scope: string;
+  prefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+export const API_KEY_SCOPES = ['READ_ONLY', 'READ_WRITE', 'ADMIN'] as const;
+const KEY_FIELDS = 'id name scope prefix createdAt lastUsedAt revokedAt';
+export interface ApiKeysData {
+  apiKeys: { totalCount: number; edges: { node: ApiKey }[] };
+}
+export const API_KEYS = `query ApiKeys { apiKeys(first: 100, orderBy: {field: CREATED_AT, direction: DESC}) { totalCount edges { node { ${KEY_FIELDS} } } } }`;
+export const CREATE_API_KEY = `mutation CreateApiKey($input: CreateApiKeyInput!) { createApiKey(input: $input) { key apiKey { ${KEY_FIELDS} } } }`;
+export const REVOKE_API_KEY = `mutation RevokeApiKey($id: ID!) { revokeApiKey(id: $id) { ${KEY_FIELDS} } }`;
+
+export const ORGANIZATION = `query Org { organization { id name } }`;
+/** Admin only: answers FORBIDDEN for smaller scopes. */
+export const PROBE_ADMIN = `query ProbeAdmin { apiKeys(first: 1) { totalCount } }`;
+/**
+ * Write probe: an update of a trap id that cannot exist. A read-only key gets FORBIDDEN;
+ * a read-write key gets NOT_FOUND (or BAD_USER_INPUT). It changes nothing either way.
+ * (The API has no "viewer { scope }" query yet.)
+ */
+export const PROBE_WRITE = `mutation ProbeWrite { updateTrap(id: "trp_00000000000000000000000000", input: {}) { id } }`;

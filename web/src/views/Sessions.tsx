@@ -1,0 +1,167 @@
+import { useMemo, useState } from 'preact/hooks';
+import { CLASSIFICATIONS, SEVERITIES, WINDOWS, filtersFromSearch, filtersToSearch, filtersToWhere, type SessionFilters } from '../filters';
+import { formatAgo, formatClassification, formatNumber, formatTime, truncate } from '../format';
+import { navigate } from '../router';
+import { SESSIONS, TRAPS, type SessionsData, type TrapsData } from '../queries';
+import { Badge, Empty, ErrorBox, Inert, Link, Loading, useQuery } from '../ui';
+
+const PAGE = 25;
+
+export function SessionsView({ search }: { search: string }) {
+  const filters = useMemo(() => filtersFromSearch(search), [search]);
+  // A stack of cursors: [null] is the first page; pushing endCursor goes forward.
+  const [cursors, setCursors] = useState<(string | null)[]>([null]);
+  const [forSearch, setForSearch] = useState(search);
+  if (forSearch !== search) {
+    setForSearch(search);
+    setCursors([null]);
+  }
+  const after = cursors[cursors.length - 1] ?? null;
+  const where = useMemo(() => filtersToWhere(filters), [filters]);
+  const q = useQuery<SessionsData>(SESSIONS, { first: PAGE, after, where }, JSON.stringify([search, after]));
+  const traps = useQuery<TrapsData>(TRAPS, undefined, 'traps');
+  const conn = q.data?.sessions;
+  const set = (patch: Partial<SessionFilters>) => navigate(`/sessions${filtersToSearch({ ...filters, ...patch })}`, true);
+  return (
+    <section aria-labelledby="sessions-title">
+      <div class="page-head">
+        <h1 id="sessions-title">Sessions</h1>
+        <button type="button" class="secondary" onClick={q.reload} disabled={q.loading}>
+          Refresh
+        </button>
+      </div>
+      <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="Filter sessions">
+        <label>
+          Classification
+          <select value={filters.classification} onChange={(e) => set({ classification: e.currentTarget.value })}>
+            <option value="">Any</option>
+            {CLASSIFICATIONS.map((c) => (
+              <option value={c} key={c}>
+                {formatClassification(c)}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Severity
+          <select value={filters.severity} onChange={(e) => set({ severity: e.currentTarget.value })}>
+            <option value="">Any</option>
+            {SEVERITIES.map((s) => (
+              <option value={s} key={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Trap
+          <select value={filters.trapID} onChange={(e) => set({ trapID: e.currentTarget.value })}>
+            <option value="">Any</option>
+            {traps.data?.traps.edges.map(({ node: t }) => (
+              <option value={t.id} key={t.id}>
+                {truncate(t.name, 40)} ({t.path ?? t.type})
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Last seen
+          <select value={filters.window} onChange={(e) => set({ window: e.currentTarget.value })}>
+            <option value="">Any time</option>
+            {Object.keys(WINDOWS).map((w) => (
+              <option value={w} key={w}>
+                within {w}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Source IP starts with
+          <input
+            type="search"
+            inputMode="text"
+            autoComplete="off"
+            value={filters.sourceIP}
+            onChange={(e) => set({ sourceIP: e.currentTarget.value })}
+          />
+        </label>
+        {search && (
+          <button type="button" class="secondary" onClick={() => navigate('/sessions', true)}>
+            Clear filters
+          </button>
+        )}
+      </form>
+      {q.error ? <ErrorBox error={q.error} retry={q.reload} /> : null}
+      {!conn && q.loading && <Loading />}
+      {conn && conn.edges.length === 0 && <Empty>{search ? 'No session matches these filters.' : 'No sessions yet: nobody has touched a trap.'}</Empty>}
+      {conn && conn.edges.length > 0 && (
+        <>
+          <p class="muted" aria-live="polite">
+            {formatNumber(conn.totalCount)} session{conn.totalCount === 1 ? '' : 's'}
+            {q.loading ? ' (updating…)' : ''}
+          </p>
+          <div class="table-wrap">
+            <table class="table" data-testid="sessions-table">
+              <thead>
+                <tr>
+                  <th scope="col">Last seen</th>
+                  <th scope="col">Classification</th>
+                  <th scope="col">Severity</th>
+                  <th scope="col">Score</th>
+                  <th scope="col">Source IP</th>
+                  <th scope="col">User agent</th>
+                  <th scope="col">Hits</th>
+                  <th scope="col">Tripwires</th>
+                  <th scope="col">Model</th>
+                </tr>
+              </thead>
+              <tbody>
+                {conn.edges.map(({ node: s }) => (
+                  <tr key={s.id}>
+                    <td>
+                      <Link href={`/sessions/${s.id}`}>
+                        <time dateTime={s.lastSeen} title={formatTime(s.lastSeen)}>
+                          {formatAgo(s.lastSeen)}
+                        </time>
+                      </Link>
+                    </td>
+                    <td>{formatClassification(s.classification)}</td>
+                    <td>
+                      <Badge kind={s.severity}>{s.severity}</Badge>
+                    </td>
+                    <td>
+                      {s.score} <span class="muted">({s.confidence}%)</span>
+                    </td>
+                    <td>
+                      <Inert text={s.sourceIP} />
+                    </td>
+                    <td class="ua" title={s.userAgent}>
+                      <Inert text={truncate(s.userAgent || '(none)', 80)} />
+                    </td>
+                    <td>{formatNumber(s.hitCount)}</td>
+                    <td>{formatNumber(s.tripwiresFired)}</td>
+                    <td>{s.extractedModel ? <Inert text={s.extractedModel} /> : <span class="muted">–</span>}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          <nav class="pager" aria-label="Pages">
+            <button type="button" class="secondary" disabled={cursors.length <= 1 || q.loading} onClick={() => setCursors((c) => c.slice(0, -1))}>
+              ← Newer
+            </button>
+            <span class="muted">Page {cursors.length}</span>
+            <button
+              type="button"
+              class="secondary"
+              disabled={!conn.pageInfo.hasNextPage || !conn.pageInfo.endCursor || q.loading}
+              onClick={() => setCursors((c) => [...c, conn.pageInfo.endCursor])}
+            >
+              Older →
+            </button>
+          </nav>
+        </>
+      )}
+    </section>
+  );
+}

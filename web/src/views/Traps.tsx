@@ -1,0 +1,276 @@
+import { useState } from 'preact/hooks';
+import { describeError, gql } from '../api';
+import { formatTime, trapURL } from '../format';
+import { CREATE_TRAP, DELETE_TRAP, TRAPS, TRAP_TYPES, UPDATE_TRAP, type Trap, type TrapsData } from '../queries';
+import { Badge, ConfirmButton, CopyButton, Empty, ErrorBox, Inert, Link, Loading, useQuery } from '../ui';
+
+const TYPE_HELP: Record<string, string> = {
+  page: 'an HTML document',
+  api: 'a JSON endpoint',
+  llms_txt: '/llms.txt',
+  robots: '/robots.txt disallowing the other traps',
+  credential: 'a leaked-looking config with planted keys',
+  mcp: 'a decoy MCP server',
+};
+
+const BASE_KEY = 'flytrap.trapBase';
+function defaultBase(): string {
+  try {
+    const saved = localStorage.getItem(BASE_KEY);
+    if (saved) return saved;
+  } catch {
+    /* storage unavailable */
+  }
+  return `${location.protocol}//${location.hostname}:8081`;
+}
+
+export function TrapsView({ canWrite }: { canWrite: boolean }) {
+  const q = useQuery<TrapsData>(TRAPS, undefined, 'traps');
+  const [base, setBase] = useState(defaultBase);
+  const [notice, setNotice] = useState('');
+  const traps = q.data?.traps.edges.map((e) => e.node) ?? [];
+  return (
+    <section aria-labelledby="traps-title">
+      <div class="page-head">
+        <h1 id="traps-title">Traps</h1>
+        <button type="button" class="secondary" onClick={q.reload} disabled={q.loading}>
+          Refresh
+        </button>
+      </div>
+      {canWrite ? (
+        <CreateTrap
+          onCreated={(t) => {
+            setNotice(`Trap “${t.name}” created at ${t.path ?? t.type}.`);
+            q.reload();
+          }}
+        />
+      ) : (
+        <p class="muted">Your key is read-only: you can look at traps but not change them.</p>
+      )}
+      {notice && (
+        <p class="state ok" role="status">
+          {notice}
+        </p>
+      )}
+      <div class="card">
+        <label class="inline">
+          Trap listener URL (for previews)
+          <input
+            type="url"
+            value={base}
+            onInput={(e) => {
+              const v = e.currentTarget.value.trim();
+              setBase(v);
+              try {
+                localStorage.setItem(BASE_KEY, v);
+              } catch {
+                /* storage unavailable */
+              }
+            }}
+          />
+        </label>
+        <p class="muted small">
+          Traps answer on the trap listener (<code>--trap-addr</code>), not here. Opening a trap URL records a hit like any visitor’s, so
+          previews are links, not embedded frames.
+        </p>
+      </div>
+      {q.error ? <ErrorBox error={q.error} retry={q.reload} /> : null}
+      {!q.data && q.loading && <Loading />}
+      {q.data && traps.length === 0 && <Empty>No traps yet{canWrite ? ': create one above.' : '.'}</Empty>}
+      {traps.length > 0 && (
+        <ul class="trap-list" data-testid="trap-list">
+          {traps.map((t) => (
+            <TrapItem key={t.id} trap={t} base={base} canWrite={canWrite} onChanged={q.reload} />
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
+
+function CreateTrap({ onCreated }: { onCreated: (t: Trap) => void }) {
+  const [name, setName] = useState('');
+  const [type, setType] = useState<string>('page');
+  const [path, setPath] = useState('');
+  const [description, setDescription] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState('');
+  return (
+    <form
+      class="card form"
+      aria-labelledby="create-trap-title"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        setBusy(true);
+        setError('');
+        try {
+          const input: Record<string, unknown> = { name: name.trim(), type };
+          if (path.trim()) input.path = path.trim();
+          if (description.trim()) input.description = description.trim();
+          const d = await gql<{ createTrap: Trap }>(CREATE_TRAP, { input });
+          setName('');
+          setPath('');
+          setDescription('');
+          onCreated(d.createTrap);
+        } catch (err) {
+          setError(describeError(err));
+        } finally {
+          setBusy(false);
+        }
+      }}
+    >
+      <h2 id="create-trap-title">New trap</h2>
+      <div class="form-row">
+        <label>
+          Name
+          <input required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} name="name" />
+        </label>
+        <label>
+          Type
+          <select value={type} onChange={(e) => setType(e.currentTarget.value)} name="type">
+            {TRAP_TYPES.map((t) => (
+              <option key={t} value={t}>
+                {t} — {TYPE_HELP[t]}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Path <span class="muted">(optional: Flytrap picks one)</span>
+          <input value={path} placeholder="/internal/wiki" onInput={(e) => setPath(e.currentTarget.value)} name="path" />
+        </label>
+      </div>
+      <label>
+        Description <span class="muted">(optional)</span>
+        <input value={description} maxLength={1000} onInput={(e) => setDescription(e.currentTarget.value)} name="description" />
+      </label>
+      {error && (
+        <p class="state error" role="alert">
+          {error}
+        </p>
+      )}
+      <button type="submit" disabled={busy || !name.trim()}>
+        {busy ? 'Creating…' : 'Create trap'}
+      </button>
+    </form>
+  );
+}
+
+function TrapItem({ trap: t, base, canWrite, onChanged }: { trap: Trap; base: string; canWrite: boolean; onChanged: () => void }) {
+  const [editing, setEditing] = useState(false);
+  const [name, setName] = useState(t.name);
+  const [description, setDescription] = useState(t.description);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState('');
+  const url = trapURL(base, t.path);
+  const run = async (fn: () => Promise<unknown>) => {
+    setBusy(true);
+    setError('');
+    try {
+      await fn();
+      onChanged();
+      return true;
+    } catch (err) {
+      setError(describeError(err));
+      return false;
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <li class="card trap" data-testid="trap" data-trap-id={t.id}>
+      <div class="trap-head">
+        <h3>
+          <Inert text={t.name} />
+        </h3>
+        <Badge kind={t.active ? 'active' : 'inactive'}>{t.active ? 'active' : 'inactive'}</Badge>
+        <span class="muted">{t.type}</span>
+      </div>
+      <dl class="facts">
+        <dt>Path</dt>
+        <dd>{t.path ? <Inert text={t.path} /> : <span class="muted">none</span>}</dd>
+        <dt>Description</dt>
+        <dd>{t.description ? <Inert text={t.description} /> : <span class="muted">none</span>}</dd>
+        <dt>Created</dt>
+        <dd>{formatTime(t.createdAt)}</dd>
+        <dt>Preview</dt>
+        <dd class="preview">
+          {url ? (
+            <>
+              <code data-testid="trap-url">{url}</code> <CopyButton text={url} label="Copy URL" />{' '}
+              <a href={url} target="_blank" rel="noopener noreferrer">
+                Open as a visitor
+              </a>
+            </>
+          ) : (
+            <span class="muted">Set the trap listener URL above.</span>
+          )}
+        </dd>
+        <dt>Sessions</dt>
+        <dd>
+          <Link href={`/sessions?trap=${encodeURIComponent(t.id)}`}>Sessions that hit this trap</Link>
+        </dd>
+      </dl>
+      {error && (
+        <p class="state error" role="alert">
+          {error}
+        </p>
+      )}
+      {canWrite && !editing && (
+        <div class="actions">
+          <button type="button" class="secondary" disabled={busy} onClick={() => run(() => gql(UPDATE_TRAP, { id: t.id, input: { active: !t.active } }))}>
+            {t.active ? 'Deactivate' : 'Activate'}
+          </button>
+          <button
+            type="button"
+            class="secondary"
+            onClick={() => {
+              setName(t.name);
+              setDescription(t.description);
+              setEditing(true);
+            }}
+          >
+            Edit
+          </button>
+          <ConfirmButton
+            label="Delete"
+            confirmLabel="Delete trap"
+            question={`Delete this trap? Its sessions are kept.`}
+            danger
+            onConfirm={async () => {
+              await run(() => gql(DELETE_TRAP, { id: t.id }));
+            }}
+          />
+        </div>
+      )}
+      {canWrite && editing && (
+        <form
+          class="form"
+          aria-label={`Edit trap ${t.id}`}
+          onSubmit={async (e) => {
+            e.preventDefault();
+            if (await run(() => gql(UPDATE_TRAP, { id: t.id, input: { name: name.trim(), description } }))) setEditing(false);
+          }}
+          onKeyDown={(e) => e.key === 'Escape' && setEditing(false)}
+        >
+          <label>
+            Name
+            <input required value={name} onInput={(e) => setName(e.currentTarget.value)} />
+          </label>
+          <label>
+            Description
+            <input value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+          </label>
+          <div class="actions">
+            <button type="submit" disabled={busy || !name.trim()}>
+              Save
+            </button>
+            <button type="button" class="secondary" onClick={() => setEditing(false)}>
+              Cancel
+            </button>
+          </div>
+        </form>
+      )}
+    </li>
+  );
+}
