@@ -55,8 +55,9 @@ type Subscription struct {
 // Err says why the subscription ended, once Done is closed.
 func (s *Subscription) Err() error { return s.err }
 
-// SubscriptionBuffer is how many events a subscriber may lag before it is dropped.
-const SubscriptionBuffer = 256
+// SubscriptionBuffer is how many events a subscriber may lag before it is dropped (it
+// then resumes from its cursor); small, because every idle subscriber holds it.
+const SubscriptionBuffer = 64
 
 // NewBroker returns a broker over client. It polls every poll interval as well as on
 // wake-ups, so events committed by other processes on the database arrive too.

@@ -119,7 +119,9 @@ func (n *Notifier) Run(ctx context.Context) error {
 				n.broker.RevokeKey(strings.TrimPrefix(p, notifyKey))
 			}
 		case <-time.After(90 * time.Second):
-			go func() { _ = l.Ping() }() // keeps the connection checked while idle
+			if err := l.Ping(); err != nil { // checks the connection while idle; the listener reconnects
+				n.log.Warn("database listener ping", "err", err)
+			}
 		}
 	}
 }

@@ -37,12 +37,20 @@ trap cleanup EXIT
 echo "node-tests: building flytrap"
 go build -o "$tmp/flytrap" ./cmd/flytrap
 
-# A free port: bind port 0 and report what the kernel chose.
-port=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
+# Two free ports (API and trap listeners): bind port 0 twice at once and report what the kernel chose.
+read -r port trap_port < <(node -e '
+  const net = require("net");
+  const a = net.createServer().listen(0, "127.0.0.1", () => {
+    const b = net.createServer().listen(0, "127.0.0.1", () => {
+      console.log(a.address().port, b.address().port);
+      a.close(); b.close();
+    });
+  });')
+[[ -n "$port" && -n "$trap_port" ]] || die "could not find free ports"
 url="http://127.0.0.1:${port}"
 
 echo "node-tests: starting flytrap on ${url}"
-"$tmp/flytrap" serve --db "$tmp/flytrap.db" --api-addr "127.0.0.1:${port}" --log-format json \
+"$tmp/flytrap" serve --db "$tmp/flytrap.db" --api-addr "127.0.0.1:${port}" --trap-addr "127.0.0.1:${trap_port}" --log-format json \
   >"$tmp/stdout" 2>"$tmp/stderr" &
 server_pid=$!
 

@@ -14,6 +14,8 @@ import (
 	"github.com/gorilla/websocket"
 )
 
+var writeBufferPool = &sync.Pool{}
+
 // gorillaWebsocket plugs gorilla/websocket into gqlgen's WebSocket transport.
 type gorillaWebsocket struct {
 	allowedOrigins []string // exact origins (scheme://host[:port]); "*" allows any
@@ -26,8 +28,9 @@ func (g gorillaWebsocket) Accept(w http.ResponseWriter, r *http.Request, opts tr
 		HandshakeTimeout: 10 * time.Second,
 		Subprotocols:     opts.Subprotocols,
 		CheckOrigin:      g.checkOrigin,
-		ReadBufferSize:   1024,
-		WriteBufferSize:  1024,
+		// Buffer sizes 0 reuse the HTTP server's buffers, and writes borrow from a pool:
+		// an idle subscription then holds no write buffer of its own.
+		WriteBufferPool: writeBufferPool,
 	}
 	conn, err := up.Upgrade(w, r, opts.ResponseHeader)
 	if err != nil {
