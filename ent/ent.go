@@ -23,6 +23,8 @@ import (
 	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/ent/webhookdelivery"
+	"github.com/flytrap/flytrap/ent/webhookendpoint"
 )
 
 // ent aliases to avoid import conflicts in user's code.
@@ -83,17 +85,19 @@ var (
 func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
-			apikey.Table:       apikey.ValidColumn,
-			event.Table:        event.ValidColumn,
-			hit.Table:          hit.ValidColumn,
-			organization.Table: organization.ValidColumn,
-			prompt.Table:       prompt.ValidColumn,
-			secret.Table:       secret.ValidColumn,
-			sequence.Table:     sequence.ValidColumn,
-			session.Table:      session.ValidColumn,
-			signal.Table:       signal.ValidColumn,
-			site.Table:         site.ValidColumn,
-			trap.Table:         trap.ValidColumn,
+			apikey.Table:          apikey.ValidColumn,
+			event.Table:           event.ValidColumn,
+			hit.Table:             hit.ValidColumn,
+			organization.Table:    organization.ValidColumn,
+			prompt.Table:          prompt.ValidColumn,
+			secret.Table:          secret.ValidColumn,
+			sequence.Table:        sequence.ValidColumn,
+			session.Table:         session.ValidColumn,
+			signal.Table:          signal.ValidColumn,
+			site.Table:            site.ValidColumn,
+			trap.Table:            trap.ValidColumn,
+			webhookdelivery.Table: webhookdelivery.ValidColumn,
+			webhookendpoint.Table: webhookendpoint.ValidColumn,
 		})
 	})
 	return columnCheck(t, c)

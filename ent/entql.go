@@ -15,6 +15,8 @@ import (
 	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/ent/webhookdelivery"
+	"github.com/flytrap/flytrap/ent/webhookendpoint"
 
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
@@ -24,7 +26,7 @@ import (
 
 // schemaGraph holds a representation of ent/schema at runtime.
 var schemaGraph = func() *sqlgraph.Schema {
-	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 11)}
+	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 13)}
 	graph.Nodes[0] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   apikey.Table,
@@ -251,6 +253,62 @@ var schemaGraph = func() *sqlgraph.Schema {
 			trap.FieldActive:      {Type: field.TypeBool, Column: trap.FieldActive},
 			trap.FieldCreatedAt:   {Type: field.TypeTime, Column: trap.FieldCreatedAt},
 			trap.FieldUpdatedAt:   {Type: field.TypeTime, Column: trap.FieldUpdatedAt},
+		},
+	}
+	graph.Nodes[11] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
+			Table:   webhookdelivery.Table,
+			Columns: webhookdelivery.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: webhookdelivery.FieldID,
+			},
+		},
+		Type: "WebhookDelivery",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			webhookdelivery.FieldOrgID:          {Type: field.TypeString, Column: webhookdelivery.FieldOrgID},
+			webhookdelivery.FieldEndpointID:     {Type: field.TypeString, Column: webhookdelivery.FieldEndpointID},
+			webhookdelivery.FieldMessageID:      {Type: field.TypeString, Column: webhookdelivery.FieldMessageID},
+			webhookdelivery.FieldEventType:      {Type: field.TypeString, Column: webhookdelivery.FieldEventType},
+			webhookdelivery.FieldSessionID:      {Type: field.TypeString, Column: webhookdelivery.FieldSessionID},
+			webhookdelivery.FieldPayload:        {Type: field.TypeJSON, Column: webhookdelivery.FieldPayload},
+			webhookdelivery.FieldStatus:         {Type: field.TypeEnum, Column: webhookdelivery.FieldStatus},
+			webhookdelivery.FieldAttemptCount:   {Type: field.TypeInt, Column: webhookdelivery.FieldAttemptCount},
+			webhookdelivery.FieldNextAttemptAt:  {Type: field.TypeTime, Column: webhookdelivery.FieldNextAttemptAt},
+			webhookdelivery.FieldLeaseUntil:     {Type: field.TypeTime, Column: webhookdelivery.FieldLeaseUntil},
+			webhookdelivery.FieldDeliveredAt:    {Type: field.TypeTime, Column: webhookdelivery.FieldDeliveredAt},
+			webhookdelivery.FieldLastStatusCode: {Type: field.TypeInt, Column: webhookdelivery.FieldLastStatusCode},
+			webhookdelivery.FieldLastError:      {Type: field.TypeString, Column: webhookdelivery.FieldLastError},
+			webhookdelivery.FieldAttempts:       {Type: field.TypeJSON, Column: webhookdelivery.FieldAttempts},
+			webhookdelivery.FieldCreatedAt:      {Type: field.TypeTime, Column: webhookdelivery.FieldCreatedAt},
+		},
+	}
+	graph.Nodes[12] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
+			Table:   webhookendpoint.Table,
+			Columns: webhookendpoint.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: webhookendpoint.FieldID,
+			},
+		},
+		Type: "WebhookEndpoint",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			webhookendpoint.FieldOrgID:                   {Type: field.TypeString, Column: webhookendpoint.FieldOrgID},
+			webhookendpoint.FieldURL:                     {Type: field.TypeString, Column: webhookendpoint.FieldURL},
+			webhookendpoint.FieldDescription:             {Type: field.TypeString, Column: webhookendpoint.FieldDescription},
+			webhookendpoint.FieldEventTypes:              {Type: field.TypeJSON, Column: webhookendpoint.FieldEventTypes},
+			webhookendpoint.FieldActive:                  {Type: field.TypeBool, Column: webhookendpoint.FieldActive},
+			webhookendpoint.FieldFormat:                  {Type: field.TypeEnum, Column: webhookendpoint.FieldFormat},
+			webhookendpoint.FieldThrottleMinutes:         {Type: field.TypeInt, Column: webhookendpoint.FieldThrottleMinutes},
+			webhookendpoint.FieldAuthorization:           {Type: field.TypeString, Column: webhookendpoint.FieldAuthorization},
+			webhookendpoint.FieldSecret:                  {Type: field.TypeString, Column: webhookendpoint.FieldSecret},
+			webhookendpoint.FieldPreviousSecret:          {Type: field.TypeString, Column: webhookendpoint.FieldPreviousSecret},
+			webhookendpoint.FieldPreviousSecretExpiresAt: {Type: field.TypeTime, Column: webhookendpoint.FieldPreviousSecretExpiresAt},
+			webhookendpoint.FieldFailingSince:            {Type: field.TypeTime, Column: webhookendpoint.FieldFailingSince},
+			webhookendpoint.FieldDisabledReason:          {Type: field.TypeString, Column: webhookendpoint.FieldDisabledReason},
+			webhookendpoint.FieldCreatedAt:               {Type: field.TypeTime, Column: webhookendpoint.FieldCreatedAt},
+			webhookendpoint.FieldUpdatedAt:               {Type: field.TypeTime, Column: webhookendpoint.FieldUpdatedAt},
 		},
 	}
 	graph.MustAddE(
@@ -540,6 +598,30 @@ var schemaGraph = func() *sqlgraph.Schema {
 		},
 		"Trap",
 		"Site",
+	)
+	graph.MustAddE(
+		"endpoint",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   webhookdelivery.EndpointTable,
+			Columns: []string{webhookdelivery.EndpointColumn},
+			Bidi:    false,
+		},
+		"WebhookDelivery",
+		"WebhookEndpoint",
+	)
+	graph.MustAddE(
+		"deliveries",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   webhookendpoint.DeliveriesTable,
+			Columns: []string{webhookendpoint.DeliveriesColumn},
+			Bidi:    false,
+		},
+		"WebhookEndpoint",
+		"WebhookDelivery",
 	)
 	return graph
 }()
@@ -1745,6 +1827,264 @@ func (f *TrapFilter) WhereHasSite() {
 // WhereHasSiteWith applies a predicate to check if query has an edge site with a given conditions (other predicates).
 func (f *TrapFilter) WhereHasSiteWith(preds ...predicate.Site) {
 	f.Where(entql.HasEdgeWith("site", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// addPredicate implements the predicateAdder interface.
+func (_q *WebhookDeliveryQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the WebhookDeliveryQuery builder.
+func (_q *WebhookDeliveryQuery) Filter() *WebhookDeliveryFilter {
+	return &WebhookDeliveryFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *WebhookDeliveryMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the WebhookDeliveryMutation builder.
+func (m *WebhookDeliveryMutation) Filter() *WebhookDeliveryFilter {
+	return &WebhookDeliveryFilter{config: m.config, predicateAdder: m}
+}
+
+// WebhookDeliveryFilter provides a generic filtering capability at runtime for WebhookDeliveryQuery.
+type WebhookDeliveryFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *WebhookDeliveryFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[11].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *WebhookDeliveryFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(webhookdelivery.FieldID))
+}
+
+// WhereOrgID applies the entql string predicate on the org_id field.
+func (f *WebhookDeliveryFilter) WhereOrgID(p entql.StringP) {
+	f.Where(p.Field(webhookdelivery.FieldOrgID))
+}
+
+// WhereEndpointID applies the entql string predicate on the endpoint_id field.
+func (f *WebhookDeliveryFilter) WhereEndpointID(p entql.StringP) {
+	f.Where(p.Field(webhookdelivery.FieldEndpointID))
+}
+
+// WhereMessageID applies the entql string predicate on the message_id field.
+func (f *WebhookDeliveryFilter) WhereMessageID(p entql.StringP) {
+	f.Where(p.Field(webhookdelivery.FieldMessageID))
+}
+
+// WhereEventType applies the entql string predicate on the event_type field.
+func (f *WebhookDeliveryFilter) WhereEventType(p entql.StringP) {
+	f.Where(p.Field(webhookdelivery.FieldEventType))
+}
+
+// WhereSessionID applies the entql string predicate on the session_id field.
+func (f *WebhookDeliveryFilter) WhereSessionID(p entql.StringP) {
+	f.Where(p.Field(webhookdelivery.FieldSessionID))
+}
+
+// WherePayload applies the entql json.RawMessage predicate on the payload field.
+func (f *WebhookDeliveryFilter) WherePayload(p entql.BytesP) {
+	f.Where(p.Field(webhookdelivery.FieldPayload))
+}
+
+// WhereStatus applies the entql string predicate on the status field.
+func (f *WebhookDeliveryFilter) WhereStatus(p entql.StringP) {
+	f.Where(p.Field(webhookdelivery.FieldStatus))
+}
+
+// WhereAttemptCount applies the entql int predicate on the attempt_count field.
+func (f *WebhookDeliveryFilter) WhereAttemptCount(p entql.IntP) {
+	f.Where(p.Field(webhookdelivery.FieldAttemptCount))
+}
+
+// WhereNextAttemptAt applies the entql time.Time predicate on the next_attempt_at field.
+func (f *WebhookDeliveryFilter) WhereNextAttemptAt(p entql.TimeP) {
+	f.Where(p.Field(webhookdelivery.FieldNextAttemptAt))
+}
+
+// WhereLeaseUntil applies the entql time.Time predicate on the lease_until field.
+func (f *WebhookDeliveryFilter) WhereLeaseUntil(p entql.TimeP) {
+	f.Where(p.Field(webhookdelivery.FieldLeaseUntil))
+}
+
+// WhereDeliveredAt applies the entql time.Time predicate on the delivered_at field.
+func (f *WebhookDeliveryFilter) WhereDeliveredAt(p entql.TimeP) {
+	f.Where(p.Field(webhookdelivery.FieldDeliveredAt))
+}
+
+// WhereLastStatusCode applies the entql int predicate on the last_status_code field.
+func (f *WebhookDeliveryFilter) WhereLastStatusCode(p entql.IntP) {
+	f.Where(p.Field(webhookdelivery.FieldLastStatusCode))
+}
+
+// WhereLastError applies the entql string predicate on the last_error field.
+func (f *WebhookDeliveryFilter) WhereLastError(p entql.StringP) {
+	f.Where(p.Field(webhookdelivery.FieldLastError))
+}
+
+// WhereAttempts applies the entql json.RawMessage predicate on the attempts field.
+func (f *WebhookDeliveryFilter) WhereAttempts(p entql.BytesP) {
+	f.Where(p.Field(webhookdelivery.FieldAttempts))
+}
+
+// WhereCreatedAt applies the entql time.Time predicate on the created_at field.
+func (f *WebhookDeliveryFilter) WhereCreatedAt(p entql.TimeP) {
+	f.Where(p.Field(webhookdelivery.FieldCreatedAt))
+}
+
+// WhereHasEndpoint applies a predicate to check if query has an edge endpoint.
+func (f *WebhookDeliveryFilter) WhereHasEndpoint() {
+	f.Where(entql.HasEdge("endpoint"))
+}
+
+// WhereHasEndpointWith applies a predicate to check if query has an edge endpoint with a given conditions (other predicates).
+func (f *WebhookDeliveryFilter) WhereHasEndpointWith(preds ...predicate.WebhookEndpoint) {
+	f.Where(entql.HasEdgeWith("endpoint", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// addPredicate implements the predicateAdder interface.
+func (_q *WebhookEndpointQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the WebhookEndpointQuery builder.
+func (_q *WebhookEndpointQuery) Filter() *WebhookEndpointFilter {
+	return &WebhookEndpointFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *WebhookEndpointMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the WebhookEndpointMutation builder.
+func (m *WebhookEndpointMutation) Filter() *WebhookEndpointFilter {
+	return &WebhookEndpointFilter{config: m.config, predicateAdder: m}
+}
+
+// WebhookEndpointFilter provides a generic filtering capability at runtime for WebhookEndpointQuery.
+type WebhookEndpointFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *WebhookEndpointFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[12].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *WebhookEndpointFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(webhookendpoint.FieldID))
+}
+
+// WhereOrgID applies the entql string predicate on the org_id field.
+func (f *WebhookEndpointFilter) WhereOrgID(p entql.StringP) {
+	f.Where(p.Field(webhookendpoint.FieldOrgID))
+}
+
+// WhereURL applies the entql string predicate on the url field.
+func (f *WebhookEndpointFilter) WhereURL(p entql.StringP) {
+	f.Where(p.Field(webhookendpoint.FieldURL))
+}
+
+// WhereDescription applies the entql string predicate on the description field.
+func (f *WebhookEndpointFilter) WhereDescription(p entql.StringP) {
+	f.Where(p.Field(webhookendpoint.FieldDescription))
+}
+
+// WhereEventTypes applies the entql json.RawMessage predicate on the event_types field.
+func (f *WebhookEndpointFilter) WhereEventTypes(p entql.BytesP) {
+	f.Where(p.Field(webhookendpoint.FieldEventTypes))
+}
+
+// WhereActive applies the entql bool predicate on the active field.
+func (f *WebhookEndpointFilter) WhereActive(p entql.BoolP) {
+	f.Where(p.Field(webhookendpoint.FieldActive))
+}
+
+// WhereFormat applies the entql string predicate on the format field.
+func (f *WebhookEndpointFilter) WhereFormat(p entql.StringP) {
+	f.Where(p.Field(webhookendpoint.FieldFormat))
+}
+
+// WhereThrottleMinutes applies the entql int predicate on the throttle_minutes field.
+func (f *WebhookEndpointFilter) WhereThrottleMinutes(p entql.IntP) {
+	f.Where(p.Field(webhookendpoint.FieldThrottleMinutes))
+}
+
+// WhereAuthorization applies the entql string predicate on the authorization field.
+func (f *WebhookEndpointFilter) WhereAuthorization(p entql.StringP) {
+	f.Where(p.Field(webhookendpoint.FieldAuthorization))
+}
+
+// WhereSecret applies the entql string predicate on the secret field.
+func (f *WebhookEndpointFilter) WhereSecret(p entql.StringP) {
+	f.Where(p.Field(webhookendpoint.FieldSecret))
+}
+
+// WherePreviousSecret applies the entql string predicate on the previous_secret field.
+func (f *WebhookEndpointFilter) WherePreviousSecret(p entql.StringP) {
+	f.Where(p.Field(webhookendpoint.FieldPreviousSecret))
+}
+
+// WherePreviousSecretExpiresAt applies the entql time.Time predicate on the previous_secret_expires_at field.
+func (f *WebhookEndpointFilter) WherePreviousSecretExpiresAt(p entql.TimeP) {
+	f.Where(p.Field(webhookendpoint.FieldPreviousSecretExpiresAt))
+}
+
+// WhereFailingSince applies the entql time.Time predicate on the failing_since field.
+func (f *WebhookEndpointFilter) WhereFailingSince(p entql.TimeP) {
+	f.Where(p.Field(webhookendpoint.FieldFailingSince))
+}
+
+// WhereDisabledReason applies the entql string predicate on the disabled_reason field.
+func (f *WebhookEndpointFilter) WhereDisabledReason(p entql.StringP) {
+	f.Where(p.Field(webhookendpoint.FieldDisabledReason))
+}
+
+// WhereCreatedAt applies the entql time.Time predicate on the created_at field.
+func (f *WebhookEndpointFilter) WhereCreatedAt(p entql.TimeP) {
+	f.Where(p.Field(webhookendpoint.FieldCreatedAt))
+}
+
+// WhereUpdatedAt applies the entql time.Time predicate on the updated_at field.
+func (f *WebhookEndpointFilter) WhereUpdatedAt(p entql.TimeP) {
+	f.Where(p.Field(webhookendpoint.FieldUpdatedAt))
+}
+
+// WhereHasDeliveries applies a predicate to check if query has an edge deliveries.
+func (f *WebhookEndpointFilter) WhereHasDeliveries() {
+	f.Where(entql.HasEdge("deliveries"))
+}
+
+// WhereHasDeliveriesWith applies a predicate to check if query has an edge deliveries with a given conditions (other predicates).
+func (f *WebhookEndpointFilter) WhereHasDeliveriesWith(preds ...predicate.WebhookDelivery) {
+	f.Where(entql.HasEdgeWith("deliveries", sqlgraph.WrapFunc(func(s *sql.Selector) {
 		for _, p := range preds {
 			p(s)
 		}

@@ -19,6 +19,8 @@ import (
 	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/ent/webhookdelivery"
+	"github.com/flytrap/flytrap/ent/webhookendpoint"
 )
 
 // CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
@@ -1299,6 +1301,299 @@ func newTrapPaginateArgs(rv map[string]any) *trapPaginateArgs {
 	}
 	if v, ok := rv[whereField].(*TrapWhereInput); ok {
 		args.opts = append(args.opts, WithTrapFilter(v.Filter))
+	}
+	return args
+}
+
+// CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
+func (_q *WebhookDeliveryQuery) CollectFields(ctx context.Context, satisfies ...string) (*WebhookDeliveryQuery, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return _q, nil
+	}
+	if err := _q.collectField(ctx, false, graphql.GetOperationContext(ctx), fc.Field, nil, satisfies...); err != nil {
+		return nil, err
+	}
+	return _q, nil
+}
+
+func (_q *WebhookDeliveryQuery) collectField(ctx context.Context, oneNode bool, opCtx *graphql.OperationContext, collected graphql.CollectedField, path []string, satisfies ...string) error {
+	path = append([]string(nil), path...)
+	var (
+		unknownSeen    bool
+		fieldSeen      = make(map[string]struct{}, len(webhookdelivery.Columns))
+		selectedFields = []string{webhookdelivery.FieldID}
+	)
+	for _, field := range graphql.CollectFields(opCtx, collected.Selections, satisfies) {
+		switch field.Name {
+		case "orgID":
+			if _, ok := fieldSeen[webhookdelivery.FieldOrgID]; !ok {
+				selectedFields = append(selectedFields, webhookdelivery.FieldOrgID)
+				fieldSeen[webhookdelivery.FieldOrgID] = struct{}{}
+			}
+		case "endpointID":
+			if _, ok := fieldSeen[webhookdelivery.FieldEndpointID]; !ok {
+				selectedFields = append(selectedFields, webhookdelivery.FieldEndpointID)
+				fieldSeen[webhookdelivery.FieldEndpointID] = struct{}{}
+			}
+		case "messageID":
+			if _, ok := fieldSeen[webhookdelivery.FieldMessageID]; !ok {
+				selectedFields = append(selectedFields, webhookdelivery.FieldMessageID)
+				fieldSeen[webhookdelivery.FieldMessageID] = struct{}{}
+			}
+		case "eventType":
+			if _, ok := fieldSeen[webhookdelivery.FieldEventType]; !ok {
+				selectedFields = append(selectedFields, webhookdelivery.FieldEventType)
+				fieldSeen[webhookdelivery.FieldEventType] = struct{}{}
+			}
+		case "payload":
+			if _, ok := fieldSeen[webhookdelivery.FieldPayload]; !ok {
+				selectedFields = append(selectedFields, webhookdelivery.FieldPayload)
+				fieldSeen[webhookdelivery.FieldPayload] = struct{}{}
+			}
+		case "status":
+			if _, ok := fieldSeen[webhookdelivery.FieldStatus]; !ok {
+				selectedFields = append(selectedFields, webhookdelivery.FieldStatus)
+				fieldSeen[webhookdelivery.FieldStatus] = struct{}{}
+			}
+		case "attemptCount":
+			if _, ok := fieldSeen[webhookdelivery.FieldAttemptCount]; !ok {
+				selectedFields = append(selectedFields, webhookdelivery.FieldAttemptCount)
+				fieldSeen[webhookdelivery.FieldAttemptCount] = struct{}{}
+			}
+		case "nextAttemptAt":
+			if _, ok := fieldSeen[webhookdelivery.FieldNextAttemptAt]; !ok {
+				selectedFields = append(selectedFields, webhookdelivery.FieldNextAttemptAt)
+				fieldSeen[webhookdelivery.FieldNextAttemptAt] = struct{}{}
+			}
+		case "deliveredAt":
+			if _, ok := fieldSeen[webhookdelivery.FieldDeliveredAt]; !ok {
+				selectedFields = append(selectedFields, webhookdelivery.FieldDeliveredAt)
+				fieldSeen[webhookdelivery.FieldDeliveredAt] = struct{}{}
+			}
+		case "lastStatusCode":
+			if _, ok := fieldSeen[webhookdelivery.FieldLastStatusCode]; !ok {
+				selectedFields = append(selectedFields, webhookdelivery.FieldLastStatusCode)
+				fieldSeen[webhookdelivery.FieldLastStatusCode] = struct{}{}
+			}
+		case "lastError":
+			if _, ok := fieldSeen[webhookdelivery.FieldLastError]; !ok {
+				selectedFields = append(selectedFields, webhookdelivery.FieldLastError)
+				fieldSeen[webhookdelivery.FieldLastError] = struct{}{}
+			}
+		case "attempts":
+			if _, ok := fieldSeen[webhookdelivery.FieldAttempts]; !ok {
+				selectedFields = append(selectedFields, webhookdelivery.FieldAttempts)
+				fieldSeen[webhookdelivery.FieldAttempts] = struct{}{}
+			}
+		case "createdAt":
+			if _, ok := fieldSeen[webhookdelivery.FieldCreatedAt]; !ok {
+				selectedFields = append(selectedFields, webhookdelivery.FieldCreatedAt)
+				fieldSeen[webhookdelivery.FieldCreatedAt] = struct{}{}
+			}
+		case "id":
+		case "__typename":
+		default:
+			unknownSeen = true
+		}
+	}
+	if !unknownSeen {
+		_q.Select(selectedFields...)
+	}
+	return nil
+}
+
+type webhookdeliveryPaginateArgs struct {
+	first, last   *int
+	after, before *Cursor
+	opts          []WebhookDeliveryPaginateOption
+}
+
+func newWebhookDeliveryPaginateArgs(rv map[string]any) *webhookdeliveryPaginateArgs {
+	args := &webhookdeliveryPaginateArgs{}
+	if rv == nil {
+		return args
+	}
+	if v := rv[firstField]; v != nil {
+		args.first = v.(*int)
+	}
+	if v := rv[lastField]; v != nil {
+		args.last = v.(*int)
+	}
+	if v := rv[afterField]; v != nil {
+		args.after = v.(*Cursor)
+	}
+	if v := rv[beforeField]; v != nil {
+		args.before = v.(*Cursor)
+	}
+	if v, ok := rv[orderByField]; ok {
+		switch v := v.(type) {
+		case map[string]any:
+			var (
+				err1, err2 error
+				order      = &WebhookDeliveryOrder{Field: &WebhookDeliveryOrderField{}, Direction: entgql.OrderDirectionAsc}
+			)
+			if d, ok := v[directionField]; ok {
+				err1 = order.Direction.UnmarshalGQL(d)
+			}
+			if f, ok := v[fieldField]; ok {
+				err2 = order.Field.UnmarshalGQL(f)
+			}
+			if err1 == nil && err2 == nil {
+				args.opts = append(args.opts, WithWebhookDeliveryOrder(order))
+			}
+		case *WebhookDeliveryOrder:
+			if v != nil {
+				args.opts = append(args.opts, WithWebhookDeliveryOrder(v))
+			}
+		}
+	}
+	if v, ok := rv[whereField].(*WebhookDeliveryWhereInput); ok {
+		args.opts = append(args.opts, WithWebhookDeliveryFilter(v.Filter))
+	}
+	return args
+}
+
+// CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
+func (_q *WebhookEndpointQuery) CollectFields(ctx context.Context, satisfies ...string) (*WebhookEndpointQuery, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return _q, nil
+	}
+	if err := _q.collectField(ctx, false, graphql.GetOperationContext(ctx), fc.Field, nil, satisfies...); err != nil {
+		return nil, err
+	}
+	return _q, nil
+}
+
+func (_q *WebhookEndpointQuery) collectField(ctx context.Context, oneNode bool, opCtx *graphql.OperationContext, collected graphql.CollectedField, path []string, satisfies ...string) error {
+	path = append([]string(nil), path...)
+	var (
+		unknownSeen    bool
+		fieldSeen      = make(map[string]struct{}, len(webhookendpoint.Columns))
+		selectedFields = []string{webhookendpoint.FieldID}
+	)
+	for _, field := range graphql.CollectFields(opCtx, collected.Selections, satisfies) {
+		switch field.Name {
+		case "orgID":
+			if _, ok := fieldSeen[webhookendpoint.FieldOrgID]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldOrgID)
+				fieldSeen[webhookendpoint.FieldOrgID] = struct{}{}
+			}
+		case "url":
+			if _, ok := fieldSeen[webhookendpoint.FieldURL]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldURL)
+				fieldSeen[webhookendpoint.FieldURL] = struct{}{}
+			}
+		case "description":
+			if _, ok := fieldSeen[webhookendpoint.FieldDescription]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldDescription)
+				fieldSeen[webhookendpoint.FieldDescription] = struct{}{}
+			}
+		case "eventTypes":
+			if _, ok := fieldSeen[webhookendpoint.FieldEventTypes]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldEventTypes)
+				fieldSeen[webhookendpoint.FieldEventTypes] = struct{}{}
+			}
+		case "active":
+			if _, ok := fieldSeen[webhookendpoint.FieldActive]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldActive)
+				fieldSeen[webhookendpoint.FieldActive] = struct{}{}
+			}
+		case "format":
+			if _, ok := fieldSeen[webhookendpoint.FieldFormat]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldFormat)
+				fieldSeen[webhookendpoint.FieldFormat] = struct{}{}
+			}
+		case "throttleMinutes":
+			if _, ok := fieldSeen[webhookendpoint.FieldThrottleMinutes]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldThrottleMinutes)
+				fieldSeen[webhookendpoint.FieldThrottleMinutes] = struct{}{}
+			}
+		case "previousSecretExpiresAt":
+			if _, ok := fieldSeen[webhookendpoint.FieldPreviousSecretExpiresAt]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldPreviousSecretExpiresAt)
+				fieldSeen[webhookendpoint.FieldPreviousSecretExpiresAt] = struct{}{}
+			}
+		case "failingSince":
+			if _, ok := fieldSeen[webhookendpoint.FieldFailingSince]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldFailingSince)
+				fieldSeen[webhookendpoint.FieldFailingSince] = struct{}{}
+			}
+		case "disabledReason":
+			if _, ok := fieldSeen[webhookendpoint.FieldDisabledReason]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldDisabledReason)
+				fieldSeen[webhookendpoint.FieldDisabledReason] = struct{}{}
+			}
+		case "createdAt":
+			if _, ok := fieldSeen[webhookendpoint.FieldCreatedAt]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldCreatedAt)
+				fieldSeen[webhookendpoint.FieldCreatedAt] = struct{}{}
+			}
+		case "updatedAt":
+			if _, ok := fieldSeen[webhookendpoint.FieldUpdatedAt]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldUpdatedAt)
+				fieldSeen[webhookendpoint.FieldUpdatedAt] = struct{}{}
+			}
+		case "id":
+		case "__typename":
+		default:
+			unknownSeen = true
+		}
+	}
+	if !unknownSeen {
+		_q.Select(selectedFields...)
+	}
+	return nil
+}
+
+type webhookendpointPaginateArgs struct {
+	first, last   *int
+	after, before *Cursor
+	opts          []WebhookEndpointPaginateOption
+}
+
+func newWebhookEndpointPaginateArgs(rv map[string]any) *webhookendpointPaginateArgs {
+	args := &webhookendpointPaginateArgs{}
+	if rv == nil {
+		return args
+	}
+	if v := rv[firstField]; v != nil {
+		args.first = v.(*int)
+	}
+	if v := rv[lastField]; v != nil {
+		args.last = v.(*int)
+	}
+	if v := rv[afterField]; v != nil {
+		args.after = v.(*Cursor)
+	}
+	if v := rv[beforeField]; v != nil {
+		args.before = v.(*Cursor)
+	}
+	if v, ok := rv[orderByField]; ok {
+		switch v := v.(type) {
+		case map[string]any:
+			var (
+				err1, err2 error
+				order      = &WebhookEndpointOrder{Field: &WebhookEndpointOrderField{}, Direction: entgql.OrderDirectionAsc}
+			)
+			if d, ok := v[directionField]; ok {
+				err1 = order.Direction.UnmarshalGQL(d)
+			}
+			if f, ok := v[fieldField]; ok {
+				err2 = order.Field.UnmarshalGQL(f)
+			}
+			if err1 == nil && err2 == nil {
+				args.opts = append(args.opts, WithWebhookEndpointOrder(order))
+			}
+		case *WebhookEndpointOrder:
+			if v != nil {
+				args.opts = append(args.opts, WithWebhookEndpointOrder(v))
+			}
+		}
+	}
+	if v, ok := rv[whereField].(*WebhookEndpointWhereInput); ok {
+		args.opts = append(args.opts, WithWebhookEndpointFilter(v.Filter))
 	}
 	return args
 }

@@ -4,6 +4,7 @@ package ent
 
 import (
 	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/ent/webhookendpoint"
 )
 
 // UpdateOrganizationInput represents a mutation input for updating organizations.
@@ -144,6 +145,98 @@ func (c *TrapUpdate) SetInput(i UpdateTrapInput) *TrapUpdate {
 
 // SetInput applies the change-set in the UpdateTrapInput on the TrapUpdateOne builder.
 func (c *TrapUpdateOne) SetInput(i UpdateTrapInput) *TrapUpdateOne {
+	i.Mutate(c.Mutation())
+	return c
+}
+
+// CreateWebhookEndpointInput represents a mutation input for creating webhookendpoints.
+type CreateWebhookEndpointInput struct {
+	URL             string
+	Description     *string
+	EventTypes      []string
+	Active          *bool
+	Format          *webhookendpoint.Format
+	ThrottleMinutes *int
+	Authorization   *string
+}
+
+// Mutate applies the CreateWebhookEndpointInput on the WebhookEndpointMutation builder.
+func (i *CreateWebhookEndpointInput) Mutate(m *WebhookEndpointMutation) {
+	m.SetURL(i.URL)
+	if v := i.Description; v != nil {
+		m.SetDescription(*v)
+	}
+	if v := i.EventTypes; v != nil {
+		m.SetEventTypes(v)
+	}
+	if v := i.Active; v != nil {
+		m.SetActive(*v)
+	}
+	if v := i.Format; v != nil {
+		m.SetFormat(*v)
+	}
+	if v := i.ThrottleMinutes; v != nil {
+		m.SetThrottleMinutes(*v)
+	}
+	if v := i.Authorization; v != nil {
+		m.SetAuthorization(*v)
+	}
+}
+
+// SetInput applies the change-set in the CreateWebhookEndpointInput on the WebhookEndpointCreate builder.
+func (c *WebhookEndpointCreate) SetInput(i CreateWebhookEndpointInput) *WebhookEndpointCreate {
+	i.Mutate(c.Mutation())
+	return c
+}
+
+// UpdateWebhookEndpointInput represents a mutation input for updating webhookendpoints.
+type UpdateWebhookEndpointInput struct {
+	URL              *string
+	Description      *string
+	EventTypes       []string
+	AppendEventTypes []string
+	Active           *bool
+	Format           *webhookendpoint.Format
+	ThrottleMinutes  *int
+	Authorization    *string
+}
+
+// Mutate applies the UpdateWebhookEndpointInput on the WebhookEndpointMutation builder.
+func (i *UpdateWebhookEndpointInput) Mutate(m *WebhookEndpointMutation) {
+	if v := i.URL; v != nil {
+		m.SetURL(*v)
+	}
+	if v := i.Description; v != nil {
+		m.SetDescription(*v)
+	}
+	if v := i.EventTypes; v != nil {
+		m.SetEventTypes(v)
+	}
+	if i.AppendEventTypes != nil {
+		m.AppendEventTypes(i.EventTypes)
+	}
+	if v := i.Active; v != nil {
+		m.SetActive(*v)
+	}
+	if v := i.Format; v != nil {
+		m.SetFormat(*v)
+	}
+	if v := i.ThrottleMinutes; v != nil {
+		m.SetThrottleMinutes(*v)
+	}
+	if v := i.Authorization; v != nil {
+		m.SetAuthorization(*v)
+	}
+}
+
+// SetInput applies the change-set in the UpdateWebhookEndpointInput on the WebhookEndpointUpdate builder.
+func (c *WebhookEndpointUpdate) SetInput(i UpdateWebhookEndpointInput) *WebhookEndpointUpdate {
+	i.Mutate(c.Mutation())
+	return c
+}
+
+// SetInput applies the change-set in the UpdateWebhookEndpointInput on the WebhookEndpointUpdateOne builder.
+func (c *WebhookEndpointUpdateOne) SetInput(i UpdateWebhookEndpointInput) *WebhookEndpointUpdateOne {
 	i.Mutate(c.Mutation())
 	return c
 }

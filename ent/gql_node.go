@@ -17,6 +17,8 @@ import (
 	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/ent/webhookdelivery"
+	"github.com/flytrap/flytrap/ent/webhookendpoint"
 	"github.com/hashicorp/go-multierror"
 )
 
@@ -69,6 +71,16 @@ var trapImplementors = []string{"Trap", "Node"}
 
 // IsNode implements the Node interface check for GQLGen.
 func (*Trap) IsNode() {}
+
+var webhookdeliveryImplementors = []string{"WebhookDelivery", "Node"}
+
+// IsNode implements the Node interface check for GQLGen.
+func (*WebhookDelivery) IsNode() {}
+
+var webhookendpointImplementors = []string{"WebhookEndpoint", "Node"}
+
+// IsNode implements the Node interface check for GQLGen.
+func (*WebhookEndpoint) IsNode() {}
 
 var errNodeInvalidID = &NotFoundError{"node"}
 
@@ -205,6 +217,24 @@ func (c *Client) noder(ctx context.Context, table string, id string) (Noder, err
 			Where(trap.ID(id))
 		if fc := graphql.GetFieldContext(ctx); fc != nil {
 			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, trapImplementors...); err != nil {
+				return nil, err
+			}
+		}
+		return query.Only(ctx)
+	case webhookdelivery.Table:
+		query := c.WebhookDelivery.Query().
+			Where(webhookdelivery.ID(id))
+		if fc := graphql.GetFieldContext(ctx); fc != nil {
+			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, webhookdeliveryImplementors...); err != nil {
+				return nil, err
+			}
+		}
+		return query.Only(ctx)
+	case webhookendpoint.Table:
+		query := c.WebhookEndpoint.Query().
+			Where(webhookendpoint.ID(id))
+		if fc := graphql.GetFieldContext(ctx); fc != nil {
+			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, webhookendpointImplementors...); err != nil {
 				return nil, err
 			}
 		}
@@ -414,6 +444,38 @@ func (c *Client) noders(ctx context.Context, table string, ids []string) ([]Node
 		query := c.Trap.Query().
 			Where(trap.IDIn(ids...))
 		query, err := query.CollectFields(ctx, trapImplementors...)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := query.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, node := range nodes {
+			for _, noder := range idmap[node.ID] {
+				*noder = node
+			}
+		}
+	case webhookdelivery.Table:
+		query := c.WebhookDelivery.Query().
+			Where(webhookdelivery.IDIn(ids...))
+		query, err := query.CollectFields(ctx, webhookdeliveryImplementors...)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := query.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, node := range nodes {
+			for _, noder := range idmap[node.ID] {
+				*noder = node
+			}
+		}
+	case webhookendpoint.Table:
+		query := c.WebhookEndpoint.Query().
+			Where(webhookendpoint.IDIn(ids...))
+		query, err := query.CollectFields(ctx, webhookendpointImplementors...)
 		if err != nil {
 			return nil, err
 		}

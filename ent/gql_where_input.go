@@ -17,6 +17,8 @@ import (
 	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/ent/webhookdelivery"
+	"github.com/flytrap/flytrap/ent/webhookendpoint"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -4193,5 +4195,839 @@ func (i *TrapWhereInput) P() (predicate.Trap, error) {
 		return predicates[0], nil
 	default:
 		return trap.And(predicates...), nil
+	}
+}
+
+// WebhookDeliveryWhereInput represents a where input for filtering WebhookDelivery queries.
+type WebhookDeliveryWhereInput struct {
+	Predicates []predicate.WebhookDelivery  `json:"-"`
+	Not        *WebhookDeliveryWhereInput   `json:"not,omitempty"`
+	Or         []*WebhookDeliveryWhereInput `json:"or,omitempty"`
+	And        []*WebhookDeliveryWhereInput `json:"and,omitempty"`
+
+	// "id" field predicates.
+	ID             *string  `json:"id,omitempty"`
+	IDNEQ          *string  `json:"idNEQ,omitempty"`
+	IDIn           []string `json:"idIn,omitempty"`
+	IDNotIn        []string `json:"idNotIn,omitempty"`
+	IDGT           *string  `json:"idGT,omitempty"`
+	IDGTE          *string  `json:"idGTE,omitempty"`
+	IDLT           *string  `json:"idLT,omitempty"`
+	IDLTE          *string  `json:"idLTE,omitempty"`
+	IDEqualFold    *string  `json:"idEqualFold,omitempty"`
+	IDContainsFold *string  `json:"idContainsFold,omitempty"`
+
+	// "message_id" field predicates.
+	MessageID             *string  `json:"messageID,omitempty"`
+	MessageIDNEQ          *string  `json:"messageIDNEQ,omitempty"`
+	MessageIDIn           []string `json:"messageIDIn,omitempty"`
+	MessageIDNotIn        []string `json:"messageIDNotIn,omitempty"`
+	MessageIDGT           *string  `json:"messageIDGT,omitempty"`
+	MessageIDGTE          *string  `json:"messageIDGTE,omitempty"`
+	MessageIDLT           *string  `json:"messageIDLT,omitempty"`
+	MessageIDLTE          *string  `json:"messageIDLTE,omitempty"`
+	MessageIDContains     *string  `json:"messageIDContains,omitempty"`
+	MessageIDHasPrefix    *string  `json:"messageIDHasPrefix,omitempty"`
+	MessageIDHasSuffix    *string  `json:"messageIDHasSuffix,omitempty"`
+	MessageIDEqualFold    *string  `json:"messageIDEqualFold,omitempty"`
+	MessageIDContainsFold *string  `json:"messageIDContainsFold,omitempty"`
+
+	// "event_type" field predicates.
+	EventType             *string  `json:"eventType,omitempty"`
+	EventTypeNEQ          *string  `json:"eventTypeNEQ,omitempty"`
+	EventTypeIn           []string `json:"eventTypeIn,omitempty"`
+	EventTypeNotIn        []string `json:"eventTypeNotIn,omitempty"`
+	EventTypeGT           *string  `json:"eventTypeGT,omitempty"`
+	EventTypeGTE          *string  `json:"eventTypeGTE,omitempty"`
+	EventTypeLT           *string  `json:"eventTypeLT,omitempty"`
+	EventTypeLTE          *string  `json:"eventTypeLTE,omitempty"`
+	EventTypeContains     *string  `json:"eventTypeContains,omitempty"`
+	EventTypeHasPrefix    *string  `json:"eventTypeHasPrefix,omitempty"`
+	EventTypeHasSuffix    *string  `json:"eventTypeHasSuffix,omitempty"`
+	EventTypeEqualFold    *string  `json:"eventTypeEqualFold,omitempty"`
+	EventTypeContainsFold *string  `json:"eventTypeContainsFold,omitempty"`
+
+	// "status" field predicates.
+	Status      *webhookdelivery.Status  `json:"status,omitempty"`
+	StatusNEQ   *webhookdelivery.Status  `json:"statusNEQ,omitempty"`
+	StatusIn    []webhookdelivery.Status `json:"statusIn,omitempty"`
+	StatusNotIn []webhookdelivery.Status `json:"statusNotIn,omitempty"`
+
+	// "attempt_count" field predicates.
+	AttemptCount      *int  `json:"attemptCount,omitempty"`
+	AttemptCountNEQ   *int  `json:"attemptCountNEQ,omitempty"`
+	AttemptCountIn    []int `json:"attemptCountIn,omitempty"`
+	AttemptCountNotIn []int `json:"attemptCountNotIn,omitempty"`
+	AttemptCountGT    *int  `json:"attemptCountGT,omitempty"`
+	AttemptCountGTE   *int  `json:"attemptCountGTE,omitempty"`
+	AttemptCountLT    *int  `json:"attemptCountLT,omitempty"`
+	AttemptCountLTE   *int  `json:"attemptCountLTE,omitempty"`
+
+	// "next_attempt_at" field predicates.
+	NextAttemptAt      *time.Time  `json:"nextAttemptAt,omitempty"`
+	NextAttemptAtNEQ   *time.Time  `json:"nextAttemptAtNEQ,omitempty"`
+	NextAttemptAtIn    []time.Time `json:"nextAttemptAtIn,omitempty"`
+	NextAttemptAtNotIn []time.Time `json:"nextAttemptAtNotIn,omitempty"`
+	NextAttemptAtGT    *time.Time  `json:"nextAttemptAtGT,omitempty"`
+	NextAttemptAtGTE   *time.Time  `json:"nextAttemptAtGTE,omitempty"`
+	NextAttemptAtLT    *time.Time  `json:"nextAttemptAtLT,omitempty"`
+	NextAttemptAtLTE   *time.Time  `json:"nextAttemptAtLTE,omitempty"`
+
+	// "delivered_at" field predicates.
+	DeliveredAt       *time.Time  `json:"deliveredAt,omitempty"`
+	DeliveredAtNEQ    *time.Time  `json:"deliveredAtNEQ,omitempty"`
+	DeliveredAtIn     []time.Time `json:"deliveredAtIn,omitempty"`
+	DeliveredAtNotIn  []time.Time `json:"deliveredAtNotIn,omitempty"`
+	DeliveredAtGT     *time.Time  `json:"deliveredAtGT,omitempty"`
+	DeliveredAtGTE    *time.Time  `json:"deliveredAtGTE,omitempty"`
+	DeliveredAtLT     *time.Time  `json:"deliveredAtLT,omitempty"`
+	DeliveredAtLTE    *time.Time  `json:"deliveredAtLTE,omitempty"`
+	DeliveredAtIsNil  bool        `json:"deliveredAtIsNil,omitempty"`
+	DeliveredAtNotNil bool        `json:"deliveredAtNotNil,omitempty"`
+
+	// "last_status_code" field predicates.
+	LastStatusCode       *int  `json:"lastStatusCode,omitempty"`
+	LastStatusCodeNEQ    *int  `json:"lastStatusCodeNEQ,omitempty"`
+	LastStatusCodeIn     []int `json:"lastStatusCodeIn,omitempty"`
+	LastStatusCodeNotIn  []int `json:"lastStatusCodeNotIn,omitempty"`
+	LastStatusCodeGT     *int  `json:"lastStatusCodeGT,omitempty"`
+	LastStatusCodeGTE    *int  `json:"lastStatusCodeGTE,omitempty"`
+	LastStatusCodeLT     *int  `json:"lastStatusCodeLT,omitempty"`
+	LastStatusCodeLTE    *int  `json:"lastStatusCodeLTE,omitempty"`
+	LastStatusCodeIsNil  bool  `json:"lastStatusCodeIsNil,omitempty"`
+	LastStatusCodeNotNil bool  `json:"lastStatusCodeNotNil,omitempty"`
+
+	// "last_error" field predicates.
+	LastError             *string  `json:"lastError,omitempty"`
+	LastErrorNEQ          *string  `json:"lastErrorNEQ,omitempty"`
+	LastErrorIn           []string `json:"lastErrorIn,omitempty"`
+	LastErrorNotIn        []string `json:"lastErrorNotIn,omitempty"`
+	LastErrorGT           *string  `json:"lastErrorGT,omitempty"`
+	LastErrorGTE          *string  `json:"lastErrorGTE,omitempty"`
+	LastErrorLT           *string  `json:"lastErrorLT,omitempty"`
+	LastErrorLTE          *string  `json:"lastErrorLTE,omitempty"`
+	LastErrorContains     *string  `json:"lastErrorContains,omitempty"`
+	LastErrorHasPrefix    *string  `json:"lastErrorHasPrefix,omitempty"`
+	LastErrorHasSuffix    *string  `json:"lastErrorHasSuffix,omitempty"`
+	LastErrorEqualFold    *string  `json:"lastErrorEqualFold,omitempty"`
+	LastErrorContainsFold *string  `json:"lastErrorContainsFold,omitempty"`
+
+	// "created_at" field predicates.
+	CreatedAt      *time.Time  `json:"createdAt,omitempty"`
+	CreatedAtNEQ   *time.Time  `json:"createdAtNEQ,omitempty"`
+	CreatedAtIn    []time.Time `json:"createdAtIn,omitempty"`
+	CreatedAtNotIn []time.Time `json:"createdAtNotIn,omitempty"`
+	CreatedAtGT    *time.Time  `json:"createdAtGT,omitempty"`
+	CreatedAtGTE   *time.Time  `json:"createdAtGTE,omitempty"`
+	CreatedAtLT    *time.Time  `json:"createdAtLT,omitempty"`
+	CreatedAtLTE   *time.Time  `json:"createdAtLTE,omitempty"`
+}
+
+// AddPredicates adds custom predicates to the where input to be used during the filtering phase.
+func (i *WebhookDeliveryWhereInput) AddPredicates(predicates ...predicate.WebhookDelivery) {
+	i.Predicates = append(i.Predicates, predicates...)
+}
+
+// Filter applies the WebhookDeliveryWhereInput filter on the WebhookDeliveryQuery builder.
+func (i *WebhookDeliveryWhereInput) Filter(q *WebhookDeliveryQuery) (*WebhookDeliveryQuery, error) {
+	if i == nil {
+		return q, nil
+	}
+	p, err := i.P()
+	if err != nil {
+		if err == ErrEmptyWebhookDeliveryWhereInput {
+			return q, nil
+		}
+		return nil, err
+	}
+	return q.Where(p), nil
+}
+
+// ErrEmptyWebhookDeliveryWhereInput is returned in case the WebhookDeliveryWhereInput is empty.
+var ErrEmptyWebhookDeliveryWhereInput = errors.New("ent: empty predicate WebhookDeliveryWhereInput")
+
+// P returns a predicate for filtering webhookdeliveries.
+// An error is returned if the input is empty or invalid.
+func (i *WebhookDeliveryWhereInput) P() (predicate.WebhookDelivery, error) {
+	var predicates []predicate.WebhookDelivery
+	if i.Not != nil {
+		p, err := i.Not.P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'not'", err)
+		}
+		predicates = append(predicates, webhookdelivery.Not(p))
+	}
+	switch n := len(i.Or); {
+	case n == 1:
+		p, err := i.Or[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'or'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		or := make([]predicate.WebhookDelivery, 0, n)
+		for _, w := range i.Or {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'or'", err)
+			}
+			or = append(or, p)
+		}
+		predicates = append(predicates, webhookdelivery.Or(or...))
+	}
+	switch n := len(i.And); {
+	case n == 1:
+		p, err := i.And[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'and'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		and := make([]predicate.WebhookDelivery, 0, n)
+		for _, w := range i.And {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'and'", err)
+			}
+			and = append(and, p)
+		}
+		predicates = append(predicates, webhookdelivery.And(and...))
+	}
+	predicates = append(predicates, i.Predicates...)
+	if i.ID != nil {
+		predicates = append(predicates, webhookdelivery.IDEQ(*i.ID))
+	}
+	if i.IDNEQ != nil {
+		predicates = append(predicates, webhookdelivery.IDNEQ(*i.IDNEQ))
+	}
+	if len(i.IDIn) > 0 {
+		predicates = append(predicates, webhookdelivery.IDIn(i.IDIn...))
+	}
+	if len(i.IDNotIn) > 0 {
+		predicates = append(predicates, webhookdelivery.IDNotIn(i.IDNotIn...))
+	}
+	if i.IDGT != nil {
+		predicates = append(predicates, webhookdelivery.IDGT(*i.IDGT))
+	}
+	if i.IDGTE != nil {
+		predicates = append(predicates, webhookdelivery.IDGTE(*i.IDGTE))
+	}
+	if i.IDLT != nil {
+		predicates = append(predicates, webhookdelivery.IDLT(*i.IDLT))
+	}
+	if i.IDLTE != nil {
+		predicates = append(predicates, webhookdelivery.IDLTE(*i.IDLTE))
+	}
+	if i.IDEqualFold != nil {
+		predicates = append(predicates, webhookdelivery.IDEqualFold(*i.IDEqualFold))
+	}
+	if i.IDContainsFold != nil {
+		predicates = append(predicates, webhookdelivery.IDContainsFold(*i.IDContainsFold))
+	}
+	if i.MessageID != nil {
+		predicates = append(predicates, webhookdelivery.MessageIDEQ(*i.MessageID))
+	}
+	if i.MessageIDNEQ != nil {
+		predicates = append(predicates, webhookdelivery.MessageIDNEQ(*i.MessageIDNEQ))
+	}
+	if len(i.MessageIDIn) > 0 {
+		predicates = append(predicates, webhookdelivery.MessageIDIn(i.MessageIDIn...))
+	}
+	if len(i.MessageIDNotIn) > 0 {
+		predicates = append(predicates, webhookdelivery.MessageIDNotIn(i.MessageIDNotIn...))
+	}
+	if i.MessageIDGT != nil {
+		predicates = append(predicates, webhookdelivery.MessageIDGT(*i.MessageIDGT))
+	}
+	if i.MessageIDGTE != nil {
+		predicates = append(predicates, webhookdelivery.MessageIDGTE(*i.MessageIDGTE))
+	}
+	if i.MessageIDLT != nil {
+		predicates = append(predicates, webhookdelivery.MessageIDLT(*i.MessageIDLT))
+	}
+	if i.MessageIDLTE != nil {
+		predicates = append(predicates, webhookdelivery.MessageIDLTE(*i.MessageIDLTE))
+	}
+	if i.MessageIDContains != nil {
+		predicates = append(predicates, webhookdelivery.MessageIDContains(*i.MessageIDContains))
+	}
+	if i.MessageIDHasPrefix != nil {
+		predicates = append(predicates, webhookdelivery.MessageIDHasPrefix(*i.MessageIDHasPrefix))
+	}
+	if i.MessageIDHasSuffix != nil {
+		predicates = append(predicates, webhookdelivery.MessageIDHasSuffix(*i.MessageIDHasSuffix))
+	}
+	if i.MessageIDEqualFold != nil {
+		predicates = append(predicates, webhookdelivery.MessageIDEqualFold(*i.MessageIDEqualFold))
+	}
+	if i.MessageIDContainsFold != nil {
+		predicates = append(predicates, webhookdelivery.MessageIDContainsFold(*i.MessageIDContainsFold))
+	}
+	if i.EventType != nil {
+		predicates = append(predicates, webhookdelivery.EventTypeEQ(*i.EventType))
+	}
+	if i.EventTypeNEQ != nil {
+		predicates = append(predicates, webhookdelivery.EventTypeNEQ(*i.EventTypeNEQ))
+	}
+	if len(i.EventTypeIn) > 0 {
+		predicates = append(predicates, webhookdelivery.EventTypeIn(i.EventTypeIn...))
+	}
+	if len(i.EventTypeNotIn) > 0 {
+		predicates = append(predicates, webhookdelivery.EventTypeNotIn(i.EventTypeNotIn...))
+	}
+	if i.EventTypeGT != nil {
+		predicates = append(predicates, webhookdelivery.EventTypeGT(*i.EventTypeGT))
+	}
+	if i.EventTypeGTE != nil {
+		predicates = append(predicates, webhookdelivery.EventTypeGTE(*i.EventTypeGTE))
+	}
+	if i.EventTypeLT != nil {
+		predicates = append(predicates, webhookdelivery.EventTypeLT(*i.EventTypeLT))
+	}
+	if i.EventTypeLTE != nil {
+		predicates = append(predicates, webhookdelivery.EventTypeLTE(*i.EventTypeLTE))
+	}
+	if i.EventTypeContains != nil {
+		predicates = append(predicates, webhookdelivery.EventTypeContains(*i.EventTypeContains))
+	}
+	if i.EventTypeHasPrefix != nil {
+		predicates = append(predicates, webhookdelivery.EventTypeHasPrefix(*i.EventTypeHasPrefix))
+	}
+	if i.EventTypeHasSuffix != nil {
+		predicates = append(predicates, webhookdelivery.EventTypeHasSuffix(*i.EventTypeHasSuffix))
+	}
+	if i.EventTypeEqualFold != nil {
+		predicates = append(predicates, webhookdelivery.EventTypeEqualFold(*i.EventTypeEqualFold))
+	}
+	if i.EventTypeContainsFold != nil {
+		predicates = append(predicates, webhookdelivery.EventTypeContainsFold(*i.EventTypeContainsFold))
+	}
+	if i.Status != nil {
+		predicates = append(predicates, webhookdelivery.StatusEQ(*i.Status))
+	}
+	if i.StatusNEQ != nil {
+		predicates = append(predicates, webhookdelivery.StatusNEQ(*i.StatusNEQ))
+	}
+	if len(i.StatusIn) > 0 {
+		predicates = append(predicates, webhookdelivery.StatusIn(i.StatusIn...))
+	}
+	if len(i.StatusNotIn) > 0 {
+		predicates = append(predicates, webhookdelivery.StatusNotIn(i.StatusNotIn...))
+	}
+	if i.AttemptCount != nil {
+		predicates = append(predicates, webhookdelivery.AttemptCountEQ(*i.AttemptCount))
+	}
+	if i.AttemptCountNEQ != nil {
+		predicates = append(predicates, webhookdelivery.AttemptCountNEQ(*i.AttemptCountNEQ))
+	}
+	if len(i.AttemptCountIn) > 0 {
+		predicates = append(predicates, webhookdelivery.AttemptCountIn(i.AttemptCountIn...))
+	}
+	if len(i.AttemptCountNotIn) > 0 {
+		predicates = append(predicates, webhookdelivery.AttemptCountNotIn(i.AttemptCountNotIn...))
+	}
+	if i.AttemptCountGT != nil {
+		predicates = append(predicates, webhookdelivery.AttemptCountGT(*i.AttemptCountGT))
+	}
+	if i.AttemptCountGTE != nil {
+		predicates = append(predicates, webhookdelivery.AttemptCountGTE(*i.AttemptCountGTE))
+	}
+	if i.AttemptCountLT != nil {
+		predicates = append(predicates, webhookdelivery.AttemptCountLT(*i.AttemptCountLT))
+	}
+	if i.AttemptCountLTE != nil {
+		predicates = append(predicates, webhookdelivery.AttemptCountLTE(*i.AttemptCountLTE))
+	}
+	if i.NextAttemptAt != nil {
+		predicates = append(predicates, webhookdelivery.NextAttemptAtEQ(*i.NextAttemptAt))
+	}
+	if i.NextAttemptAtNEQ != nil {
+		predicates = append(predicates, webhookdelivery.NextAttemptAtNEQ(*i.NextAttemptAtNEQ))
+	}
+	if len(i.NextAttemptAtIn) > 0 {
+		predicates = append(predicates, webhookdelivery.NextAttemptAtIn(i.NextAttemptAtIn...))
+	}
+	if len(i.NextAttemptAtNotIn) > 0 {
+		predicates = append(predicates, webhookdelivery.NextAttemptAtNotIn(i.NextAttemptAtNotIn...))
+	}
+	if i.NextAttemptAtGT != nil {
+		predicates = append(predicates, webhookdelivery.NextAttemptAtGT(*i.NextAttemptAtGT))
+	}
+	if i.NextAttemptAtGTE != nil {
+		predicates = append(predicates, webhookdelivery.NextAttemptAtGTE(*i.NextAttemptAtGTE))
+	}
+	if i.NextAttemptAtLT != nil {
+		predicates = append(predicates, webhookdelivery.NextAttemptAtLT(*i.NextAttemptAtLT))
+	}
+	if i.NextAttemptAtLTE != nil {
+		predicates = append(predicates, webhookdelivery.NextAttemptAtLTE(*i.NextAttemptAtLTE))
+	}
+	if i.DeliveredAt != nil {
+		predicates = append(predicates, webhookdelivery.DeliveredAtEQ(*i.DeliveredAt))
+	}
+	if i.DeliveredAtNEQ != nil {
+		predicates = append(predicates, webhookdelivery.DeliveredAtNEQ(*i.DeliveredAtNEQ))
+	}
+	if len(i.DeliveredAtIn) > 0 {
+		predicates = append(predicates, webhookdelivery.DeliveredAtIn(i.DeliveredAtIn...))
+	}
+	if len(i.DeliveredAtNotIn) > 0 {
+		predicates = append(predicates, webhookdelivery.DeliveredAtNotIn(i.DeliveredAtNotIn...))
+	}
+	if i.DeliveredAtGT != nil {
+		predicates = append(predicates, webhookdelivery.DeliveredAtGT(*i.DeliveredAtGT))
+	}
+	if i.DeliveredAtGTE != nil {
+		predicates = append(predicates, webhookdelivery.DeliveredAtGTE(*i.DeliveredAtGTE))
+	}
+	if i.DeliveredAtLT != nil {
+		predicates = append(predicates, webhookdelivery.DeliveredAtLT(*i.DeliveredAtLT))
+	}
+	if i.DeliveredAtLTE != nil {
+		predicates = append(predicates, webhookdelivery.DeliveredAtLTE(*i.DeliveredAtLTE))
+	}
+	if i.DeliveredAtIsNil {
+		predicates = append(predicates, webhookdelivery.DeliveredAtIsNil())
+	}
+	if i.DeliveredAtNotNil {
+		predicates = append(predicates, webhookdelivery.DeliveredAtNotNil())
+	}
+	if i.LastStatusCode != nil {
+		predicates = append(predicates, webhookdelivery.LastStatusCodeEQ(*i.LastStatusCode))
+	}
+	if i.LastStatusCodeNEQ != nil {
+		predicates = append(predicates, webhookdelivery.LastStatusCodeNEQ(*i.LastStatusCodeNEQ))
+	}
+	if len(i.LastStatusCodeIn) > 0 {
+		predicates = append(predicates, webhookdelivery.LastStatusCodeIn(i.LastStatusCodeIn...))
+	}
+	if len(i.LastStatusCodeNotIn) > 0 {
+		predicates = append(predicates, webhookdelivery.LastStatusCodeNotIn(i.LastStatusCodeNotIn...))
+	}
+	if i.LastStatusCodeGT != nil {
+		predicates = append(predicates, webhookdelivery.LastStatusCodeGT(*i.LastStatusCodeGT))
+	}
+	if i.LastStatusCodeGTE != nil {
+		predicates = append(predicates, webhookdelivery.LastStatusCodeGTE(*i.LastStatusCodeGTE))
+	}
+	if i.LastStatusCodeLT != nil {
+		predicates = append(predicates, webhookdelivery.LastStatusCodeLT(*i.LastStatusCodeLT))
+	}
+	if i.LastStatusCodeLTE != nil {
+		predicates = append(predicates, webhookdelivery.LastStatusCodeLTE(*i.LastStatusCodeLTE))
+	}
+	if i.LastStatusCodeIsNil {
+		predicates = append(predicates, webhookdelivery.LastStatusCodeIsNil())
+	}
+	if i.LastStatusCodeNotNil {
+		predicates = append(predicates, webhookdelivery.LastStatusCodeNotNil())
+	}
+	if i.LastError != nil {
+		predicates = append(predicates, webhookdelivery.LastErrorEQ(*i.LastError))
+	}
+	if i.LastErrorNEQ != nil {
+		predicates = append(predicates, webhookdelivery.LastErrorNEQ(*i.LastErrorNEQ))
+	}
+	if len(i.LastErrorIn) > 0 {
+		predicates = append(predicates, webhookdelivery.LastErrorIn(i.LastErrorIn...))
+	}
+	if len(i.LastErrorNotIn) > 0 {
+		predicates = append(predicates, webhookdelivery.LastErrorNotIn(i.LastErrorNotIn...))
+	}
+	if i.LastErrorGT != nil {
+		predicates = append(predicates, webhookdelivery.LastErrorGT(*i.LastErrorGT))
+	}
+	if i.LastErrorGTE != nil {
+		predicates = append(predicates, webhookdelivery.LastErrorGTE(*i.LastErrorGTE))
+	}
+	if i.LastErrorLT != nil {
+		predicates = append(predicates, webhookdelivery.LastErrorLT(*i.LastErrorLT))
+	}
+	if i.LastErrorLTE != nil {
+		predicates = append(predicates, webhookdelivery.LastErrorLTE(*i.LastErrorLTE))
+	}
+	if i.LastErrorContains != nil {
+		predicates = append(predicates, webhookdelivery.LastErrorContains(*i.LastErrorContains))
+	}
+	if i.LastErrorHasPrefix != nil {
+		predicates = append(predicates, webhookdelivery.LastErrorHasPrefix(*i.LastErrorHasPrefix))
+	}
+	if i.LastErrorHasSuffix != nil {
+		predicates = append(predicates, webhookdelivery.LastErrorHasSuffix(*i.LastErrorHasSuffix))
+	}
+	if i.LastErrorEqualFold != nil {
+		predicates = append(predicates, webhookdelivery.LastErrorEqualFold(*i.LastErrorEqualFold))
+	}
+	if i.LastErrorContainsFold != nil {
+		predicates = append(predicates, webhookdelivery.LastErrorContainsFold(*i.LastErrorContainsFold))
+	}
+	if i.CreatedAt != nil {
+		predicates = append(predicates, webhookdelivery.CreatedAtEQ(*i.CreatedAt))
+	}
+	if i.CreatedAtNEQ != nil {
+		predicates = append(predicates, webhookdelivery.CreatedAtNEQ(*i.CreatedAtNEQ))
+	}
+	if len(i.CreatedAtIn) > 0 {
+		predicates = append(predicates, webhookdelivery.CreatedAtIn(i.CreatedAtIn...))
+	}
+	if len(i.CreatedAtNotIn) > 0 {
+		predicates = append(predicates, webhookdelivery.CreatedAtNotIn(i.CreatedAtNotIn...))
+	}
+	if i.CreatedAtGT != nil {
+		predicates = append(predicates, webhookdelivery.CreatedAtGT(*i.CreatedAtGT))
+	}
+	if i.CreatedAtGTE != nil {
+		predicates = append(predicates, webhookdelivery.CreatedAtGTE(*i.CreatedAtGTE))
+	}
+	if i.CreatedAtLT != nil {
+		predicates = append(predicates, webhookdelivery.CreatedAtLT(*i.CreatedAtLT))
+	}
+	if i.CreatedAtLTE != nil {
+		predicates = append(predicates, webhookdelivery.CreatedAtLTE(*i.CreatedAtLTE))
+	}
+
+	switch len(predicates) {
+	case 0:
+		return nil, ErrEmptyWebhookDeliveryWhereInput
+	case 1:
+		return predicates[0], nil
+	default:
+		return webhookdelivery.And(predicates...), nil
+	}
+}
+
+// WebhookEndpointWhereInput represents a where input for filtering WebhookEndpoint queries.
+type WebhookEndpointWhereInput struct {
+	Predicates []predicate.WebhookEndpoint  `json:"-"`
+	Not        *WebhookEndpointWhereInput   `json:"not,omitempty"`
+	Or         []*WebhookEndpointWhereInput `json:"or,omitempty"`
+	And        []*WebhookEndpointWhereInput `json:"and,omitempty"`
+
+	// "id" field predicates.
+	ID             *string  `json:"id,omitempty"`
+	IDNEQ          *string  `json:"idNEQ,omitempty"`
+	IDIn           []string `json:"idIn,omitempty"`
+	IDNotIn        []string `json:"idNotIn,omitempty"`
+	IDGT           *string  `json:"idGT,omitempty"`
+	IDGTE          *string  `json:"idGTE,omitempty"`
+	IDLT           *string  `json:"idLT,omitempty"`
+	IDLTE          *string  `json:"idLTE,omitempty"`
+	IDEqualFold    *string  `json:"idEqualFold,omitempty"`
+	IDContainsFold *string  `json:"idContainsFold,omitempty"`
+
+	// "url" field predicates.
+	URL             *string  `json:"url,omitempty"`
+	URLNEQ          *string  `json:"urlNEQ,omitempty"`
+	URLIn           []string `json:"urlIn,omitempty"`
+	URLNotIn        []string `json:"urlNotIn,omitempty"`
+	URLGT           *string  `json:"urlGT,omitempty"`
+	URLGTE          *string  `json:"urlGTE,omitempty"`
+	URLLT           *string  `json:"urlLT,omitempty"`
+	URLLTE          *string  `json:"urlLTE,omitempty"`
+	URLContains     *string  `json:"urlContains,omitempty"`
+	URLHasPrefix    *string  `json:"urlHasPrefix,omitempty"`
+	URLHasSuffix    *string  `json:"urlHasSuffix,omitempty"`
+	URLEqualFold    *string  `json:"urlEqualFold,omitempty"`
+	URLContainsFold *string  `json:"urlContainsFold,omitempty"`
+
+	// "description" field predicates.
+	Description             *string  `json:"description,omitempty"`
+	DescriptionNEQ          *string  `json:"descriptionNEQ,omitempty"`
+	DescriptionIn           []string `json:"descriptionIn,omitempty"`
+	DescriptionNotIn        []string `json:"descriptionNotIn,omitempty"`
+	DescriptionGT           *string  `json:"descriptionGT,omitempty"`
+	DescriptionGTE          *string  `json:"descriptionGTE,omitempty"`
+	DescriptionLT           *string  `json:"descriptionLT,omitempty"`
+	DescriptionLTE          *string  `json:"descriptionLTE,omitempty"`
+	DescriptionContains     *string  `json:"descriptionContains,omitempty"`
+	DescriptionHasPrefix    *string  `json:"descriptionHasPrefix,omitempty"`
+	DescriptionHasSuffix    *string  `json:"descriptionHasSuffix,omitempty"`
+	DescriptionEqualFold    *string  `json:"descriptionEqualFold,omitempty"`
+	DescriptionContainsFold *string  `json:"descriptionContainsFold,omitempty"`
+
+	// "active" field predicates.
+	Active    *bool `json:"active,omitempty"`
+	ActiveNEQ *bool `json:"activeNEQ,omitempty"`
+
+	// "format" field predicates.
+	Format      *webhookendpoint.Format  `json:"format,omitempty"`
+	FormatNEQ   *webhookendpoint.Format  `json:"formatNEQ,omitempty"`
+	FormatIn    []webhookendpoint.Format `json:"formatIn,omitempty"`
+	FormatNotIn []webhookendpoint.Format `json:"formatNotIn,omitempty"`
+
+	// "throttle_minutes" field predicates.
+	ThrottleMinutes      *int  `json:"throttleMinutes,omitempty"`
+	ThrottleMinutesNEQ   *int  `json:"throttleMinutesNEQ,omitempty"`
+	ThrottleMinutesIn    []int `json:"throttleMinutesIn,omitempty"`
+	ThrottleMinutesNotIn []int `json:"throttleMinutesNotIn,omitempty"`
+	ThrottleMinutesGT    *int  `json:"throttleMinutesGT,omitempty"`
+	ThrottleMinutesGTE   *int  `json:"throttleMinutesGTE,omitempty"`
+	ThrottleMinutesLT    *int  `json:"throttleMinutesLT,omitempty"`
+	ThrottleMinutesLTE   *int  `json:"throttleMinutesLTE,omitempty"`
+
+	// "created_at" field predicates.
+	CreatedAt      *time.Time  `json:"createdAt,omitempty"`
+	CreatedAtNEQ   *time.Time  `json:"createdAtNEQ,omitempty"`
+	CreatedAtIn    []time.Time `json:"createdAtIn,omitempty"`
+	CreatedAtNotIn []time.Time `json:"createdAtNotIn,omitempty"`
+	CreatedAtGT    *time.Time  `json:"createdAtGT,omitempty"`
+	CreatedAtGTE   *time.Time  `json:"createdAtGTE,omitempty"`
+	CreatedAtLT    *time.Time  `json:"createdAtLT,omitempty"`
+	CreatedAtLTE   *time.Time  `json:"createdAtLTE,omitempty"`
+}
+
+// AddPredicates adds custom predicates to the where input to be used during the filtering phase.
+func (i *WebhookEndpointWhereInput) AddPredicates(predicates ...predicate.WebhookEndpoint) {
+	i.Predicates = append(i.Predicates, predicates...)
+}
+
+// Filter applies the WebhookEndpointWhereInput filter on the WebhookEndpointQuery builder.
+func (i *WebhookEndpointWhereInput) Filter(q *WebhookEndpointQuery) (*WebhookEndpointQuery, error) {
+	if i == nil {
+		return q, nil
+	}
+	p, err := i.P()
+	if err != nil {
+		if err == ErrEmptyWebhookEndpointWhereInput {
+			return q, nil
+		}
+		return nil, err
+	}
+	return q.Where(p), nil
+}
+
+// ErrEmptyWebhookEndpointWhereInput is returned in case the WebhookEndpointWhereInput is empty.
+var ErrEmptyWebhookEndpointWhereInput = errors.New("ent: empty predicate WebhookEndpointWhereInput")
+
+// P returns a predicate for filtering webhookendpoints.
+// An error is returned if the input is empty or invalid.
+func (i *WebhookEndpointWhereInput) P() (predicate.WebhookEndpoint, error) {
+	var predicates []predicate.WebhookEndpoint
+	if i.Not != nil {
+		p, err := i.Not.P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'not'", err)
+		}
+		predicates = append(predicates, webhookendpoint.Not(p))
+	}
+	switch n := len(i.Or); {
+	case n == 1:
+		p, err := i.Or[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'or'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		or := make([]predicate.WebhookEndpoint, 0, n)
+		for _, w := range i.Or {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'or'", err)
+			}
+			or = append(or, p)
+		}
+		predicates = append(predicates, webhookendpoint.Or(or...))
+	}
+	switch n := len(i.And); {
+	case n == 1:
+		p, err := i.And[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'and'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		and := make([]predicate.WebhookEndpoint, 0, n)
+		for _, w := range i.And {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'and'", err)
+			}
+			and = append(and, p)
+		}
+		predicates = append(predicates, webhookendpoint.And(and...))
+	}
+	predicates = append(predicates, i.Predicates...)
+	if i.ID != nil {
+		predicates = append(predicates, webhookendpoint.IDEQ(*i.ID))
+	}
+	if i.IDNEQ != nil {
+		predicates = append(predicates, webhookendpoint.IDNEQ(*i.IDNEQ))
+	}
+	if len(i.IDIn) > 0 {
+		predicates = append(predicates, webhookendpoint.IDIn(i.IDIn...))
+	}
+	if len(i.IDNotIn) > 0 {
+		predicates = append(predicates, webhookendpoint.IDNotIn(i.IDNotIn...))
+	}
+	if i.IDGT != nil {
+		predicates = append(predicates, webhookendpoint.IDGT(*i.IDGT))
+	}
+	if i.IDGTE != nil {
+		predicates = append(predicates, webhookendpoint.IDGTE(*i.IDGTE))
+	}
+	if i.IDLT != nil {
+		predicates = append(predicates, webhookendpoint.IDLT(*i.IDLT))
+	}
+	if i.IDLTE != nil {
+		predicates = append(predicates, webhookendpoint.IDLTE(*i.IDLTE))
+	}
+	if i.IDEqualFold != nil {
+		predicates = append(predicates, webhookendpoint.IDEqualFold(*i.IDEqualFold))
+	}
+	if i.IDContainsFold != nil {
+		predicates = append(predicates, webhookendpoint.IDContainsFold(*i.IDContainsFold))
+	}
+	if i.URL != nil {
+		predicates = append(predicates, webhookendpoint.URLEQ(*i.URL))
+	}
+	if i.URLNEQ != nil {
+		predicates = append(predicates, webhookendpoint.URLNEQ(*i.URLNEQ))
+	}
+	if len(i.URLIn) > 0 {
+		predicates = append(predicates, webhookendpoint.URLIn(i.URLIn...))
+	}
+	if len(i.URLNotIn) > 0 {
+		predicates = append(predicates, webhookendpoint.URLNotIn(i.URLNotIn...))
+	}
+	if i.URLGT != nil {
+		predicates = append(predicates, webhookendpoint.URLGT(*i.URLGT))
+	}
+	if i.URLGTE != nil {
+		predicates = append(predicates, webhookendpoint.URLGTE(*i.URLGTE))
+	}
+	if i.URLLT != nil {
+		predicates = append(predicates, webhookendpoint.URLLT(*i.URLLT))
+	}
+	if i.URLLTE != nil {
+		predicates = append(predicates, webhookendpoint.URLLTE(*i.URLLTE))
+	}
+	if i.URLContains != nil {
+		predicates = append(predicates, webhookendpoint.URLContains(*i.URLContains))
+	}
+	if i.URLHasPrefix != nil {
+		predicates = append(predicates, webhookendpoint.URLHasPrefix(*i.URLHasPrefix))
+	}
+	if i.URLHasSuffix != nil {
+		predicates = append(predicates, webhookendpoint.URLHasSuffix(*i.URLHasSuffix))
+	}
+	if i.URLEqualFold != nil {
+		predicates = append(predicates, webhookendpoint.URLEqualFold(*i.URLEqualFold))
+	}
+	if i.URLContainsFold != nil {
+		predicates = append(predicates, webhookendpoint.URLContainsFold(*i.URLContainsFold))
+	}
+	if i.Description != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionEQ(*i.Description))
+	}
+	if i.DescriptionNEQ != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionNEQ(*i.DescriptionNEQ))
+	}
+	if len(i.DescriptionIn) > 0 {
+		predicates = append(predicates, webhookendpoint.DescriptionIn(i.DescriptionIn...))
+	}
+	if len(i.DescriptionNotIn) > 0 {
+		predicates = append(predicates, webhookendpoint.DescriptionNotIn(i.DescriptionNotIn...))
+	}
+	if i.DescriptionGT != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionGT(*i.DescriptionGT))
+	}
+	if i.DescriptionGTE != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionGTE(*i.DescriptionGTE))
+	}
+	if i.DescriptionLT != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionLT(*i.DescriptionLT))
+	}
+	if i.DescriptionLTE != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionLTE(*i.DescriptionLTE))
+	}
+	if i.DescriptionContains != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionContains(*i.DescriptionContains))
+	}
+	if i.DescriptionHasPrefix != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionHasPrefix(*i.DescriptionHasPrefix))
+	}
+	if i.DescriptionHasSuffix != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionHasSuffix(*i.DescriptionHasSuffix))
+	}
+	if i.DescriptionEqualFold != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionEqualFold(*i.DescriptionEqualFold))
+	}
+	if i.DescriptionContainsFold != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionContainsFold(*i.DescriptionContainsFold))
+	}
+	if i.Active != nil {
+		predicates = append(predicates, webhookendpoint.ActiveEQ(*i.Active))
+	}
+	if i.ActiveNEQ != nil {
+		predicates = append(predicates, webhookendpoint.ActiveNEQ(*i.ActiveNEQ))
+	}
+	if i.Format != nil {
+		predicates = append(predicates, webhookendpoint.FormatEQ(*i.Format))
+	}
+	if i.FormatNEQ != nil {
+		predicates = append(predicates, webhookendpoint.FormatNEQ(*i.FormatNEQ))
+	}
+	if len(i.FormatIn) > 0 {
+		predicates = append(predicates, webhookendpoint.FormatIn(i.FormatIn...))
+	}
+	if len(i.FormatNotIn) > 0 {
+		predicates = append(predicates, webhookendpoint.FormatNotIn(i.FormatNotIn...))
+	}
+	if i.ThrottleMinutes != nil {
+		predicates = append(predicates, webhookendpoint.ThrottleMinutesEQ(*i.ThrottleMinutes))
+	}
+	if i.ThrottleMinutesNEQ != nil {
+		predicates = append(predicates, webhookendpoint.ThrottleMinutesNEQ(*i.ThrottleMinutesNEQ))
+	}
+	if len(i.ThrottleMinutesIn) > 0 {
+		predicates = append(predicates, webhookendpoint.ThrottleMinutesIn(i.ThrottleMinutesIn...))
+	}
+	if len(i.ThrottleMinutesNotIn) > 0 {
+		predicates = append(predicates, webhookendpoint.ThrottleMinutesNotIn(i.ThrottleMinutesNotIn...))
+	}
+	if i.ThrottleMinutesGT != nil {
+		predicates = append(predicates, webhookendpoint.ThrottleMinutesGT(*i.ThrottleMinutesGT))
+	}
+	if i.ThrottleMinutesGTE != nil {
+		predicates = append(predicates, webhookendpoint.ThrottleMinutesGTE(*i.ThrottleMinutesGTE))
+	}
+	if i.ThrottleMinutesLT != nil {
+		predicates = append(predicates, webhookendpoint.ThrottleMinutesLT(*i.ThrottleMinutesLT))
+	}
+	if i.ThrottleMinutesLTE != nil {
+		predicates = append(predicates, webhookendpoint.ThrottleMinutesLTE(*i.ThrottleMinutesLTE))
+	}
+	if i.CreatedAt != nil {
+		predicates = append(predicates, webhookendpoint.CreatedAtEQ(*i.CreatedAt))
+	}
+	if i.CreatedAtNEQ != nil {
+		predicates = append(predicates, webhookendpoint.CreatedAtNEQ(*i.CreatedAtNEQ))
+	}
+	if len(i.CreatedAtIn) > 0 {
+		predicates = append(predicates, webhookendpoint.CreatedAtIn(i.CreatedAtIn...))
+	}
+	if len(i.CreatedAtNotIn) > 0 {
+		predicates = append(predicates, webhookendpoint.CreatedAtNotIn(i.CreatedAtNotIn...))
+	}
+	if i.CreatedAtGT != nil {
+		predicates = append(predicates, webhookendpoint.CreatedAtGT(*i.CreatedAtGT))
+	}
+	if i.CreatedAtGTE != nil {
+		predicates = append(predicates, webhookendpoint.CreatedAtGTE(*i.CreatedAtGTE))
+	}
+	if i.CreatedAtLT != nil {
+		predicates = append(predicates, webhookendpoint.CreatedAtLT(*i.CreatedAtLT))
+	}
+	if i.CreatedAtLTE != nil {
+		predicates = append(predicates, webhookendpoint.CreatedAtLTE(*i.CreatedAtLTE))
+	}
+
+	switch len(predicates) {
+	case 0:
+		return nil, ErrEmptyWebhookEndpointWhereInput
+	case 1:
+		return predicates[0], nil
+	default:
+		return webhookendpoint.And(predicates...), nil
 	}
 }

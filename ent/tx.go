@@ -36,6 +36,10 @@ type Tx struct {
 	Site *SiteClient
 	// Trap is the client for interacting with the Trap builders.
 	Trap *TrapClient
+	// WebhookDelivery is the client for interacting with the WebhookDelivery builders.
+	WebhookDelivery *WebhookDeliveryClient
+	// WebhookEndpoint is the client for interacting with the WebhookEndpoint builders.
+	WebhookEndpoint *WebhookEndpointClient
 
 	// lazily loaded.
 	client     *Client
@@ -178,6 +182,8 @@ func (tx *Tx) init() {
 	tx.Signal = NewSignalClient(tx.config)
 	tx.Site = NewSiteClient(tx.config)
 	tx.Trap = NewTrapClient(tx.config)
+	tx.WebhookDelivery = NewWebhookDeliveryClient(tx.config)
+	tx.WebhookEndpoint = NewWebhookEndpointClient(tx.config)
 }
 
 // txDriver wraps the given dialect.Tx with a nop dialect.Driver implementation.

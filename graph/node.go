@@ -13,19 +13,23 @@ import (
 	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/ent/webhookdelivery"
+	"github.com/flytrap/flytrap/ent/webhookendpoint"
 	"github.com/flytrap/flytrap/ids"
 )
 
 var tableOfPrefix = map[string]string{
-	ids.Org:     organization.Table,
-	ids.Site:    site.Table,
-	ids.Trap:    trap.Table,
-	ids.Session: session.Table,
-	ids.Hit:     hit.Table,
-	ids.Event:   event.Table,
-	ids.APIKey:  apikey.Table,
-	ids.Signal:  signal.Table,
-	ids.Prompt:  prompt.Table,
+	ids.Org:      organization.Table,
+	ids.Site:     site.Table,
+	ids.Trap:     trap.Table,
+	ids.Session:  session.Table,
+	ids.Hit:      hit.Table,
+	ids.Event:    event.Table,
+	ids.APIKey:   apikey.Table,
+	ids.Signal:   signal.Table,
+	ids.Prompt:   prompt.Table,
+	ids.Webhook:  webhookendpoint.Table,
+	ids.Delivery: webhookdelivery.Table,
 }
 
 // nodeType resolves a node id to its table by the id's prefix.
@@ -46,6 +50,7 @@ func truncate(s string, n int) string {
 var nameOfPrefix = map[string]string{
 	ids.Org: "organization", ids.Site: "site", ids.Trap: "trap", ids.Session: "session",
 	ids.Hit: "hit", ids.Event: "event", ids.APIKey: "API key", ids.Signal: "signal", ids.Prompt: "prompt",
+	ids.Webhook: "webhook endpoint", ids.Delivery: "webhook delivery",
 }
 
 // checkID refuses an id that is malformed or names another kind of object than prefix.

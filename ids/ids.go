@@ -11,15 +11,17 @@ import (
 
 // Prefixes of every identifier the service hands out.
 const (
-	Org     = "org"
-	Site    = "site"
-	Trap    = "trp"
-	Session = "ses"
-	Hit     = "hit"
-	Event   = "evt"
-	APIKey  = "key"
-	Signal  = "sig"
-	Prompt  = "prm"
+	Org      = "org"
+	Site     = "site"
+	Trap     = "trp"
+	Session  = "ses"
+	Hit      = "hit"
+	Event    = "evt"
+	APIKey   = "key"
+	Signal   = "sig"
+	Prompt   = "prm"
+	Webhook  = "whk"
+	Delivery = "dlv"
 )
 
 // New returns a fresh identifier with the given prefix.
@@ -50,7 +52,7 @@ func Valid(id string) bool {
 		return false
 	}
 	switch p {
-	case Org, Site, Trap, Session, Hit, Event, APIKey, Signal, Prompt:
+	case Org, Site, Trap, Session, Hit, Event, APIKey, Signal, Prompt, Webhook, Delivery:
 	default:
 		return false
 	}

@@ -524,6 +524,8 @@ func TestOpenAPIMatchesLiveResponses(t *testing.T) {
 			c.call(env, http.StatusOK, get("/dashboard/api/analytics/"+p, "/dashboard/api/analytics/"+p, a.ReadOnly))
 		}
 
+		exerciseWebhooks(t, c, env, a, other)
+
 		// Events: the log holds the trap changes above, oldest first.
 		all := c.call(env, http.StatusOK, get(events, events+"?limit=100", a.ReadOnly))
 		if all["has_more"] != false {
@@ -572,6 +574,7 @@ func TestOpenAPIMatchesLiveResponses(t *testing.T) {
 		for _, op := range doc.operations() {
 			method, tmpl, _ := strings.Cut(op, " ")
 			path := strings.ReplaceAll(tmpl, "{id}", map[string]string{trapByID: trap1, sessionID: s1.ID}[tmpl])
+			path = webhookPath(path)
 			if sec, public := doc.obj(opPtr(method, tmpl))["security"].([]any); !public || len(sec) > 0 {
 				c.call(env, http.StatusUnauthorized, request{method: method, tmpl: tmpl, path: path})
 				c.call(env, http.StatusUnauthorized, request{method: method, tmpl: tmpl, path: path, token: "ftk_notakey"})
@@ -614,7 +617,7 @@ func TestOpenAPIMatchesLiveResponses(t *testing.T) {
 				continue
 			}
 			key := limited.Key(la.Org.ID, viewer.ReadWrite)
-			path := strings.ReplaceAll(tmpl, "{id}", "trp_01m817pg1f8bjdanzx5g71dpy4")
+			path := webhookPath(strings.ReplaceAll(tmpl, "{id}", "trp_01m817pg1f8bjdanzx5g71dpy4"))
 			rq := request{method: method, tmpl: tmpl, path: path, token: key}
 			if tmpl == stream {
 				rq.path += "?type=nope" // an answer that does not hold the stream open
@@ -702,6 +705,10 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 			}
 		case overridden:
 			t.Errorf("%s must use the document's bearer security, not override it", op)
+		case method == http.MethodGet && strings.HasPrefix(tmpl, "/dashboard/api/webhooks"):
+			if !strings.Contains(desc, "Required scope: `read-write`") { // webhook URLs are often credentials
+				t.Errorf("%s: the description must name the scope it needs (read-write)", op)
+			}
 		case method == http.MethodGet && !strings.Contains(desc, "Required scope: `read-only`"):
 			t.Errorf("%s: the description must name the scope it needs (read-only)", op)
 		case method != http.MethodGet && !strings.Contains(desc, "Required scope: `read-write`"):

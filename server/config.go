@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flytrap/flytrap/trap"
+	"github.com/flytrap/flytrap/webhook"
 )
 
 // Config is the whole configuration of a Flytrap instance, filled from flags
@@ -29,6 +30,7 @@ type Config struct {
 	LastUsedInterval time.Duration
 	ShutdownTimeout  time.Duration
 	JWT              JWTConfig
+	Webhook          webhook.Config
 
 	EventPollInterval time.Duration
 	StreamHeartbeat   time.Duration
@@ -53,6 +55,7 @@ func DefaultConfig() Config {
 		LastUsedInterval: 30 * time.Second,
 		ShutdownTimeout:  15 * time.Second,
 		JWT:              JWTConfig{OrgClaim: "org_id", ScopeClaim: "scope"},
+		Webhook:          webhook.DefaultConfig(),
 
 		EventPollInterval: time.Second,
 		StreamHeartbeat:   15 * time.Second,
@@ -121,6 +124,31 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.JWT.Audience, "jwt-audience", c.JWT.Audience, "required JWT audience")
 	fs.StringVar(&c.JWT.OrgClaim, "jwt-org-claim", c.JWT.OrgClaim, "JWT claim holding the organization id")
 	fs.StringVar(&c.JWT.ScopeClaim, "jwt-scope-claim", c.JWT.ScopeClaim, "JWT claim holding the scope")
+	fs.BoolVar(&c.Webhook.AllowPrivate, "webhook-allow-private", c.Webhook.AllowPrivate, "let webhooks reach loopback, private, link-local and metadata addresses")
+	fs.Func("webhook-allow-cidrs", "comma-separated CIDRs webhooks may reach even though they are private", func(v string) error {
+		ps, err := parsePrefixes(v)
+		c.Webhook.AllowCIDRs = ps
+		return err
+	})
+	fs.IntVar(&c.Webhook.Workers, "webhook-workers", c.Webhook.Workers, "webhook deliveries sent at once per instance")
+	fs.DurationVar(&c.Webhook.Timeout, "webhook-timeout", c.Webhook.Timeout, "time limit of one webhook attempt")
+	fs.DurationVar(&c.Webhook.Poll, "webhook-poll-interval", c.Webhook.Poll, "how often due webhook deliveries are looked for besides the wake-up on commit")
+}
+
+func parsePrefixes(v string) ([]netip.Prefix, error) {
+	var ps []netip.Prefix
+	for _, p := range splitList(v) {
+		pfx, err := netip.ParsePrefix(p)
+		if err != nil {
+			a, aerr := netip.ParseAddr(p)
+			if aerr != nil {
+				return nil, fmt.Errorf("%q is not a CIDR", p)
+			}
+			pfx = netip.PrefixFrom(a, a.BitLen())
+		}
+		ps = append(ps, pfx.Masked())
+	}
+	return ps, nil
 }
 
 // ParseFlags fills fs's flags from the environment (FLYTRAP_<FLAG>), then from args,
@@ -179,6 +207,9 @@ func (c Config) Validate() error {
 	}
 	if c.LastUsedInterval < time.Second {
 		errs = append(errs, errors.New("last-used-interval: must be at least 1s"))
+	}
+	if err := c.Webhook.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.JWT.Enabled() {
 		if err := c.JWT.normalize().validate(); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/store"
 	"github.com/flytrap/flytrap/trap"
+	"github.com/flytrap/flytrap/webhook"
 )
 
 // Server is one Flytrap instance.
@@ -37,6 +38,7 @@ type Server struct {
 	engine           *trap.Engine
 	notifier         *event.Notifier // nil on SQLite: one instance
 	limiter          *rateLimiter
+	webhooks         *webhook.Dispatcher
 	stopping         chan struct{}
 	stopOnce         sync.Once
 }
@@ -70,6 +72,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 		s.notifier = event.NewNotifier(db.Client, db.DSN, s.broker, log)
 		s.notifier.OnRoutesChanged(engine.InvalidateRoutes)
 	}
+	s.webhooks = webhook.New(db.Client, db.Dialect, cfg.Webhook, log, time.Now)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -83,6 +86,9 @@ func (s *Server) TrapHandler() http.Handler { return s.engine }
 // Engine is the detection engine behind the trap listener.
 func (s *Server) Engine() *trap.Engine { return s.engine }
 
+// Webhooks is the instance's webhook dispatcher.
+func (s *Server) Webhooks() *webhook.Dispatcher { return s.webhooks }
+
 // Handler is the API listener's handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
@@ -95,6 +101,7 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.usage.Run(ctx, s.cfg.LastUsedInterval) })
 	wg.Go(func() { s.engine.Run(ctx) })
+	wg.Go(func() { s.webhooks.Run(ctx) })
 	if s.notifier != nil {
 		wg.Go(func() {
 			if err := s.notifier.Run(ctx); err != nil {

@@ -396,6 +396,88 @@ var (
 			},
 		},
 	}
+	// WebhookDeliveriesColumns holds the columns for the "webhook_deliveries" table.
+	WebhookDeliveriesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 40},
+		{Name: "org_id", Type: field.TypeString},
+		{Name: "message_id", Type: field.TypeString},
+		{Name: "event_type", Type: field.TypeString},
+		{Name: "session_id", Type: field.TypeString, Default: ""},
+		{Name: "payload", Type: field.TypeJSON},
+		{Name: "status", Type: field.TypeEnum, Enums: []string{"PENDING", "SUCCEEDED", "FAILED", "SUPPRESSED"}, Default: "PENDING"},
+		{Name: "attempt_count", Type: field.TypeInt, Default: 0},
+		{Name: "next_attempt_at", Type: field.TypeTime},
+		{Name: "lease_until", Type: field.TypeTime, Nullable: true},
+		{Name: "delivered_at", Type: field.TypeTime, Nullable: true},
+		{Name: "last_status_code", Type: field.TypeInt, Nullable: true},
+		{Name: "last_error", Type: field.TypeString, Default: ""},
+		{Name: "attempts", Type: field.TypeJSON},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "endpoint_id", Type: field.TypeString, Size: 40},
+	}
+	// WebhookDeliveriesTable holds the schema information for the "webhook_deliveries" table.
+	WebhookDeliveriesTable = &schema.Table{
+		Name:       "webhook_deliveries",
+		Columns:    WebhookDeliveriesColumns,
+		PrimaryKey: []*schema.Column{WebhookDeliveriesColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "webhook_deliveries_webhook_endpoints_deliveries",
+				Columns:    []*schema.Column{WebhookDeliveriesColumns[15]},
+				RefColumns: []*schema.Column{WebhookEndpointsColumns[0]},
+				OnDelete:   schema.Cascade,
+			},
+		},
+		Indexes: []*schema.Index{
+			{
+				Name:    "webhookdelivery_status_next_attempt_at",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookDeliveriesColumns[6], WebhookDeliveriesColumns[8]},
+			},
+			{
+				Name:    "webhookdelivery_endpoint_id_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookDeliveriesColumns[15], WebhookDeliveriesColumns[14]},
+			},
+			{
+				Name:    "webhookdelivery_endpoint_id_session_id_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookDeliveriesColumns[15], WebhookDeliveriesColumns[4], WebhookDeliveriesColumns[14]},
+			},
+		},
+	}
+	// WebhookEndpointsColumns holds the columns for the "webhook_endpoints" table.
+	WebhookEndpointsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 40},
+		{Name: "org_id", Type: field.TypeString},
+		{Name: "url", Type: field.TypeString, Size: 2048},
+		{Name: "description", Type: field.TypeString, Size: 2000, Default: ""},
+		{Name: "event_types", Type: field.TypeJSON},
+		{Name: "active", Type: field.TypeBool, Default: true},
+		{Name: "format", Type: field.TypeEnum, Enums: []string{"json", "slack", "teams", "splunk_hec"}, Default: "json"},
+		{Name: "throttle_minutes", Type: field.TypeInt, Default: 0},
+		{Name: "authorization", Type: field.TypeString, Size: 1024, Default: ""},
+		{Name: "secret", Type: field.TypeString},
+		{Name: "previous_secret", Type: field.TypeString, Default: ""},
+		{Name: "previous_secret_expires_at", Type: field.TypeTime, Nullable: true},
+		{Name: "failing_since", Type: field.TypeTime, Nullable: true},
+		{Name: "disabled_reason", Type: field.TypeString, Default: ""},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+	}
+	// WebhookEndpointsTable holds the schema information for the "webhook_endpoints" table.
+	WebhookEndpointsTable = &schema.Table{
+		Name:       "webhook_endpoints",
+		Columns:    WebhookEndpointsColumns,
+		PrimaryKey: []*schema.Column{WebhookEndpointsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "webhookendpoint_org_id_active",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookEndpointsColumns[1], WebhookEndpointsColumns[5]},
+			},
+		},
+	}
 	// Tables holds all the tables in the schema.
 	Tables = []*schema.Table{
 		APIKeysTable,
@@ -409,6 +491,8 @@ var (
 		SignalsTable,
 		SitesTable,
 		TrapsTable,
+		WebhookDeliveriesTable,
+		WebhookEndpointsTable,
 	}
 )
 
@@ -425,4 +509,5 @@ func init() {
 	SitesTable.ForeignKeys[0].RefTable = OrganizationsTable
 	TrapsTable.ForeignKeys[0].RefTable = OrganizationsTable
 	TrapsTable.ForeignKeys[1].RefTable = SitesTable
+	WebhookDeliveriesTable.ForeignKeys[0].RefTable = WebhookEndpointsTable
 }

@@ -38,3 +38,9 @@ type Site func(*sql.Selector)
 
 // Trap is the predicate function for trap builders.
 type Trap func(*sql.Selector)
+
+// WebhookDelivery is the predicate function for webhookdelivery builders.
+type WebhookDelivery func(*sql.Selector)
+
+// WebhookEndpoint is the predicate function for webhookendpoint builders.
+type WebhookEndpoint func(*sql.Selector)

@@ -12,12 +12,15 @@ import (
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/schema"
+	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ent/secret"
 	"github.com/flytrap/flytrap/ent/sequence"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/ent/webhookdelivery"
+	"github.com/flytrap/flytrap/ent/webhookendpoint"
 
 	"entgo.io/ent"
 	"entgo.io/ent/privacy"
@@ -107,6 +110,9 @@ func init() {
 			return next.Mutate(ctx, m)
 		})
 	}
+	eventHooks := schema.Event{}.Hooks()
+
+	event.Hooks[1] = eventHooks[0]
 	eventMixinFields0 := eventMixin[0].Fields()
 	_ = eventMixinFields0
 	eventMixinFields1 := eventMixin[1].Fields()
@@ -814,6 +820,229 @@ func init() {
 	// trap.IDValidator is a validator for the "id" field. It is called by the builders before save.
 	trap.IDValidator = func() func(string) error {
 		validators := trapDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	webhookdeliveryMixin := schema.WebhookDelivery{}.Mixin()
+	webhookdelivery.Policy = privacy.NewPolicies(schema.WebhookDelivery{})
+	webhookdelivery.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := webhookdelivery.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	webhookdeliveryMixinFields0 := webhookdeliveryMixin[0].Fields()
+	_ = webhookdeliveryMixinFields0
+	webhookdeliveryMixinFields1 := webhookdeliveryMixin[1].Fields()
+	_ = webhookdeliveryMixinFields1
+	webhookdeliveryFields := schema.WebhookDelivery{}.Fields()
+	_ = webhookdeliveryFields
+	// webhookdeliveryDescOrgID is the schema descriptor for org_id field.
+	webhookdeliveryDescOrgID := webhookdeliveryMixinFields1[0].Descriptor()
+	// webhookdelivery.OrgIDValidator is a validator for the "org_id" field. It is called by the builders before save.
+	webhookdelivery.OrgIDValidator = webhookdeliveryDescOrgID.Validators[0].(func(string) error)
+	// webhookdeliveryDescMessageID is the schema descriptor for message_id field.
+	webhookdeliveryDescMessageID := webhookdeliveryFields[1].Descriptor()
+	// webhookdelivery.MessageIDValidator is a validator for the "message_id" field. It is called by the builders before save.
+	webhookdelivery.MessageIDValidator = webhookdeliveryDescMessageID.Validators[0].(func(string) error)
+	// webhookdeliveryDescEventType is the schema descriptor for event_type field.
+	webhookdeliveryDescEventType := webhookdeliveryFields[2].Descriptor()
+	// webhookdelivery.EventTypeValidator is a validator for the "event_type" field. It is called by the builders before save.
+	webhookdelivery.EventTypeValidator = webhookdeliveryDescEventType.Validators[0].(func(string) error)
+	// webhookdeliveryDescSessionID is the schema descriptor for session_id field.
+	webhookdeliveryDescSessionID := webhookdeliveryFields[3].Descriptor()
+	// webhookdelivery.DefaultSessionID holds the default value on creation for the session_id field.
+	webhookdelivery.DefaultSessionID = webhookdeliveryDescSessionID.Default.(string)
+	// webhookdeliveryDescAttemptCount is the schema descriptor for attempt_count field.
+	webhookdeliveryDescAttemptCount := webhookdeliveryFields[6].Descriptor()
+	// webhookdelivery.DefaultAttemptCount holds the default value on creation for the attempt_count field.
+	webhookdelivery.DefaultAttemptCount = webhookdeliveryDescAttemptCount.Default.(int)
+	// webhookdeliveryDescNextAttemptAt is the schema descriptor for next_attempt_at field.
+	webhookdeliveryDescNextAttemptAt := webhookdeliveryFields[7].Descriptor()
+	// webhookdelivery.DefaultNextAttemptAt holds the default value on creation for the next_attempt_at field.
+	webhookdelivery.DefaultNextAttemptAt = webhookdeliveryDescNextAttemptAt.Default.(func() time.Time)
+	// webhookdeliveryDescLastError is the schema descriptor for last_error field.
+	webhookdeliveryDescLastError := webhookdeliveryFields[11].Descriptor()
+	// webhookdelivery.DefaultLastError holds the default value on creation for the last_error field.
+	webhookdelivery.DefaultLastError = webhookdeliveryDescLastError.Default.(string)
+	// webhookdeliveryDescAttempts is the schema descriptor for attempts field.
+	webhookdeliveryDescAttempts := webhookdeliveryFields[12].Descriptor()
+	// webhookdelivery.DefaultAttempts holds the default value on creation for the attempts field.
+	webhookdelivery.DefaultAttempts = webhookdeliveryDescAttempts.Default.([]schematype.WebhookAttempt)
+	// webhookdeliveryDescCreatedAt is the schema descriptor for created_at field.
+	webhookdeliveryDescCreatedAt := webhookdeliveryFields[13].Descriptor()
+	// webhookdelivery.DefaultCreatedAt holds the default value on creation for the created_at field.
+	webhookdelivery.DefaultCreatedAt = webhookdeliveryDescCreatedAt.Default.(func() time.Time)
+	// webhookdeliveryDescID is the schema descriptor for id field.
+	webhookdeliveryDescID := webhookdeliveryMixinFields0[0].Descriptor()
+	// webhookdelivery.DefaultID holds the default value on creation for the id field.
+	webhookdelivery.DefaultID = webhookdeliveryDescID.Default.(func() string)
+	// webhookdelivery.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	webhookdelivery.IDValidator = func() func(string) error {
+		validators := webhookdeliveryDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	webhookendpointMixin := schema.WebhookEndpoint{}.Mixin()
+	webhookendpoint.Policy = privacy.NewPolicies(schema.WebhookEndpoint{})
+	webhookendpoint.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := webhookendpoint.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	webhookendpointMixinFields0 := webhookendpointMixin[0].Fields()
+	_ = webhookendpointMixinFields0
+	webhookendpointMixinFields1 := webhookendpointMixin[1].Fields()
+	_ = webhookendpointMixinFields1
+	webhookendpointFields := schema.WebhookEndpoint{}.Fields()
+	_ = webhookendpointFields
+	// webhookendpointDescOrgID is the schema descriptor for org_id field.
+	webhookendpointDescOrgID := webhookendpointMixinFields1[0].Descriptor()
+	// webhookendpoint.OrgIDValidator is a validator for the "org_id" field. It is called by the builders before save.
+	webhookendpoint.OrgIDValidator = webhookendpointDescOrgID.Validators[0].(func(string) error)
+	// webhookendpointDescURL is the schema descriptor for url field.
+	webhookendpointDescURL := webhookendpointFields[0].Descriptor()
+	// webhookendpoint.URLValidator is a validator for the "url" field. It is called by the builders before save.
+	webhookendpoint.URLValidator = func() func(string) error {
+		validators := webhookendpointDescURL.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+			validators[2].(func(string) error),
+		}
+		return func(url string) error {
+			for _, fn := range fns {
+				if err := fn(url); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// webhookendpointDescDescription is the schema descriptor for description field.
+	webhookendpointDescDescription := webhookendpointFields[1].Descriptor()
+	// webhookendpoint.DefaultDescription holds the default value on creation for the description field.
+	webhookendpoint.DefaultDescription = webhookendpointDescDescription.Default.(string)
+	// webhookendpoint.DescriptionValidator is a validator for the "description" field. It is called by the builders before save.
+	webhookendpoint.DescriptionValidator = func() func(string) error {
+		validators := webhookendpointDescDescription.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(description string) error {
+			for _, fn := range fns {
+				if err := fn(description); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// webhookendpointDescEventTypes is the schema descriptor for event_types field.
+	webhookendpointDescEventTypes := webhookendpointFields[2].Descriptor()
+	// webhookendpoint.DefaultEventTypes holds the default value on creation for the event_types field.
+	webhookendpoint.DefaultEventTypes = webhookendpointDescEventTypes.Default.([]string)
+	// webhookendpoint.EventTypesValidator is a validator for the "event_types" field. It is called by the builders before save.
+	webhookendpoint.EventTypesValidator = webhookendpointDescEventTypes.Validators[0].(func([]string) error)
+	// webhookendpointDescActive is the schema descriptor for active field.
+	webhookendpointDescActive := webhookendpointFields[3].Descriptor()
+	// webhookendpoint.DefaultActive holds the default value on creation for the active field.
+	webhookendpoint.DefaultActive = webhookendpointDescActive.Default.(bool)
+	// webhookendpointDescThrottleMinutes is the schema descriptor for throttle_minutes field.
+	webhookendpointDescThrottleMinutes := webhookendpointFields[5].Descriptor()
+	// webhookendpoint.DefaultThrottleMinutes holds the default value on creation for the throttle_minutes field.
+	webhookendpoint.DefaultThrottleMinutes = webhookendpointDescThrottleMinutes.Default.(int)
+	// webhookendpoint.ThrottleMinutesValidator is a validator for the "throttle_minutes" field. It is called by the builders before save.
+	webhookendpoint.ThrottleMinutesValidator = func() func(int) error {
+		validators := webhookendpointDescThrottleMinutes.Validators
+		fns := [...]func(int) error{
+			validators[0].(func(int) error),
+			validators[1].(func(int) error),
+		}
+		return func(throttle_minutes int) error {
+			for _, fn := range fns {
+				if err := fn(throttle_minutes); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// webhookendpointDescAuthorization is the schema descriptor for authorization field.
+	webhookendpointDescAuthorization := webhookendpointFields[6].Descriptor()
+	// webhookendpoint.DefaultAuthorization holds the default value on creation for the authorization field.
+	webhookendpoint.DefaultAuthorization = webhookendpointDescAuthorization.Default.(string)
+	// webhookendpoint.AuthorizationValidator is a validator for the "authorization" field. It is called by the builders before save.
+	webhookendpoint.AuthorizationValidator = func() func(string) error {
+		validators := webhookendpointDescAuthorization.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(authorization string) error {
+			for _, fn := range fns {
+				if err := fn(authorization); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// webhookendpointDescSecret is the schema descriptor for secret field.
+	webhookendpointDescSecret := webhookendpointFields[7].Descriptor()
+	// webhookendpoint.SecretValidator is a validator for the "secret" field. It is called by the builders before save.
+	webhookendpoint.SecretValidator = webhookendpointDescSecret.Validators[0].(func(string) error)
+	// webhookendpointDescPreviousSecret is the schema descriptor for previous_secret field.
+	webhookendpointDescPreviousSecret := webhookendpointFields[8].Descriptor()
+	// webhookendpoint.DefaultPreviousSecret holds the default value on creation for the previous_secret field.
+	webhookendpoint.DefaultPreviousSecret = webhookendpointDescPreviousSecret.Default.(string)
+	// webhookendpointDescDisabledReason is the schema descriptor for disabled_reason field.
+	webhookendpointDescDisabledReason := webhookendpointFields[11].Descriptor()
+	// webhookendpoint.DefaultDisabledReason holds the default value on creation for the disabled_reason field.
+	webhookendpoint.DefaultDisabledReason = webhookendpointDescDisabledReason.Default.(string)
+	// webhookendpointDescCreatedAt is the schema descriptor for created_at field.
+	webhookendpointDescCreatedAt := webhookendpointFields[12].Descriptor()
+	// webhookendpoint.DefaultCreatedAt holds the default value on creation for the created_at field.
+	webhookendpoint.DefaultCreatedAt = webhookendpointDescCreatedAt.Default.(func() time.Time)
+	// webhookendpointDescUpdatedAt is the schema descriptor for updated_at field.
+	webhookendpointDescUpdatedAt := webhookendpointFields[13].Descriptor()
+	// webhookendpoint.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	webhookendpoint.DefaultUpdatedAt = webhookendpointDescUpdatedAt.Default.(func() time.Time)
+	// webhookendpoint.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	webhookendpoint.UpdateDefaultUpdatedAt = webhookendpointDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// webhookendpointDescID is the schema descriptor for id field.
+	webhookendpointDescID := webhookendpointMixinFields0[0].Descriptor()
+	// webhookendpoint.DefaultID holds the default value on creation for the id field.
+	webhookendpoint.DefaultID = webhookendpointDescID.Default.(func() string)
+	// webhookendpoint.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	webhookendpoint.IDValidator = func() func(string) error {
+		validators := webhookendpointDescID.Validators
 		fns := [...]func(string) error{
 			validators[0].(func(string) error),
 			validators[1].(func(string) error),

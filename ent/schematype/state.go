@@ -19,3 +19,14 @@ type SessionState struct {
 	Detected bool   `json:"detected,omitempty"`
 	Severity string `json:"severity,omitempty"`
 }
+
+// WebhookAttempt is one try at sending a webhook delivery, as its log keeps it.
+type WebhookAttempt struct {
+	At time.Time `json:"at"`
+	// StatusCode is the receiver's HTTP status, 0 when no response came (refused, timed out).
+	StatusCode int    `json:"status_code"`
+	LatencyMs  int64  `json:"latency_ms"`
+	Error      string `json:"error,omitempty"`
+	// Response is the first KiB of the receiver's answer.
+	Response string `json:"response,omitempty"`
+}

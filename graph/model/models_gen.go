@@ -28,6 +28,12 @@ type CreateAPIKeyPayload struct {
 	APIKey *ent.APIKey `json:"apiKey"`
 }
 
+type CreateWebhookEndpointPayload struct {
+	Endpoint *ent.WebhookEndpoint `json:"endpoint"`
+	// The signing secret (whsec_…). It is shown here once and cannot be retrieved again.
+	Secret string `json:"secret"`
+}
+
 type DeletePayload struct {
 	ID      string `json:"id"`
 	Deleted bool   `json:"deleted"`
@@ -55,6 +61,12 @@ type Overview struct {
 	PromptsCaptured int `json:"promptsCaptured"`
 	// Traps with active = 1.
 	ActiveTraps int `json:"activeTraps"`
+}
+
+type RotateWebhookSecretPayload struct {
+	Endpoint *ent.WebhookEndpoint `json:"endpoint"`
+	// The new signing secret, shown once; the previous one stays valid until endpoint.previousSecretExpiresAt.
+	Secret string `json:"secret"`
 }
 
 type SeverityCounts struct {

@@ -1,0 +1,328 @@
+package rest
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"entgo.io/contrib/entgql"
+
+	"github.com/flytrap/flytrap/apperr"
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/schematype"
+	"github.com/flytrap/flytrap/ent/webhookdelivery"
+	"github.com/flytrap/flytrap/ent/webhookendpoint"
+	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/ids"
+)
+
+// maxWebhookList bounds GET /dashboard/api/webhooks.
+const maxWebhookList = 1000
+
+func optTime(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return event.Millis(*t)
+}
+
+func webhookData(e *ent.WebhookEndpoint) map[string]any {
+	return map[string]any{
+		"id":                         e.ID,
+		"url":                        e.URL,
+		"description":                e.Description,
+		"event_types":                nonNil(e.EventTypes),
+		"active":                     e.Active,
+		"format":                     string(e.Format),
+		"throttle_minutes":           e.ThrottleMinutes,
+		"previous_secret_expires_at": optTime(e.PreviousSecretExpiresAt),
+		"failing_since":              optTime(e.FailingSince),
+		"disabled_reason":            e.DisabledReason,
+		"created_at":                 event.Millis(e.CreatedAt),
+		"updated_at":                 event.Millis(e.UpdatedAt),
+	}
+}
+
+func deliveryData(d *ent.WebhookDelivery) map[string]any {
+	attempts := make([]map[string]any, 0, len(d.Attempts))
+	for _, a := range d.Attempts {
+		attempts = append(attempts, attemptData(a))
+	}
+	var code any
+	if d.LastStatusCode != nil {
+		code = *d.LastStatusCode
+	}
+	return map[string]any{
+		"id":               d.ID,
+		"endpoint_id":      d.EndpointID,
+		"message_id":       d.MessageID,
+		"event_type":       d.EventType,
+		"status":           strings.ToLower(string(d.Status)),
+		"attempt_count":    d.AttemptCount,
+		"next_attempt_at":  event.Millis(d.NextAttemptAt),
+		"delivered_at":     optTime(d.DeliveredAt),
+		"last_status_code": code,
+		"last_error":       d.LastError,
+		"attempts":         attempts,
+		"payload":          d.Payload,
+		"created_at":       event.Millis(d.CreatedAt),
+	}
+}
+
+func attemptData(a schematype.WebhookAttempt) map[string]any {
+	return map[string]any{
+		"at":          event.Millis(a.At),
+		"status_code": a.StatusCode,
+		"latency_ms":  a.LatencyMs,
+		"error":       a.Error,
+		"response":    a.Response,
+	}
+}
+
+func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request) error {
+	if _, err := query(r); err != nil {
+		return err
+	}
+	order := &ent.WebhookEndpointOrder{Field: ent.WebhookEndpointOrderFieldCreatedAt, Direction: entgql.OrderDirectionAsc}
+	out := []map[string]any{}
+	var after *entgql.Cursor[string]
+	for len(out) < maxWebhookList {
+		page := 100
+		conn, err := a.res.Query().WebhookEndpoints(r.Context(), after, &page, nil, nil, order, nil)
+		if err != nil {
+			return err
+		}
+		for _, e := range conn.Edges {
+			out = append(out, webhookData(e.Node))
+		}
+		if !conn.PageInfo.HasNextPage {
+			break
+		}
+		after = conn.PageInfo.EndCursor
+	}
+	return ok(w, http.StatusOK, out)
+}
+
+func (a *API) getWebhook(w http.ResponseWriter, r *http.Request) error {
+	if _, err := query(r); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	if err := checkPathID(id, ids.Webhook); err != nil {
+		return err
+	}
+	e, err := a.client.WebhookEndpoint.Get(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return ok(w, http.StatusOK, webhookData(e))
+}
+
+type webhookBody struct {
+	URL             *string   `json:"url"`
+	Description     *string   `json:"description"`
+	EventTypes      *[]string `json:"event_types"`
+	Active          *flag     `json:"active"`
+	Format          *string   `json:"format"`
+	ThrottleMinutes *int      `json:"throttle_minutes"`
+	Authorization   *string   `json:"authorization"`
+}
+
+func (b webhookBody) format() (*webhookendpoint.Format, error) {
+	if b.Format == nil {
+		return nil, nil
+	}
+	f := webhookendpoint.Format(*b.Format)
+	if webhookendpoint.FormatValidator(f) != nil {
+		return nil, apperr.Invalid("format", "must be json, slack, teams or splunk_hec")
+	}
+	return &f, nil
+}
+
+func (b webhookBody) active() *bool {
+	if b.Active == nil {
+		return nil
+	}
+	v := bool(*b.Active)
+	return &v
+}
+
+func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
+	var body webhookBody
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	if body.URL == nil {
+		return apperr.Invalid("url", "is required")
+	}
+	f, err := body.format()
+	if err != nil {
+		return err
+	}
+	in := ent.CreateWebhookEndpointInput{URL: *body.URL, Description: body.Description, Active: body.active(),
+		Format: f, ThrottleMinutes: body.ThrottleMinutes, Authorization: body.Authorization}
+	if body.EventTypes != nil {
+		in.EventTypes = *body.EventTypes
+	}
+	var out map[string]any
+	err = a.inTx(r.Context(), func(ctx context.Context) error {
+		p, err := a.res.Mutation().CreateWebhookEndpoint(ctx, in)
+		if err != nil {
+			return err
+		}
+		out = webhookData(p.Endpoint)
+		out["secret"] = p.Secret
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return ok(w, http.StatusCreated, out)
+}
+
+func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
+	var body webhookBody
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	f, err := body.format()
+	if err != nil {
+		return err
+	}
+	in := ent.UpdateWebhookEndpointInput{URL: body.URL, Description: body.Description, Active: body.active(),
+		Format: f, ThrottleMinutes: body.ThrottleMinutes, Authorization: body.Authorization}
+	if body.EventTypes != nil {
+		in.EventTypes = *body.EventTypes
+	}
+	if body.URL == nil && body.Description == nil && body.EventTypes == nil && body.Active == nil &&
+		body.Format == nil && body.ThrottleMinutes == nil && body.Authorization == nil {
+		return apperr.Invalid("body", "give at least one of url, description, event_types, active, format, throttle_minutes, authorization")
+	}
+	var e *ent.WebhookEndpoint
+	err = a.inTx(r.Context(), func(ctx context.Context) (err error) {
+		e, err = a.res.Mutation().UpdateWebhookEndpoint(ctx, r.PathValue("id"), in)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return ok(w, http.StatusOK, webhookData(e))
+}
+
+func (a *API) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	err := a.inTx(r.Context(), func(ctx context.Context) error {
+		_, err := a.res.Mutation().DeleteWebhookEndpoint(ctx, id)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return ok(w, http.StatusOK, map[string]any{"id": id, "deleted": true})
+}
+
+func (a *API) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) error {
+	var out map[string]any
+	err := a.inTx(r.Context(), func(ctx context.Context) error {
+		p, err := a.res.Mutation().RotateWebhookSecret(ctx, r.PathValue("id"))
+		if err != nil {
+			return err
+		}
+		out = webhookData(p.Endpoint)
+		out["secret"] = p.Secret
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return ok(w, http.StatusOK, out)
+}
+
+func (a *API) pingWebhook(w http.ResponseWriter, r *http.Request) error {
+	var d *ent.WebhookDelivery
+	err := a.inTx(r.Context(), func(ctx context.Context) (err error) {
+		d, err = a.res.Mutation().PingWebhookEndpoint(ctx, r.PathValue("id"))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return ok(w, http.StatusAccepted, deliveryData(d))
+}
+
+func (a *API) redeliverWebhook(w http.ResponseWriter, r *http.Request) error {
+	id, did := r.PathValue("id"), r.PathValue("delivery_id")
+	if err := checkPathID(id, ids.Webhook); err != nil {
+		return err
+	}
+	var d *ent.WebhookDelivery
+	err := a.inTx(r.Context(), func(ctx context.Context) (err error) {
+		// The delivery must be one of this endpoint's.
+		n, err := ent.FromContext(ctx).WebhookDelivery.Query().
+			Where(webhookdelivery.ID(did), webhookdelivery.EndpointID(id)).Count(ctx)
+		if err == nil && n == 0 && ids.Prefix(did) == ids.Delivery {
+			return apperr.NotFound("webhook delivery")
+		}
+		if err != nil {
+			return err
+		}
+		d, err = a.res.Mutation().RedeliverWebhook(ctx, did)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return ok(w, http.StatusAccepted, deliveryData(d))
+}
+
+func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) error {
+	q, err := query(r, "limit", "cursor", "status")
+	if err != nil {
+		return err
+	}
+	limit, err := limitParam(q)
+	if err != nil {
+		return err
+	}
+	var status *webhookdelivery.Status
+	if v := q.Get("status"); v != "" {
+		s := webhookdelivery.Status(strings.ToUpper(v))
+		if webhookdelivery.StatusValidator(s) != nil {
+			return apperr.Invalid("status", "must be pending, succeeded, failed or suppressed")
+		}
+		status = &s
+	}
+	var after *entgql.Cursor[string]
+	if v := q.Get("cursor"); v != "" {
+		after = &entgql.Cursor[string]{}
+		if err := after.UnmarshalGQL(urlToStd.Replace(v)); err != nil {
+			return apperr.Invalid("cursor", "is not a cursor this API issued")
+		}
+	}
+	conn, err := a.res.Query().WebhookDeliveries(r.Context(), r.PathValue("id"), after, &limit, nil, nil, status)
+	if err != nil {
+		return err
+	}
+	data := make([]map[string]any, 0, len(conn.Edges))
+	for _, e := range conn.Edges {
+		data = append(data, deliveryData(e.Node))
+	}
+	next := ""
+	if conn.PageInfo.EndCursor != nil {
+		next = cursorString(conn.PageInfo.EndCursor)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"success":    true,
+		"data":       data,
+		"pagination": map[string]any{"has_more": conn.PageInfo.HasNextPage, "next_cursor": next},
+	})
+	return nil
+}
+
+func checkPathID(id, prefix string) error {
+	if ids.Prefix(id) != prefix {
+		return apperr.Invalid("id", "%q is not a %s_… id", id, prefix)
+	}
+	return nil
+}

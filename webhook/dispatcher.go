@@ -1,0 +1,447 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
+
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/privacy"
+	"github.com/flytrap/flytrap/ent/schematype"
+	"github.com/flytrap/flytrap/ent/webhookdelivery"
+	"github.com/flytrap/flytrap/ent/webhookendpoint"
+	"github.com/flytrap/flytrap/event"
+)
+
+// DefaultSchedule is the wait before each retry: 8 attempts over about 31.5 hours.
+// Each wait is jittered by ±20%, and a longer Retry-After from the receiver wins.
+var DefaultSchedule = []time.Duration{
+	5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 14 * time.Hour,
+}
+
+// Config is the dispatcher's part of the service configuration.
+type Config struct {
+	AllowPrivate bool           // deliver to private, loopback and link-local addresses too
+	AllowCIDRs   []netip.Prefix // networks allowed despite being private
+	Workers      int            // deliveries sent at once per instance
+	Timeout      time.Duration  // one attempt, connection to last byte
+	Poll         time.Duration  // how often due deliveries are looked for besides wake-ups
+	// Lease is how long a claimed delivery is this instance's; a crash lets it expire and another retry.
+	Lease time.Duration
+	// Schedule is the wait before each retry; len(Schedule)+1 attempts in all.
+	Schedule []time.Duration
+	// DisableAfter turns off an endpoint that has failed without a success for this long.
+	DisableAfter time.Duration
+}
+
+// DefaultConfig is the production configuration.
+func DefaultConfig() Config {
+	return Config{
+		Workers:      16,
+		Timeout:      15 * time.Second,
+		Poll:         time.Second,
+		Lease:        2 * time.Minute,
+		Schedule:     DefaultSchedule,
+		DisableAfter: 5 * 24 * time.Hour,
+	}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.Workers < 1 || c.Timeout < 100*time.Millisecond || c.Poll < 10*time.Millisecond {
+		return errors.New("webhook-workers must be positive, webhook-timeout at least 100ms, webhook-poll-interval at least 10ms")
+	}
+	return nil
+}
+
+// Dispatcher sends due deliveries. Every instance runs one; leases keep them from
+// sending the same delivery at once.
+type Dispatcher struct {
+	client  *ent.Client
+	dialect string
+	cfg     Config
+	http    *http.Client
+	log     *slog.Logger
+	now     func() time.Time
+	wake    chan struct{}
+
+	sent atomic.Int64 // attempts made, for tests and benchmarks
+}
+
+// New returns a dispatcher over client (dialect says how to claim). A delivery committed on this
+// instance wakes it at once; others are found by polling.
+func New(client *ent.Client, dia string, cfg Config, log *slog.Logger, now func() time.Time) *Dispatcher {
+	if now == nil {
+		now = time.Now
+	}
+	if len(cfg.Schedule) == 0 {
+		cfg.Schedule = DefaultSchedule
+	}
+	// A claimed delivery may wait behind two rounds of attempts and then take one itself.
+	cfg.Lease = max(cfg.Lease, 4*cfg.Timeout+5*time.Second)
+	d := &Dispatcher{
+		client: client, dialect: dia, cfg: cfg, log: log, now: now,
+		http: Guard{AllowPrivate: cfg.AllowPrivate, Allow: cfg.AllowCIDRs}.Client(cfg.Timeout),
+		wake: make(chan struct{}, 1),
+	}
+	client.WebhookDelivery.Use(event.AfterCommit(ent.OpCreate, func(context.Context, ent.Mutation) { d.Wake() }))
+	return d
+}
+
+// Wake makes the dispatcher look for due deliveries now.
+func (d *Dispatcher) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Attempts counts the attempts this dispatcher made.
+func (d *Dispatcher) Attempts() int64 { return d.sent.Load() }
+
+// Run sends deliveries until ctx ends, then waits for attempts in flight. Claimed deliveries
+// wait in a queue of at most twice the workers, refilled when it falls below the workers, so
+// a claim serves many attempts. An attempt cut short by the stop is not counted: its lease is
+// released so that the next start (or another instance) sends it.
+func (d *Dispatcher) Run(ctx context.Context) {
+	ctx = privacy.DecisionContext(ctx, privacy.Allow)
+	jobs := make(chan *ent.WebhookDelivery, 2*d.cfg.Workers)
+	done := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	for range d.cfg.Workers {
+		wg.Go(func() {
+			for dl := range jobs {
+				d.attempt(ctx, dl)
+				select {
+				case done <- struct{}{}:
+				default:
+				}
+			}
+		})
+	}
+	defer wg.Wait()
+	defer close(jobs)
+	tick := time.NewTicker(d.cfg.Poll)
+	defer tick.Stop()
+	for {
+		if room := cap(jobs) - len(jobs); room >= d.cfg.Workers {
+			claimed, err := d.claim(ctx, room)
+			if err != nil && ctx.Err() == nil {
+				d.log.Warn("claiming webhook deliveries", "err", err)
+			}
+			for _, dl := range claimed {
+				jobs <- dl // never blocks: there is room
+			}
+			if len(claimed) == room && err == nil {
+				// There may be more due: claim again as soon as the queue has room.
+				select {
+				case <-ctx.Done():
+					return
+				case <-done:
+				}
+				continue
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.wake:
+		case <-done:
+		case <-tick.C:
+		}
+	}
+}
+
+// claim leases up to n due deliveries. On PostgreSQL, FOR UPDATE SKIP LOCKED lets instances
+// claim side by side without waiting for or taking each other's rows; SQLite has one
+// writer at a time anyway (immediate transactions).
+func (d *Dispatcher) claim(ctx context.Context, n int) ([]*ent.WebhookDelivery, error) {
+	now := d.now().UTC().Truncate(time.Millisecond)
+	tx, err := d.client.Tx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	ids, err := tx.WebhookDelivery.Query().
+		Where(
+			webhookdelivery.StatusEQ(webhookdelivery.StatusPENDING),
+			webhookdelivery.NextAttemptAtLTE(now),
+			webhookdelivery.Or(webhookdelivery.LeaseUntilIsNil(), webhookdelivery.LeaseUntilLT(now)),
+		).
+		Order(webhookdelivery.ByNextAttemptAt()).
+		Limit(n).
+		Select(webhookdelivery.FieldID).
+		Modify(func(s *entsql.Selector) {
+			if d.dialect == dialect.Postgres {
+				s.ForUpdate(entsql.WithLockAction(entsql.SkipLocked))
+			}
+		}).
+		Strings(ctx)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	lease := now.Add(d.cfg.Lease)
+	if err := tx.WebhookDelivery.Update().Where(webhookdelivery.IDIn(ids...)).SetLeaseUntil(lease).Exec(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := tx.WebhookDelivery.Query().Where(webhookdelivery.IDIn(ids...)).WithEndpoint().All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	out := make([]*ent.WebhookDelivery, len(rows))
+	for i, r := range rows {
+		out[i] = r.Unwrap()
+	}
+	return out, nil
+}
+
+// result is what an attempt came to.
+type result struct {
+	attempt    schematype.WebhookAttempt
+	ok         bool
+	gone       bool          // 410: the receiver wants no more
+	retryAfter time.Duration // the receiver's Retry-After, if any
+}
+
+func (d *Dispatcher) attempt(ctx context.Context, dl *ent.WebhookDelivery) {
+	if ctx.Err() != nil {
+		d.release(ctx, dl)
+		return
+	}
+	ep := dl.Edges.Endpoint // loaded with the claim
+	if ep == nil {
+		return // deleted with its deliveries
+	}
+	if !ep.Active {
+		d.finish(dl, ep, nil, "endpoint is not active")
+		return
+	}
+	res := d.send(ctx, dl, ep)
+	if ctx.Err() != nil { // shutting down: not the receiver's fault; try again at the next start
+		d.release(ctx, dl)
+		return
+	}
+	d.sent.Add(1)
+	d.finish(dl, ep, &res, "")
+}
+
+// release gives a claimed delivery back without an attempt.
+func (d *Dispatcher) release(ctx context.Context, dl *ent.WebhookDelivery) {
+	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = d.client.WebhookDelivery.Update().
+		Where(webhookdelivery.ID(dl.ID), webhookdelivery.LeaseUntilEQ(*dl.LeaseUntil)).
+		ClearLeaseUntil().Exec(bg)
+}
+
+// send makes one HTTP attempt.
+func (d *Dispatcher) send(ctx context.Context, dl *ent.WebhookDelivery, ep *ent.WebhookEndpoint) result {
+	start := d.now()
+	res := result{attempt: schematype.WebhookAttempt{At: start.UTC().Truncate(time.Millisecond)}}
+	fail := func(err error) result {
+		res.attempt.Error = err.Error()
+		res.attempt.LatencyMs = d.now().Sub(start).Milliseconds()
+		return res
+	}
+	body, err := Render(string(ep.Format), dl.Payload)
+	if err != nil {
+		return fail(err)
+	}
+	secrets := []string{ep.Secret}
+	if ep.PreviousSecret != "" && ep.PreviousSecretExpiresAt != nil && start.Before(*ep.PreviousSecretExpiresAt) {
+		secrets = append(secrets, ep.PreviousSecret)
+	}
+	ts := start.Unix()
+	sig, err := Sign(secrets, dl.MessageID, ts, body)
+	if err != nil {
+		return fail(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(body))
+	if err != nil {
+		return fail(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "Flytrap-Webhooks/1")
+	req.Header.Set("webhook-id", dl.MessageID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	req.Header.Set("webhook-signature", sig)
+	if ep.Authorization != "" {
+		req.Header.Set("Authorization", ep.Authorization)
+	}
+	resp, err := d.http.Do(req)
+	if err != nil {
+		return fail(err)
+	}
+	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
+	resp.Body.Close()
+	res.attempt.LatencyMs = d.now().Sub(start).Milliseconds()
+	res.attempt.StatusCode = resp.StatusCode
+	res.attempt.Response = strings.ToValidUTF8(strings.ReplaceAll(string(excerpt), "\x00", ""), "")
+	for !utf8.ValidString(res.attempt.Response) {
+		res.attempt.Response = res.attempt.Response[:len(res.attempt.Response)-1]
+	}
+	res.ok = resp.StatusCode >= 200 && resp.StatusCode < 300
+	res.gone = resp.StatusCode == http.StatusGone
+	if !res.ok {
+		res.attempt.Error = "the receiver answered " + resp.Status
+		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), d.now())
+	}
+	return res
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date; at most a day.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s > 0 {
+		d = time.Duration(s) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), 24*time.Hour)
+}
+
+// finish records an attempt (res nil: none was made, cancelReason says why) and decides
+// what comes next, in one transaction with the endpoint's state and any event it causes.
+// The update only applies while this instance still holds the lease.
+func (d *Dispatcher) finish(dl *ent.WebhookDelivery, ep *ent.WebhookEndpoint, res *result, cancelReason string) {
+	ctx, cancel := context.WithTimeout(privacy.DecisionContext(context.Background(), privacy.Allow), 10*time.Second)
+	defer cancel()
+	if err := d.record(ctx, dl, ep, res, cancelReason); err != nil {
+		d.log.Warn("recording a webhook attempt", "delivery", dl.ID, "err", err)
+	}
+}
+
+func (d *Dispatcher) record(ctx context.Context, dl *ent.WebhookDelivery, ep *ent.WebhookEndpoint, res *result, cancelReason string) error {
+	now := d.now().UTC().Truncate(time.Millisecond)
+	if res != nil && res.ok && ep.FailingSince == nil {
+		// The common case changes the delivery alone: one statement, no transaction.
+		return d.client.WebhookDelivery.Update().
+			Where(webhookdelivery.ID(dl.ID), webhookdelivery.LeaseUntilEQ(*dl.LeaseUntil)).
+			ClearLeaseUntil().SetStatus(webhookdelivery.StatusSUCCEEDED).SetDeliveredAt(now).SetLastError("").
+			AddAttemptCount(1).SetLastStatusCode(res.attempt.StatusCode).SetAttempts(append(dl.Attempts, res.attempt)).
+			Exec(ctx)
+	}
+	tx, err := d.client.Tx(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	u := tx.WebhookDelivery.Update().
+		Where(webhookdelivery.ID(dl.ID), webhookdelivery.LeaseUntilEQ(*dl.LeaseUntil)).
+		ClearLeaseUntil()
+	var disable string
+	switch {
+	case res == nil:
+		u.SetStatus(webhookdelivery.StatusFAILED).SetLastError(cancelReason)
+	case res.ok:
+		u.SetStatus(webhookdelivery.StatusSUCCEEDED).SetDeliveredAt(now).SetLastError("")
+	default:
+		n := dl.AttemptCount + 1
+		switch {
+		case res.gone:
+			u.SetStatus(webhookdelivery.StatusFAILED)
+			disable = "the receiver answered 410 Gone"
+		case n > len(d.cfg.Schedule):
+			u.SetStatus(webhookdelivery.StatusFAILED)
+		default:
+			u.SetNextAttemptAt(now.Add(max(jitter(d.cfg.Schedule[n-1]), res.retryAfter)))
+		}
+		u.SetLastError(res.attempt.Error)
+	}
+	if res != nil {
+		u.AddAttemptCount(1).SetLastStatusCode(res.attempt.StatusCode).
+			SetAttempts(append(dl.Attempts, res.attempt))
+	}
+	n, err := u.Save(ctx)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil // the lease ran out and another instance took the delivery over
+	}
+	if res != nil {
+		epu := tx.WebhookEndpoint.Update().Where(webhookendpoint.ID(ep.ID))
+		switch {
+		case res.ok && ep.FailingSince != nil:
+			epu.ClearFailingSince()
+		case res.ok:
+			epu = nil
+		case ep.FailingSince == nil:
+			epu.SetFailingSince(now)
+		case now.Sub(*ep.FailingSince) >= d.cfg.DisableAfter && disable == "":
+			disable = fmt.Sprintf("failing since %s", event.Seconds(*ep.FailingSince))
+			epu = nil
+		default:
+			epu = nil
+		}
+		if epu != nil {
+			if err := epu.Exec(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	if disable != "" {
+		// Only the change that turns the endpoint off writes the event.
+		off, err := tx.WebhookEndpoint.Update().
+			Where(webhookendpoint.ID(ep.ID), webhookendpoint.Active(true)).
+			SetActive(false).SetDisabledReason(disable).Save(ctx)
+		if err != nil {
+			return err
+		}
+		if off > 0 {
+			if _, err := event.Append(ctx, tx, ep.OrgID, event.WebhookEndpointDisabled, map[string]any{
+				"endpoint_id": ep.ID,
+				"url":         RedactURL(ep.URL),
+				"reason":      disable,
+			}); err != nil {
+				return err
+			}
+			d.log.Warn("webhook endpoint disabled", "endpoint", ep.ID, "reason", disable)
+		}
+	}
+	return tx.Commit()
+}
+
+// jitter spreads a wait by ±20%, so receivers recovering from an outage are not hit all at once.
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration((rand.Float64()*0.4-0.2)*float64(d))
+}
+
+// RedactURL drops the query and all but the first path segment: Slack and Teams URLs are credentials.
+func RedactURL(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return ""
+	}
+	host, path, _ := strings.Cut(rest, "/")
+	host, _, _ = strings.Cut(host, "?")
+	first, _, _ := strings.Cut(path, "/")
+	first, _, _ = strings.Cut(first, "?")
+	out := scheme + "://" + host + "/"
+	if first != "" {
+		out += first + "/…"
+	}
+	return out
+}
