@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
-# Runs the JavaScript GraphQL-over-WebSocket tests in tests/graphql-ws (the real npm
-# `graphql-ws` client on the graphql-transport-ws protocol, and a raw `ws` client on the
-# legacy graphql-ws protocol, against the events subscription) with a real flytrap binary:
-# builds it, starts it on a fresh SQLite database and free local ports, reads the admin
-# key it prints once, installs the pinned npm packages (package-lock.json) and runs
-# `node --test`. Exits with the tests' status. Needs Go, Node >= 20.19 and npm with the
-# npm registry reachable. Run from anywhere: bash scripts/graphql-ws-tests.sh
+# Runs one Node test suite (tests/<suite>/*.test.mjs) against a real flytrap binary: builds it,
+# starts it on a fresh SQLite database and free local ports (extra arguments go to `flytrap serve`),
+# reads the admin key it prints once, installs the suite's pinned npm packages (package-lock.json)
+# and runs `node --test` with FLYTRAP_URL and FLYTRAP_KEY set. Exits with the tests' status.
+# Needs Go, Node >= 20.19 and npm with the npm registry reachable.
+# Usage: bash scripts/node-suite.sh SUITE [flytrap serve flags…]
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-die() { printf 'graphql-ws-tests: %s\n' "$*" >&2; exit 1; }
+suite=${1:?usage: node-suite.sh SUITE [flytrap serve flags…]}
+shift
+name="node-suite[$suite]"
+[[ -d "tests/$suite" ]] || { printf '%s: no tests/%s\n' "$name" "$suite" >&2; exit 1; }
 
+die() { printf '%s: %s\n' "$name" "$*" >&2; exit 1; }
 for tool in go node npm; do
   command -v "$tool" >/dev/null || die "$tool is not installed"
 done
 node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)' \
-  || die "Node $(node --version) is too old: tests/graphql-ws needs >= 20.19"
+  || die "Node $(node --version) is too old: tests/$suite needs >= 20.19"
 
 tmp=$(mktemp -d)
 server_pid=""
@@ -25,7 +28,7 @@ stop_server() {
     kill -TERM "$server_pid" 2>/dev/null || true
     local code=0
     wait "$server_pid" || code=$?
-    [[ "$code" == 0 ]] || printf 'graphql-ws-tests: flytrap exited with status %s after SIGTERM\n' "$code" >&2
+    [[ "$code" == 0 ]] || printf '%s: flytrap exited with status %s after SIGTERM\n' "$name" "$code" >&2
   fi
   server_pid=""
 }
@@ -35,10 +38,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "graphql-ws-tests: building flytrap"
+echo "$name: building flytrap"
 go build -o "$tmp/flytrap" ./cmd/flytrap
 
-# A free port: bind port 0 and report what the kernel chose.
 # Two free ports (API and trap listeners): bind port 0 twice at once and report what the kernel chose.
 read -r port trap_port < <(node -e '
   const net = require("net");
@@ -51,13 +53,13 @@ read -r port trap_port < <(node -e '
 [[ -n "$port" && -n "$trap_port" ]] || die "could not find free ports"
 url="http://127.0.0.1:${port}"
 
-echo "graphql-ws-tests: starting flytrap on ${url}"
-"$tmp/flytrap" serve --db "$tmp/flytrap.db" --api-addr "127.0.0.1:${port}" --trap-addr "127.0.0.1:${trap_port}" --log-format json \
+echo "$name: starting flytrap on ${url}"
+"$tmp/flytrap" serve --db "$tmp/flytrap.db" --api-addr "127.0.0.1:${port}" --trap-addr "127.0.0.1:${trap_port}" --log-format json "$@" \
   >"$tmp/stdout" 2>"$tmp/stderr" &
 server_pid=$!
 
 fail_server() {
-  printf 'graphql-ws-tests: %s\n--- flytrap stdout ---\n' "$*" >&2
+  printf '%s: %s\n--- flytrap stdout ---\n' "$name" "$*" >&2
   cat "$tmp/stdout" >&2 || true
   printf -- '--- flytrap stderr (last 50 lines) ---\n' >&2
   tail -n 50 "$tmp/stderr" >&2 || true
@@ -85,16 +87,16 @@ for _ in $(seq 1 150); do
 done
 [[ -n "$up" ]] || fail_server "flytrap was not ready within 30 s"
 
-echo "graphql-ws-tests: installing tests/graphql-ws (npm ci)"
-npm ci --prefix tests/graphql-ws --no-audit --no-fund --loglevel=error >/dev/null
+echo "$name: installing tests/$suite (npm ci)"
+npm ci --prefix "tests/$suite" --no-audit --no-fund --loglevel=error >/dev/null
 
-echo "graphql-ws-tests: node --test tests/graphql-ws/*.test.mjs"
+echo "$name: node --test tests/$suite/*.test.mjs"
 status=0
-FLYTRAP_URL="$url" FLYTRAP_KEY="$key" node --test --test-force-exit --test-timeout=60000 tests/graphql-ws/*.test.mjs || status=$?
+FLYTRAP_URL="$url" FLYTRAP_KEY="$key" node --test --test-force-exit --test-timeout=90000 "tests/$suite"/*.test.mjs || status=$?
 
 stop_server
 if [[ "$status" != 0 ]]; then
-  printf 'graphql-ws-tests: FAILED (status %s); flytrap stderr (last 30 lines):\n' "$status" >&2
+  printf '%s: FAILED (status %s); flytrap stderr (last 30 lines):\n' "$name" "$status" >&2
   tail -n 30 "$tmp/stderr" >&2 || true
 fi
 exit "$status"
