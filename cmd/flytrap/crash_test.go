@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	ft "github.com/flytrap/flytrap/flytraptest"
 )
 
 // runBinary starts the built flytrap on db and returns its API base URL, the admin key
@@ -93,11 +95,24 @@ func TestWebhookDeliveriesSurviveKill(t *testing.T) {
 	for i := range events {
 		q(fmt.Sprintf(`mutation { createTrap(input: {name: "t%d", type: api}) { id } }`, i))
 	}
-	// Wait until every delivery has failed once and waits for its retry.
+	// Wait until every delivery's failed attempt is recorded: it then waits for its retry,
+	// held by no lease. (An attempt in flight at the kill is retried when its lease expires.)
+	endpoint := ft.Dig(q(`{ webhookEndpoints(first: 1) { edges { node { id } } } }`), "webhookEndpoints", "edges", 0, "node", "id")
 	deadline := time.Now().Add(30 * time.Second)
-	for attempts.Load() < events {
+	for {
+		d := q(fmt.Sprintf(`{ webhookDeliveries(endpointID: %q, first: 100) { edges { node { attemptCount } } } }`, endpoint))
+		edges, _ := ft.Dig(d, "webhookDeliveries", "edges").([]any)
+		waiting := 0
+		for _, e := range edges {
+			if n, _ := ft.Dig(e, "node", "attemptCount").(float64); n >= 1 {
+				waiting++
+			}
+		}
+		if waiting == events {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d attempts after 30s, want %d", attempts.Load(), events)
+			t.Fatalf("%d of %d deliveries have a recorded attempt after 30s (%d requests seen)", waiting, events, attempts.Load())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
