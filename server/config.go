@@ -37,6 +37,10 @@ type Config struct {
 	MaxStreamsPerOrg  int
 	RateLimit         float64 // requests per second per credential
 	RateBurst         int
+
+	// Dashboard (server/web.go): served publicly at /dashboard/config.json.
+	TrapPublicURL string // the trap listener's public base URL; empty: http://<trap-addr>
+	OIDC          OIDCConfig
 }
 
 // DefaultConfig is the configuration with nothing set.
@@ -133,6 +137,11 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.Webhook.Workers, "webhook-workers", c.Webhook.Workers, "webhook deliveries sent at once per instance")
 	fs.DurationVar(&c.Webhook.Timeout, "webhook-timeout", c.Webhook.Timeout, "time limit of one webhook attempt")
 	fs.DurationVar(&c.Webhook.Poll, "webhook-poll-interval", c.Webhook.Poll, "how often due webhook deliveries are looked for besides the wake-up on commit")
+	fs.Func("trap-public-url", "the trap listener's public base URL, shown by the dashboard (default http://<trap-addr>)", urlFlag(&c.TrapPublicURL))
+	fs.Func("oidc-issuer", "identity provider's issuer URL for the dashboard's sign-in (Authorization Code + PKCE); empty: API keys only", urlFlag(&c.OIDC.Issuer))
+	fs.StringVar(&c.OIDC.ClientID, "oidc-client-id", c.OIDC.ClientID, "the dashboard's OIDC client id (a public client: no secret)")
+	fs.StringVar(&c.OIDC.Scopes, "oidc-scopes", orDefault(c.OIDC.Scopes, defaultOIDCScopes), "scopes the dashboard asks the identity provider for")
+	fs.Func("oidc-token", "JWT the dashboard sends to the API after OIDC sign-in: access_token (default) or id_token", oidcTokenFlag(&c.OIDC.Token))
 }
 
 func parsePrefixes(v string) ([]netip.Prefix, error) {

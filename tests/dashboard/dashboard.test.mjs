@@ -189,11 +189,11 @@ test('sign in, traps, live threat, sessions, keys: attacker text stays inert', a
   // Sign-in refuses a wrong key and accepts the printed one.
   await page.goto(FLYTRAP_URL, { waitUntil: 'load' });
   await page.getByLabel('API key').fill('ftk_' + 'x'.repeat(36));
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await page.getByText('This key was refused').waitFor();
   await shot('01-sign-in');
   await page.getByLabel('API key').fill(FLYTRAP_KEY);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await page.getByRole('heading', { name: 'Overview' }).waitFor();
   assert.equal(await page.getByTestId('scope').textContent(), 'admin');
   assert.equal(await page.evaluate(() => localStorage.length), 0, 'the key is not kept beyond the tab');
@@ -364,7 +364,7 @@ test('a read-only key sees no write controls; a revoked key returns to sign-in',
   await page.evaluate(() => sessionStorage.clear());
   await page.goto(FLYTRAP_URL + '/traps', { waitUntil: 'load' });
   await page.getByLabel('API key').fill(ro.key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await page.getByRole('heading', { name: 'Traps' }).waitFor();
   assert.equal(await page.getByTestId('scope').textContent(), 'read-only');
   await page.getByTestId('trap').first().waitFor();

@@ -98,22 +98,64 @@ export function describeError(err: unknown): string {
 }
 
 export const TOKEN_KEY = 'flytrap.token';
+/** How the tab signed in: "key" (a pasted API key or JWT) or "oidc" (the identity provider). */
+export const METHOD_KEY = 'flytrap.signin';
+/** oidc-client-ts keeps its PKCE state and user under this prefix (src/oidc.ts). */
+export const OIDC_PREFIX = 'flytrap.oidc.';
+
+export type SignInMethod = 'key' | 'oidc';
+
+function storage(): Storage | null {
+  try {
+    return sessionStorage;
+  } catch {
+    return null;
+  }
+}
 
 /** The session-only store of the tab's token (sessionStorage: gone when the tab closes). */
 export const auth = {
   get(): string | null {
     try {
-      return sessionStorage.getItem(TOKEN_KEY);
+      return storage()?.getItem(TOKEN_KEY) ?? null;
     } catch {
       return null;
     }
   },
-  set(token: string): void {
-    sessionStorage.setItem(TOKEN_KEY, token);
-  },
-  clear(): void {
+  method(): SignInMethod {
     try {
-      sessionStorage.removeItem(TOKEN_KEY);
+      return storage()?.getItem(METHOD_KEY) === 'oidc' ? 'oidc' : 'key';
+    } catch {
+      return 'key';
+    }
+  },
+  set(token: string, method: SignInMethod = 'key'): void {
+    sessionStorage.setItem(TOKEN_KEY, token);
+    sessionStorage.setItem(METHOD_KEY, method);
+  },
+  /** Forgets the token and everything the OIDC client kept (tokens, PKCE state). */
+  clear(): void {
+    const s = storage();
+    if (!s) return;
+    try {
+      s.removeItem(TOKEN_KEY);
+      s.removeItem(METHOD_KEY);
+      auth.clearOidc();
+    } catch {
+      /* storage unavailable */
+    }
+  },
+  /** Forgets only the OIDC client's keys. */
+  clearOidc(): void {
+    const s = storage();
+    if (!s) return;
+    try {
+      const stale: string[] = [];
+      for (let i = 0; i < s.length; i++) {
+        const k = s.key(i);
+        if (k?.startsWith(OIDC_PREFIX)) stale.push(k);
+      }
+      stale.forEach((k) => s.removeItem(k));
     } catch {
       /* storage unavailable */
     }

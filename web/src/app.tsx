@@ -1,6 +1,8 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, auth, describeError, onUnauthenticated } from './api';
-import { match, useRoute } from './router';
+import { issuerHost, loadConfig, type DashboardConfig, type OidcConfig } from './config';
+import { CALLBACK_PATH, describeSignInError, endSession, finishSignIn, startSignIn, storedIdToken } from './oidc';
+import { match, navigate, useRoute } from './router';
 import { canWrite, identify, looksLikeToken, normaliseToken, type Identity } from './scope';
 import { Inert, Link, Loading } from './ui';
 import { ApiKeysView } from './views/ApiKeys';
@@ -9,10 +11,29 @@ import { SessionDetailView } from './views/SessionDetail';
 import { SessionsView } from './views/Sessions';
 import { TrapsView } from './views/Traps';
 
-type State = { kind: 'checking' } | { kind: 'signedOut'; reason?: string } | { kind: 'signedIn'; id: Identity };
+type State =
+  | { kind: 'checking' }
+  | { kind: 'callback' }
+  | { kind: 'signingOut' }
+  | { kind: 'signedOut'; reason?: string }
+  | { kind: 'signedIn'; id: Identity };
+
+function initialState(): State {
+  if (location.pathname === CALLBACK_PATH) return { kind: 'callback' };
+  if (auth.get()) return { kind: 'checking' };
+  auth.clear(); // leftovers of an abandoned OIDC round trip
+  return { kind: 'signedOut' };
+}
 
 export function App() {
-  const [state, setState] = useState<State>(() => (auth.get() ? { kind: 'checking' } : { kind: 'signedOut' }));
+  const [state, setState] = useState<State>(initialState);
+  // undefined while /dashboard/config.json loads; its failure yields the empty configuration.
+  const [config, setConfig] = useState<DashboardConfig | undefined>(undefined);
+  const callbackDone = useRef(false);
+
+  useEffect(() => {
+    loadConfig().then(setConfig);
+  }, []);
 
   useEffect(
     () =>
@@ -36,20 +57,96 @@ export function App() {
     );
   }, [state.kind]);
 
+  // Back from the identity provider at /auth/callback?code=…&state=…: redeem the code (once).
+  useEffect(() => {
+    if (state.kind !== 'callback' || !config || callbackDone.current) return;
+    callbackDone.current = true;
+    const oidc = config.oidc;
+    const fail = (reason: string) => {
+      auth.clear();
+      navigate('/', true);
+      setState({ kind: 'signedOut', reason });
+    };
+    if (!oidc) return fail('Sign-in with an identity provider is not configured on this Flytrap.');
+    const host = issuerHost(oidc.issuer);
+    finishSignIn(oidc, location.href).then(
+      ({ token, returnTo }) =>
+        identify(token).then(
+          (id) => {
+            auth.set(token, 'oidc');
+            navigate(returnTo, true);
+            setState({ kind: 'signedIn', id });
+          },
+          (e) =>
+            fail(
+              e instanceof ApiError && e.code === 'UNAUTHENTICATED'
+                ? `Flytrap refused the token from ${host} (check --jwt-issuer, --jwt-audience and the organization and scope claims).`
+                : describeError(e),
+            ),
+        ),
+      (e) => fail(`Sign-in with ${host} did not complete: ${describeSignInError(e)}.`),
+    );
+  }, [state.kind, config]);
+
+  const signOut = async () => {
+    const oidc = config?.oidc;
+    const viaOidc = auth.method() === 'oidc' && oidc;
+    const hint = viaOidc ? storedIdToken(sessionStorage) : null;
+    auth.clear();
+    if (viaOidc) {
+      setState({ kind: 'signingOut' });
+      try {
+        if (await endSession(oidc, hint)) return; // the browser leaves for the provider and comes back to /
+      } catch {
+        /* the tab is signed out either way */
+      }
+      auth.clear();
+    }
+    setState({ kind: 'signedOut', reason: 'Signed out.' });
+  };
+
   if (state.kind === 'checking') return <Loading label="Checking your key…" />;
-  if (state.kind === 'signedOut') return <SignIn reason={state.reason} onSignedIn={(id) => setState({ kind: 'signedIn', id })} />;
+  if (state.kind === 'callback') return <Loading label="Finishing sign-in…" />;
+  if (state.kind === 'signingOut') return <Loading label="Signing out…" />;
+  if (state.kind === 'signedOut')
+    return <SignIn reason={state.reason} oidc={config?.oidc ?? null} onSignedIn={(id) => setState({ kind: 'signedIn', id })} />;
+  return <Shell id={state.id} trapURL={config?.trap_url ?? null} onSignOut={signOut} />;
+}
+
+function OidcSignIn({ oidc }: { oidc: OidcConfig }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState('');
+  const host = issuerHost(oidc.issuer);
   return (
-    <Shell
-      id={state.id}
-      onSignOut={() => {
-        auth.clear();
-        setState({ kind: 'signedOut', reason: 'Signed out.' });
-      }}
-    />
+    <div class="oidc">
+      <button
+        type="button"
+        disabled={busy}
+        onClick={async () => {
+          setBusy(true);
+          setError('');
+          try {
+            const here = location.pathname + location.search;
+            await startSignIn(oidc, here); // leaves the page
+          } catch (e) {
+            setError(`Could not reach ${host}: ${describeSignInError(e)}.`);
+            setBusy(false);
+          }
+        }}
+      >
+        {busy ? `Going to ${host}…` : `Sign in with ${host}`}
+      </button>
+      {error && (
+        <p class="state error" role="alert">
+          {error}
+        </p>
+      )}
+      <p class="or muted small">or with an API key</p>
+    </div>
   );
 }
 
-function SignIn({ reason, onSignedIn }: { reason?: string; onSignedIn: (id: Identity) => void }) {
+function SignIn({ reason, oidc, onSignedIn }: { reason?: string; oidc: OidcConfig | null; onSignedIn: (id: Identity) => void }) {
   const [value, setValue] = useState('');
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
@@ -71,7 +168,7 @@ function SignIn({ reason, onSignedIn }: { reason?: string; onSignedIn: (id: Iden
           setError('');
           try {
             const id = await identify(token);
-            auth.set(token);
+            auth.set(token, 'key');
             setValue('');
             onSignedIn(id);
           } catch (err) {
@@ -92,6 +189,7 @@ function SignIn({ reason, onSignedIn }: { reason?: string; onSignedIn: (id: Iden
             {reason}
           </p>
         )}
+        {oidc && <OidcSignIn oidc={oidc} />}
         <label>
           API key
           <input
@@ -130,7 +228,7 @@ const NAV = [
   { href: '/settings/api-keys', label: 'Settings › API keys', test: (p: string) => p.startsWith('/settings') },
 ];
 
-function Shell({ id, onSignOut }: { id: Identity; onSignOut: () => void }) {
+function Shell({ id, trapURL, onSignOut }: { id: Identity; trapURL: string | null; onSignOut: () => void }) {
   const route = useRoute();
   const mainRef = useRef<HTMLElement>(null);
   const first = useRef(true);
@@ -147,7 +245,7 @@ function Shell({ id, onSignOut }: { id: Identity; onSignOut: () => void }) {
   if (route.path === '/' || route.path === '/index.html') view = <OverviewView />;
   else if (route.path === '/sessions') view = <SessionsView search={route.search} />;
   else if ((params = match('/sessions/:id', route.path))) view = <SessionDetailView id={params.id!} />;
-  else if (route.path === '/traps') view = <TrapsView canWrite={canWrite(id.scope)} />;
+  else if (route.path === '/traps') view = <TrapsView canWrite={canWrite(id.scope)} trapURL={trapURL} />;
   else if (route.path === '/settings' || route.path === '/settings/api-keys') view = <ApiKeysView scope={id.scope} />;
   else
     view = (

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from './api';
-import { canWrite, identify, looksLikeToken, normaliseToken } from './scope';
+import { canWrite, identify, looksLikeToken, normaliseToken, probeScope } from './scope';
 
 const org = { organization: { id: 'org_1', name: 'Acme' } };
 function runner(answers: Record<string, unknown>) {
@@ -30,6 +30,30 @@ describe('identify', () => {
   it('passes a refusal on', async () => {
     const r = runner({ 'organization {': new ApiError('bad key', 'UNAUTHENTICATED', 401) });
     await expect(identify('t', r)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+  });
+});
+
+describe('probeScope', () => {
+  const calls: string[] = [];
+  const tracking = (answers: Record<string, unknown>) => {
+    const r = runner(answers);
+    return async <T,>(query: string, _v?: unknown, opts?: { token?: string }): Promise<T> => {
+      calls.push(`${query.match(/(query|mutation) (\w+)/)?.[2]} ${opts?.token}`);
+      return r<T>(query);
+    };
+  };
+  it('asks only the admin probe of an admin, with the given token', async () => {
+    calls.length = 0;
+    expect(await probeScope('tok', tracking({ ProbeAdmin: {}, ProbeWrite: {} }))).toBe('ADMIN');
+    expect(calls).toEqual(['ProbeAdmin tok']);
+  });
+  it('tells read-write from read-only by the write probe', async () => {
+    expect(await probeScope('t', runner({ ProbeAdmin: forbidden, ProbeWrite: new ApiError('bad id', 'BAD_USER_INPUT', 200) }))).toBe('READ_WRITE');
+    expect(await probeScope('t', runner({ ProbeAdmin: forbidden, ProbeWrite: forbidden }))).toBe('READ_ONLY');
+  });
+  it('passes other failures on rather than guessing a scope', async () => {
+    await expect(probeScope('t', runner({ ProbeAdmin: new ApiError('down', 'NETWORK', 0) }))).rejects.toMatchObject({ code: 'NETWORK' });
+    await expect(probeScope('t', runner({ ProbeAdmin: forbidden, ProbeWrite: new ApiError('x', 'INTERNAL', 500) }))).rejects.toMatchObject({ code: 'INTERNAL' });
   });
 });
 

@@ -1,6 +1,5 @@
 // What the signed-in token may do. The API has no "viewer { scope }" query, so the scope is
-// probed: apiKeys answers only admins, and an update of a trap id that cannot exist is
-// FORBIDDEN for read-only keys and NOT_FOUND (changing nothing) for read-write ones.
+// probed by one function, probeScope (see there).
 import { ApiError, gql, type GqlOptions } from './api';
 import { ORGANIZATION, PROBE_ADMIN, PROBE_WRITE } from './queries';
 
@@ -15,23 +14,34 @@ type Run = <T>(query: string, variables?: Record<string, unknown>, opts?: GqlOpt
 
 const isForbidden = (e: unknown) => e instanceof ApiError && e.code === 'FORBIDDEN';
 
-/** Checks the token (throws ApiError UNAUTHENTICATED when refused) and finds its scope. */
-export async function identify(token: string, run: Run = gql): Promise<Identity> {
-  const { organization } = await run<{ organization: { id: string; name: string } }>(ORGANIZATION, undefined, { token });
+/**
+ * The scope of a token, from the existing queries only (nothing is decoded: a JWT's claims
+ * are the API's to interpret). apiKeys answers only admins; an update of a trap id that
+ * cannot exist is FORBIDDEN for read-only tokens and NOT_FOUND (changing nothing) for
+ * read-write ones. Other errors (refused token, network) are thrown.
+ * Replace with a `viewer { scope }` query when the API has one.
+ */
+export async function probeScope(token: string, run: Run = gql): Promise<Scope> {
   try {
     await run(PROBE_ADMIN, undefined, { token });
-    return { org: organization, scope: 'ADMIN' };
+    return 'ADMIN';
   } catch (e) {
     if (!isForbidden(e)) throw e;
   }
   try {
     await run(PROBE_WRITE, undefined, { token });
-    return { org: organization, scope: 'READ_WRITE' };
+    return 'READ_WRITE';
   } catch (e) {
-    if (isForbidden(e)) return { org: organization, scope: 'READ_ONLY' };
-    if (e instanceof ApiError && (e.code === 'NOT_FOUND' || e.code === 'BAD_USER_INPUT')) return { org: organization, scope: 'READ_WRITE' };
+    if (isForbidden(e)) return 'READ_ONLY';
+    if (e instanceof ApiError && (e.code === 'NOT_FOUND' || e.code === 'BAD_USER_INPUT')) return 'READ_WRITE';
     throw e;
   }
+}
+
+/** Checks the token (throws ApiError UNAUTHENTICATED when refused) and finds its organization and scope. */
+export async function identify(token: string, run: Run = gql): Promise<Identity> {
+  const { organization } = await run<{ organization: { id: string; name: string } }>(ORGANIZATION, undefined, { token });
+  return { org: organization, scope: await probeScope(token, run) };
 }
 
 export const canWrite = (s: Scope | null | undefined) => s === 'READ_WRITE' || s === 'ADMIN';

@@ -14,19 +14,27 @@ const TYPE_HELP: Record<string, string> = {
 };
 
 const BASE_KEY = 'flytrap.trapBase';
-function defaultBase(): string {
-  try {
-    const saved = localStorage.getItem(BASE_KEY);
-    if (saved) return saved;
-  } catch {
-    /* storage unavailable */
-  }
-  return `${location.protocol}//${location.hostname}:8081`;
+/**
+ * The trap listener's base URL for previews: the user's own override (kept in localStorage),
+ * else the server's (--trap-public-url, or http://<trap-addr>, from /dashboard/config.json),
+ * else this host on port 8081.
+ */
+export function trapBase(configured: string | null, saved: string | null, loc: { protocol: string; hostname: string }): string {
+  return saved || configured || `${loc.protocol}//${loc.hostname}:8081`;
 }
 
-export function TrapsView({ canWrite }: { canWrite: boolean }) {
+function savedBase(): string | null {
+  try {
+    return localStorage.getItem(BASE_KEY);
+  } catch {
+    return null; /* storage unavailable */
+  }
+}
+
+export function TrapsView({ canWrite, trapURL }: { canWrite: boolean; trapURL: string | null }) {
   const q = useQuery<TrapsData>(TRAPS, undefined, 'traps');
-  const [base, setBase] = useState(defaultBase);
+  const [override, setOverride] = useState<string | null>(savedBase);
+  const base = trapBase(trapURL, override, location);
   const [notice, setNotice] = useState('');
   const traps = q.data?.traps.edges.map((e) => e.node) ?? [];
   return (
@@ -60,9 +68,12 @@ export function TrapsView({ canWrite }: { canWrite: boolean }) {
             value={base}
             onInput={(e) => {
               const v = e.currentTarget.value.trim();
-              setBase(v);
+              // Empty, or the server's own value, drops the override.
+              const next = v && v !== trapURL ? v : null;
+              setOverride(next);
               try {
-                localStorage.setItem(BASE_KEY, v);
+                if (next) localStorage.setItem(BASE_KEY, next);
+                else localStorage.removeItem(BASE_KEY);
               } catch {
                 /* storage unavailable */
               }
@@ -70,7 +81,7 @@ export function TrapsView({ canWrite }: { canWrite: boolean }) {
           />
         </label>
         <p class="muted small">
-          Traps answer on the trap listener (<code>--trap-addr</code>), not here. Opening a trap URL records a hit like any visitor’s, so
+          Traps answer on the trap listener (<code>--trap-public-url</code>, else <code>--trap-addr</code>), not here. Opening a trap URL records a hit like any visitor’s, so
           previews are links, not embedded frames.
         </p>
       </div>
