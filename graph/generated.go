@@ -217,7 +217,9 @@ type ComplexityRoot struct {
 		Organization      func(childComplexity int) int
 		Sessions          func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.SessionOrder, where *ent.SessionWhereInput) int
 		Sites             func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.SiteOrder, where *ent.SiteWhereInput) int
+		TrapPreview       func(childComplexity int, id string) int
 		Traps             func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TrapOrder, where *ent.TrapWhereInput) int
+		Viewer            func(childComplexity int) int
 		WebhookDeliveries func(childComplexity int, endpointID string, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, status *webhookdelivery.Status) int
 		WebhookEndpoints  func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.WebhookEndpointOrder, where *ent.WebhookEndpointWhereInput) int
 	}
@@ -338,6 +340,20 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	TrapPreview struct {
+		Body        func(childComplexity int) int
+		ContentType func(childComplexity int) int
+		Path        func(childComplexity int) int
+		Status      func(childComplexity int) int
+	}
+
+	Viewer struct {
+		KeyID   func(childComplexity int) int
+		OrgID   func(childComplexity int) int
+		Scope   func(childComplexity int) int
+		Subject func(childComplexity int) int
+	}
+
 	WebhookAttempt struct {
 		At         func(childComplexity int) int
 		Error      func(childComplexity int) int
@@ -442,6 +458,8 @@ type QueryResolver interface {
 	WebhookEndpoints(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.WebhookEndpointOrder, where *ent.WebhookEndpointWhereInput) (*ent.WebhookEndpointConnection, error)
 	Organization(ctx context.Context) (*ent.Organization, error)
 	Analytics(ctx context.Context) (*model.Analytics, error)
+	Viewer(ctx context.Context) (*model.Viewer, error)
+	TrapPreview(ctx context.Context, id string) (*model.TrapPreview, error)
 	WebhookDeliveries(ctx context.Context, endpointID string, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, status *webhookdelivery.Status) (*ent.WebhookDeliveryConnection, error)
 }
 type SubscriptionResolver interface {
@@ -1240,6 +1258,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Sites(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.SiteOrder), args["where"].(*ent.SiteWhereInput)), true
+	case "Query.trapPreview":
+		if e.ComplexityRoot.Query.TrapPreview == nil {
+			break
+		}
+
+		args, err := ec.field_Query_trapPreview_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.TrapPreview(childComplexity, args["id"].(string)), true
 	case "Query.traps":
 		if e.ComplexityRoot.Query.Traps == nil {
 			break
@@ -1251,6 +1280,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Traps(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.TrapOrder), args["where"].(*ent.TrapWhereInput)), true
+	case "Query.viewer":
+		if e.ComplexityRoot.Query.Viewer == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Viewer(childComplexity), true
 	case "Query.webhookDeliveries":
 		if e.ComplexityRoot.Query.WebhookDeliveries == nil {
 			break
@@ -1742,6 +1777,56 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.TrapEdge.Node(childComplexity), true
 
+	case "TrapPreview.body":
+		if e.ComplexityRoot.TrapPreview.Body == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TrapPreview.Body(childComplexity), true
+	case "TrapPreview.contentType":
+		if e.ComplexityRoot.TrapPreview.ContentType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TrapPreview.ContentType(childComplexity), true
+	case "TrapPreview.path":
+		if e.ComplexityRoot.TrapPreview.Path == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TrapPreview.Path(childComplexity), true
+	case "TrapPreview.status":
+		if e.ComplexityRoot.TrapPreview.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TrapPreview.Status(childComplexity), true
+
+	case "Viewer.keyID":
+		if e.ComplexityRoot.Viewer.KeyID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Viewer.KeyID(childComplexity), true
+	case "Viewer.orgID":
+		if e.ComplexityRoot.Viewer.OrgID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Viewer.OrgID(childComplexity), true
+	case "Viewer.scope":
+		if e.ComplexityRoot.Viewer.Scope == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Viewer.Scope(childComplexity), true
+	case "Viewer.subject":
+		if e.ComplexityRoot.Viewer.Subject == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Viewer.Subject(childComplexity), true
+
 	case "WebhookAttempt.at":
 		if e.ComplexityRoot.WebhookAttempt.At == nil {
 			break
@@ -2152,6 +2237,36 @@ extend type Query {
   organization: Organization!
   "Detection figures of the caller's organization."
   analytics: Analytics!
+  "The authenticated caller: its organization, scope, and the API key or identity-provider subject it signed in with."
+  viewer: Viewer!
+  """
+  The decoy of one of the caller's traps, rendered exactly as the trap listener would answer a visitor (an mcp
+  trap: its GET view), without recording a hit or a session. Its tokens belong to a hit id that is never stored,
+  so tokens in a preview are inert: sending one back is not attributed to anything.
+  """
+  trapPreview(id: ID!): TrapPreview!
+}
+
+"The authenticated caller."
+type Viewer {
+  orgID: ID!
+  scope: ApiKeyScope!
+  "The API key's id, when the caller signed in with an API key."
+  keyID: ID
+  "The identity provider's subject, when the caller signed in with a JWT."
+  subject: String
+}
+
+"A decoy response as the trap listener would send it; the body is attacker-facing content, show it as text."
+type TrapPreview {
+  "HTTP status."
+  status: Int!
+  "The Content-Type header."
+  contentType: String!
+  "The response body."
+  body: String!
+  "The trap's path, where visitors receive this response."
+  path: String!
 }
 
 type Analytics {
@@ -2790,6 +2905,34 @@ func (ec *executionContext) childFields_TrapEdge(ctx context.Context, field grap
 		return ec.fieldContext_TrapEdge_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TrapEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_TrapPreview(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "status":
+		return ec.fieldContext_TrapPreview_status(ctx, field)
+	case "contentType":
+		return ec.fieldContext_TrapPreview_contentType(ctx, field)
+	case "body":
+		return ec.fieldContext_TrapPreview_body(ctx, field)
+	case "path":
+		return ec.fieldContext_TrapPreview_path(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TrapPreview", field.Name)
+}
+
+func (ec *executionContext) childFields_Viewer(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "orgID":
+		return ec.fieldContext_Viewer_orgID(ctx, field)
+	case "scope":
+		return ec.fieldContext_Viewer_scope(ctx, field)
+	case "keyID":
+		return ec.fieldContext_Viewer_keyID(ctx, field)
+	case "subject":
+		return ec.fieldContext_Viewer_subject(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Viewer", field.Name)
 }
 
 func (ec *executionContext) childFields_WebhookAttempt(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3523,6 +3666,20 @@ func (ec *executionContext) field_Query_sites_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["where"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_trapPreview_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -6999,6 +7156,82 @@ func (ec *executionContext) fieldContext_Query_analytics(_ context.Context, fiel
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_viewer(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_viewer(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Viewer(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Viewer) graphql.Marshaler {
+			return ec.marshalNViewer2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐViewer(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_viewer(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Viewer(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_trapPreview(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_trapPreview(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().TrapPreview(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TrapPreview) graphql.Marshaler {
+			return ec.marshalNTrapPreview2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTrapPreview(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_trapPreview(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TrapPreview(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_trapPreview_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_webhookDeliveries(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8996,6 +9229,190 @@ func (ec *executionContext) _TrapEdge_cursor(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_TrapEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("TrapEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
+}
+
+func (ec *executionContext) _TrapPreview_status(ctx context.Context, field graphql.CollectedField, obj *model.TrapPreview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TrapPreview_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TrapPreview_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TrapPreview", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _TrapPreview_contentType(ctx context.Context, field graphql.CollectedField, obj *model.TrapPreview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TrapPreview_contentType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ContentType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TrapPreview_contentType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TrapPreview", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TrapPreview_body(ctx context.Context, field graphql.CollectedField, obj *model.TrapPreview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TrapPreview_body(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Body, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TrapPreview_body(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TrapPreview", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TrapPreview_path(ctx context.Context, field graphql.CollectedField, obj *model.TrapPreview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TrapPreview_path(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Path, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TrapPreview_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TrapPreview", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Viewer_orgID(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Viewer_orgID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OrgID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Viewer_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Viewer", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Viewer_scope(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Viewer_scope(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Scope, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v viewer.Scope) graphql.Marshaler {
+			return ec.marshalNApiKeyScope2githubᚗcomᚋflytrapᚋflytrapᚋviewerᚐScope(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Viewer_scope(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Viewer", field, false, false, errors.New("field of type ApiKeyScope does not have child fields"))
+}
+
+func (ec *executionContext) _Viewer_keyID(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Viewer_keyID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.KeyID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Viewer_keyID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Viewer", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Viewer_subject(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Viewer_subject(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Subject, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Viewer_subject(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Viewer", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _WebhookAttempt_at(ctx context.Context, field graphql.CollectedField, obj *schematype.WebhookAttempt) (ret graphql.Marshaler) {
@@ -20571,6 +20988,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "viewer":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_viewer(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "trapPreview":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_trapPreview(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "webhookDeliveries":
 			field := field
 
@@ -21581,6 +22042,112 @@ func (ec *executionContext) _TrapEdge(ctx context.Context, sel ast.SelectionSet,
 		case "cursor":
 			out.Values[i] = ec._TrapEdge_cursor(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var trapPreviewImplementors = []string{"TrapPreview"}
+
+func (ec *executionContext) _TrapPreview(ctx context.Context, sel ast.SelectionSet, obj *model.TrapPreview) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, trapPreviewImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TrapPreview")
+		case "status":
+			out.Values[i] = ec._TrapPreview_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "contentType":
+			out.Values[i] = ec._TrapPreview_contentType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "body":
+			out.Values[i] = ec._TrapPreview_body(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "path":
+			out.Values[i] = ec._TrapPreview_path(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var viewerImplementors = []string{"Viewer"}
+
+func (ec *executionContext) _Viewer(ctx context.Context, sel ast.SelectionSet, obj *model.Viewer) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, viewerImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Viewer")
+		case "orgID":
+			out.Values[i] = ec._Viewer_orgID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "scope":
+			out.Values[i] = ec._Viewer_scope(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "keyID":
+			out.Values[i] = ec._Viewer_keyID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "subject":
+			out.Values[i] = ec._Viewer_subject(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -23095,6 +23662,16 @@ func (ec *executionContext) marshalNTrapOrderField2ᚖgithubᚗcomᚋflytrapᚋf
 	return v
 }
 
+func (ec *executionContext) marshalNTrapPreview2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTrapPreview(ctx context.Context, sel ast.SelectionSet, v *model.TrapPreview) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._TrapPreview(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNTrapType2githubᚗcomᚋflytrapᚋflytrapᚋentᚋtrapᚐType(ctx context.Context, v any) (trap.Type, error) {
 	var res trap.Type
 	err := res.UnmarshalGQL(v)
@@ -23128,6 +23705,16 @@ func (ec *executionContext) unmarshalNUpdateTrapInput2githubᚗcomᚋflytrapᚋf
 func (ec *executionContext) unmarshalNUpdateWebhookEndpointInput2githubᚗcomᚋflytrapᚋflytrapᚋentᚐUpdateWebhookEndpointInput(ctx context.Context, v any) (ent.UpdateWebhookEndpointInput, error) {
 	res, err := ec.unmarshalInputUpdateWebhookEndpointInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNViewer2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐViewer(ctx context.Context, sel ast.SelectionSet, v *model.Viewer) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Viewer(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNWebhookAttempt2githubᚗcomᚋflytrapᚋflytrapᚋentᚋschematypeᚐWebhookAttempt(ctx context.Context, sel ast.SelectionSet, v schematype.WebhookAttempt) graphql.Marshaler {

@@ -17,6 +17,9 @@ type Resolver struct {
 	broker *event.Broker
 	logger *slog.Logger
 	now    func() time.Time
+
+	// Previewer renders trapPreview; the server sets it once the trap engine exists.
+	Previewer Previewer
 }
 
 // NewResolver returns the root resolver over client; broker feeds live delivery;

@@ -68,6 +68,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 		return nil, fmt.Errorf("trap engine: %w", err)
 	}
 	s.engine = engine
+	s.resolver.Previewer = engine.Preview
 	if db.Dialect == dialect.Postgres {
 		s.notifier = event.NewNotifier(db.Client, db.DSN, s.broker, log)
 		s.notifier.OnRoutesChanged(engine.InvalidateRoutes)

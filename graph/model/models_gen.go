@@ -83,3 +83,25 @@ type TimelineBucket struct {
 	Hour time.Time `json:"hour"`
 	Hits int       `json:"hits"`
 }
+
+// A decoy response as the trap listener would send it; the body is attacker-facing content, show it as text.
+type TrapPreview struct {
+	// HTTP status.
+	Status int `json:"status"`
+	// The Content-Type header.
+	ContentType string `json:"contentType"`
+	// The response body.
+	Body string `json:"body"`
+	// The trap's path, where visitors receive this response.
+	Path string `json:"path"`
+}
+
+// The authenticated caller.
+type Viewer struct {
+	OrgID string       `json:"orgID"`
+	Scope viewer.Scope `json:"scope"`
+	// The API key's id, when the caller signed in with an API key.
+	KeyID *string `json:"keyID,omitempty"`
+	// The identity provider's subject, when the caller signed in with a JWT.
+	Subject *string `json:"subject,omitempty"`
+}

@@ -216,6 +216,26 @@ test('sign in, traps, live threat, sessions, keys: attacker text stays inert', a
   await shot('02-traps');
   await assertInert('traps');
 
+  // Preview: the decoy's raw response as inert text (never markup), recording nothing.
+  await trapItem.getByRole('button', { name: 'Preview', exact: true }).click();
+  const preview = trapItem.getByTestId('trap-preview');
+  await preview.waitFor();
+  assert.equal(await preview.getByTestId('trap-preview-status').textContent(), 'HTTP 200');
+  assert.match(await preview.getByTestId('trap-preview-type').textContent(), /^text\/html/);
+  const raw = preview.locator('pre');
+  const rawText = await raw.textContent();
+  assert.ok(rawText.includes('E2E wiki &lt;b&gt;bold&lt;/b&gt;'), 'the preview shows the trap name as the decoy escapes it');
+  assert.match(rawText, /<(!doctype|html)/i, 'the decoy markup is shown as text');
+  assert.equal(await raw.evaluate((el) => el.childElementCount), 0, 'the preview has no elements inside its <pre>');
+  assert.equal(await page.locator('main meta, main style, main link, main title').count(), 0, 'no decoy element reached the DOM');
+  await shot('02b-trap-preview');
+  await assertInert('trap preview');
+  const before = await gqlData(`{ analytics { overview { totalHits24h } } sessions { totalCount } }`);
+  assert.equal(before.analytics.overview.totalHits24h, 0, 'a preview records no hit');
+  assert.equal(before.sessions.totalCount, 0, 'a preview records no session');
+  await trapItem.getByRole('button', { name: 'Hide preview' }).click();
+  await preview.waitFor({ state: 'detached' });
+
   // Overview with the live feed connected before the threat happens.
   await page.getByRole('link', { name: 'Overview' }).click();
   await page.getByTestId('live-status').filter({ hasText: 'Live' }).waitFor({ timeout: 15000 });
@@ -371,6 +391,12 @@ test('a read-only key sees no write controls; a revoked key returns to sign-in',
   for (const name of ['Create trap', 'Edit', 'Delete', 'Deactivate', 'Activate']) {
     assert.equal(await page.getByRole('button', { name, exact: true }).count(), 0, `no ${name} button for read-only`);
   }
+  // Previewing is reading: a read-only key may.
+  const roTrap = page.getByTestId('trap').first();
+  await roTrap.getByRole('button', { name: 'Preview', exact: true }).click();
+  await roTrap.getByTestId('trap-preview').waitFor();
+  assert.equal(await roTrap.getByTestId('trap-preview-status').textContent(), 'HTTP 200');
+  await assertInert('trap preview, read-only');
   await shot('11-traps-read-only');
   await page.getByRole('link', { name: /API keys/ }).click();
   await page.getByText(/needs an admin key/).waitFor();

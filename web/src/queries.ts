@@ -133,6 +133,15 @@ export const CREATE_TRAP = `mutation CreateTrap($input: CreateTrapInput!) { crea
 export const UPDATE_TRAP = `mutation UpdateTrap($id: ID!, $input: UpdateTrapInput!) { updateTrap(id: $id, input: $input) { ${TRAP_FIELDS} } }`;
 export const DELETE_TRAP = `mutation DeleteTrap($id: ID!) { deleteTrap(id: $id) { id deleted } }`;
 
+/** A trap's decoy as the listener would send it; nothing is recorded and its tokens are inert. */
+export interface TrapPreview {
+  status: number;
+  contentType: string;
+  body: string;
+  path: string;
+}
+export const TRAP_PREVIEW = `query TrapPreview($id: ID!) { trapPreview(id: $id) { status contentType body path } }`;
+
 export interface ApiKey {
   id: string;
   name: string;
@@ -151,12 +160,5 @@ export const API_KEYS = `query ApiKeys { apiKeys(first: 100, orderBy: {field: CR
 export const CREATE_API_KEY = `mutation CreateApiKey($input: CreateApiKeyInput!) { createApiKey(input: $input) { key apiKey { ${KEY_FIELDS} } } }`;
 export const REVOKE_API_KEY = `mutation RevokeApiKey($id: ID!) { revokeApiKey(id: $id) { ${KEY_FIELDS} } }`;
 
-export const ORGANIZATION = `query Org { organization { id name } }`;
-/** Admin only: answers FORBIDDEN for smaller scopes. */
-export const PROBE_ADMIN = `query ProbeAdmin { apiKeys(first: 1) { totalCount } }`;
-/**
- * Write probe: an update of a trap id that cannot exist. A read-only key gets FORBIDDEN;
- * a read-write key gets NOT_FOUND (or BAD_USER_INPUT). It changes nothing either way.
- * (The API has no "viewer { scope }" query yet.)
- */
-export const PROBE_WRITE = `mutation ProbeWrite { updateTrap(id: "trp_00000000000000000000000000", input: {}) { id } }`;
+/** Who the token is: its organization and scope, in one request. */
+export const IDENTIFY = `query Identify { organization { id name } viewer { scope } }`;

@@ -1,59 +1,50 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from './api';
-import { canWrite, identify, looksLikeToken, normaliseToken, probeScope } from './scope';
+import { canWrite, identify, isScope, looksLikeToken, normaliseToken } from './scope';
 
-const org = { organization: { id: 'org_1', name: 'Acme' } };
-function runner(answers: Record<string, unknown>) {
-  return async <T,>(query: string): Promise<T> => {
-    const key = Object.keys(answers).find((k) => query.includes(k))!;
-    const a = answers[key];
-    if (a instanceof Error) throw a;
-    return a as T;
+const org = { id: 'org_1', name: 'Acme' };
+type Call = { query: string; token?: string };
+function runner(answer: unknown, calls: Call[] = []) {
+  return async <T,>(query: string, _v?: unknown, opts?: { token?: string }): Promise<T> => {
+    calls.push({ query, token: opts?.token });
+    if (answer instanceof Error) throw answer;
+    return answer as T;
   };
 }
-const forbidden = new ApiError('no', 'FORBIDDEN', 200);
 
 describe('identify', () => {
-  it('finds an admin', async () => {
-    expect((await identify('t', runner({ 'organization {': org, ProbeAdmin: {}, ProbeWrite: {} }))).scope).toBe('ADMIN');
+  it('asks the API once, with the given token, for the organization and viewer scope', async () => {
+    const calls: Call[] = [];
+    const id = await identify('tok', runner({ organization: org, viewer: { scope: 'ADMIN' } }, calls));
+    expect(id).toEqual({ org, scope: 'ADMIN' });
+    expect(calls).toHaveLength(1);
+    expect(calls[0].token).toBe('tok');
+    expect(calls[0].query).toMatch(/viewer\s*\{\s*scope\s*\}/);
+    expect(calls[0].query).toMatch(/organization\s*\{\s*id name\s*\}/);
+    expect(calls[0].query).not.toMatch(/mutation/);
   });
-  it('finds read-write from NOT_FOUND on the write probe', async () => {
-    const r = runner({ 'organization {': org, ProbeAdmin: forbidden, ProbeWrite: new ApiError('no such trap', 'NOT_FOUND', 200) });
-    expect((await identify('t', r)).scope).toBe('READ_WRITE');
+  it('takes each scope as the API says it', async () => {
+    for (const scope of ['READ_ONLY', 'READ_WRITE', 'ADMIN'] as const) {
+      const id = await identify('t', runner({ organization: org, viewer: { scope } }));
+      expect(id.scope).toBe(scope);
+      expect(canWrite(id.scope)).toBe(scope !== 'READ_ONLY');
+    }
   });
-  it('finds read-only from FORBIDDEN on both probes', async () => {
-    const r = runner({ 'organization {': org, ProbeAdmin: forbidden, ProbeWrite: forbidden });
-    const id = await identify('t', r);
-    expect(id).toEqual({ org: org.organization, scope: 'READ_ONLY' });
-    expect(canWrite(id.scope)).toBe(false);
+  it('refuses a scope it does not know rather than guessing', async () => {
+    await expect(identify('t', runner({ organization: org, viewer: { scope: 'SUPERUSER' } }))).rejects.toMatchObject({ code: 'INTERNAL' });
+    await expect(identify('t', runner({ organization: org, viewer: null }))).rejects.toMatchObject({ code: 'INTERNAL' });
   });
-  it('passes a refusal on', async () => {
-    const r = runner({ 'organization {': new ApiError('bad key', 'UNAUTHENTICATED', 401) });
-    await expect(identify('t', r)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+  it('passes a refusal or a failure on', async () => {
+    await expect(identify('t', runner(new ApiError('bad key', 'UNAUTHENTICATED', 401)))).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    await expect(identify('t', runner(new ApiError('down', 'NETWORK', 0)))).rejects.toMatchObject({ code: 'NETWORK' });
   });
 });
 
-describe('probeScope', () => {
-  const calls: string[] = [];
-  const tracking = (answers: Record<string, unknown>) => {
-    const r = runner(answers);
-    return async <T,>(query: string, _v?: unknown, opts?: { token?: string }): Promise<T> => {
-      calls.push(`${query.match(/(query|mutation) (\w+)/)?.[2]} ${opts?.token}`);
-      return r<T>(query);
-    };
-  };
-  it('asks only the admin probe of an admin, with the given token', async () => {
-    calls.length = 0;
-    expect(await probeScope('tok', tracking({ ProbeAdmin: {}, ProbeWrite: {} }))).toBe('ADMIN');
-    expect(calls).toEqual(['ProbeAdmin tok']);
-  });
-  it('tells read-write from read-only by the write probe', async () => {
-    expect(await probeScope('t', runner({ ProbeAdmin: forbidden, ProbeWrite: new ApiError('bad id', 'BAD_USER_INPUT', 200) }))).toBe('READ_WRITE');
-    expect(await probeScope('t', runner({ ProbeAdmin: forbidden, ProbeWrite: forbidden }))).toBe('READ_ONLY');
-  });
-  it('passes other failures on rather than guessing a scope', async () => {
-    await expect(probeScope('t', runner({ ProbeAdmin: new ApiError('down', 'NETWORK', 0) }))).rejects.toMatchObject({ code: 'NETWORK' });
-    await expect(probeScope('t', runner({ ProbeAdmin: forbidden, ProbeWrite: new ApiError('x', 'INTERNAL', 500) }))).rejects.toMatchObject({ code: 'INTERNAL' });
+describe('isScope', () => {
+  it('knows the three scopes only', () => {
+    expect(['READ_ONLY', 'READ_WRITE', 'ADMIN'].every(isScope)).toBe(true);
+    expect(isScope('read-only')).toBe(false);
+    expect(isScope(undefined)).toBe(false);
   });
 });
 

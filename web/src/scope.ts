@@ -1,7 +1,7 @@
-// What the signed-in token may do. The API has no "viewer { scope }" query, so the scope is
-// probed by one function, probeScope (see there).
+// What the signed-in token may do: the API's viewer { scope } says so (nothing is decoded:
+// a JWT's claims are the API's to interpret).
 import { ApiError, gql, type GqlOptions } from './api';
-import { ORGANIZATION, PROBE_ADMIN, PROBE_WRITE } from './queries';
+import { IDENTIFY } from './queries';
 
 export type Scope = 'READ_ONLY' | 'READ_WRITE' | 'ADMIN';
 
@@ -12,36 +12,17 @@ export interface Identity {
 
 type Run = <T>(query: string, variables?: Record<string, unknown>, opts?: GqlOptions) => Promise<T>;
 
-const isForbidden = (e: unknown) => e instanceof ApiError && e.code === 'FORBIDDEN';
+const SCOPES: readonly string[] = ['READ_ONLY', 'READ_WRITE', 'ADMIN'];
+export const isScope = (s: unknown): s is Scope => typeof s === 'string' && SCOPES.includes(s);
 
 /**
- * The scope of a token, from the existing queries only (nothing is decoded: a JWT's claims
- * are the API's to interpret). apiKeys answers only admins; an update of a trap id that
- * cannot exist is FORBIDDEN for read-only tokens and NOT_FOUND (changing nothing) for
- * read-write ones. Other errors (refused token, network) are thrown.
- * Replace with a `viewer { scope }` query when the API has one.
+ * Checks the token (throws ApiError UNAUTHENTICATED when refused) and finds its organization
+ * and scope, in one request. A scope this dashboard does not know is an error, never a guess.
  */
-export async function probeScope(token: string, run: Run = gql): Promise<Scope> {
-  try {
-    await run(PROBE_ADMIN, undefined, { token });
-    return 'ADMIN';
-  } catch (e) {
-    if (!isForbidden(e)) throw e;
-  }
-  try {
-    await run(PROBE_WRITE, undefined, { token });
-    return 'READ_WRITE';
-  } catch (e) {
-    if (isForbidden(e)) return 'READ_ONLY';
-    if (e instanceof ApiError && (e.code === 'NOT_FOUND' || e.code === 'BAD_USER_INPUT')) return 'READ_WRITE';
-    throw e;
-  }
-}
-
-/** Checks the token (throws ApiError UNAUTHENTICATED when refused) and finds its organization and scope. */
 export async function identify(token: string, run: Run = gql): Promise<Identity> {
-  const { organization } = await run<{ organization: { id: string; name: string } }>(ORGANIZATION, undefined, { token });
-  return { org: organization, scope: await probeScope(token, run) };
+  const d = await run<{ organization: { id: string; name: string }; viewer: { scope: unknown } }>(IDENTIFY, undefined, { token });
+  if (!isScope(d.viewer?.scope)) throw new ApiError(`unknown scope ${JSON.stringify(d.viewer?.scope)}`, 'INTERNAL', 200);
+  return { org: d.organization, scope: d.viewer.scope };
 }
 
 export const canWrite = (s: Scope | null | undefined) => s === 'READ_WRITE' || s === 'ADMIN';

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { describeError, gql } from '../api';
 import { formatTime, trapURL } from '../format';
-import { CREATE_TRAP, DELETE_TRAP, TRAPS, TRAP_TYPES, UPDATE_TRAP, type Trap, type TrapsData } from '../queries';
+import { CREATE_TRAP, DELETE_TRAP, TRAPS, TRAP_PREVIEW, TRAP_TYPES, UPDATE_TRAP, type Trap, type TrapPreview, type TrapsData } from '../queries';
 import { Badge, ConfirmButton, CopyButton, Empty, ErrorBox, Inert, Link, Loading, useQuery } from '../ui';
 
 const TYPE_HELP: Record<string, string> = {
@@ -81,8 +81,8 @@ export function TrapsView({ canWrite, trapURL }: { canWrite: boolean; trapURL: s
           />
         </label>
         <p class="muted small">
-          Traps answer on the trap listener (<code>--trap-public-url</code>, else <code>--trap-addr</code>), not here. Opening a trap URL records a hit like any visitor’s, so
-          previews are links, not embedded frames.
+          Traps answer on the trap listener (<code>--trap-public-url</code>, else <code>--trap-addr</code>), not here. Opening a trap URL records a hit like any visitor’s;
+          “Preview” shows the decoy’s raw response as text instead, recording nothing (its tokens are inert).
         </p>
       </div>
       {q.error ? <ErrorBox error={q.error} retry={q.reload} /> : null}
@@ -174,6 +174,20 @@ function TrapItem({ trap: t, base, canWrite, onChanged }: { trap: Trap; base: st
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState('');
   const url = trapURL(base, t.path);
+  const [preview, setPreview] = useState<PreviewState | null>(null);
+  const togglePreview = async () => {
+    if (preview !== null) {
+      setPreview(null);
+      return;
+    }
+    setPreview({ loading: true });
+    try {
+      const d = await gql<{ trapPreview: TrapPreview }>(TRAP_PREVIEW, { id: t.id });
+      setPreview({ data: d.trapPreview });
+    } catch (err) {
+      setPreview({ error: describeError(err) });
+    }
+  };
   const run = async (fn: () => Promise<unknown>) => {
     setBusy(true);
     setError('');
@@ -206,6 +220,9 @@ function TrapItem({ trap: t, base, canWrite, onChanged }: { trap: Trap; base: st
         <dd>{formatTime(t.createdAt)}</dd>
         <dt>Preview</dt>
         <dd class="preview">
+          <button type="button" class="secondary" aria-expanded={preview !== null} onClick={togglePreview} data-testid="trap-preview-toggle">
+            {preview !== null ? 'Hide preview' : 'Preview'}
+          </button>{' '}
           {url ? (
             <>
               <code data-testid="trap-url">{url}</code> <CopyButton text={url} label="Copy URL" />{' '}
@@ -216,6 +233,7 @@ function TrapItem({ trap: t, base, canWrite, onChanged }: { trap: Trap; base: st
           ) : (
             <span class="muted">Set the trap listener URL above.</span>
           )}
+          {preview !== null && <PreviewPanel state={preview} />}
         </dd>
         <dt>Sessions</dt>
         <dd>
@@ -283,5 +301,32 @@ function TrapItem({ trap: t, base, canWrite, onChanged }: { trap: Trap; base: st
         </form>
       )}
     </li>
+  );
+}
+
+type PreviewState = { loading: true } | { data: TrapPreview } | { error: string };
+
+/**
+ * The decoy as a visitor's browser would receive it, shown as inert text: its body is
+ * visitor-facing bait (hidden instructions, planted tokens) and is never rendered as markup.
+ * An iframe is not an option: the dashboard's Content-Security-Policy forbids frames.
+ */
+function PreviewPanel({ state }: { state: PreviewState }) {
+  if ('loading' in state) return <Loading />;
+  if ('error' in state)
+    return (
+      <p class="state error" role="alert">
+        {state.error}
+      </p>
+    );
+  const p = state.data;
+  return (
+    <div class="decoy-preview" data-testid="trap-preview">
+      <p class="muted small">
+        <span data-testid="trap-preview-status">HTTP {p.status}</span> · <code data-testid="trap-preview-type">{p.contentType}</code> · as served at{' '}
+        <Inert text={p.path} /> — raw response, shown as text; nothing was recorded and its tokens are inert.
+      </p>
+      <Inert text={p.body} block />
+    </div>
   );
 }

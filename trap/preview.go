@@ -1,0 +1,40 @@
+package trap
+
+import (
+	"context"
+	"slices"
+
+	"github.com/flytrap/flytrap/decoy"
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/ids"
+)
+
+// Preview renders t's decoy as the listener would answer a GET of its path on its
+// site's host (an mcp trap: its GET view), recording nothing. The hit id it renders
+// for is fresh and never stored, so the preview's tokens resolve to no hit: they are inert.
+// ctx carries the caller, whose organization's rules apply to the reads.
+func (e *Engine) Preview(ctx context.Context, t *ent.Trap) (decoy.Rendered, error) {
+	s := decoy.Spec{TrapID: t.ID, Name: t.Name, Type: string(t.Type), Path: t.Path, Description: t.Description}
+	if t.SiteID != "" {
+		site, err := e.client.Site.Get(ctx, t.SiteID)
+		if err != nil {
+			return decoy.Rendered{}, err
+		}
+		if site.Host != nil {
+			s.Host = *site.Host
+		}
+		if t.Type == trap.TypeRobots {
+			others, err := e.client.Trap.Query().
+				Where(trap.SiteID(t.SiteID), trap.Active(true), trap.PathNEQ(t.Path),
+					trap.TypeNotIn(trap.TypeRobots, trap.TypeLlmsTxt)).
+				Select(trap.FieldPath).Strings(ctx)
+			if err != nil {
+				return decoy.Rendered{}, err
+			}
+			slices.Sort(others)
+			s.Disallow = others
+		}
+	}
+	return decoy.Render(e.key, s, ids.New(ids.Hit)), nil
+}
