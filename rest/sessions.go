@@ -117,12 +117,9 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if where.FirstSeenLT, err = timeParam(q, "until"); err != nil {
 		return err
 	}
-	var after *entgql.Cursor[string]
-	if v := q.Get("cursor"); v != "" {
-		after = &entgql.Cursor[string]{}
-		if err := after.UnmarshalGQL(urlToStd.Replace(v)); err != nil {
-			return apperr.Invalid("cursor", "is not a cursor this API issued")
-		}
+	after, err := cursorParam(q)
+	if err != nil {
+		return err
 	}
 	order := &ent.SessionOrder{Field: ent.SessionOrderFieldLastSeen, Direction: entgql.OrderDirectionDesc}
 	conn, err := a.res.Query().Sessions(r.Context(), after, &limit, nil, nil, order, where)
@@ -133,14 +130,32 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
 	for _, e := range conn.Edges {
 		data = append(data, sessionData(e.Node))
 	}
+	return page(w, data, conn.PageInfo)
+}
+
+// cursorParam reads the cursor parameter of a paginated list.
+func cursorParam(q url.Values) (*entgql.Cursor[string], error) {
+	v := q.Get("cursor")
+	if v == "" {
+		return nil, nil
+	}
+	after := &entgql.Cursor[string]{}
+	if err := after.UnmarshalGQL(urlToStd.Replace(v)); err != nil {
+		return nil, apperr.Invalid("cursor", "is not a cursor this API issued")
+	}
+	return after, nil
+}
+
+// page writes a paginated list: the dashboard wrapper plus {"pagination": {has_more, next_cursor}}.
+func page(w http.ResponseWriter, data []map[string]any, info entgql.PageInfo[string]) error {
 	next := ""
-	if conn.PageInfo.EndCursor != nil {
-		next = cursorString(conn.PageInfo.EndCursor)
+	if info.EndCursor != nil {
+		next = cursorString(info.EndCursor)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"success":    true,
 		"data":       data,
-		"pagination": map[string]any{"has_more": conn.PageInfo.HasNextPage, "next_cursor": next},
+		"pagination": map[string]any{"has_more": info.HasNextPage, "next_cursor": next},
 	})
 	return nil
 }

@@ -293,12 +293,9 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 		}
 		status = &s
 	}
-	var after *entgql.Cursor[string]
-	if v := q.Get("cursor"); v != "" {
-		after = &entgql.Cursor[string]{}
-		if err := after.UnmarshalGQL(urlToStd.Replace(v)); err != nil {
-			return apperr.Invalid("cursor", "is not a cursor this API issued")
-		}
+	after, err := cursorParam(q)
+	if err != nil {
+		return err
 	}
 	conn, err := a.res.Query().WebhookDeliveries(r.Context(), r.PathValue("id"), after, &limit, nil, nil, status)
 	if err != nil {
@@ -308,16 +305,7 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	for _, e := range conn.Edges {
 		data = append(data, deliveryData(e.Node))
 	}
-	next := ""
-	if conn.PageInfo.EndCursor != nil {
-		next = cursorString(conn.PageInfo.EndCursor)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"success":    true,
-		"data":       data,
-		"pagination": map[string]any{"has_more": conn.PageInfo.HasNextPage, "next_cursor": next},
-	})
-	return nil
+	return page(w, data, conn.PageInfo)
 }
 
 func checkPathID(id, prefix string) error {
