@@ -53,8 +53,8 @@ var nameOfPrefix = map[string]string{
 	ids.Webhook: "webhook endpoint", ids.Delivery: "webhook delivery",
 }
 
-// checkID refuses an id that is malformed or names another kind of object than prefix.
-func checkID(id, prefix string) error {
+// CheckID refuses an id that is malformed or names another kind of object than prefix.
+func CheckID(id, prefix string) error {
 	if ids.Prefix(id) != prefix {
 		return apperr.Invalid("id", "%q is not a %s id (%s_…)", truncate(id, 64), nameOfPrefix[prefix], prefix)
 	}

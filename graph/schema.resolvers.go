@@ -35,7 +35,7 @@ func (r *mutationResolver) CreateTrap(ctx context.Context, input ent.CreateTrapI
 
 // UpdateTrap is the resolver for the updateTrap field.
 func (r *mutationResolver) UpdateTrap(ctx context.Context, id string, input ent.UpdateTrapInput) (*ent.Trap, error) {
-	if err := checkID(id, ids.Trap); err != nil {
+	if err := CheckID(id, ids.Trap); err != nil {
 		return nil, err
 	}
 	return r.ent(ctx).Trap.UpdateOneID(id).SetInput(input).Save(ctx)
@@ -43,7 +43,7 @@ func (r *mutationResolver) UpdateTrap(ctx context.Context, id string, input ent.
 
 // DeleteTrap is the resolver for the deleteTrap field.
 func (r *mutationResolver) DeleteTrap(ctx context.Context, id string) (*model.DeletePayload, error) {
-	if err := checkID(id, ids.Trap); err != nil {
+	if err := CheckID(id, ids.Trap); err != nil {
 		return nil, err
 	}
 	return deleted(id, r.ent(ctx).Trap.DeleteOneID(id).Exec(ctx))
@@ -56,7 +56,7 @@ func (r *mutationResolver) CreateAPIKey(ctx context.Context, input model.CreateA
 
 // RevokeAPIKey is the resolver for the revokeApiKey field.
 func (r *mutationResolver) RevokeAPIKey(ctx context.Context, id string) (*ent.APIKey, error) {
-	if err := checkID(id, ids.APIKey); err != nil {
+	if err := CheckID(id, ids.APIKey); err != nil {
 		return nil, err
 	}
 	return r.revokeAPIKey(ctx, id)
@@ -78,7 +78,7 @@ func (r *mutationResolver) CreateSite(ctx context.Context, input ent.CreateSiteI
 
 // UpdateSite is the resolver for the updateSite field.
 func (r *mutationResolver) UpdateSite(ctx context.Context, id string, input ent.UpdateSiteInput) (*ent.Site, error) {
-	if err := checkID(id, ids.Site); err != nil {
+	if err := CheckID(id, ids.Site); err != nil {
 		return nil, err
 	}
 	return r.ent(ctx).Site.UpdateOneID(id).SetInput(input).Save(ctx)
@@ -86,7 +86,7 @@ func (r *mutationResolver) UpdateSite(ctx context.Context, id string, input ent.
 
 // DeleteSite is the resolver for the deleteSite field.
 func (r *mutationResolver) DeleteSite(ctx context.Context, id string) (*model.DeletePayload, error) {
-	if err := checkID(id, ids.Site); err != nil {
+	if err := CheckID(id, ids.Site); err != nil {
 		return nil, err
 	}
 	return deleted(id, r.ent(ctx).Site.DeleteOneID(id).Exec(ctx))

@@ -33,7 +33,7 @@ func (r *queryResolver) Viewer(ctx context.Context) (*model.Viewer, error) {
 
 // TrapPreview is the resolver for the trapPreview field.
 func (r *queryResolver) TrapPreview(ctx context.Context, id string) (*model.TrapPreview, error) {
-	if err := checkID(id, ids.Trap); err != nil {
+	if err := CheckID(id, ids.Trap); err != nil {
 		return nil, err
 	}
 	t, err := r.ent(ctx).Trap.Get(ctx, id) // the privacy policy hides other organizations' traps

@@ -14,6 +14,7 @@ import (
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/ent/webhookendpoint"
 	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/ids"
 )
 
@@ -109,12 +110,16 @@ func (a *API) getWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := r.PathValue("id")
-	if err := checkPathID(id, ids.Webhook); err != nil {
+	if err := graph.CheckID(id, ids.Webhook); err != nil {
 		return err
 	}
-	e, err := a.client.WebhookEndpoint.Get(r.Context(), id)
+	n, err := a.res.Query().Node(r.Context(), id)
 	if err != nil {
 		return err
+	}
+	e, isEndpoint := n.(*ent.WebhookEndpoint)
+	if !isEndpoint {
+		return apperr.NotFound("webhook endpoint")
 	}
 	return ok(w, http.StatusOK, webhookData(e))
 }
@@ -253,7 +258,7 @@ func (a *API) pingWebhook(w http.ResponseWriter, r *http.Request) error {
 
 func (a *API) redeliverWebhook(w http.ResponseWriter, r *http.Request) error {
 	id, did := r.PathValue("id"), r.PathValue("delivery_id")
-	if err := checkPathID(id, ids.Webhook); err != nil {
+	if err := graph.CheckID(id, ids.Webhook); err != nil {
 		return err
 	}
 	var d *ent.WebhookDelivery
@@ -306,11 +311,4 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 		data = append(data, deliveryData(e.Node))
 	}
 	return page(w, data, conn.PageInfo)
-}
-
-func checkPathID(id, prefix string) error {
-	if ids.Prefix(id) != prefix {
-		return apperr.Invalid("id", "%q is not a %s_… id", id, prefix)
-	}
-	return nil
 }

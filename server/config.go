@@ -87,20 +87,9 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.APIAddr, "api-addr", c.APIAddr, "address of the API listener: GraphQL, REST, dashboard")
 	fs.StringVar(&c.TrapAddr, "trap-addr", c.TrapAddr, "address of the trap listener: the decoys visitors see")
 	fs.Func("trusted-proxies", "comma-separated CIDRs of proxies in front of the trap listener whose X-Forwarded-For is believed", func(v string) error {
-		var ps []netip.Prefix
-		for _, p := range splitList(v) {
-			pfx, err := netip.ParsePrefix(p)
-			if err != nil {
-				if a, aerr := netip.ParseAddr(p); aerr == nil {
-					pfx = netip.PrefixFrom(a, a.BitLen())
-				} else {
-					return fmt.Errorf("%q is not a CIDR", p)
-				}
-			}
-			ps = append(ps, pfx.Masked())
-		}
+		ps, err := parsePrefixes(v)
 		c.Trap.TrustedProxies = ps
-		return nil
+		return err
 	})
 	fs.IntVar(&c.Trap.QueueSize, "hit-queue", c.Trap.QueueSize, "hits that may wait to be written; beyond it the trap listener answers 503")
 	fs.IntVar(&c.Trap.BatchSize, "hit-batch", c.Trap.BatchSize, "hits written per transaction at most")

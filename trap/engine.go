@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -245,7 +246,7 @@ func (c *visitorCache) probe(key, path string, limit int) {
 		clear(c.probes)
 	}
 	ps := c.probes[key]
-	if len(ps) < limit && !contains(ps, path) {
+	if len(ps) < limit && !slices.Contains(ps, path) {
 		c.probes[key] = append(ps, path)
 	}
 }
@@ -256,13 +257,4 @@ func (c *visitorCache) takeProbes(key string) []string {
 	ps := c.probes[key]
 	delete(c.probes, key)
 	return ps
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -286,7 +287,7 @@ func linkedPaths(body []byte) []string {
 		if end < 0 || end > 256 || !attrOK {
 			continue
 		}
-		if p := string(rest[:end]); !contains(out, p) {
+		if p := string(rest[:end]); !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
