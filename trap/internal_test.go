@@ -1,21 +1,43 @@
 package trap
 
 import (
+	"fmt"
 	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/flytrap/flytrap/decoy"
+	"github.com/flytrap/flytrap/ids"
 )
 
 func TestLinkedPaths(t *testing.T) {
 	body := []byte(`<a href="/docs/a">a</a><img src="/img/x.png"><a href="/docs/a">dup</a>` +
-		`<a href="https://other/x">ext</a><a data-x="/nope">x</a><a href="/q?x=1#f">q</a><link href="/style.css">`)
-	got := linkedPaths(body)
+		`<a href="https://other/x">ext</a><a data-x="/nope">x</a><a href="/q?x=1#f">q</a><link href="/style.css">` +
+		`<a href="/cb/tok123">token</a>`)
+	got := linkedPaths(body, []decoy.Placement{{Token: "tok123", URL: "/cb/tok123"}})
 	want := []string{"/docs/a", "/img/x.png", "/q", "/style.css"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("linkedPaths = %q, want %q", got, want)
+	}
+}
+
+// A trap's decoys link to the same paths whatever the response: the per-response
+// token links are left out, so a returning visitor's session state stays unchanged.
+func TestLinkedPathsStablePerTrap(t *testing.T) {
+	key := decoy.Key(strings.Repeat("k", 32))
+	for i := range 40 {
+		for _, typ := range []string{"page", "api", "llms_txt"} {
+			spec := decoy.Spec{TrapID: ids.New(ids.Trap), Name: fmt.Sprintf("Trap %d", i), Type: typ, Path: "/internal/docs", Host: "example.com"}
+			first := decoy.Render(key, spec, ids.New(ids.Hit))
+			again := decoy.Render(key, spec, ids.New(ids.Hit))
+			a, b := linkedPaths(first.Body, first.Placements), linkedPaths(again.Body, again.Placements)
+			if !slices.Equal(a, b) {
+				t.Fatalf("%s decoy of %s links to %q, then to %q", typ, spec.TrapID, a, b)
+			}
+		}
 	}
 }
 

@@ -111,7 +111,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		spec := e.spec(t, r, sr)
 		resp = decoy.Render(e.key, spec, rec.id)
 		rec.kind, rec.trap = "decoy", t
-		rec.linked = linkedPaths(resp.Body)
+		rec.linked = linkedPaths(resp.Body, resp.Placements)
 		if t.Type == enttrap.TypeRobots {
 			rec.disallow = spec.Disallow
 		}
@@ -273,8 +273,11 @@ func visitorKey(org string, ip netip.Addr, ua string) string {
 }
 
 // linkedPaths lists the same-site paths a decoy links to (href="/…" or src="/…", at
-// most 64), scanning the bytes once: a regexp here cost a third of a hit's CPU.
-func linkedPaths(body []byte) []string {
+// most 64), scanning the bytes once: a regexp here cost a third of a hit's CPU. Paths
+// that carry one of the response's tokens are left out: coming back to them is a
+// callback, never a probe, and as each response has fresh ones, remembering them would
+// change (and rewrite) the session's state on every hit.
+func linkedPaths(body []byte, places []decoy.Placement) []string {
 	var out []string
 	for rest := body; len(out) < 64; {
 		i := bytes.Index(rest, []byte(`="/`))
@@ -287,9 +290,18 @@ func linkedPaths(body []byte) []string {
 		if end < 0 || end > 256 || !attrOK {
 			continue
 		}
-		if p := string(rest[:end]); !slices.Contains(out, p) {
+		if p := string(rest[:end]); !slices.Contains(out, p) && !carriesToken(p, places) {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+func carriesToken(path string, places []decoy.Placement) bool {
+	for _, pl := range places {
+		if pl.Token != "" && strings.Contains(path, pl.Token) {
+			return true
+		}
+	}
+	return false
 }
