@@ -50,6 +50,9 @@ type Subscription struct {
 	c     chan *ent.Event
 	done  chan struct{}
 	err   error
+	// notify, when set, is called after each event queued and once at the end,
+	// under the broker's lock: it must only schedule work, never do it.
+	notify func()
 }
 
 // Err says why the subscription ended, once Done is closed.
@@ -127,9 +130,17 @@ func (b *Broker) Wake() {
 // Subscribe starts delivering org's new events of the given types (all when empty).
 // key, when set, is the API key the subscriber authenticated with: revoking it ends the subscription.
 func (b *Broker) Subscribe(org string, types []string, key string) *Subscription {
+	return b.SubscribeFunc(org, types, key, nil)
+}
+
+// SubscribeFunc is Subscribe for a subscriber that holds no goroutine waiting on C:
+// notify is called after each event is queued on C and when Done closes, so the
+// subscriber can start one then. notify runs under the broker's lock and must not block
+// or call back into the broker.
+func (b *Broker) SubscribeFunc(org string, types []string, key string, notify func()) *Subscription {
 	c := make(chan *ent.Event, SubscriptionBuffer)
 	done := make(chan struct{})
-	s := &Subscription{C: c, Done: done, org: org, types: types, key: key, c: c, done: done}
+	s := &Subscription{C: c, Done: done, org: org, types: types, key: key, c: c, done: done, notify: notify}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -153,6 +164,9 @@ func (b *Broker) Unsubscribe(s *Subscription) {
 func (s *Subscription) end(err error) {
 	s.err = err
 	close(s.done)
+	if s.notify != nil {
+		s.notify()
+	}
 }
 
 // RevokeKey ends the subscriptions made with key.
@@ -266,6 +280,9 @@ func (b *Broker) deliver(ev *ent.Event) {
 		}
 		select {
 		case s.c <- ev:
+			if s.notify != nil {
+				s.notify()
+			}
 		default:
 			delete(b.subs, s)
 			s.end(ErrLagged)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"entgo.io/contrib/entgql"
@@ -23,11 +24,9 @@ import (
 type Follow struct {
 	Types []string
 	After int64 // the position to continue after
-	// Heartbeat, when set, calls Beat at that interval while idle; an error from Beat ends the follow.
+	// Heartbeat, when set, calls Beat at that interval; an error from Beat ends the follow.
 	Heartbeat time.Duration
 	Beat      func() error
-	// Stop ends the follow when closed (the service shutting down).
-	Stop <-chan struct{}
 }
 
 // ErrNoBroker is returned when live delivery is not configured.
@@ -35,79 +34,150 @@ var ErrNoBroker = errors.New("live delivery is not configured")
 
 // FollowEvents sends the caller's events after f.After, then every new one as it
 // commits, until ctx ends, send fails, or the subscription is ended (the caller's key
-// revoked, the reader fallen behind, the service stopping). It subscribes before it
-// reads the backlog, so an event committed meanwhile is in one or the other, and
-// skips by position what it already sent: no gap, no repeat.
-func (r *Resolver) FollowEvents(ctx context.Context, f Follow, send func(*ent.Event) error) error {
+// revoked, the reader fallen behind, the service stopping); then it calls end, once,
+// with why (nil when ctx ended). It subscribes before it reads the backlog, so an
+// event committed meanwhile is in one or the other, and skips by position what it
+// already sent: no gap, no repeat.
+//
+// A follower holds no goroutine while nothing happens, so that thousands of idle
+// streams cost only their memory: a new event, the heartbeat or the end of ctx starts
+// one that sends what is queued and returns. send and end run on it, one call at a
+// time. An error means the follow never started (end is not called).
+func (r *Resolver) FollowEvents(ctx context.Context, f Follow, send func(*ent.Event) error, end func(error)) error {
 	if r.broker == nil {
 		return ErrNoBroker
 	}
 	v, _ := viewer.FromContext(ctx)
-	sub := r.broker.Subscribe(v.OrgID, f.Types, v.KeyID)
-	defer r.broker.Unsubscribe(sub)
+	p := &follower{r: r, ctx: ctx, f: f, send: send, end: end, last: f.After}
+	p.kicks.Store(1) // held until set up: what the broker signals meanwhile waits for the first run
+	p.sub = r.broker.SubscribeFunc(v.OrgID, f.Types, v.KeyID, p.kick)
 	// A key revoked between authentication and this subscription would otherwise go unnoticed.
 	if err := r.KeyStillValid(ctx); err != nil {
+		r.broker.Unsubscribe(p.sub)
 		return err
 	}
-	last := f.After
-	deliver := func(ev *ent.Event) error {
-		if ev.Position <= last {
-			return nil
-		}
-		if err := send(ev); err != nil {
-			return err
-		}
-		last = ev.Position
-		return nil
+	p.stopCtx = context.AfterFunc(ctx, p.kick)
+	if f.Heartbeat > 0 && f.Beat != nil {
+		p.beat = time.AfterFunc(f.Heartbeat, func() {
+			p.beatDue.Store(true)
+			p.kick()
+		})
 	}
+	go p.run() // the backlog first
+	return nil
+}
+
+// follower is one FollowEvents.
+type follower struct {
+	r    *Resolver
+	ctx  context.Context
+	f    Follow
+	send func(*ent.Event) error
+	end  func(error)
+	sub  *event.Subscription
+
+	// kicks counts the reasons to run since the running goroutine last looked; a
+	// goroutine runs while it is above zero. Everything below is its alone.
+	kicks   atomic.Int64
+	beatDue atomic.Bool
+	stopCtx func() bool
+	beat    *time.Timer
+	last    int64 // the position of the last event sent
+	caught  bool  // the backlog is sent
+	ended   bool
+}
+
+// kick makes the follower run, starting a goroutine unless one runs already.
+func (p *follower) kick() {
+	if p.kicks.Add(1) == 1 {
+		go p.run()
+	}
+}
+
+func (p *follower) run() {
 	for {
-		page, err := r.EventsAfter(ctx, last, 100, f.Types)
-		if err != nil {
-			return err
-		}
-		for _, ev := range page.Events {
-			if err := deliver(ev); err != nil {
-				return err
+		n := p.kicks.Load()
+		if !p.ended {
+			if done, err := p.step(); done || err != nil {
+				p.finish(err)
 			}
 		}
-		if !page.HasMore {
-			break
+		if p.kicks.Add(-n) == 0 {
+			return
 		}
 	}
-	var beat <-chan time.Time
-	if f.Heartbeat > 0 && f.Beat != nil {
-		t := time.NewTicker(f.Heartbeat)
-		defer t.Stop()
-		beat = t.C
+}
+
+// step sends what there is to send; done says the follow is over.
+func (p *follower) step() (done bool, err error) {
+	if p.ctx.Err() != nil {
+		return true, nil
+	}
+	if !p.caught {
+		for {
+			page, err := p.r.EventsAfter(p.ctx, p.last, 100, p.f.Types)
+			if err != nil {
+				return true, err
+			}
+			for _, ev := range page.Events {
+				if err := p.deliver(ev); err != nil {
+					return true, err
+				}
+			}
+			if !page.HasMore {
+				break
+			}
+		}
+		p.caught = true
+	}
+	var ended bool
+	select {
+	case <-p.sub.Done: // what was queued before the end still goes out, so a resume starts after it
+		ended = true
+	default:
 	}
 	for {
 		select {
-		case ev := <-sub.C:
-			if err := deliver(ev); err != nil {
-				return err
+		case ev := <-p.sub.C:
+			if err := p.deliver(ev); err != nil {
+				return true, err
 			}
-		case <-sub.Done:
-			for { // what was queued before the end still goes out, so a resume starts after it
-				select {
-				case ev := <-sub.C:
-					if err := deliver(ev); err != nil {
-						return err
-					}
-					continue
-				default:
-				}
-				return sub.Err()
-			}
-		case <-beat:
-			if err := f.Beat(); err != nil {
-				return err
-			}
-		case <-f.Stop:
-			return nil
-		case <-ctx.Done():
-			return nil
+			continue
+		default:
 		}
+		break
 	}
+	if ended {
+		return true, p.sub.Err()
+	}
+	if p.beatDue.CompareAndSwap(true, false) {
+		if err := p.f.Beat(); err != nil {
+			return true, err
+		}
+		p.beat.Reset(p.f.Heartbeat)
+	}
+	return false, nil
+}
+
+func (p *follower) deliver(ev *ent.Event) error {
+	if ev.Position <= p.last {
+		return nil
+	}
+	if err := p.send(ev); err != nil {
+		return err
+	}
+	p.last = ev.Position
+	return nil
+}
+
+func (p *follower) finish(err error) {
+	p.ended = true
+	p.r.broker.Unsubscribe(p.sub)
+	p.stopCtx()
+	if p.beat != nil {
+		p.beat.Stop()
+	}
+	p.end(err)
 }
 
 // CheckEventTypes refuses event types the service does not write.
@@ -148,30 +218,66 @@ func eventMessage(ev *ent.Event) *model.EventMessage {
 	}
 }
 
-// subscribe runs FollowEvents in its own goroutine, feeding out until the follow ends.
-func subscribe[T any](ctx context.Context, r *Resolver, f Follow, convert func(*ent.Event) (T, error)) <-chan T {
-	out := make(chan T, 16)
-	go func() {
-		defer close(out)
-		err := r.FollowEvents(ctx, f, func(ev *ent.Event) error {
-			msg, err := convert(ev)
-			if err != nil {
-				return err
-			}
-			select {
-			case out <- msg:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
+// Deliverer is a transport that keeps no goroutine per subscription (the server's
+// WebSocket transport puts one in the operation's context). A subscription resolver
+// that supports it calls Drive while resolving, then Deliver after each result it puts
+// on its channel and once after closing it: each Deliver takes exactly that one from
+// the channel and sends it to the client.
+type Deliverer interface {
+	Drive()
+	Deliver() error
+}
+
+type delivererKey struct{}
+
+// WithDeliverer returns ctx carrying d for the subscription resolvers.
+func WithDeliverer(ctx context.Context, d Deliverer) context.Context {
+	return context.WithValue(ctx, delivererKey{}, d)
+}
+
+// subscribe follows the log for a subscription resolver, converting each event. With a
+// Deliverer it runs only while there is something to send; without one, the follower
+// waits on the channel's reader.
+func subscribe[T any](ctx context.Context, r *Resolver, f Follow, convert func(*ent.Event) (T, error)) (<-chan T, error) {
+	d, push := ctx.Value(delivererKey{}).(Deliverer)
+	out := make(chan T, 1)
+	send := func(ev *ent.Event) error {
+		msg, err := convert(ev)
+		if err != nil {
+			return err
+		}
+		if push {
+			out <- msg // never waits: Deliver took the one before
+			return d.Deliver()
+		}
+		select {
+		case out <- msg:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	end := func(err error) {
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, event.ErrLagged) &&
-			!errors.Is(err, event.ErrRevoked) && !errors.Is(err, event.ErrClosed) {
+			!errors.Is(err, event.ErrRevoked) && !errors.Is(err, event.ErrClosed) && !errors.Is(err, ErrGone) {
 			r.log(ctx, "subscription ended", err)
 		}
-	}()
-	return out
+		close(out)
+		if push {
+			_ = d.Deliver()
+		}
+	}
+	if err := r.FollowEvents(ctx, f, send, end); err != nil {
+		return nil, err
+	}
+	if push {
+		d.Drive()
+	}
+	return out, nil
 }
+
+// ErrGone is what a Deliverer returns once its client is gone or the operation stopped.
+var ErrGone = errors.New("the subscriber is gone")
 
 // KeyStillValid returns event.ErrRevoked when the caller's API key has been revoked since it authenticated.
 func (r *Resolver) KeyStillValid(ctx context.Context) error {

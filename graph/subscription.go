@@ -22,7 +22,7 @@ func (r *subscriptionResolver) Events(ctx context.Context, types []string, after
 	if err != nil {
 		return nil, err
 	}
-	return subscribe(ctx, r.Resolver, f, func(ev *ent.Event) (*model.EventMessage, error) { return eventMessage(ev), nil }), nil
+	return subscribe(ctx, r.Resolver, f, func(ev *ent.Event) (*model.EventMessage, error) { return eventMessage(ev), nil })
 }
 
 // ThreatDetected yields each session as it is first detected as a threat.
@@ -34,7 +34,7 @@ func (r *subscriptionResolver) ThreatDetected(ctx context.Context) (<-chan *ent.
 	return subscribe(ctx, r.Resolver, f, func(ev *ent.Event) (*ent.Session, error) {
 		id, _ := ev.Data["session_id"].(string)
 		return r.ent(ctx).Session.Get(ctx, id)
-	}), nil
+	})
 }
 
 func (r *Resolver) follow(ctx context.Context, types []string, after *entgql.Cursor[string]) (Follow, error) {

@@ -34,8 +34,8 @@ type API struct {
 
 // Options are the REST layer's settings.
 type Options struct {
-	// Stopping is closed when the service begins to shut down: open streams end then.
-	Stopping <-chan struct{}
+	// Stopping is done when the service begins to shut down: open streams end then.
+	Stopping context.Context
 	// MaxStreamsPerOrg caps the event streams one organization may hold open (429 beyond).
 	MaxStreamsPerOrg int
 	// Heartbeat is the interval of the stream's keep-alive comments.
@@ -46,6 +46,9 @@ type Options struct {
 func New(res *graph.Resolver, client *ent.Client, log *slog.Logger, opts Options) *API {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = 15 * time.Second
+	}
+	if opts.Stopping == nil {
+		opts.Stopping = context.Background()
 	}
 	return &API{res: res, client: client, log: log, opts: opts, streams: map[string]int{}}
 }

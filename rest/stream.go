@@ -1,10 +1,15 @@
 package rest
 
 import (
+	"context"
 	"encoding/json"
-
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flytrap/flytrap/apperr"
@@ -48,24 +53,41 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Retry-After", "30")
 		return apperr.TooMany("this organization already has %d open event streams", a.opts.MaxStreamsPerOrg)
 	}
-	defer a.closeStream(v.OrgID)
-
-	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
-	h.Set("Connection", "keep-alive")
-	w.WriteHeader(http.StatusOK)
-	send := func(format string, args ...any) error {
-		_ = rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		if _, err := fmt.Fprintf(w, format, args...); err != nil {
-			return err
+
+	// The stream outlives this handler when it can take the connection over: an idle
+	// stream is then a socket and a few structures, no goroutine and no HTTP buffers.
+	// A taken-over stream learns that its client left when a write fails (at the
+	// latest at the next heartbeat); one served through the response writer from the
+	// request's context.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	out := newStreamWriter(w)
+	finished := make(chan struct{})
+	stops := []func() bool{context.AfterFunc(a.opts.Stopping, cancel)}
+	end := func(err error) {
+		for _, stop := range stops {
+			stop()
 		}
-		return rc.Flush()
+		cancel()
+		out.close()
+		a.closeStream(v.OrgID)
+		if err != nil {
+			a.log.DebugContext(ctx, "event stream ended", "reason", err) // the status is sent; the client resumes
+		}
+		close(finished)
 	}
-	ctx := r.Context()
-	if err := send("retry: %d\n\n", streamRetry.Milliseconds()); err != nil {
+	if err := out.start(); err != nil {
+		end(nil)
+		return nil
+	}
+	if !out.hijacked() {
+		stops = append(stops, context.AfterFunc(r.Context(), cancel))
+	}
+	if err := out.write(fmt.Sprintf("retry: %d\n\n", streamRetry.Milliseconds())); err != nil {
+		end(nil)
 		return nil
 	}
 	f := graph.Follow{
@@ -76,21 +98,89 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			if err := a.res.KeyStillValid(ctx); err != nil {
 				return err
 			}
-			return send(": keep-alive\n\n")
+			return out.write(": keep-alive\n\n")
 		},
-		Stop: a.opts.Stopping,
 	}
 	err = a.res.FollowEvents(ctx, f, func(ev *ent.Event) error {
 		body, err := json.Marshal(EventData(ev))
 		if err != nil {
 			return err
 		}
-		return send("id: %s\ndata: %s\n\n", graph.EventCursor(ev.Position), body)
-	})
+		return out.write("id: " + graph.EventCursor(ev.Position) + "\ndata: " + string(body) + "\n\n")
+	}, end)
 	if err != nil {
-		a.log.DebugContext(ctx, "event stream ended", "reason", err) // the status is sent; the client resumes
+		end(err)
+		return nil
+	}
+	if !out.hijacked() {
+		<-finished // the response writer is only good while this handler runs
 	}
 	return nil
+}
+
+// streamWriter writes an event stream: on the connection itself once taken over from
+// the HTTP server (HTTP/1.1), else through the response writer (HTTP/2, tests' recorders).
+type streamWriter struct {
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	conn net.Conn // set once hijacked
+}
+
+func newStreamWriter(w http.ResponseWriter) *streamWriter {
+	return &streamWriter{w: w, rc: http.NewResponseController(w)}
+}
+
+// start sends the response head. On HTTP/1.1 it takes the connection over, writes the
+// head itself (with the headers the middleware set) and frames the body in chunks,
+// as net/http would have.
+func (s *streamWriter) start() error {
+	if conn, brw, err := s.rc.Hijack(); err == nil {
+		if brw.Reader.Buffered() > 0 { // a pipelined request behind ours: it would never be answered
+			conn.Close()
+			return errors.New("pipelined request on an event stream")
+		}
+		s.conn = conn
+		h := s.w.Header().Clone()
+		s.w, s.rc = nil, nil // they would keep the HTTP server's buffers for the stream's life
+		h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+		h.Set("Transfer-Encoding", "chunked")
+		h.Set("Connection", "close") // the stream ends with the connection
+		var head strings.Builder
+		head.WriteString("HTTP/1.1 200 OK\r\n")
+		_ = h.Write(&head)
+		head.WriteString("\r\n")
+		return s.send([]byte(head.String()))
+	}
+	s.w.WriteHeader(http.StatusOK)
+	return s.rc.Flush()
+}
+
+func (s *streamWriter) hijacked() bool { return s.conn != nil }
+
+// write sends one message of the stream.
+func (s *streamWriter) write(msg string) error {
+	if s.conn == nil {
+		_ = s.rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(s.w, msg); err != nil {
+			return err
+		}
+		return s.rc.Flush()
+	}
+	return s.send([]byte(strconv.FormatInt(int64(len(msg)), 16) + "\r\n" + msg + "\r\n"))
+}
+
+func (s *streamWriter) send(b []byte) error {
+	_ = s.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	_, err := s.conn.Write(b)
+	return err
+}
+
+// close ends a hijacked stream: the last chunk, then the connection.
+func (s *streamWriter) close() {
+	if s.conn != nil {
+		_ = s.send([]byte("0\r\n\r\n"))
+		_ = s.conn.Close()
+	}
 }
 
 func (a *API) openStream(org string) bool {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -85,59 +86,86 @@ func createTrap(t *testing.T, env *ft.Env, key, name string) string {
 	return ft.Dig(d, "createTrap", "id").(string)
 }
 
+// overHTTP2 is env served over TLS with HTTP/2, where a stream cannot take its
+// connection over and is written through the response writer instead.
+func overHTTP2(t *testing.T, env *ft.Env) *ft.Env {
+	h2 := httptest.NewUnstartedServer(env.Server.Handler())
+	h2.EnableHTTP2 = true
+	h2.StartTLS()
+	t.Cleanup(h2.Close)
+	e := *env
+	e.HTTP = h2
+	return &e
+}
+
 func TestStreamLiveAndResume(t *testing.T) {
 	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
-		env := ft.Start(t, b, func(c *server.Config) { c.StreamHeartbeat = 200 * time.Millisecond })
-		a := env.Tenant("acme")
-		other := env.Tenant("other")
-		createTrap(t, env, a.ReadWrite, "before")
-
-		res, c := openStream(t, env, a.ReadOnly, "", "")
-		if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
-			t.Fatalf("Content-Type %q", ct)
-		}
-		if res.Header.Get("Cache-Control") != "no-store" || res.Header.Get("X-Accel-Buffering") != "no" {
-			t.Fatalf("headers %v", res.Header)
-		}
-		first := <-c
-		if first.Retry == "" {
-			t.Fatalf("first message %+v, want a retry hint", first)
-		}
-		// A new reader starts at the head: the earlier trap's event is not replayed.
-		createTrap(t, env, other.ReadWrite, "someone else's")
-		id1 := createTrap(t, env, a.ReadWrite, "live-1")
-		m1 := nextEvent(t, c)
-		if !strings.Contains(m1.Data, id1) || !strings.Contains(m1.Data, `"type":"trap.created"`) {
-			t.Fatalf("first live event %+v, want trap.created of %s", m1, id1)
-		}
-		// Heartbeats arrive while idle.
-		for got := false; !got; {
-			select {
-			case m := <-c:
-				got = m.Comment != ""
-			case <-time.After(5 * time.Second):
-				t.Fatal("no heartbeat")
-			}
-		}
-		// Resume after m1 on a new connection: events written in between arrive once, in order.
-		id2 := createTrap(t, env, a.ReadWrite, "gap-2")
-		id3 := createTrap(t, env, a.ReadWrite, "gap-3")
-		_, c2 := openStream(t, env, a.ReadOnly, "", m1.ID)
-		for _, want := range []string{id2, id3} {
-			if m := nextEvent(t, c2); !strings.Contains(m.Data, want) {
-				t.Fatalf("resumed stream gave %s, want %s", m.Data, want)
-			}
-		}
-		id4 := createTrap(t, env, a.ReadWrite, "live-4")
-		if m := nextEvent(t, c2); !strings.Contains(m.Data, id4) {
-			t.Fatalf("after resume got %s, want %s", m.Data, id4)
-		}
-		// The same resume through ?cursor= works too, with a type filter.
-		_, c3 := openStream(t, env, a.ReadOnly, "?type=trap.created&cursor="+m1.ID, "")
-		if m := nextEvent(t, c3); !strings.Contains(m.Data, id2) {
-			t.Fatalf("cursor resume gave %s, want %s", m.Data, id2)
+		base := ft.Start(t, b, func(c *server.Config) { c.StreamHeartbeat = 200 * time.Millisecond })
+		for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
+			t.Run(proto, func(t *testing.T) {
+				env := base
+				if proto == "HTTP/2.0" {
+					env = overHTTP2(t, base)
+				}
+				testStreamLiveAndResume(t, env, proto)
+			})
 		}
 	})
+}
+
+func testStreamLiveAndResume(t *testing.T, env *ft.Env, proto string) {
+	a := env.Tenant("acme-" + proto)
+	other := env.Tenant("other-" + proto)
+	createTrap(t, env, a.ReadWrite, "before")
+
+	res, c := openStream(t, env, a.ReadOnly, "", "")
+	if res.Proto != proto {
+		t.Fatalf("stream served over %s, want %s", res.Proto, proto)
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	if res.Header.Get("Cache-Control") != "no-store" || res.Header.Get("X-Accel-Buffering") != "no" {
+		t.Fatalf("headers %v", res.Header)
+	}
+	first := <-c
+	if first.Retry == "" {
+		t.Fatalf("first message %+v, want a retry hint", first)
+	}
+	// A new reader starts at the head: the earlier trap's event is not replayed.
+	createTrap(t, env, other.ReadWrite, "someone else's")
+	id1 := createTrap(t, env, a.ReadWrite, "live-1")
+	m1 := nextEvent(t, c)
+	if !strings.Contains(m1.Data, id1) || !strings.Contains(m1.Data, `"type":"trap.created"`) {
+		t.Fatalf("first live event %+v, want trap.created of %s", m1, id1)
+	}
+	// Heartbeats arrive while idle.
+	for got := false; !got; {
+		select {
+		case m := <-c:
+			got = m.Comment != ""
+		case <-time.After(5 * time.Second):
+			t.Fatal("no heartbeat")
+		}
+	}
+	// Resume after m1 on a new connection: events written in between arrive once, in order.
+	id2 := createTrap(t, env, a.ReadWrite, "gap-2")
+	id3 := createTrap(t, env, a.ReadWrite, "gap-3")
+	_, c2 := openStream(t, env, a.ReadOnly, "", m1.ID)
+	for _, want := range []string{id2, id3} {
+		if m := nextEvent(t, c2); !strings.Contains(m.Data, want) {
+			t.Fatalf("resumed stream gave %s, want %s", m.Data, want)
+		}
+	}
+	id4 := createTrap(t, env, a.ReadWrite, "live-4")
+	if m := nextEvent(t, c2); !strings.Contains(m.Data, id4) {
+		t.Fatalf("after resume got %s, want %s", m.Data, id4)
+	}
+	// The same resume through ?cursor= works too, with a type filter.
+	_, c3 := openStream(t, env, a.ReadOnly, "?type=trap.created&cursor="+m1.ID, "")
+	if m := nextEvent(t, c3); !strings.Contains(m.Data, id2) {
+		t.Fatalf("cursor resume gave %s, want %s", m.Data, id2)
+	}
 }
 
 func TestStreamLimitsAndErrors(t *testing.T) {

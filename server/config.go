@@ -108,7 +108,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.LastUsedInterval, "last-used-interval", c.LastUsedInterval, "how often API keys' last_used_at is written")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long a graceful stop may take")
 	fs.DurationVar(&c.EventPollInterval, "event-poll-interval", c.EventPollInterval, "how often live delivery re-reads the event log besides the wake-up on commit")
-	fs.DurationVar(&c.StreamHeartbeat, "stream-heartbeat", c.StreamHeartbeat, "interval of the event stream's keep-alive comments")
+	fs.DurationVar(&c.StreamHeartbeat, "stream-heartbeat", c.StreamHeartbeat, "interval of the keep-alives of event streams (comments) and WebSockets (pings)")
 	fs.IntVar(&c.MaxStreamsPerOrg, "max-streams-per-org", c.MaxStreamsPerOrg, "open event streams one organization may hold; more get 429")
 	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "sustained API requests per second per key")
 	fs.IntVar(&c.RateBurst, "rate-burst", c.RateBurst, "API requests a key may make at once before the rate applies")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"entgo.io/contrib/entgql"
 	"github.com/99designs/gqlgen/graphql"
@@ -41,15 +40,7 @@ const (
 
 func (s *Server) graphQLHandler() *handler.Server {
 	srv := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: s.resolver, Complexity: complexity()}))
-	readLimit := s.cfg.MaxBodyBytes
-	srv.AddTransport(transport.Websocket{
-		Implementation:        s.websocketOrigins,
-		InitFunc:              s.websocketInit,
-		InitTimeout:           10 * time.Second,
-		KeepAlivePingInterval: 15 * time.Second, // legacy graphql-ws
-		PingPongInterval:      15 * time.Second, // graphql-transport-ws
-		PayloadReadLimit:      &readLimit,
-	})
+	srv.AddTransport(s.ws)
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
@@ -69,30 +60,24 @@ func (s *Server) graphQLHandler() *handler.Server {
 	return srv
 }
 
-// websocketInit authenticates a WebSocket by connection_init's Authorization,
-// or by the upgrade request's header that the HTTP middleware already checked.
-func (s *Server) websocketInit(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
-	header := payload.Authorization()
-	if header == "" {
-		if v, ok := payload["authorization"].(string); ok {
-			header = v
-		}
-	}
+// websocketAuth authenticates a WebSocket by connection_init's Authorization, or by
+// the upgrade request's header that the HTTP middleware already checked. A refusal
+// comes with the close code to end the connection with.
+func (s *Server) websocketAuth(ctx context.Context, header string) (context.Context, int, error) {
 	if header == "" {
 		if _, ok := viewer.FromContext(ctx); ok {
-			return ctx, nil, nil
+			return ctx, 0, nil
 		}
 	}
 	v, err := s.auth.Authenticate(ctx, header)
 	if err != nil {
-		code := 4401
 		if !errors.Is(err, ErrUnauthenticated) {
-			code = 4500
 			s.log.ErrorContext(ctx, "websocket authentication", "err", err)
+			return ctx, closeInternal, errors.New("internal error")
 		}
-		return transport.WithWebsocketCloseCode(ctx, code), nil, errors.New("unauthorized")
+		return ctx, closeUnauthorized, errors.New("unauthorized")
 	}
-	return viewer.NewContext(ctx, v), nil, nil
+	return viewer.NewContext(ctx, v), 0, nil
 }
 
 // transactioner runs mutations in a transaction. Requests gqlgen could not even

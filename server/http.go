@@ -93,7 +93,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		header := r.Header.Get("Authorization")
-		if isWebsocketUpgrade(r) && !s.websocketOrigins.checkOrigin(r) {
+		if isWebsocketUpgrade(r) && !s.ws.upgrader.CheckOrigin(r) {
 			fail(w, http.StatusForbidden, CodeForbidden, "this origin may not open WebSockets here")
 			return
 		}
@@ -185,7 +185,8 @@ func RequestID(ctx context.Context) string {
 
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	status  int
+	upgrade bool // a WebSocket upgrade: a hijack answers 101; an event stream's hijack writes a 200 itself
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
@@ -204,10 +205,14 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// Hijack lets WebSocket upgrades through; gorilla/websocket asks for http.Hijacker directly.
+// Hijack lets WebSocket upgrades and event streams take their connection over;
+// gorilla/websocket asks for http.Hijacker directly.
 func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if s.status == 0 {
-		s.status = http.StatusSwitchingProtocols
+		s.status = http.StatusOK
+		if s.upgrade {
+			s.status = http.StatusSwitchingProtocols
+		}
 	}
 	return http.NewResponseController(s.ResponseWriter).Hijack()
 }
@@ -220,7 +225,7 @@ func (s *statusRecorder) Flush() { _ = http.NewResponseController(s.ResponseWrit
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := &statusRecorder{ResponseWriter: w, upgrade: isWebsocketUpgrade(r)}
 		next.ServeHTTP(rec, r)
 		route := r.Pattern
 		if route == "" || route == "/" {

@@ -33,14 +33,14 @@ type Server struct {
 	resolver *graph.Resolver
 	handler  http.Handler
 
-	websocketOrigins gorillaWebsocket
-	broker           *event.Broker
-	engine           *trap.Engine
-	notifier         *event.Notifier // nil on SQLite: one instance
-	limiter          *rateLimiter
-	webhooks         *webhook.Dispatcher
-	stopping         chan struct{}
-	stopOnce         sync.Once
+	ws       *wsTransport
+	broker   *event.Broker
+	engine   *trap.Engine
+	notifier *event.Notifier // nil on SQLite: one instance
+	limiter  *rateLimiter
+	webhooks *webhook.Dispatcher
+	stopping context.Context // done once the service begins to shut down
+	stop     context.CancelFunc
 }
 
 // New builds a server over an open database. ctx bounds background work started
@@ -49,7 +49,8 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, db: db, log: log, stopping: make(chan struct{})}
+	s := &Server{cfg: cfg, db: db, log: log}
+	s.stopping, s.stop = context.WithCancel(context.Background())
 	if cfg.JWT.Enabled() {
 		v, err := NewJWTVerifier(ctx, cfg.JWT)
 		if err != nil {
@@ -62,7 +63,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.limiter = newRateLimiter(cfg.RateLimit, cfg.RateBurst)
 	s.broker = event.NewBroker(db.Client, log, cfg.EventPollInterval)
 	s.resolver = graph.NewResolver(db.Client, s.broker, log, time.Now)
-	s.websocketOrigins = gorillaWebsocket{allowedOrigins: cfg.AllowedOrigins}
+	s.ws = newWSTransport(s)
 	engine, err := trap.New(ctx, cfg.Trap, db.Client, db.Dialect, log)
 	if err != nil {
 		return nil, fmt.Errorf("trap engine: %w", err)
@@ -125,7 +126,10 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 }
 
 // Stop ends open streams; Run calls it when shutting down.
-func (s *Server) Stop() { s.stopOnce.Do(func() { close(s.stopping) }) }
+func (s *Server) Stop() {
+	s.stop()
+	s.ws.Close()
+}
 
 // Run serves the API on cfg.APIAddr and the traps on cfg.TrapAddr until ctx ends,
 // then stops gracefully: listeners stop taking requests, requests in flight finish

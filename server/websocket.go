@@ -1,47 +1,141 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
-	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/gorilla/websocket"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/flytrap/flytrap/graph"
 )
+
+// The GraphQL-over-WebSocket subprotocols: graphql-transport-ws (the graphql-ws npm
+// library's) and the legacy graphql-ws (subscriptions-transport-ws), chosen when the
+// client names no subprotocol.
+const (
+	protoTransportWS = "graphql-transport-ws"
+	protoLegacy      = "graphql-ws"
+)
+
+// Close codes of graphql-transport-ws, used for both subprotocols.
+const (
+	closeInvalidMessage = 4400
+	closeUnauthorized   = 4401
+	closeForbidden      = 4403
+	closeInitTimeout    = 4408
+	closeDuplicateID    = 4409
+	closeTooManyInits   = 4429
+	closeInternal       = 4500
+)
+
+// wsTransport serves GraphQL over WebSocket on gorilla/websocket. It is ours rather
+// than gqlgen's so that an idle connection costs little: one goroutine (its reader,
+// started fresh so the HTTP handler's deep stack unwinds), a small read buffer, no
+// write buffer (writes borrow one from a pool), and no goroutine per subscription —
+// subscriptions are driven by their follower (graph.Deliverer), keep-alives by a timer.
+type wsTransport struct {
+	upgrader    websocket.Upgrader
+	auth        func(ctx context.Context, authorization string) (context.Context, int, error)
+	log         *slog.Logger
+	readLimit   int64
+	initTimeout time.Duration
+	keepAlive   time.Duration
+
+	mu     sync.Mutex
+	conns  map[*wsConn]struct{}
+	closed bool
+}
+
+var _ graphql.Transport = (*wsTransport)(nil)
 
 var writeBufferPool = &sync.Pool{}
 
-// gorillaWebsocket plugs gorilla/websocket into gqlgen's WebSocket transport.
-type gorillaWebsocket struct {
-	allowedOrigins []string // exact origins (scheme://host[:port]); "*" allows any
+func newWSTransport(s *Server) *wsTransport {
+	origins := websocketOrigins{allowed: s.cfg.AllowedOrigins}
+	return &wsTransport{
+		upgrader: websocket.Upgrader{
+			HandshakeTimeout: 10 * time.Second,
+			Subprotocols:     []string{protoTransportWS, protoLegacy},
+			CheckOrigin:      origins.check,
+			ReadBufferSize:   512, // frames stream through it; a larger one would sit idle
+			WriteBufferPool:  writeBufferPool,
+		},
+		auth:        s.websocketAuth,
+		log:         s.log,
+		readLimit:   s.cfg.MaxBodyBytes,
+		initTimeout: 10 * time.Second,
+		keepAlive:   s.cfg.StreamHeartbeat,
+		conns:       map[*wsConn]struct{}{},
+	}
 }
 
-var _ transport.WebsocketImplementation = gorillaWebsocket{}
+func (t *wsTransport) Supports(r *http.Request) bool { return r.Header.Get("Upgrade") != "" }
 
-func (g gorillaWebsocket) Accept(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
-	up := websocket.Upgrader{
-		HandshakeTimeout: 10 * time.Second,
-		Subprotocols:     opts.Subprotocols,
-		CheckOrigin:      g.checkOrigin,
-		// Buffer sizes 0 reuse the HTTP server's buffers, and writes borrow from a pool:
-		// an idle subscription then holds no write buffer of its own.
-		WriteBufferPool: writeBufferPool,
-	}
-	conn, err := up.Upgrade(w, r, opts.ResponseHeader)
+func (t *wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	conn, err := t.upgrader.Upgrade(w, r, nil)
 	if err != nil {
-		return nil, err
+		return // the upgrader answered: 400, or 403 for a foreign origin
 	}
-	return &gorillaConn{conn: conn}, nil
+	conn.SetReadLimit(t.readLimit)
+	c := &wsConn{
+		t: t, conn: conn, exec: exec, legacy: conn.Subprotocol() != protoTransportWS,
+		// The connection outlives this handler, whose request context ends when it returns.
+		ctx: context.WithoutCancel(r.Context()), ops: map[string]*wsOp{},
+	}
+	t.mu.Lock()
+	closed := t.closed
+	if !closed {
+		t.conns[c] = struct{}{}
+	}
+	t.mu.Unlock()
+	if closed {
+		c.closeWith(websocket.CloseGoingAway, "the server is shutting down")
+		return
+	}
+	go c.serve()
 }
 
-// checkOrigin allows clients without an Origin (not browsers), same-origin pages,
-// and the configured origins. Anything else could be a page riding a user's session.
-func (g gorillaWebsocket) checkOrigin(r *http.Request) bool {
+// Close ends every connection (the service is shutting down); later ones are refused.
+func (t *wsTransport) Close() {
+	t.mu.Lock()
+	t.closed = true
+	conns := make([]*wsConn, 0, len(t.conns))
+	for c := range t.conns {
+		conns = append(conns, c)
+	}
+	t.mu.Unlock()
+	for _, c := range conns {
+		c.closeWith(websocket.CloseGoingAway, "the server is shutting down")
+	}
+}
+
+// Connections counts the open WebSocket connections.
+func (t *wsTransport) Connections() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.conns)
+}
+
+// websocketOrigins checks a WebSocket's Origin: clients without one (not browsers),
+// same-origin pages, and the configured origins pass. Anything else could be a page
+// riding a user's session.
+type websocketOrigins struct {
+	allowed []string // exact origins (scheme://host[:port]); "*" allows any
+}
+
+func (o websocketOrigins) check(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true
@@ -53,50 +147,355 @@ func (g gorillaWebsocket) checkOrigin(r *http.Request) bool {
 	if strings.EqualFold(u.Host, r.Host) {
 		return true
 	}
-	return slices.Contains(g.allowedOrigins, "*") || slices.ContainsFunc(g.allowedOrigins, func(o string) bool {
-		return strings.EqualFold(strings.TrimRight(o, "/"), origin)
+	return slices.Contains(o.allowed, "*") || slices.ContainsFunc(o.allowed, func(a string) bool {
+		return strings.EqualFold(strings.TrimRight(a, "/"), origin)
 	})
 }
 
-type gorillaConn struct {
-	conn *websocket.Conn
-	wmu  sync.Mutex // gorilla allows one concurrent writer
+// wsMessage is a message of either subprotocol.
+type wsMessage struct {
+	ID      string          `json:"id,omitempty"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
-var (
-	_ transport.WebsocketReadLimiter   = (*gorillaConn)(nil)
-	_ transport.WebsocketReadDeadliner = (*gorillaConn)(nil)
-)
+type wsConn struct {
+	t      *wsTransport
+	conn   *websocket.Conn
+	exec   graphql.GraphExecutor
+	legacy bool
 
-func (c *gorillaConn) Close() error { return c.conn.Close() }
+	// Only the reader goroutine touches these.
+	ctx   context.Context // the authenticated connection's, once initialised
+	acked bool
 
-func (c *gorillaConn) NextReader() (int, io.Reader, error) {
-	typ, r, err := c.conn.NextReader()
-	if websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseNoStatusReceived) {
-		return typ, nil, transport.ErrWebsocketClosed
+	wmu    sync.Mutex // gorilla allows one writer at a time
+	mu     sync.Mutex
+	ops    map[string]*wsOp
+	closed bool
+
+	timer   *time.Timer // keep-alive
+	pingOut atomic.Bool // a ping went out and no pong came back yet
+}
+
+// serve reads the client's messages until the connection ends.
+func (c *wsConn) serve() {
+	defer c.shutdown()
+	_ = c.conn.SetReadDeadline(time.Now().Add(c.t.initTimeout))
+	for {
+		_, data, err := c.conn.ReadMessage()
+		if err != nil {
+			var ne interface{ Timeout() bool }
+			if !c.acked && errors.As(err, &ne) && ne.Timeout() {
+				c.closeWith(closeInitTimeout, "Connection initialisation timeout")
+			}
+			return
+		}
+		var m wsMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			c.refuse(closeInvalidMessage, "Invalid message received")
+			return
+		}
+		if !c.handle(m) {
+			return
+		}
 	}
-	return typ, r, err
 }
 
-func (c *gorillaConn) WriteJSON(v any) error {
+// handle acts on one message; false ends the connection.
+func (c *wsConn) handle(m wsMessage) bool {
+	switch m.Type {
+	case "connection_init":
+		if c.acked {
+			c.closeWith(closeTooManyInits, "Too many initialisation requests")
+			return false
+		}
+		ctx, code, err := c.authenticate(m.Payload)
+		if err != nil {
+			c.refuse(code, err.Error())
+			return false
+		}
+		c.ctx, c.acked = ctx, true
+		_ = c.conn.SetReadDeadline(time.Time{})
+		_ = c.send(wsMessage{Type: "connection_ack"})
+		if c.legacy {
+			_ = c.send(wsMessage{Type: "ka"})
+		}
+		c.mu.Lock()
+		c.timer = time.AfterFunc(c.t.keepAlive, c.keepAlive)
+		c.mu.Unlock()
+	case "ping":
+		_ = c.send(wsMessage{Type: "pong", Payload: m.Payload})
+	case "pong":
+		c.pingOut.Store(false)
+	case "subscribe", "start":
+		if !c.acked {
+			c.closeWith(closeUnauthorized, "Unauthorized")
+			return false
+		}
+		if m.ID == "" {
+			c.refuse(closeInvalidMessage, "Invalid message received: no id")
+			return false
+		}
+		c.mu.Lock()
+		_, dup := c.ops[m.ID]
+		c.mu.Unlock()
+		if dup {
+			c.closeWith(closeDuplicateID, "Subscriber for "+m.ID+" already exists")
+			return false
+		}
+		c.start(m.ID, m.Payload)
+	case "complete", "stop":
+		c.stop(m.ID)
+	case "connection_terminate":
+		c.closeWith(websocket.CloseNormalClosure, "terminated")
+		return false
+	default:
+		c.refuse(closeInvalidMessage, "Invalid message received")
+		return false
+	}
+	return true
+}
+
+// authenticate checks connection_init's credentials on a goroutine of its own: the
+// check goes deep (down to the database), and the reader's stack, which every idle
+// connection keeps, would stay that deep.
+func (c *wsConn) authenticate(payload json.RawMessage) (ctx context.Context, code int, err error) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ctx, code, err = c.t.auth(c.ctx, authorization(payload))
+	}()
+	<-done
+	return ctx, code, err
+}
+
+// authorization reads the Authorization of a connection_init payload.
+func authorization(payload json.RawMessage) string {
+	var p map[string]any
+	if json.Unmarshal(payload, &p) != nil {
+		return ""
+	}
+	for _, k := range []string{"Authorization", "authorization"} {
+		if v, ok := p[k].(string); ok && v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// refuse closes with code, telling a legacy client why first (it has connection_error).
+func (c *wsConn) refuse(code int, reason string) {
+	if c.legacy {
+		payload, _ := json.Marshal(map[string]string{"message": reason})
+		_ = c.send(wsMessage{Type: "connection_error", Payload: payload})
+	}
+	c.closeWith(code, reason)
+}
+
+// keepAlive runs on its timer: a ka (legacy) or a ping, and a connection that did
+// not answer the last ping is dropped.
+func (c *wsConn) keepAlive() {
+	var err error
+	if c.legacy {
+		err = c.send(wsMessage{Type: "ka"})
+	} else {
+		if c.pingOut.Load() {
+			_ = c.conn.Close() // no pong to the last ping: the reader ends the rest
+			return
+		}
+		c.pingOut.Store(true)
+		err = c.send(wsMessage{Type: "ping"})
+	}
+	if err != nil {
+		_ = c.conn.Close()
+		return
+	}
+	c.mu.Lock()
+	if !c.closed {
+		c.timer.Reset(c.t.keepAlive)
+	}
+	c.mu.Unlock()
+}
+
+// start runs an operation on a goroutine of its own, so that the reader's stack stays
+// as small as reading needs (resolving a subscription goes deep, down to the database).
+// A subscription that supports it (graph.Deliverer) is then driven by its follower;
+// anything else has its responses read by that goroutine.
+func (c *wsConn) start(id string, payload json.RawMessage) {
+	ctx, cancel := context.WithCancel(c.ctx)
+	op := &wsOp{c: c, id: id, cancel: cancel, ready: make(chan struct{})}
+	c.mu.Lock()
+	c.ops[id] = op // registered now, so that a complete that follows at once finds it
+	c.mu.Unlock()
+	go op.run(ctx, payload)
+}
+
+func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
+	c := o.c
+	defer func() {
+		if !o.driven {
+			o.readAll()
+		}
+	}()
+	defer close(o.ready)
+	params := &graphql.RawParams{}
+	if err := json.Unmarshal(payload, params); err != nil {
+		c.sendErrors(o.id, gqlerror.List{{Message: "invalid json"}})
+		return
+	}
+	ctx = graphql.StartOperationTrace(ctx)
+	rc, gerr := c.exec.CreateOperationContext(ctx, params)
+	if gerr != nil {
+		resp := c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), gerr)
+		if errcode.GetErrorKind(gerr) == errcode.KindProtocol {
+			c.sendErrors(o.id, resp.Errors)
+		} else {
+			_ = c.sendNext(o.id, resp)
+		}
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			o.driven = false
+			o.responses = nil
+			c.sendErrors(o.id, gqlerror.List{gqlerror.WrapIfUnwrapped(rc.Recover(ctx, p))})
+		}
+	}()
+	ctx = graphql.WithOperationContext(ctx, rc)
+	o.responses, o.ctx = c.exec.DispatchOperation(graph.WithDeliverer(ctx, o), rc)
+}
+
+// stop ends an operation the client stopped.
+func (c *wsConn) stop(id string) {
+	c.mu.Lock()
+	op := c.ops[id]
+	delete(c.ops, id)
+	c.mu.Unlock()
+	if op == nil {
+		return
+	}
+	op.cancel()
+	if c.legacy {
+		c.sendComplete(id) // the legacy protocol confirms a stop
+	}
+}
+
+// finish ends op on the server's side, completing it unless the client stopped it already.
+func (c *wsConn) finish(op *wsOp, complete bool) {
+	c.mu.Lock()
+	mine := c.ops[op.id] == op
+	if mine {
+		delete(c.ops, op.id)
+	}
+	c.mu.Unlock()
+	op.cancel()
+	if mine && complete {
+		c.sendComplete(op.id)
+	}
+}
+
+// shutdown ends what the connection holds once its reader is done.
+func (c *wsConn) shutdown() {
+	c.mu.Lock()
+	c.closed = true
+	ops := c.ops
+	c.ops = map[string]*wsOp{}
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.mu.Unlock()
+	for _, op := range ops {
+		op.cancel()
+	}
+	_ = c.conn.Close()
+	c.t.mu.Lock()
+	delete(c.t.conns, c)
+	c.t.mu.Unlock()
+}
+
+func (c *wsConn) closeWith(code int, reason string) {
+	c.wmu.Lock()
+	_ = c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+	c.wmu.Unlock()
+	_ = c.conn.Close()
+}
+
+func (c *wsConn) send(m any) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	_ = c.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
-	return c.conn.WriteJSON(v)
+	return c.conn.WriteJSON(m)
 }
 
-func (c *gorillaConn) WriteClose(code int, message string) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	err := c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, message), time.Now().Add(time.Second))
-	if errors.Is(err, websocket.ErrCloseSent) {
-		return nil
+type wsPayloadMessage struct {
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Payload any    `json:"payload"`
+}
+
+func (c *wsConn) sendNext(id string, resp *graphql.Response) error {
+	typ := "next"
+	if c.legacy {
+		typ = "data"
 	}
-	return err
+	return c.send(wsPayloadMessage{ID: id, Type: typ, Payload: resp})
 }
 
-func (c *gorillaConn) Subprotocol() string { return c.conn.Subprotocol() }
+func (c *wsConn) sendErrors(id string, errs gqlerror.List) {
+	_ = c.send(wsPayloadMessage{ID: id, Type: "error", Payload: errs})
+}
 
-func (c *gorillaConn) SetReadLimit(limit int64) { c.conn.SetReadLimit(limit) }
+func (c *wsConn) sendComplete(id string) {
+	_ = c.send(wsMessage{ID: id, Type: "complete"})
+}
 
-func (c *gorillaConn) SetReadDeadline(t time.Time) error { return c.conn.SetReadDeadline(t) }
+// wsOp is one operation of a connection. It is the graph.Deliverer of its subscription.
+type wsOp struct {
+	c      *wsConn
+	id     string
+	cancel context.CancelFunc
+	driven bool          // set by the resolver, during DispatchOperation
+	ready  chan struct{} // closed once DispatchOperation returned
+
+	// Set by run before ready closes.
+	responses graphql.ResponseHandler
+	ctx       context.Context
+}
+
+var _ graph.Deliverer = (*wsOp)(nil)
+
+func (o *wsOp) Drive() { o.driven = true }
+
+// Deliver sends the subscription's next result, or completes it at its end.
+func (o *wsOp) Deliver() error {
+	<-o.ready
+	if o.ctx == nil || o.ctx.Err() != nil {
+		return graph.ErrGone
+	}
+	resp := o.responses(o.ctx)
+	if resp == nil {
+		o.c.finish(o, true)
+		return graph.ErrGone
+	}
+	if err := o.c.sendNext(o.id, resp); err != nil {
+		_ = o.c.conn.Close() // the reader ends the rest
+		return graph.ErrGone
+	}
+	return nil
+}
+
+// readAll sends every response of an operation nobody drives (queries, mutations,
+// errors), then completes it.
+func (o *wsOp) readAll() {
+	for o.responses != nil {
+		resp := o.responses(o.ctx)
+		if resp == nil {
+			break
+		}
+		if err := o.c.sendNext(o.id, resp); err != nil {
+			break
+		}
+	}
+	o.c.finish(o, true)
+}
