@@ -116,11 +116,17 @@ func parse(dsn string) (driver, source, dia string, err error) {
 		}
 		// One writer at a time: immediate transactions take the write lock up front
 		// instead of failing with SQLITE_BUSY when a read turns into a write.
+		// temp_store(MEMORY) keeps temporary data in memory: above all the statement
+		// journal a multi-row write keeps inside a transaction (to undo just that
+		// statement), which past 64 KiB otherwise spills to a temporary file created,
+		// written and removed each time. Nothing temporary is ever durable; the price is
+		// that a large sort with no index to follow sorts in memory too.
 		q := url.Values{}
 		q.Add("_pragma", "foreign_keys(1)")
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "busy_timeout(10000)")
 		q.Add("_pragma", "synchronous(NORMAL)")
+		q.Add("_pragma", "temp_store(MEMORY)")
 		q.Set("_txlock", "immediate")
 		return "sqlite", "file:" + path + "?" + q.Encode(), dialect.SQLite, nil
 	}

@@ -69,6 +69,8 @@ type Engine struct {
 
 	shed    atomic.Int64 // requests refused for overload
 	written atomic.Int64 // hits made durable
+
+	hitInserts sync.Map // the INSERT statement of each number of hit rows (see hitInsert)
 }
 
 // New returns an engine over client. It loads (or creates) the installation's token key.

@@ -58,6 +58,8 @@ type hitRecord struct {
 	linked     []string // decoy: the same-site paths it links to
 	tool       string   // mcp: the decoy tool invoked
 	toolArgs   string
+	row        []any // the hit's row, all but its session and signals (see hitRow)
+	rowErr     error // why ent's validators refuse the row, if they do
 }
 
 // ServeHTTP is the trap listener: the decoy of an active trap, an answer to a token
@@ -130,6 +132,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	rec.status = resp.Status
+	rec.row, rec.rowErr = hitRow(rec)
 
 	j := &job{rec: rec, done: make(chan error, 1)}
 	select {
