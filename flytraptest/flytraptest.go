@@ -6,91 +6,46 @@ package flytraptest
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
-
-	_ "github.com/lib/pq"
 
 	"github.com/flytrap/flytrap/apikey"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/privacy"
+	"github.com/flytrap/flytrap/flytraptest/testdb"
 	"github.com/flytrap/flytrap/server"
 	"github.com/flytrap/flytrap/store"
 	"github.com/flytrap/flytrap/viewer"
 )
 
 // PostgresEnv names the variable holding an admin URL of a PostgreSQL server for tests.
-const PostgresEnv = "FLYTRAP_TEST_POSTGRES_URL"
+const PostgresEnv = testdb.PostgresEnv
 
 // Backend is a database a test runs on.
-type Backend struct {
-	Name string
-	// DSN returns a fresh, empty database for t, dropped when t ends.
-	DSN func(t testing.TB) string
-}
+type Backend = testdb.Backend
 
 // Backends lists SQLite, and PostgreSQL when FLYTRAP_TEST_POSTGRES_URL is set.
-func Backends() []Backend {
-	b := []Backend{{Name: "sqlite", DSN: SQLiteDSN}}
-	if os.Getenv(PostgresEnv) != "" {
-		b = append(b, Backend{Name: "postgres", DSN: PostgresDSN})
-	}
-	return b
-}
+func Backends() []Backend { return testdb.Backends() }
 
 // ForEachBackend runs f as a subtest on every backend.
 func ForEachBackend(t *testing.T, f func(t *testing.T, b Backend)) {
 	t.Helper()
-	for _, b := range Backends() {
-		t.Run(b.Name, func(t *testing.T) { f(t, b) })
-	}
+	testdb.ForEachBackend(t, f)
 }
 
 // SQLiteDSN returns a new SQLite file in t's temporary directory.
-func SQLiteDSN(t testing.TB) string {
-	return filepath.Join(t.TempDir(), "flytrap.db")
-}
+func SQLiteDSN(t testing.TB) string { return testdb.SQLiteDSN(t) }
 
 // PostgresDSN creates a database of its own for t on the test server and drops it afterwards.
 // It skips t with a clear message when no server is configured.
 func PostgresDSN(t testing.TB) string {
 	t.Helper()
-	admin := os.Getenv(PostgresEnv)
-	if admin == "" {
-		t.Skipf("%s is not set: skipping the PostgreSQL run (CI sets it)", PostgresEnv)
-	}
-	name := "flytrap_test_" + strings.ToLower(rand.Text()[:12])
-	db, err := sql.Open("postgres", admin)
-	if err != nil {
-		t.Fatalf("open %s: %v", PostgresEnv, err)
-	}
-	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
-		db.Close()
-		t.Fatalf("create test database: %v", err)
-	}
-	t.Cleanup(func() {
-		defer db.Close()
-		if _, err := db.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"); err != nil {
-			t.Logf("drop test database %s: %v", name, err)
-		}
-	})
-	u, err := url.Parse(admin)
-	if err != nil {
-		t.Fatalf("parse %s: %v", PostgresEnv, err)
-	}
-	u.Path = "/" + name
-	return u.String()
+	return testdb.PostgresDSN(t)
 }
 
 // Env is a running Flytrap API over a fresh database.

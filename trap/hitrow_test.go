@@ -1,13 +1,9 @@
 package trap
 
 import (
-	"crypto/rand"
 	"database/sql"
 	"log/slog"
 	"net/netip"
-	"net/url"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -19,6 +15,7 @@ import (
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/privacy"
+	"github.com/flytrap/flytrap/flytraptest/testdb"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/store"
 )
@@ -30,128 +27,116 @@ func TestHitRowsAsEntWritesThem(t *testing.T) {
 	if got, want := slices.Sorted(slices.Values(hitColumns)), slices.Sorted(slices.Values(hit.Columns)); !slices.Equal(got, want) {
 		t.Fatalf("hitColumns = %q, want the hit's columns %q", got, want)
 	}
-	for _, db := range testDatabases(t) {
-		t.Run(db.name, func(t *testing.T) {
-			s, err := store.Open(t.Context(), db.dsn)
+	testdb.ForEachBackend(t, func(t *testing.T, b testdb.Backend) {
+		s := openStore(t, b)
+		ctx := privacy.DecisionContext(t.Context(), privacy.Allow)
+		c := s.Client
+		org := c.Organization.Create().SetName("acme").SaveX(ctx)
+		site := c.Site.Create().SetOrgID(org.ID).SetName("default").SaveX(ctx)
+		session := c.Session.Create().SetID(ids.New(ids.Session)).SetOrgID(org.ID).SetSiteID(site.ID).
+			SetSourceIP("192.0.2.1").SaveX(ctx)
+
+		// More rows than one INSERT carries, so the statement for a full chunk and a
+		// shorter one both run.
+		recs := make([]*hitRecord, 2*hitChunk+3)
+		signals := make([][]string, len(recs))
+		for i := range recs {
+			recs[i], signals[i] = sampleHit(i, org.ID)
+		}
+		e := &Engine{dialect: s.Dialect}
+		tx, err := c.Tx(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := make([][]any, len(recs))
+		for i, rec := range recs {
+			row, err := hitRow(rec)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
-			ctx := privacy.DecisionContext(t.Context(), privacy.Allow)
-			c := s.Client
-			org := c.Organization.Create().SetName("acme").SaveX(ctx)
-			site := c.Site.Create().SetOrgID(org.ID).SetName("default").SaveX(ctx)
-			session := c.Session.Create().SetID(ids.New(ids.Session)).SetOrgID(org.ID).SetSiteID(site.ID).
-				SetSourceIP("192.0.2.1").SaveX(ctx)
+			if row[hitColSignals], err = signalsJSON(signals[i]); err != nil {
+				t.Fatal(err)
+			}
+			row[hitColSession] = session.ID
+			rows[i] = row
+		}
+		if err := e.insertHits(ctx, tx.Client(), rows); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
 
-			// More rows than one INSERT carries, so the statement for a full chunk and a
-			// shorter one both run.
-			recs := make([]*hitRecord, 2*hitChunk+3)
-			signals := make([][]string, len(recs))
-			for i := range recs {
-				recs[i], signals[i] = sampleHit(i, org.ID)
+		twins := make([]string, len(recs))
+		if tx, err = c.Tx(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var creates []*ent.HitCreate
+		for i, rec := range recs {
+			twins[i] = ids.New(ids.Hit)
+			hc := tx.Hit.Create().SetID(twins[i]).SetOrgID(rec.org).SetSessionID(session.ID).SetMethod(bound(rec.method, 16)).
+				SetPath(rec.path).SetQuery(rec.query).SetHeaders(rec.headers).SetBody(rec.body).
+				SetBodyTruncated(rec.truncated).SetSourceIP(rec.ip.String()).SetUserAgent(rec.ua).
+				SetReceivedAt(rec.receivedAt).SetKind(hit.Kind(rec.kind)).SetStatus(rec.status).SetSignals(signals[i])
+			if rec.trap != nil {
+				hc.SetTrapID(rec.trap.ID)
 			}
-			e := &Engine{dialect: s.Dialect}
-			tx, err := c.Tx(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rows := make([][]any, len(recs))
-			for i, rec := range recs {
-				row, err := hitRow(rec)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if row[hitColSignals], err = signalsJSON(signals[i]); err != nil {
-					t.Fatal(err)
-				}
-				row[hitColSession] = session.ID
-				rows[i] = row
-			}
-			if err := e.insertHits(ctx, tx.Client(), rows); err != nil {
-				t.Fatal(err)
-			}
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
-			}
+			creates = append(creates, hc)
+		}
+		if err := tx.Hit.CreateBulk(creates...).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
 
-			twins := make([]string, len(recs))
-			if tx, err = c.Tx(ctx); err != nil {
-				t.Fatal(err)
-			}
-			var creates []*ent.HitCreate
-			for i, rec := range recs {
-				twins[i] = ids.New(ids.Hit)
-				hc := tx.Hit.Create().SetID(twins[i]).SetOrgID(rec.org).SetSessionID(session.ID).SetMethod(bound(rec.method, 16)).
-					SetPath(rec.path).SetQuery(rec.query).SetHeaders(rec.headers).SetBody(rec.body).
-					SetBodyTruncated(rec.truncated).SetSourceIP(rec.ip.String()).SetUserAgent(rec.ua).
-					SetReceivedAt(rec.receivedAt).SetKind(hit.Kind(rec.kind)).SetStatus(rec.status).SetSignals(signals[i])
-				if rec.trap != nil {
-					hc.SetTrapID(rec.trap.ID)
+		for i, rec := range recs {
+			ours, theirs := storedHit(t, s, rec.id), storedHit(t, s, twins[i])
+			for col, v := range theirs {
+				if ours[col] != v {
+					t.Errorf("hit %d: column %s stored as %s, ent stores %s", i, col, ours[col], v)
 				}
-				creates = append(creates, hc)
 			}
-			if err := tx.Hit.CreateBulk(creates...).Exec(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
-			}
-
-			for i, rec := range recs {
-				ours, theirs := storedHit(t, s, rec.id), storedHit(t, s, twins[i])
-				for col, v := range theirs {
-					if ours[col] != v {
-						t.Errorf("hit %d: column %s stored as %s, ent stores %s", i, col, ours[col], v)
-					}
-				}
-				got, want := c.Hit.GetX(ctx, rec.id), c.Hit.GetX(ctx, twins[i])
-				compareHits(t, i, got, want)
-			}
-		})
-	}
+			got, want := c.Hit.GetX(ctx, rec.id), c.Hit.GetX(ctx, twins[i])
+			compareHits(t, i, got, want)
+		}
+	})
 }
 
 // A hit ent's validators refuse fails alone, as it did when ent wrote hits: the batch
 // falls back to one hit at a time, and the others are written.
 func TestRefusedHitFailsAlone(t *testing.T) {
-	for _, db := range testDatabases(t) {
-		t.Run(db.name, func(t *testing.T) {
-			s, err := store.Open(t.Context(), db.dsn)
-			if err != nil {
-				t.Fatal(err)
+	testdb.ForEachBackend(t, func(t *testing.T, b testdb.Backend) {
+		s := openStore(t, b)
+		ctx := privacy.DecisionContext(t.Context(), privacy.Allow)
+		e, err := New(ctx, DefaultConfig(), s.Client, s.Dialect, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		org := s.Client.Organization.Create().SetName("acme").SaveX(ctx)
+		site := s.Client.Site.Create().SetOrgID(org.ID).SetName("default").SaveX(ctx)
+		good, _ := sampleHit(0, org.ID)
+		bad, _ := sampleHit(3, org.ID)
+		bad.path = "/" + strings.Repeat("p", 2048) // longer than the column keeps
+		var batch []*job
+		for _, rec := range []*hitRecord{good, bad} {
+			rec.site = site.ID
+			rec.row, rec.rowErr = hitRow(rec)
+			batch = append(batch, &job{rec: rec, done: make(chan error, 1)})
+		}
+		e.write(ctx, batch)
+		if err := <-batch[0].done; err != nil {
+			t.Fatalf("the valid hit failed: %v", err)
+		}
+		if err := <-batch[1].done; err == nil {
+			t.Fatal("a hit with a path longer than its column was written")
+		}
+		for rec, want := range map[*hitRecord]bool{good: true, bad: false} {
+			if got := s.Client.Hit.Query().Where(hit.ID(rec.id)).ExistX(ctx); got != want {
+				t.Errorf("hit of %d-byte path stored: %t, want %t", len(rec.path), got, want)
 			}
-			defer s.Close()
-			ctx := privacy.DecisionContext(t.Context(), privacy.Allow)
-			e, err := New(ctx, DefaultConfig(), s.Client, s.Dialect, slog.New(slog.DiscardHandler))
-			if err != nil {
-				t.Fatal(err)
-			}
-			org := s.Client.Organization.Create().SetName("acme").SaveX(ctx)
-			site := s.Client.Site.Create().SetOrgID(org.ID).SetName("default").SaveX(ctx)
-			good, _ := sampleHit(0, org.ID)
-			bad, _ := sampleHit(3, org.ID)
-			bad.path = "/" + strings.Repeat("p", 2048) // longer than the column keeps
-			var batch []*job
-			for _, rec := range []*hitRecord{good, bad} {
-				rec.site = site.ID
-				rec.row, rec.rowErr = hitRow(rec)
-				batch = append(batch, &job{rec: rec, done: make(chan error, 1)})
-			}
-			e.write(ctx, batch)
-			if err := <-batch[0].done; err != nil {
-				t.Fatalf("the valid hit failed: %v", err)
-			}
-			if err := <-batch[1].done; err == nil {
-				t.Fatal("a hit with a path longer than its column was written")
-			}
-			for rec, want := range map[*hitRecord]bool{good: true, bad: false} {
-				if got := s.Client.Hit.Query().Where(hit.ID(rec.id)).ExistX(ctx); got != want {
-					t.Errorf("hit of %d-byte path stored: %t, want %t", len(rec.path), got, want)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // sampleHit is the i-th of a few kinds of hit, with the signals it fired.
@@ -249,34 +234,13 @@ func compareHits(t *testing.T, i int, got, want *ent.Hit) {
 	}
 }
 
-// testDatabases are the databases this package's own tests run on: a SQLite file, and a
-// fresh PostgreSQL database when FLYTRAP_TEST_POSTGRES_URL is set, dropped afterwards.
-// (flytraptest does this for the other tests, but it imports this package.)
-func testDatabases(t *testing.T) []struct{ name, dsn string } {
-	dbs := []struct{ name, dsn string }{{"sqlite", filepath.Join(t.TempDir(), "flytrap.db")}}
-	admin := os.Getenv("FLYTRAP_TEST_POSTGRES_URL")
-	if admin == "" {
-		return dbs
-	}
-	name := "flytrap_test_" + strings.ToLower(rand.Text()[:12])
-	db, err := sql.Open("postgres", admin)
+// openStore opens a fresh database of backend b for t, closed when t ends.
+func openStore(t *testing.T, b testdb.Backend) *store.DB {
+	t.Helper()
+	s, err := store.Open(t.Context(), b.DSN(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
-		db.Close()
-		t.Fatalf("create test database: %v", err)
-	}
-	t.Cleanup(func() {
-		defer db.Close()
-		if _, err := db.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"); err != nil {
-			t.Logf("drop test database %s: %v", name, err)
-		}
-	})
-	u, err := url.Parse(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return append(dbs, struct{ name, dsn string }{"postgres", u.String()})
+	t.Cleanup(func() { s.Close() })
+	return s
 }
