@@ -191,6 +191,12 @@ func TestWebsocketProtocolErrors(t *testing.T) {
 			t.Errorf("%s: close %d, want 4400", bad, code)
 		}
 	}
+	// A client that never sends connection_init is closed with 4408.
+	server.SetWebsocketInitTimeout(env.Server, 200*time.Millisecond)
+	c = dial()
+	if code := readClose(t, c); code != 4408 {
+		t.Errorf("no connection_init: close %d, want 4408", code)
+	}
 	// A message over the size cap ends the connection (1009, message too big).
 	c = initialised()
 	c.WriteMessage(websocket.TextMessage, []byte(`{"type":"ping","payload":{"x":"`+strings.Repeat("x", 2<<20)+`"}}`))
