@@ -43,10 +43,18 @@ func rawStream(t *testing.T, env *ft.Env, key string) (net.Conn, *bufio.Reader) 
 	return c, br
 }
 
-// idleSubscription opens a graphql-transport-ws subscription and answers nothing more.
+// idleSubscription opens a subscription and reads nothing more. It speaks the legacy
+// protocol, whose keep-alives need no answer (a graphql-transport-ws client that
+// leaves a ping unanswered is dropped).
 func idleSubscription(t *testing.T, env *ft.Env, key string) *websocket.Conn {
 	t.Helper()
-	c := subscribeWS(t, env, key, eventsSub, nil)
+	c, _, err := dialWS(t, env, "graphql-ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.WriteJSON(wsMsg{Type: "connection_init", Payload: map[string]any{"Authorization": "Bearer " + key}})
+	readUntil(t, c, "connection_ack")
+	c.WriteJSON(wsMsg{ID: "1", Type: "start", Payload: map[string]any{"query": eventsSub}})
 	return c
 }
 
@@ -94,7 +102,7 @@ func TestIdleConnectionsHoldNoGoroutines(t *testing.T) {
 	}
 	// They still deliver, heartbeats and all.
 	env.MustGraphQL(a.ReadWrite, `mutation { createTrap(input:{name:"live", type: api}) { id } }`, nil)
-	if got := ft.Dig(nextData(t, subs[0]), "events", "type"); got != "trap.created" {
+	if got := ft.Dig(readUntil(t, subs[0], "data").Payload, "data", "events", "type"); got != "trap.created" {
 		t.Fatalf("subscription got %v", got)
 	}
 	for {
