@@ -33,7 +33,6 @@ const (
 const (
 	closeInvalidMessage = 4400
 	closeUnauthorized   = 4401
-	closeForbidden      = 4403
 	closeInitTimeout    = 4408
 	closeDuplicateID    = 4409
 	closeTooManyInits   = 4429
