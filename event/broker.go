@@ -41,25 +41,47 @@ type Broker struct {
 }
 
 // Subscription receives the events of one organization, optionally of some types only.
+// The broker queues them; the subscriber takes them with Take when notified.
 type Subscription struct {
-	C     <-chan *ent.Event
 	Done  <-chan struct{}
 	org   string
 	types []string
 	key   string
-	c     chan *ent.Event
 	done  chan struct{}
 	err   error
 	// notify, when set, is called after each event queued and once at the end,
 	// under the broker's lock: it must only schedule work, never do it.
 	notify func()
+
+	mu    sync.Mutex
+	queue []*ent.Event // nil while idle: an idle subscriber holds no buffer
 }
 
 // Err says why the subscription ended, once Done is closed.
 func (s *Subscription) Err() error { return s.err }
 
+// Take returns the events queued since the last call, oldest first.
+func (s *Subscription) Take() []*ent.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queue
+	s.queue = nil
+	return q
+}
+
+// offer queues ev unless the subscriber is SubscriptionBuffer events behind.
+func (s *Subscription) offer(ev *ent.Event) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) >= SubscriptionBuffer {
+		return false
+	}
+	s.queue = append(s.queue, ev)
+	return true
+}
+
 // SubscriptionBuffer is how many events a subscriber may lag before it is dropped (it
-// then resumes from its cursor); small, because every idle subscriber holds it.
+// then resumes from its cursor).
 const SubscriptionBuffer = 64
 
 // NewBroker returns a broker over client. It polls every poll interval as well as on
@@ -128,19 +150,13 @@ func (b *Broker) Wake() {
 }
 
 // Subscribe starts delivering org's new events of the given types (all when empty).
-// key, when set, is the API key the subscriber authenticated with: revoking it ends the subscription.
-func (b *Broker) Subscribe(org string, types []string, key string) *Subscription {
-	return b.SubscribeFunc(org, types, key, nil)
-}
-
-// SubscribeFunc is Subscribe for a subscriber that holds no goroutine waiting on C:
-// notify is called after each event is queued on C and when Done closes, so the
-// subscriber can start one then. notify runs under the broker's lock and must not block
-// or call back into the broker.
-func (b *Broker) SubscribeFunc(org string, types []string, key string, notify func()) *Subscription {
-	c := make(chan *ent.Event, SubscriptionBuffer)
+// key, when set, is the API key the subscriber authenticated with: revoking it ends the
+// subscription. notify, when set, is called after each event is queued and when Done
+// closes, so that the subscriber needs no goroutine waiting; it runs under the broker's
+// lock and must not block or call back into the broker.
+func (b *Broker) Subscribe(org string, types []string, key string, notify func()) *Subscription {
 	done := make(chan struct{})
-	s := &Subscription{C: c, Done: done, org: org, types: types, key: key, c: c, done: done, notify: notify}
+	s := &Subscription{Done: done, org: org, types: types, key: key, done: done, notify: notify}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -278,14 +294,13 @@ func (b *Broker) deliver(ev *ent.Event) {
 		if s.org != ev.OrgID || (len(s.types) > 0 && !slices.Contains(s.types, ev.Type)) {
 			continue
 		}
-		select {
-		case s.c <- ev:
-			if s.notify != nil {
-				s.notify()
-			}
-		default:
+		if !s.offer(ev) {
 			delete(b.subs, s)
 			s.end(ErrLagged)
+			continue
+		}
+		if s.notify != nil {
+			s.notify()
 		}
 	}
 }

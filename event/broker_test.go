@@ -30,17 +30,42 @@ func startBroker(t *testing.T, c *ent.Client) (*event.Broker, func()) {
 	return b, func() { cancel(); <-done }
 }
 
-func receive(t *testing.T, s *event.Subscription) *ent.Event {
+// subscriber is a test's subscription: notified through a channel, holding what it took.
+type subscriber struct {
+	*event.Subscription
+	wake    chan struct{}
+	pending []*ent.Event
+}
+
+func subscribe(b *event.Broker, org string, types []string, key string) *subscriber {
+	s := &subscriber{wake: make(chan struct{}, 1)}
+	s.Subscription = b.Subscribe(org, types, key, func() {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	})
+	return s
+}
+
+func receive(t *testing.T, s *subscriber) *ent.Event {
 	t.Helper()
-	select {
-	case ev := <-s.C:
-		return ev
-	case <-s.Done:
-		t.Fatalf("subscription ended: %v", s.Err())
-	case <-time.After(10 * time.Second):
-		t.Fatal("no event within 10s")
+	deadline := time.After(10 * time.Second)
+	for {
+		s.pending = append(s.pending, s.Take()...)
+		if len(s.pending) > 0 {
+			ev := s.pending[0]
+			s.pending = s.pending[1:]
+			return ev
+		}
+		select {
+		case <-s.wake:
+		case <-s.Done:
+			t.Fatalf("subscription ended: %v", s.Err())
+		case <-deadline:
+			t.Fatal("no event within 10s")
+		}
 	}
-	return nil
 }
 
 // TestBrokerDropsSlowSubscribers: a subscriber that stops reading is dropped with
@@ -54,10 +79,10 @@ func TestBrokerDropsSlowSubscribers(t *testing.T) {
 	b, stop := startBroker(t, db.Client)
 	defer stop()
 
-	slow := b.Subscribe(org.ID, nil, "")
-	fast := b.Subscribe(org.ID, nil, "")
-	filtered := b.Subscribe(org.ID, []string{event.TrapDeleted}, "")
-	foreign := b.Subscribe(other.ID, nil, "")
+	slow := subscribe(b, org.ID, nil, "")
+	fast := subscribe(b, org.ID, nil, "")
+	filtered := subscribe(b, org.ID, []string{event.TrapDeleted}, "")
+	foreign := subscribe(b, other.ID, nil, "")
 
 	total := event.SubscriptionBuffer + 10
 	for i := range total {
@@ -77,21 +102,20 @@ func TestBrokerDropsSlowSubscribers(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("slow subscriber was not dropped")
 	}
-	if len(slow.C) != event.SubscriptionBuffer {
-		t.Fatalf("slow subscriber holds %d events, want a full buffer of %d", len(slow.C), event.SubscriptionBuffer)
+	if n := len(slow.Take()); n != event.SubscriptionBuffer {
+		t.Fatalf("slow subscriber holds %d events, want a full buffer of %d", n, event.SubscriptionBuffer)
 	}
-	select {
-	case ev := <-filtered.C:
-		t.Fatalf("type filter let %s through", ev.Type)
-	case ev := <-foreign.C:
-		t.Fatalf("another organization received %s", ev.ID)
-	default:
+	if evs := filtered.Take(); len(evs) > 0 {
+		t.Fatalf("type filter let %s through", evs[0].Type)
+	}
+	if evs := foreign.Take(); len(evs) > 0 {
+		t.Fatalf("another organization received %s", evs[0].ID)
 	}
 	b.RevokeKey("") // keyless subscriptions are not revocable by an empty id… but must not panic
-	b.Unsubscribe(fast)
-	b.Unsubscribe(fast) // twice is fine
+	b.Unsubscribe(fast.Subscription)
+	b.Unsubscribe(fast.Subscription) // twice is fine
 	stop()
-	for _, s := range []*event.Subscription{filtered, foreign} {
+	for _, s := range []*subscriber{filtered, foreign} {
 		<-s.Done
 		if s.Err() != event.ErrClosed && s.Err() != event.ErrRevoked {
 			t.Fatalf("on shutdown a subscription ended with %v", s.Err())
@@ -111,8 +135,8 @@ func TestBrokerRevokesKeysOnCommit(t *testing.T) {
 		SetPrefix("ftk_x").SetHash("h").SaveX(sys)
 	b, stop := startBroker(t, db.Client)
 	defer stop()
-	mine := b.Subscribe(org.ID, nil, key.ID)
-	others := b.Subscribe(org.ID, nil, "key_other")
+	mine := subscribe(b, org.ID, nil, key.ID)
+	others := subscribe(b, org.ID, nil, "key_other")
 
 	tx, err := db.Client.Tx(sys)
 	if err != nil {

@@ -50,7 +50,7 @@ func (r *Resolver) FollowEvents(ctx context.Context, f Follow, send func(*ent.Ev
 	v, _ := viewer.FromContext(ctx)
 	p := &follower{r: r, ctx: ctx, f: f, send: send, end: end, last: f.After}
 	p.kicks.Store(1) // held until set up: what the broker signals meanwhile waits for the first run
-	p.sub = r.broker.SubscribeFunc(v.OrgID, f.Types, v.KeyID, p.kick)
+	p.sub = r.broker.Subscribe(v.OrgID, f.Types, v.KeyID, p.kick)
 	// A key revoked between authentication and this subscription would otherwise go unnoticed.
 	if err := r.KeyStillValid(ctx); err != nil {
 		r.broker.Unsubscribe(p.sub)
@@ -136,16 +136,10 @@ func (p *follower) step() (done bool, err error) {
 		ended = true
 	default:
 	}
-	for {
-		select {
-		case ev := <-p.sub.C:
-			if err := p.deliver(ev); err != nil {
-				return true, err
-			}
-			continue
-		default:
+	for _, ev := range p.sub.Take() {
+		if err := p.deliver(ev); err != nil {
+			return true, err
 		}
-		break
 	}
 	if ended {
 		return true, p.sub.Err()

@@ -68,7 +68,7 @@ func newWSTransport(s *Server) *wsTransport {
 			HandshakeTimeout: 10 * time.Second,
 			Subprotocols:     []string{protoTransportWS, protoLegacy},
 			CheckOrigin:      origins.check,
-			ReadBufferSize:   512, // frames stream through it; a larger one would sit idle
+			ReadBufferSize:   256, // frames stream through it; a larger one would sit idle
 			WriteBufferPool:  writeBufferPool,
 		},
 		auth:        s.websocketAuth,
