@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -86,7 +85,7 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	if !out.hijacked() {
 		stops = append(stops, context.AfterFunc(r.Context(), cancel))
 	}
-	if err := out.write(fmt.Sprintf("retry: %d\n\n", streamRetry.Milliseconds())); err != nil {
+	if err := out.write(fmt.Appendf(nil, "retry: %d\n\n", streamRetry.Milliseconds())); err != nil {
 		end(nil)
 		return nil
 	}
@@ -98,7 +97,7 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			if err := a.res.KeyStillValid(ctx); err != nil {
 				return err
 			}
-			return out.write(": keep-alive\n\n")
+			return out.write([]byte(": keep-alive\n\n"))
 		},
 	}
 	err = a.res.FollowEvents(ctx, f, func(ev *ent.Event) error {
@@ -106,7 +105,7 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		return out.write("id: " + graph.EventCursor(ev.Position) + "\ndata: " + string(body) + "\n\n")
+		return out.write(fmt.Appendf(make([]byte, 0, len(body)+64), "id: %s\ndata: %s\n\n", graph.EventCursor(ev.Position), body))
 	}, end)
 	if err != nil {
 		end(err)
@@ -157,16 +156,19 @@ func (s *streamWriter) start() error {
 
 func (s *streamWriter) hijacked() bool { return s.conn != nil }
 
-// write sends one message of the stream.
-func (s *streamWriter) write(msg string) error {
+// write sends one message of the stream, in a chunk of its own once hijacked.
+func (s *streamWriter) write(msg []byte) error {
 	if s.conn == nil {
 		_ = s.rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		if _, err := io.WriteString(s.w, msg); err != nil {
+		if _, err := s.w.Write(msg); err != nil {
 			return err
 		}
 		return s.rc.Flush()
 	}
-	return s.send([]byte(strconv.FormatInt(int64(len(msg)), 16) + "\r\n" + msg + "\r\n"))
+	chunk := make([]byte, 0, len(msg)+16)
+	chunk = strconv.AppendInt(chunk, int64(len(msg)), 16)
+	chunk = append(append(append(chunk, "\r\n"...), msg...), "\r\n"...)
+	return s.send(chunk)
 }
 
 func (s *streamWriter) send(b []byte) error {

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -48,14 +49,7 @@ func rawStream(t *testing.T, env *ft.Env, key string) (net.Conn, *bufio.Reader) 
 // leaves a ping unanswered is dropped).
 func idleSubscription(t *testing.T, env *ft.Env, key string) *websocket.Conn {
 	t.Helper()
-	c, _, err := dialWS(t, env, "graphql-ws", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.WriteJSON(wsMsg{Type: "connection_init", Payload: map[string]any{"Authorization": "Bearer " + key}})
-	readUntil(t, c, "connection_ack")
-	c.WriteJSON(wsMsg{ID: "1", Type: "start", Payload: map[string]any{"query": eventsSub}})
-	return c
+	return subscribeOn(t, env, "graphql-ws", key, eventsSub, nil)
 }
 
 // goroutinesSettle waits until the goroutine count is at most want, and returns it.
@@ -142,20 +136,11 @@ func readClose(t *testing.T, c *websocket.Conn) int {
 		if err == nil {
 			continue
 		}
-		var ce *websocket.CloseError
-		if ok := asCloseError(err, &ce); ok {
+		if ce := (*websocket.CloseError)(nil); errors.As(err, &ce) {
 			return ce.Code
 		}
 		return -1
 	}
-}
-
-func asCloseError(err error, target **websocket.CloseError) bool {
-	ce, ok := err.(*websocket.CloseError)
-	if ok {
-		*target = ce
-	}
-	return ok
 }
 
 func TestWebsocketProtocolErrors(t *testing.T) {

@@ -18,13 +18,24 @@ import (
 // subscribeWS opens a graphql-transport-ws subscription and returns its connection.
 func subscribeWS(t *testing.T, env *ft.Env, key, query string, vars map[string]any) *websocket.Conn {
 	t.Helper()
-	c, _, err := dialWS(t, env, "graphql-transport-ws", nil)
+	return subscribeOn(t, env, "graphql-transport-ws", key, query, vars)
+}
+
+// subscribeOn opens a subscription with the given subprotocol (graphql-transport-ws or
+// the legacy graphql-ws) and returns its connection.
+func subscribeOn(t *testing.T, env *ft.Env, protocol, key, query string, vars map[string]any) *websocket.Conn {
+	t.Helper()
+	c, _, err := dialWS(t, env, protocol, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.WriteJSON(wsMsg{Type: "connection_init", Payload: map[string]any{"Authorization": "Bearer " + key}})
 	readUntil(t, c, "connection_ack")
-	c.WriteJSON(wsMsg{ID: "1", Type: "subscribe", Payload: map[string]any{"query": query, "variables": vars}})
+	start := "subscribe"
+	if protocol == "graphql-ws" {
+		start = "start"
+	}
+	c.WriteJSON(wsMsg{ID: "1", Type: start, Payload: map[string]any{"query": query, "variables": vars}})
 	return c
 }
 

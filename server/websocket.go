@@ -120,13 +120,6 @@ func (t *wsTransport) Close() {
 	}
 }
 
-// Connections counts the open WebSocket connections.
-func (t *wsTransport) Connections() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.conns)
-}
-
 // websocketOrigins checks a WebSocket's Origin: clients without one (not browsers),
 // same-origin pages, and the configured origins pass. Anything else could be a page
 // riding a user's session.

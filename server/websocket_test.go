@@ -92,15 +92,8 @@ func TestWebsocketQueries(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.WriteJSON(wsMsg{Type: "connection_init", Payload: map[string]any{"Authorization": "Bearer ftk_nope"}})
-			for {
-				_, _, err := c.ReadMessage()
-				if err == nil {
-					continue
-				}
-				if !websocket.IsCloseError(err, 4401) {
-					t.Fatalf("want close 4401, got %v", err)
-				}
-				break
+			if code := readClose(t, c); code != 4401 {
+				t.Fatalf("want close 4401, got %d", code)
 			}
 		})
 
