@@ -52,7 +52,7 @@ func (r *Resolver) FollowEvents(ctx context.Context, f Follow, send func(*ent.Ev
 	p.kicks.Store(1) // held until set up: what the broker signals meanwhile waits for the first run
 	p.sub = r.broker.Subscribe(v.OrgID, f.Types, v.KeyID, p.kick)
 	// A key revoked between authentication and this subscription would otherwise go unnoticed.
-	if err := r.KeyStillValid(ctx); err != nil {
+	if err := r.CredentialStillValid(ctx); err != nil {
 		r.broker.Unsubscribe(p.sub)
 		return err
 	}
@@ -234,6 +234,10 @@ func WithDeliverer(ctx context.Context, d Deliverer) context.Context {
 // waits on the channel's reader.
 func subscribe[T any](ctx context.Context, r *Resolver, f Follow, convert func(*ent.Event) (T, error)) (<-chan T, error) {
 	d, push := ctx.Value(delivererKey{}).(Deliverer)
+	release, err := r.OpenStream(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := make(chan T, 1)
 	send := func(ev *ent.Event) error {
 		msg, err := convert(ev)
@@ -256,12 +260,14 @@ func subscribe[T any](ctx context.Context, r *Resolver, f Follow, convert func(*
 			!errors.Is(err, event.ErrRevoked) && !errors.Is(err, event.ErrClosed) && !errors.Is(err, ErrGone) {
 			r.log(ctx, "subscription ended", err)
 		}
+		release()
 		close(out)
 		if push {
 			_ = d.Deliver()
 		}
 	}
 	if err := r.FollowEvents(ctx, f, send, end); err != nil {
+		release()
 		return nil, err
 	}
 	if push {
@@ -273,9 +279,14 @@ func subscribe[T any](ctx context.Context, r *Resolver, f Follow, convert func(*
 // ErrGone is what a Deliverer returns once its client is gone or the operation stopped.
 var ErrGone = errors.New("the subscriber is gone")
 
-// KeyStillValid returns event.ErrRevoked when the caller's API key has been revoked since it authenticated.
-func (r *Resolver) KeyStillValid(ctx context.Context) error {
+// CredentialStillValid returns event.ErrRevoked when the caller's API key has been
+// revoked since it authenticated, or its JWT has expired: a live reader ends then, as
+// an HTTP request would be refused.
+func (r *Resolver) CredentialStillValid(ctx context.Context) error {
 	v, _ := viewer.FromContext(ctx)
+	if v.Expired(r.now()) {
+		return event.ErrRevoked
+	}
 	if v.KeyID == "" {
 		return nil
 	}

@@ -18,6 +18,10 @@ type Resolver struct {
 	logger *slog.Logger
 	now    func() time.Time
 
+	streams streamSlots
+	// StreamHeartbeat is how often subscriptions re-check their credential (default 15s).
+	StreamHeartbeat time.Duration
+
 	// Previewer renders trapPreview; the server sets it once the trap engine exists.
 	Previewer Previewer
 }

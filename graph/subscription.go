@@ -42,7 +42,11 @@ func (r *Resolver) follow(ctx context.Context, types []string, after *entgql.Cur
 		return Follow{}, err
 	}
 	// Revocations made outside a server (the command line on SQLite) are caught here.
-	f := Follow{Types: types, Heartbeat: 15 * time.Second, Beat: func() error { return r.KeyStillValid(ctx) }}
+	heartbeat := r.StreamHeartbeat
+	if heartbeat <= 0 {
+		heartbeat = 15 * time.Second
+	}
+	f := Follow{Types: types, Heartbeat: heartbeat, Beat: func() error { return r.CredentialStillValid(ctx) }}
 	var err error
 	if after != nil {
 		f.After, err = positionOf(after)

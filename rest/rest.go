@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/flytrap/flytrap/apperr"
@@ -27,17 +26,12 @@ type API struct {
 	client *ent.Client
 	log    *slog.Logger
 	opts   Options
-
-	streamsMu sync.Mutex
-	streams   map[string]int // open event streams per organization
 }
 
 // Options are the REST layer's settings.
 type Options struct {
 	// Stopping is done when the service begins to shut down: open streams end then.
 	Stopping context.Context
-	// MaxStreamsPerOrg caps the event streams one organization may hold open (429 beyond).
-	MaxStreamsPerOrg int
 	// Heartbeat is the interval of the stream's keep-alive comments.
 	Heartbeat time.Duration
 }
@@ -50,7 +44,7 @@ func New(res *graph.Resolver, client *ent.Client, log *slog.Logger, opts Options
 	if opts.Stopping == nil {
 		opts.Stopping = context.Background()
 	}
-	return &API{res: res, client: client, log: log, opts: opts, streams: map[string]int{}}
+	return &API{res: res, client: client, log: log, opts: opts}
 }
 
 // HandlerFunc is a REST handler: it writes a success or returns the error to report.

@@ -11,10 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/graph"
-	"github.com/flytrap/flytrap/viewer"
 )
 
 // streamRetry is the reconnection delay the stream suggests to clients.
@@ -47,10 +45,10 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	v, _ := viewer.FromContext(r.Context())
-	if !a.openStream(v.OrgID) {
+	release, err := a.res.OpenStream(r.Context())
+	if err != nil {
 		w.Header().Set("Retry-After", "30")
-		return apperr.TooMany("this organization already has %d open event streams", a.opts.MaxStreamsPerOrg)
+		return err
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -72,7 +70,7 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		cancel()
 		out.close()
-		a.closeStream(v.OrgID)
+		release()
 		if err != nil {
 			a.log.DebugContext(ctx, "event stream ended", "reason", err) // the status is sent; the client resumes
 		}
@@ -94,7 +92,7 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		After:     last,
 		Heartbeat: a.opts.Heartbeat,
 		Beat: func() error {
-			if err := a.res.KeyStillValid(ctx); err != nil {
+			if err := a.res.CredentialStillValid(ctx); err != nil {
 				return err
 			}
 			return out.write([]byte(": keep-alive\n\n"))
@@ -182,23 +180,5 @@ func (s *streamWriter) close() {
 	if s.conn != nil {
 		_ = s.send([]byte("0\r\n\r\n"))
 		_ = s.conn.Close()
-	}
-}
-
-func (a *API) openStream(org string) bool {
-	a.streamsMu.Lock()
-	defer a.streamsMu.Unlock()
-	if a.opts.MaxStreamsPerOrg > 0 && a.streams[org] >= a.opts.MaxStreamsPerOrg {
-		return false
-	}
-	a.streams[org]++
-	return true
-}
-
-func (a *API) closeStream(org string) {
-	a.streamsMu.Lock()
-	defer a.streamsMu.Unlock()
-	if a.streams[org]--; a.streams[org] <= 0 {
-		delete(a.streams, org)
 	}
 }

@@ -1,6 +1,15 @@
 package server
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // SetWebsocketInitTimeout shortens how long a WebSocket may wait before connection_init, for tests.
 func SetWebsocketInitTimeout(s *Server, d time.Duration) { s.ws.initTimeout = d }
+
+// SetWebsocketAdmit replaces the per-operation admission check of WebSockets, for tests.
+func SetWebsocketAdmit(s *Server, f func(ctx context.Context) error) { s.ws.admit = f }
+
+// WebsocketPanics counts the panics recovered in WebSocket connections.
+func WebsocketPanics(s *Server) int64 { return s.ws.panics.Load() }

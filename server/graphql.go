@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"strings"
 
@@ -50,7 +51,7 @@ func (s *Server) graphQLHandler() *handler.Server {
 	}
 	srv.Use(depthLimit{max: s.cfg.DepthLimit}) // first: its message is the clearer one
 	srv.Use(extension.FixedComplexityLimit(s.cfg.ComplexityLimit))
-	srv.Use(transactioner{entgql.Transactioner{TxOpener: s.db.Client}})
+	srv.Use(transactioner{entgql.Transactioner{TxOpener: s.db.Client}, s.log})
 	srv.AroundFields(pageLimits)
 	srv.SetErrorPresenter(s.presentError)
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
@@ -80,15 +81,47 @@ func (s *Server) websocketAuth(ctx context.Context, header string) (context.Cont
 	return viewer.NewContext(ctx, v), 0, nil
 }
 
-// transactioner runs mutations in a transaction. Requests gqlgen could not even
-// decode have no operation, and entgql's transactioner would panic on them.
-type transactioner struct{ entgql.Transactioner }
+// transactioner runs each mutation in one transaction, committed when it succeeds and
+// rolled back otherwise. It keeps entgql's serialisation of a mutation's fields but
+// replaces its InterceptResponse, which panics on requests that have no operation (gqlgen
+// could not decode them) and on a response handler's nil (asked again after its one
+// response), and which shows the database's error text to the caller.
+type transactioner struct {
+	entgql.Transactioner
+	log *slog.Logger
+}
 
 func (t transactioner) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 	if !graphql.HasOperationContext(ctx) {
 		return next(ctx)
 	}
-	return t.Transactioner.InterceptResponse(ctx, next)
+	if op := graphql.GetOperationContext(ctx).Operation; op == nil || op.Operation != ast.Mutation {
+		return next(ctx)
+	}
+	txCtx, tx, err := t.OpenTx(ctx)
+	if err != nil {
+		t.log.ErrorContext(ctx, "opening a mutation's transaction", "err", err)
+		return &graphql.Response{Errors: gqlerror.List{coded("internal error: the change was not made", CodeInternal)}}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback()
+			panic(p)
+		}
+	}()
+	rsp := next(txCtx)
+	if rsp == nil || len(rsp.Errors) > 0 {
+		_ = tx.Rollback()
+		if rsp == nil {
+			return nil
+		}
+		return &graphql.Response{Errors: rsp.Errors}
+	}
+	if err := tx.Commit(); err != nil {
+		t.log.ErrorContext(ctx, "committing a mutation", "err", err)
+		return &graphql.Response{Errors: gqlerror.List{coded("internal error: the change was not saved", CodeInternal)}}
+	}
+	return rsp
 }
 
 // pageLimits gives every connection a default page size and refuses pages over the maximum,

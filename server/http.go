@@ -27,9 +27,8 @@ func (s *Server) routes() http.Handler {
 	gql := s.graphQLHandler()
 	mux.Handle("/graphql", s.authenticate(gql, graphQLErrors))
 	api := rest.New(s.resolver, s.db.Client, s.log, rest.Options{
-		Stopping:         s.stopping,
-		MaxStreamsPerOrg: s.cfg.MaxStreamsPerOrg,
-		Heartbeat:        s.cfg.StreamHeartbeat,
+		Stopping:  s.stopping,
+		Heartbeat: s.cfg.StreamHeartbeat,
 	})
 	for _, rt := range api.Routes() {
 		mux.Handle(rt.Pattern, s.authenticate(rt.Handler, restErrors))

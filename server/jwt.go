@@ -249,7 +249,11 @@ func (v *JWTVerifier) Verify(ctx context.Context, token string) (viewer.Viewer, 
 	if err != nil {
 		return viewer.Viewer{}, fmt.Errorf("%w: sub claim: %w", ErrInvalidToken, err)
 	}
-	return viewer.Viewer{OrgID: org, Scope: scope, Subject: sub}, nil
+	var expires time.Time
+	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
+		expires = exp.Add(jwtLeeway) // as long as a request with it is accepted
+	}
+	return viewer.Viewer{OrgID: org, Scope: scope, Subject: sub, Expires: expires}, nil
 }
 
 // orgFromClaims returns the organization claim. Claim values are not put in

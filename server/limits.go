@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
 
+	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/viewer"
 )
@@ -36,8 +38,8 @@ func credential(v viewer.Viewer) string {
 	return v.OrgID + "/" + v.Subject
 }
 
-// allow takes a token for v, sets the X-RateLimit headers, and reports whether the request may proceed.
-func (rl *rateLimiter) allow(w http.ResponseWriter, v viewer.Viewer) bool {
+// take takes a token for v and reports whether it had one, with the tokens left.
+func (rl *rateLimiter) take(v viewer.Viewer) (allowed bool, tokens float64) {
 	id := credential(v)
 	lim, ok := rl.buckets.Get(id)
 	if !ok {
@@ -45,17 +47,37 @@ func (rl *rateLimiter) allow(w http.ResponseWriter, v viewer.Viewer) bool {
 		rl.buckets.Add(id, lim)
 	}
 	now := rl.now()
-	allowed := lim.AllowN(now, 1)
-	tokens := lim.TokensAt(now)
+	allowed = lim.AllowN(now, 1)
+	return allowed, lim.TokensAt(now)
+}
+
+// retryAfter is how long until one token is back, in whole seconds.
+func (rl *rateLimiter) retryAfter(tokens float64) int {
+	return max(1, int(math.Ceil((1-tokens)/float64(rl.rate))))
+}
+
+// allow takes a token for v, sets the X-RateLimit headers, and reports whether the request may proceed.
+func (rl *rateLimiter) allow(w http.ResponseWriter, v viewer.Viewer) bool {
+	allowed, tokens := rl.take(v)
 	h := w.Header()
 	h.Set("X-RateLimit-Limit", strconv.Itoa(rl.burst))
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(max(0, int(math.Floor(tokens)))))
 	// Reset: seconds until the bucket is full again.
 	h.Set("X-RateLimit-Reset", strconv.Itoa(int(math.Ceil((float64(rl.burst)-tokens)/float64(rl.rate)))))
 	if !allowed {
-		h.Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil((1-tokens)/float64(rl.rate))))))
+		h.Set("Retry-After", strconv.Itoa(rl.retryAfter(tokens)))
 	}
 	return allowed
+}
+
+// admitOperation applies the per-credential rate limit to an operation on a
+// WebSocket, which shares its bucket with the credential's HTTP requests.
+func (s *Server) admitOperation(ctx context.Context) error {
+	v, _ := viewer.FromContext(ctx)
+	if ok, tokens := s.limiter.take(v); !ok {
+		return apperr.TooMany("rate limit exceeded; retry in %d s", s.limiter.retryAfter(tokens))
+	}
+	return nil
 }
 
 // VersionHeader is the header in which a client selects, and the service states, the API version.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/gorilla/websocket"
+	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/flytrap/flytrap/graph"
@@ -47,6 +50,7 @@ const (
 type wsTransport struct {
 	upgrader    websocket.Upgrader
 	auth        func(ctx context.Context, authorization string) (context.Context, int, error)
+	admit       func(ctx context.Context) error // the per-credential rate limit, per operation
 	log         *slog.Logger
 	readLimit   int64
 	initTimeout time.Duration
@@ -55,6 +59,8 @@ type wsTransport struct {
 	mu     sync.Mutex
 	conns  map[*wsConn]struct{}
 	closed bool
+
+	panics atomic.Int64 // recovered in connections' goroutines
 }
 
 var _ graphql.Transport = (*wsTransport)(nil)
@@ -72,6 +78,7 @@ func newWSTransport(s *Server) *wsTransport {
 			WriteBufferPool:  writeBufferPool,
 		},
 		auth:        s.websocketAuth,
+		admit:       s.admitOperation,
 		log:         s.log,
 		readLimit:   s.cfg.MaxBodyBytes,
 		initTimeout: 10 * time.Second,
@@ -92,6 +99,7 @@ func (t *wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 		t: t, conn: conn, exec: exec, legacy: conn.Subprotocol() != protoTransportWS,
 		// The connection outlives this handler, whose request context ends when it returns.
 		ctx: context.WithoutCancel(r.Context()), ops: map[string]*wsOp{},
+		authorization: r.Header.Get("Authorization"),
 	}
 	t.mu.Lock()
 	closed := t.closed
@@ -157,9 +165,12 @@ type wsConn struct {
 	exec   graphql.GraphExecutor
 	legacy bool
 
-	// Only the reader goroutine touches these.
+	// Only the reader goroutine writes these; operations start after connection_ack.
 	ctx   context.Context // the authenticated connection's, once initialised
 	acked bool
+	// authorization is the credential the connection signed in with (connection_init's,
+	// else the upgrade request's); every operation is authorised with it again.
+	authorization string
 
 	wmu    sync.Mutex // gorilla allows one writer at a time
 	mu     sync.Mutex
@@ -173,6 +184,7 @@ type wsConn struct {
 // serve reads the client's messages until the connection ends.
 func (c *wsConn) serve() {
 	defer c.shutdown()
+	defer c.recoverPanic("reading messages", func() { c.closeWith(closeInternal, "Internal error") })
 	_ = c.conn.SetReadDeadline(time.Now().Add(c.t.initTimeout))
 	for {
 		_, data, err := c.conn.ReadMessage()
@@ -202,10 +214,14 @@ func (c *wsConn) handle(m wsMessage) bool {
 			c.closeWith(closeTooManyInits, "Too many initialisation requests")
 			return false
 		}
-		ctx, code, err := c.authenticate(m.Payload)
+		header := authorization(m.Payload)
+		ctx, code, err := c.authenticate(header)
 		if err != nil {
 			c.refuse(code, err.Error())
 			return false
+		}
+		if header != "" {
+			c.authorization = header
 		}
 		c.ctx, c.acked = ctx, true
 		_ = c.conn.SetReadDeadline(time.Time{})
@@ -252,11 +268,12 @@ func (c *wsConn) handle(m wsMessage) bool {
 // authenticate checks connection_init's credentials on a goroutine of its own: the
 // check goes deep (down to the database), and the reader's stack, which every idle
 // connection keeps, would stay that deep.
-func (c *wsConn) authenticate(payload json.RawMessage) (ctx context.Context, code int, err error) {
+func (c *wsConn) authenticate(header string) (ctx context.Context, code int, err error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ctx, code, err = c.t.auth(c.ctx, authorization(payload))
+		defer c.recoverPanic("authenticating", func() { code, err = closeInternal, errors.New("internal error") })
+		ctx, code, err = c.t.auth(c.ctx, header)
 	}()
 	<-done
 	return ctx, code, err
@@ -288,6 +305,7 @@ func (c *wsConn) refuse(code int, reason string) {
 // keepAlive runs on its timer: a ka (legacy) or a ping, and a connection that did
 // not answer the last ping is dropped.
 func (c *wsConn) keepAlive() {
+	defer c.recoverPanic("keep-alive", func() { _ = c.conn.Close() })
 	var err error
 	if c.legacy {
 		err = c.send(wsMessage{Type: "ka"})
@@ -325,15 +343,36 @@ func (c *wsConn) start(id string, payload json.RawMessage) {
 
 func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 	c := o.c
+	defer c.recoverPanic("operation "+o.id, func() {
+		o.driven, o.responses = false, nil
+		c.sendErrors(o.id, internalError())
+		c.finish(o, false)
+	})
 	defer func() {
-		if !o.driven {
+		if o.responses != nil && !o.driven {
 			o.readAll()
 		}
 	}()
 	defer close(o.ready)
+	// Authorised as an HTTP request would be now: a key revoked or a token expired
+	// since connection_init runs nothing more, and operations share the key's rate.
+	ctx, code, err := c.t.auth(ctx, c.authorization)
+	if err != nil {
+		c.sendErrors(o.id, gqlerror.List{coded(err.Error(), CodeUnauthenticated)})
+		c.finish(o, false)
+		c.closeWith(code, err.Error()) // every later operation would be refused too
+		return
+	}
+	if err := c.t.admit(ctx); err != nil {
+		code, msg, _ := graph.Classify(err)
+		c.sendErrors(o.id, gqlerror.List{coded(msg, code)})
+		c.finish(o, false)
+		return
+	}
 	params := &graphql.RawParams{}
 	if err := json.Unmarshal(payload, params); err != nil {
-		c.sendErrors(o.id, gqlerror.List{{Message: "invalid json"}})
+		c.sendErrors(o.id, gqlerror.List{coded("invalid json", CodeBadUserInput)})
+		c.finish(o, false)
 		return
 	}
 	ctx = graphql.StartOperationTrace(ctx)
@@ -342,20 +381,37 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 		resp := c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), gerr)
 		if errcode.GetErrorKind(gerr) == errcode.KindProtocol {
 			c.sendErrors(o.id, resp.Errors)
+			c.finish(o, false)
 		} else {
 			_ = c.sendNext(o.id, resp)
+			c.finish(o, true)
 		}
 		return
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			o.driven = false
-			o.responses = nil
-			c.sendErrors(o.id, gqlerror.List{gqlerror.WrapIfUnwrapped(rc.Recover(ctx, p))})
-		}
-	}()
 	ctx = graphql.WithOperationContext(ctx, rc)
+	o.subscription = rc.Operation.Operation == ast.Subscription
 	o.responses, o.ctx = c.exec.DispatchOperation(graph.WithDeliverer(ctx, o), rc)
+}
+
+// coded is a GraphQL error with an extensions code.
+func coded(msg, code string) *gqlerror.Error {
+	return &gqlerror.Error{Message: msg, Extensions: map[string]any{"code": code}}
+}
+
+func internalError() gqlerror.List { return gqlerror.List{coded("internal error", CodeInternal)} }
+
+// recoverPanic, deferred, keeps a panic in a connection's goroutine from ending the
+// process: it is logged with the upgrade request's id, counted, and then cleanup
+// answers the one operation (or connection) it happened in.
+func (c *wsConn) recoverPanic(where string, cleanup func()) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	c.t.panics.Add(1)
+	c.t.log.Error("panic in a GraphQL WebSocket", "request_id", RequestID(c.ctx), "where", where,
+		"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	cleanup()
 }
 
 // stop ends an operation the client stopped.
@@ -447,7 +503,8 @@ type wsOp struct {
 	c      *wsConn
 	id     string
 	cancel context.CancelFunc
-	driven bool          // set by the resolver, during DispatchOperation
+	driven       bool // set by the resolver, during DispatchOperation
+	subscription bool
 	ready  chan struct{} // closed once DispatchOperation returned
 
 	// Set by run before ready closes.
@@ -460,8 +517,13 @@ var _ graph.Deliverer = (*wsOp)(nil)
 func (o *wsOp) Drive() { o.driven = true }
 
 // Deliver sends the subscription's next result, or completes it at its end.
-func (o *wsOp) Deliver() error {
+func (o *wsOp) Deliver() (err error) {
 	<-o.ready
+	defer o.c.recoverPanic("delivering to "+o.id, func() {
+		o.c.sendErrors(o.id, internalError())
+		o.c.finish(o, false)
+		err = graph.ErrGone
+	})
 	if o.ctx == nil || o.ctx.Err() != nil {
 		return graph.ErrGone
 	}
@@ -477,15 +539,17 @@ func (o *wsOp) Deliver() error {
 	return nil
 }
 
-// readAll sends every response of an operation nobody drives (queries, mutations,
-// errors), then completes it.
+// readAll sends the response of an operation nobody drives (a query, a mutation, a
+// subscription over a transport without push), then completes it. A query's or a
+// mutation's handler yields exactly one response: calling it again returns nil, which
+// a response interceptor may not expect.
 func (o *wsOp) readAll() {
-	for o.responses != nil {
+	for {
 		resp := o.responses(o.ctx)
 		if resp == nil {
 			break
 		}
-		if err := o.c.sendNext(o.id, resp); err != nil {
+		if err := o.c.sendNext(o.id, resp); err != nil || !o.subscription {
 			break
 		}
 	}

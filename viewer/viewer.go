@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Scope is what a token may do. Scopes are ordered: each includes the ones below it.
@@ -78,7 +79,13 @@ type Viewer struct {
 	Scope   Scope
 	KeyID   string // set when authenticated with an API key
 	Subject string // set when authenticated with a JWT
+	// Expires is when the credential stops being valid (a JWT's exp); zero for API keys,
+	// which last until revoked.
+	Expires time.Time
 }
+
+// Expired reports whether the credential has expired at now.
+func (v Viewer) Expired(now time.Time) bool { return !v.Expires.IsZero() && !now.Before(v.Expires) }
 
 type ctxKey struct{}
 

@@ -1,0 +1,102 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/gorilla/websocket"
+
+	"github.com/flytrap/flytrap/ent/privacy"
+	"github.com/flytrap/flytrap/store"
+)
+
+// A JWT stops working on an open WebSocket when it expires, as it does over HTTP:
+// new operations are refused and running subscriptions end at their next heartbeat.
+func TestJWTExpiresOnOpenWebsocket(t *testing.T) {
+	key := newRSAKey(t, "k1", jwt.SigningMethodRS256, "RS256")
+	idp := newTestIdP(t, key)
+	db, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "jwt.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	sys := privacy.DecisionContext(t.Context(), privacy.Allow)
+	org := db.Client.Organization.Create().SetName("acme").SaveX(sys)
+	db.Client.Site.Create().SetOrgID(org.ID).SetName("default").SaveX(sys)
+	cfg := DefaultConfig()
+	cfg.JWT = idp.config()
+	cfg.StreamHeartbeat = 100 * time.Millisecond
+	srv, err := New(t.Context(), cfg, db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	wait := srv.Start(ctx)
+	defer wait()
+	defer cancel()
+	defer srv.Stop()
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+
+	// Accepted for one or two more seconds: exp is within the leeway.
+	claims := validClaims()
+	claims["org_id"], claims["exp"] = org.ID, time.Now().Add(-jwtLeeway).Unix()+2
+	token := key.sign(t, claims)
+	open := func() *websocket.Conn {
+		// The legacy protocol: its keep-alives need no answer while the test sleeps.
+		d := websocket.Dialer{Subprotocols: []string{"graphql-ws"}}
+		c, _, err := d.Dial("ws"+strings.TrimPrefix(hs.URL, "http")+"/graphql", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		c.WriteJSON(map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + token}})
+		var m map[string]any
+		if err := c.ReadJSON(&m); err != nil || m["type"] != "connection_ack" {
+			t.Fatalf("connection_init: %v %v", m, err)
+		}
+		return c
+	}
+	read := func(c *websocket.Conn) map[string]any {
+		for {
+			var m map[string]any
+			if err := c.ReadJSON(&m); err != nil {
+				t.Fatal(err)
+			}
+			if m["type"] != "ka" && m["type"] != "complete" {
+				return m
+			}
+		}
+	}
+	c := open()
+	sub := open()
+	sub.WriteJSON(map[string]any{"id": "s", "type": "start", "payload": map[string]any{"query": "subscription { events { id } }"}})
+	c.WriteJSON(map[string]any{"id": "1", "type": "start", "payload": map[string]any{"query": "{ viewer { orgID } }"}})
+	if m := read(c); m["type"] != "data" || strings.Contains(mustJSON(t, m), "errors") {
+		t.Fatalf("before expiry: %v", m)
+	}
+	for srv.LiveSubscribers() != 1 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(time.Until(time.Unix(claims["exp"].(int64), 0).Add(jwtLeeway + 100*time.Millisecond)))
+
+	c.WriteJSON(map[string]any{"id": "2", "type": "start", "payload": map[string]any{"query": "{ viewer { orgID } }"}})
+	if m := read(c); m["type"] != "error" || !strings.Contains(mustJSON(t, m), CodeUnauthenticated) {
+		t.Fatalf("after expiry: %v", m)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.LiveSubscribers() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the expired token's subscription is still running")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
