@@ -500,12 +500,12 @@ func (c *wsConn) sendComplete(id string) {
 
 // wsOp is one operation of a connection. It is the graph.Deliverer of its subscription.
 type wsOp struct {
-	c      *wsConn
-	id     string
-	cancel context.CancelFunc
+	c            *wsConn
+	id           string
+	cancel       context.CancelFunc
 	driven       bool // set by the resolver, during DispatchOperation
 	subscription bool
-	ready  chan struct{} // closed once DispatchOperation returned
+	ready        chan struct{} // closed once DispatchOperation returned
 
 	// Set by run before ready closes.
 	responses graphql.ResponseHandler
