@@ -27,6 +27,7 @@ type Config struct {
 	MaxBodyBytes     int64
 	ComplexityLimit  int
 	DepthLimit       int
+	MaxSelections    int // GraphQL selections per document, fragments expanded
 	LastUsedInterval time.Duration
 	ShutdownTimeout  time.Duration
 	JWT              JWTConfig
@@ -56,6 +57,7 @@ func DefaultConfig() Config {
 		MaxBodyBytes:     1 << 20,
 		ComplexityLimit:  20000,
 		DepthLimit:       12,
+		MaxSelections:    1000,
 		LastUsedInterval: 30 * time.Second,
 		ShutdownTimeout:  15 * time.Second,
 		JWT:              JWTConfig{OrgClaim: "org_id", ScopeClaim: "scope"},
@@ -105,6 +107,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest API request body; larger ones get 413")
 	fs.IntVar(&c.ComplexityLimit, "complexity-limit", c.ComplexityLimit, "largest GraphQL query complexity (a connection costs its page size times its fields)")
 	fs.IntVar(&c.DepthLimit, "depth-limit", c.DepthLimit, "deepest GraphQL selection nesting")
+	fs.IntVar(&c.MaxSelections, "max-selections", c.MaxSelections, "most GraphQL selections in one document, fragments expanded, checked before validation (10 to 5000)")
 	fs.DurationVar(&c.LastUsedInterval, "last-used-interval", c.LastUsedInterval, "how often API keys' last_used_at is written")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long a graceful stop may take")
 	fs.DurationVar(&c.EventPollInterval, "event-poll-interval", c.EventPollInterval, "how often live delivery re-reads the event log besides the wake-up on commit")
@@ -193,6 +196,9 @@ func (c Config) Validate() error {
 	}
 	if c.ComplexityLimit < 1 || c.DepthLimit < 1 {
 		errs = append(errs, errors.New("complexity-limit and depth-limit: must be positive"))
+	}
+	if c.MaxSelections < 10 || c.MaxSelections > 5000 {
+		errs = append(errs, errors.New("max-selections: must be between 10 and 5000 (validation cost grows with its square)"))
 	}
 	if c.EventPollInterval < 10*time.Millisecond || c.StreamHeartbeat < 100*time.Millisecond || c.StreamHeartbeat > 15*time.Second {
 		errs = append(errs, errors.New("event-poll-interval must be at least 10ms and stream-heartbeat between 100ms and 15s"))

@@ -33,6 +33,13 @@ const (
 	CodeRateLimited     = graph.CodeRateLimited
 )
 
+// Document limits beside --max-selections: a selection's name, arguments and
+// punctuation stay well under 20 tokens, and pairs of fragments cost validation most.
+const (
+	maxTokensPerSelection = 20
+	maxFragmentSpreads    = 100
+)
+
 // Page sizes of every connection.
 const (
 	DefaultPageSize = 50
@@ -45,7 +52,11 @@ func (s *Server) graphQLHandler() *handler.Server {
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
-	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	cache := lru.New[*ast.QueryDocument](1000)
+	srv.SetQueryCache(cache)
+	srv.SetParserTokenLimit(maxTokensPerSelection * s.cfg.MaxSelections)
+	srv.Use(documentLimit{maxSelections: s.cfg.MaxSelections, maxSpreads: maxFragmentSpreads,
+		maxTokens: maxTokensPerSelection * s.cfg.MaxSelections, cache: cache})
 	if s.cfg.Introspection {
 		srv.Use(extension.Introspection{})
 	}
