@@ -3048,39 +3048,43 @@ func (m *HitMutation) ResetEdge(name string) error {
 // OrganizationMutation represents an operation that mutates the Organization nodes in the graph.
 type OrganizationMutation struct {
 	config
-	op              Op
-	typ             string
-	id              *string
-	name            *string
-	created_at      *time.Time
-	clearedFields   map[string]struct{}
-	sites           map[string]struct{}
-	removedsites    map[string]struct{}
-	clearedsites    bool
-	traps           map[string]struct{}
-	removedtraps    map[string]struct{}
-	clearedtraps    bool
-	sessions        map[string]struct{}
-	removedsessions map[string]struct{}
-	clearedsessions bool
-	hits            map[string]struct{}
-	removedhits     map[string]struct{}
-	clearedhits     bool
-	events          map[string]struct{}
-	removedevents   map[string]struct{}
-	clearedevents   bool
-	api_keys        map[string]struct{}
-	removedapi_keys map[string]struct{}
-	clearedapi_keys bool
-	signals         map[string]struct{}
-	removedsignals  map[string]struct{}
-	clearedsignals  bool
-	prompts         map[string]struct{}
-	removedprompts  map[string]struct{}
-	clearedprompts  bool
-	done            bool
-	oldValue        func(context.Context) (*Organization, error)
-	predicates      []predicate.Organization
+	op                             Op
+	typ                            string
+	id                             *string
+	name                           *string
+	webhook_allow_private          *bool
+	webhook_allow_cidrs            *[]string
+	appendwebhook_allow_cidrs      []string
+	webhook_show_private_responses *bool
+	created_at                     *time.Time
+	clearedFields                  map[string]struct{}
+	sites                          map[string]struct{}
+	removedsites                   map[string]struct{}
+	clearedsites                   bool
+	traps                          map[string]struct{}
+	removedtraps                   map[string]struct{}
+	clearedtraps                   bool
+	sessions                       map[string]struct{}
+	removedsessions                map[string]struct{}
+	clearedsessions                bool
+	hits                           map[string]struct{}
+	removedhits                    map[string]struct{}
+	clearedhits                    bool
+	events                         map[string]struct{}
+	removedevents                  map[string]struct{}
+	clearedevents                  bool
+	api_keys                       map[string]struct{}
+	removedapi_keys                map[string]struct{}
+	clearedapi_keys                bool
+	signals                        map[string]struct{}
+	removedsignals                 map[string]struct{}
+	clearedsignals                 bool
+	prompts                        map[string]struct{}
+	removedprompts                 map[string]struct{}
+	clearedprompts                 bool
+	done                           bool
+	oldValue                       func(context.Context) (*Organization, error)
+	predicates                     []predicate.Organization
 }
 
 var _ ent.Mutation = (*OrganizationMutation)(nil)
@@ -3221,6 +3225,129 @@ func (m *OrganizationMutation) OldName(ctx context.Context) (v string, err error
 // ResetName resets all changes to the "name" field.
 func (m *OrganizationMutation) ResetName() {
 	m.name = nil
+}
+
+// SetWebhookAllowPrivate sets the "webhook_allow_private" field.
+func (m *OrganizationMutation) SetWebhookAllowPrivate(b bool) {
+	m.webhook_allow_private = &b
+}
+
+// WebhookAllowPrivate returns the value of the "webhook_allow_private" field in the mutation.
+func (m *OrganizationMutation) WebhookAllowPrivate() (r bool, exists bool) {
+	v := m.webhook_allow_private
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWebhookAllowPrivate returns the old "webhook_allow_private" field's value of the Organization entity.
+// If the Organization object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *OrganizationMutation) OldWebhookAllowPrivate(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWebhookAllowPrivate is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWebhookAllowPrivate requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWebhookAllowPrivate: %w", err)
+	}
+	return oldValue.WebhookAllowPrivate, nil
+}
+
+// ResetWebhookAllowPrivate resets all changes to the "webhook_allow_private" field.
+func (m *OrganizationMutation) ResetWebhookAllowPrivate() {
+	m.webhook_allow_private = nil
+}
+
+// SetWebhookAllowCidrs sets the "webhook_allow_cidrs" field.
+func (m *OrganizationMutation) SetWebhookAllowCidrs(s []string) {
+	m.webhook_allow_cidrs = &s
+	m.appendwebhook_allow_cidrs = nil
+}
+
+// WebhookAllowCidrs returns the value of the "webhook_allow_cidrs" field in the mutation.
+func (m *OrganizationMutation) WebhookAllowCidrs() (r []string, exists bool) {
+	v := m.webhook_allow_cidrs
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWebhookAllowCidrs returns the old "webhook_allow_cidrs" field's value of the Organization entity.
+// If the Organization object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *OrganizationMutation) OldWebhookAllowCidrs(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWebhookAllowCidrs is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWebhookAllowCidrs requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWebhookAllowCidrs: %w", err)
+	}
+	return oldValue.WebhookAllowCidrs, nil
+}
+
+// AppendWebhookAllowCidrs adds s to the "webhook_allow_cidrs" field.
+func (m *OrganizationMutation) AppendWebhookAllowCidrs(s []string) {
+	m.appendwebhook_allow_cidrs = append(m.appendwebhook_allow_cidrs, s...)
+}
+
+// AppendedWebhookAllowCidrs returns the list of values that were appended to the "webhook_allow_cidrs" field in this mutation.
+func (m *OrganizationMutation) AppendedWebhookAllowCidrs() ([]string, bool) {
+	if len(m.appendwebhook_allow_cidrs) == 0 {
+		return nil, false
+	}
+	return m.appendwebhook_allow_cidrs, true
+}
+
+// ResetWebhookAllowCidrs resets all changes to the "webhook_allow_cidrs" field.
+func (m *OrganizationMutation) ResetWebhookAllowCidrs() {
+	m.webhook_allow_cidrs = nil
+	m.appendwebhook_allow_cidrs = nil
+}
+
+// SetWebhookShowPrivateResponses sets the "webhook_show_private_responses" field.
+func (m *OrganizationMutation) SetWebhookShowPrivateResponses(b bool) {
+	m.webhook_show_private_responses = &b
+}
+
+// WebhookShowPrivateResponses returns the value of the "webhook_show_private_responses" field in the mutation.
+func (m *OrganizationMutation) WebhookShowPrivateResponses() (r bool, exists bool) {
+	v := m.webhook_show_private_responses
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWebhookShowPrivateResponses returns the old "webhook_show_private_responses" field's value of the Organization entity.
+// If the Organization object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *OrganizationMutation) OldWebhookShowPrivateResponses(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWebhookShowPrivateResponses is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWebhookShowPrivateResponses requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWebhookShowPrivateResponses: %w", err)
+	}
+	return oldValue.WebhookShowPrivateResponses, nil
+}
+
+// ResetWebhookShowPrivateResponses resets all changes to the "webhook_show_private_responses" field.
+func (m *OrganizationMutation) ResetWebhookShowPrivateResponses() {
+	m.webhook_show_private_responses = nil
 }
 
 // SetCreatedAt sets the "created_at" field.
@@ -3725,9 +3852,18 @@ func (m *OrganizationMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *OrganizationMutation) Fields() []string {
-	fields := make([]string, 0, 2)
+	fields := make([]string, 0, 5)
 	if m.name != nil {
 		fields = append(fields, organization.FieldName)
+	}
+	if m.webhook_allow_private != nil {
+		fields = append(fields, organization.FieldWebhookAllowPrivate)
+	}
+	if m.webhook_allow_cidrs != nil {
+		fields = append(fields, organization.FieldWebhookAllowCidrs)
+	}
+	if m.webhook_show_private_responses != nil {
+		fields = append(fields, organization.FieldWebhookShowPrivateResponses)
 	}
 	if m.created_at != nil {
 		fields = append(fields, organization.FieldCreatedAt)
@@ -3742,6 +3878,12 @@ func (m *OrganizationMutation) Field(name string) (ent.Value, bool) {
 	switch name {
 	case organization.FieldName:
 		return m.Name()
+	case organization.FieldWebhookAllowPrivate:
+		return m.WebhookAllowPrivate()
+	case organization.FieldWebhookAllowCidrs:
+		return m.WebhookAllowCidrs()
+	case organization.FieldWebhookShowPrivateResponses:
+		return m.WebhookShowPrivateResponses()
 	case organization.FieldCreatedAt:
 		return m.CreatedAt()
 	}
@@ -3755,6 +3897,12 @@ func (m *OrganizationMutation) OldField(ctx context.Context, name string) (ent.V
 	switch name {
 	case organization.FieldName:
 		return m.OldName(ctx)
+	case organization.FieldWebhookAllowPrivate:
+		return m.OldWebhookAllowPrivate(ctx)
+	case organization.FieldWebhookAllowCidrs:
+		return m.OldWebhookAllowCidrs(ctx)
+	case organization.FieldWebhookShowPrivateResponses:
+		return m.OldWebhookShowPrivateResponses(ctx)
 	case organization.FieldCreatedAt:
 		return m.OldCreatedAt(ctx)
 	}
@@ -3772,6 +3920,27 @@ func (m *OrganizationMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetName(v)
+		return nil
+	case organization.FieldWebhookAllowPrivate:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWebhookAllowPrivate(v)
+		return nil
+	case organization.FieldWebhookAllowCidrs:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWebhookAllowCidrs(v)
+		return nil
+	case organization.FieldWebhookShowPrivateResponses:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWebhookShowPrivateResponses(v)
 		return nil
 	case organization.FieldCreatedAt:
 		v, ok := value.(time.Time)
@@ -3831,6 +4000,15 @@ func (m *OrganizationMutation) ResetField(name string) error {
 	switch name {
 	case organization.FieldName:
 		m.ResetName()
+		return nil
+	case organization.FieldWebhookAllowPrivate:
+		m.ResetWebhookAllowPrivate()
+		return nil
+	case organization.FieldWebhookAllowCidrs:
+		m.ResetWebhookAllowCidrs()
+		return nil
+	case organization.FieldWebhookShowPrivateResponses:
+		m.ResetWebhookShowPrivateResponses()
 		return nil
 	case organization.FieldCreatedAt:
 		m.ResetCreatedAt()
@@ -8489,6 +8667,7 @@ type SiteMutation struct {
 	id                  *string
 	name                *string
 	host                *string
+	host_verified       *bool
 	created_at          *time.Time
 	clearedFields       map[string]struct{}
 	organization        *string
@@ -8726,6 +8905,42 @@ func (m *SiteMutation) ResetHost() {
 	delete(m.clearedFields, site.FieldHost)
 }
 
+// SetHostVerified sets the "host_verified" field.
+func (m *SiteMutation) SetHostVerified(b bool) {
+	m.host_verified = &b
+}
+
+// HostVerified returns the value of the "host_verified" field in the mutation.
+func (m *SiteMutation) HostVerified() (r bool, exists bool) {
+	v := m.host_verified
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHostVerified returns the old "host_verified" field's value of the Site entity.
+// If the Site object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SiteMutation) OldHostVerified(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHostVerified is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHostVerified requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHostVerified: %w", err)
+	}
+	return oldValue.HostVerified, nil
+}
+
+// ResetHostVerified resets all changes to the "host_verified" field.
+func (m *SiteMutation) ResetHostVerified() {
+	m.host_verified = nil
+}
+
 // SetCreatedAt sets the "created_at" field.
 func (m *SiteMutation) SetCreatedAt(t time.Time) {
 	m.created_at = &t
@@ -8890,7 +9105,7 @@ func (m *SiteMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *SiteMutation) Fields() []string {
-	fields := make([]string, 0, 4)
+	fields := make([]string, 0, 5)
 	if m.organization != nil {
 		fields = append(fields, site.FieldOrgID)
 	}
@@ -8899,6 +9114,9 @@ func (m *SiteMutation) Fields() []string {
 	}
 	if m.host != nil {
 		fields = append(fields, site.FieldHost)
+	}
+	if m.host_verified != nil {
+		fields = append(fields, site.FieldHostVerified)
 	}
 	if m.created_at != nil {
 		fields = append(fields, site.FieldCreatedAt)
@@ -8917,6 +9135,8 @@ func (m *SiteMutation) Field(name string) (ent.Value, bool) {
 		return m.Name()
 	case site.FieldHost:
 		return m.Host()
+	case site.FieldHostVerified:
+		return m.HostVerified()
 	case site.FieldCreatedAt:
 		return m.CreatedAt()
 	}
@@ -8934,6 +9154,8 @@ func (m *SiteMutation) OldField(ctx context.Context, name string) (ent.Value, er
 		return m.OldName(ctx)
 	case site.FieldHost:
 		return m.OldHost(ctx)
+	case site.FieldHostVerified:
+		return m.OldHostVerified(ctx)
 	case site.FieldCreatedAt:
 		return m.OldCreatedAt(ctx)
 	}
@@ -8965,6 +9187,13 @@ func (m *SiteMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetHost(v)
+		return nil
+	case site.FieldHostVerified:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHostVerified(v)
 		return nil
 	case site.FieldCreatedAt:
 		v, ok := value.(time.Time)
@@ -9039,6 +9268,9 @@ func (m *SiteMutation) ResetField(name string) error {
 		return nil
 	case site.FieldHost:
 		m.ResetHost()
+		return nil
+	case site.FieldHostVerified:
+		m.ResetHostVerified()
 		return nil
 	case site.FieldCreatedAt:
 		m.ResetCreatedAt()
@@ -10077,6 +10309,7 @@ type WebhookDeliveryMutation struct {
 	message_id          *string
 	event_type          *string
 	session_id          *string
+	manual              *bool
 	payload             *map[string]interface{}
 	status              *webhookdelivery.Status
 	attempt_count       *int
@@ -10380,6 +10613,42 @@ func (m *WebhookDeliveryMutation) OldSessionID(ctx context.Context) (v string, e
 // ResetSessionID resets all changes to the "session_id" field.
 func (m *WebhookDeliveryMutation) ResetSessionID() {
 	m.session_id = nil
+}
+
+// SetManual sets the "manual" field.
+func (m *WebhookDeliveryMutation) SetManual(b bool) {
+	m.manual = &b
+}
+
+// Manual returns the value of the "manual" field in the mutation.
+func (m *WebhookDeliveryMutation) Manual() (r bool, exists bool) {
+	v := m.manual
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldManual returns the old "manual" field's value of the WebhookDelivery entity.
+// If the WebhookDelivery object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookDeliveryMutation) OldManual(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldManual is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldManual requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldManual: %w", err)
+	}
+	return oldValue.Manual, nil
+}
+
+// ResetManual resets all changes to the "manual" field.
+func (m *WebhookDeliveryMutation) ResetManual() {
+	m.manual = nil
 }
 
 // SetPayload sets the "payload" field.
@@ -10898,7 +11167,7 @@ func (m *WebhookDeliveryMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *WebhookDeliveryMutation) Fields() []string {
-	fields := make([]string, 0, 15)
+	fields := make([]string, 0, 16)
 	if m.org_id != nil {
 		fields = append(fields, webhookdelivery.FieldOrgID)
 	}
@@ -10913,6 +11182,9 @@ func (m *WebhookDeliveryMutation) Fields() []string {
 	}
 	if m.session_id != nil {
 		fields = append(fields, webhookdelivery.FieldSessionID)
+	}
+	if m.manual != nil {
+		fields = append(fields, webhookdelivery.FieldManual)
 	}
 	if m.payload != nil {
 		fields = append(fields, webhookdelivery.FieldPayload)
@@ -10962,6 +11234,8 @@ func (m *WebhookDeliveryMutation) Field(name string) (ent.Value, bool) {
 		return m.EventType()
 	case webhookdelivery.FieldSessionID:
 		return m.SessionID()
+	case webhookdelivery.FieldManual:
+		return m.Manual()
 	case webhookdelivery.FieldPayload:
 		return m.Payload()
 	case webhookdelivery.FieldStatus:
@@ -11001,6 +11275,8 @@ func (m *WebhookDeliveryMutation) OldField(ctx context.Context, name string) (en
 		return m.OldEventType(ctx)
 	case webhookdelivery.FieldSessionID:
 		return m.OldSessionID(ctx)
+	case webhookdelivery.FieldManual:
+		return m.OldManual(ctx)
 	case webhookdelivery.FieldPayload:
 		return m.OldPayload(ctx)
 	case webhookdelivery.FieldStatus:
@@ -11064,6 +11340,13 @@ func (m *WebhookDeliveryMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetSessionID(v)
+		return nil
+	case webhookdelivery.FieldManual:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetManual(v)
 		return nil
 	case webhookdelivery.FieldPayload:
 		v, ok := value.(map[string]interface{})
@@ -11246,6 +11529,9 @@ func (m *WebhookDeliveryMutation) ResetField(name string) error {
 		return nil
 	case webhookdelivery.FieldSessionID:
 		m.ResetSessionID()
+		return nil
+	case webhookdelivery.FieldManual:
+		m.ResetManual()
 		return nil
 	case webhookdelivery.FieldPayload:
 		m.ResetPayload()

@@ -140,6 +140,9 @@ var (
 	OrganizationsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 40},
 		{Name: "name", Type: field.TypeString, Size: 200},
+		{Name: "webhook_allow_private", Type: field.TypeBool, Default: false},
+		{Name: "webhook_allow_cidrs", Type: field.TypeJSON},
+		{Name: "webhook_show_private_responses", Type: field.TypeBool, Default: false},
 		{Name: "created_at", Type: field.TypeTime},
 	}
 	// OrganizationsTable holds the schema information for the "organizations" table.
@@ -323,7 +326,8 @@ var (
 	SitesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 40},
 		{Name: "name", Type: field.TypeString, Size: 200},
-		{Name: "host", Type: field.TypeString, Unique: true, Nullable: true, Size: 253},
+		{Name: "host", Type: field.TypeString, Nullable: true, Size: 253},
+		{Name: "host_verified", Type: field.TypeBool, Default: false},
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "org_id", Type: field.TypeString, Size: 40},
 	}
@@ -335,7 +339,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "sites_organizations_sites",
-				Columns:    []*schema.Column{SitesColumns[4]},
+				Columns:    []*schema.Column{SitesColumns[5]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -344,7 +348,20 @@ var (
 			{
 				Name:    "site_org_id_created_at",
 				Unique:  false,
-				Columns: []*schema.Column{SitesColumns[4], SitesColumns[3]},
+				Columns: []*schema.Column{SitesColumns[5], SitesColumns[4]},
+			},
+			{
+				Name:    "site_org_id_host",
+				Unique:  true,
+				Columns: []*schema.Column{SitesColumns[5], SitesColumns[2]},
+			},
+			{
+				Name:    "site_host",
+				Unique:  true,
+				Columns: []*schema.Column{SitesColumns[2]},
+				Annotation: &entsql.IndexAnnotation{
+					Where: "host_verified",
+				},
 			},
 		},
 	}
@@ -403,6 +420,7 @@ var (
 		{Name: "message_id", Type: field.TypeString},
 		{Name: "event_type", Type: field.TypeString},
 		{Name: "session_id", Type: field.TypeString, Default: ""},
+		{Name: "manual", Type: field.TypeBool, Default: false},
 		{Name: "payload", Type: field.TypeJSON},
 		{Name: "status", Type: field.TypeEnum, Enums: []string{"PENDING", "SUCCEEDED", "FAILED", "SUPPRESSED"}, Default: "PENDING"},
 		{Name: "attempt_count", Type: field.TypeInt, Default: 0},
@@ -423,7 +441,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "webhook_deliveries_webhook_endpoints_deliveries",
-				Columns:    []*schema.Column{WebhookDeliveriesColumns[15]},
+				Columns:    []*schema.Column{WebhookDeliveriesColumns[16]},
 				RefColumns: []*schema.Column{WebhookEndpointsColumns[0]},
 				OnDelete:   schema.Cascade,
 			},
@@ -432,17 +450,17 @@ var (
 			{
 				Name:    "webhookdelivery_status_next_attempt_at",
 				Unique:  false,
-				Columns: []*schema.Column{WebhookDeliveriesColumns[6], WebhookDeliveriesColumns[8]},
+				Columns: []*schema.Column{WebhookDeliveriesColumns[7], WebhookDeliveriesColumns[9]},
 			},
 			{
 				Name:    "webhookdelivery_endpoint_id_created_at",
 				Unique:  false,
-				Columns: []*schema.Column{WebhookDeliveriesColumns[15], WebhookDeliveriesColumns[14]},
+				Columns: []*schema.Column{WebhookDeliveriesColumns[16], WebhookDeliveriesColumns[15]},
 			},
 			{
 				Name:    "webhookdelivery_endpoint_id_session_id_created_at",
 				Unique:  false,
-				Columns: []*schema.Column{WebhookDeliveriesColumns[15], WebhookDeliveriesColumns[4], WebhookDeliveriesColumns[14]},
+				Columns: []*schema.Column{WebhookDeliveriesColumns[16], WebhookDeliveriesColumns[4], WebhookDeliveriesColumns[15]},
 			},
 		},
 	}

@@ -290,6 +290,9 @@ func init() {
 			return next.Mutate(ctx, m)
 		})
 	}
+	organizationHooks := schema.Organization{}.Hooks()
+
+	organization.Hooks[1] = organizationHooks[0]
 	organizationMixinFields0 := organizationMixin[0].Fields()
 	_ = organizationMixinFields0
 	organizationFields := schema.Organization{}.Fields()
@@ -313,8 +316,22 @@ func init() {
 			return nil
 		}
 	}()
+	// organizationDescWebhookAllowPrivate is the schema descriptor for webhook_allow_private field.
+	organizationDescWebhookAllowPrivate := organizationFields[1].Descriptor()
+	// organization.DefaultWebhookAllowPrivate holds the default value on creation for the webhook_allow_private field.
+	organization.DefaultWebhookAllowPrivate = organizationDescWebhookAllowPrivate.Default.(bool)
+	// organizationDescWebhookAllowCidrs is the schema descriptor for webhook_allow_cidrs field.
+	organizationDescWebhookAllowCidrs := organizationFields[2].Descriptor()
+	// organization.DefaultWebhookAllowCidrs holds the default value on creation for the webhook_allow_cidrs field.
+	organization.DefaultWebhookAllowCidrs = organizationDescWebhookAllowCidrs.Default.([]string)
+	// organization.WebhookAllowCidrsValidator is a validator for the "webhook_allow_cidrs" field. It is called by the builders before save.
+	organization.WebhookAllowCidrsValidator = organizationDescWebhookAllowCidrs.Validators[0].(func([]string) error)
+	// organizationDescWebhookShowPrivateResponses is the schema descriptor for webhook_show_private_responses field.
+	organizationDescWebhookShowPrivateResponses := organizationFields[3].Descriptor()
+	// organization.DefaultWebhookShowPrivateResponses holds the default value on creation for the webhook_show_private_responses field.
+	organization.DefaultWebhookShowPrivateResponses = organizationDescWebhookShowPrivateResponses.Default.(bool)
 	// organizationDescCreatedAt is the schema descriptor for created_at field.
-	organizationDescCreatedAt := organizationFields[1].Descriptor()
+	organizationDescCreatedAt := organizationFields[4].Descriptor()
 	// organization.DefaultCreatedAt holds the default value on creation for the created_at field.
 	organization.DefaultCreatedAt = organizationDescCreatedAt.Default.(func() time.Time)
 	// organizationDescID is the schema descriptor for id field.
@@ -658,6 +675,8 @@ func init() {
 	site.Hooks[1] = siteHooks[0]
 
 	site.Hooks[2] = siteHooks[1]
+
+	site.Hooks[3] = siteHooks[2]
 	siteMixinFields0 := siteMixin[0].Fields()
 	_ = siteMixinFields0
 	siteMixinFields1 := siteMixin[1].Fields()
@@ -705,8 +724,12 @@ func init() {
 			return nil
 		}
 	}()
+	// siteDescHostVerified is the schema descriptor for host_verified field.
+	siteDescHostVerified := siteFields[2].Descriptor()
+	// site.DefaultHostVerified holds the default value on creation for the host_verified field.
+	site.DefaultHostVerified = siteDescHostVerified.Default.(bool)
 	// siteDescCreatedAt is the schema descriptor for created_at field.
-	siteDescCreatedAt := siteFields[2].Descriptor()
+	siteDescCreatedAt := siteFields[3].Descriptor()
 	// site.DefaultCreatedAt holds the default value on creation for the created_at field.
 	site.DefaultCreatedAt = siteDescCreatedAt.Default.(func() time.Time)
 	// siteDescID is the schema descriptor for id field.
@@ -865,24 +888,28 @@ func init() {
 	webhookdeliveryDescSessionID := webhookdeliveryFields[3].Descriptor()
 	// webhookdelivery.DefaultSessionID holds the default value on creation for the session_id field.
 	webhookdelivery.DefaultSessionID = webhookdeliveryDescSessionID.Default.(string)
+	// webhookdeliveryDescManual is the schema descriptor for manual field.
+	webhookdeliveryDescManual := webhookdeliveryFields[4].Descriptor()
+	// webhookdelivery.DefaultManual holds the default value on creation for the manual field.
+	webhookdelivery.DefaultManual = webhookdeliveryDescManual.Default.(bool)
 	// webhookdeliveryDescAttemptCount is the schema descriptor for attempt_count field.
-	webhookdeliveryDescAttemptCount := webhookdeliveryFields[6].Descriptor()
+	webhookdeliveryDescAttemptCount := webhookdeliveryFields[7].Descriptor()
 	// webhookdelivery.DefaultAttemptCount holds the default value on creation for the attempt_count field.
 	webhookdelivery.DefaultAttemptCount = webhookdeliveryDescAttemptCount.Default.(int)
 	// webhookdeliveryDescNextAttemptAt is the schema descriptor for next_attempt_at field.
-	webhookdeliveryDescNextAttemptAt := webhookdeliveryFields[7].Descriptor()
+	webhookdeliveryDescNextAttemptAt := webhookdeliveryFields[8].Descriptor()
 	// webhookdelivery.DefaultNextAttemptAt holds the default value on creation for the next_attempt_at field.
 	webhookdelivery.DefaultNextAttemptAt = webhookdeliveryDescNextAttemptAt.Default.(func() time.Time)
 	// webhookdeliveryDescLastError is the schema descriptor for last_error field.
-	webhookdeliveryDescLastError := webhookdeliveryFields[11].Descriptor()
+	webhookdeliveryDescLastError := webhookdeliveryFields[12].Descriptor()
 	// webhookdelivery.DefaultLastError holds the default value on creation for the last_error field.
 	webhookdelivery.DefaultLastError = webhookdeliveryDescLastError.Default.(string)
 	// webhookdeliveryDescAttempts is the schema descriptor for attempts field.
-	webhookdeliveryDescAttempts := webhookdeliveryFields[12].Descriptor()
+	webhookdeliveryDescAttempts := webhookdeliveryFields[13].Descriptor()
 	// webhookdelivery.DefaultAttempts holds the default value on creation for the attempts field.
 	webhookdelivery.DefaultAttempts = webhookdeliveryDescAttempts.Default.([]schematype.WebhookAttempt)
 	// webhookdeliveryDescCreatedAt is the schema descriptor for created_at field.
-	webhookdeliveryDescCreatedAt := webhookdeliveryFields[13].Descriptor()
+	webhookdeliveryDescCreatedAt := webhookdeliveryFields[14].Descriptor()
 	// webhookdelivery.DefaultCreatedAt holds the default value on creation for the created_at field.
 	webhookdelivery.DefaultCreatedAt = webhookdeliveryDescCreatedAt.Default.(func() time.Time)
 	// webhookdeliveryDescID is the schema descriptor for id field.
