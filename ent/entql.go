@@ -275,7 +275,6 @@ var schemaGraph = func() *sqlgraph.Schema {
 			webhookdelivery.FieldMessageID:      {Type: field.TypeString, Column: webhookdelivery.FieldMessageID},
 			webhookdelivery.FieldEventType:      {Type: field.TypeString, Column: webhookdelivery.FieldEventType},
 			webhookdelivery.FieldSessionID:      {Type: field.TypeString, Column: webhookdelivery.FieldSessionID},
-			webhookdelivery.FieldManual:         {Type: field.TypeBool, Column: webhookdelivery.FieldManual},
 			webhookdelivery.FieldPayload:        {Type: field.TypeJSON, Column: webhookdelivery.FieldPayload},
 			webhookdelivery.FieldStatus:         {Type: field.TypeEnum, Column: webhookdelivery.FieldStatus},
 			webhookdelivery.FieldAttemptCount:   {Type: field.TypeInt, Column: webhookdelivery.FieldAttemptCount},
@@ -1921,11 +1920,6 @@ func (f *WebhookDeliveryFilter) WhereEventType(p entql.StringP) {
 // WhereSessionID applies the entql string predicate on the session_id field.
 func (f *WebhookDeliveryFilter) WhereSessionID(p entql.StringP) {
 	f.Where(p.Field(webhookdelivery.FieldSessionID))
-}
-
-// WhereManual applies the entql bool predicate on the manual field.
-func (f *WebhookDeliveryFilter) WhereManual(p entql.BoolP) {
-	f.Where(p.Field(webhookdelivery.FieldManual))
 }
 
 // WherePayload applies the entql json.RawMessage predicate on the payload field.

@@ -10309,7 +10309,6 @@ type WebhookDeliveryMutation struct {
 	message_id          *string
 	event_type          *string
 	session_id          *string
-	manual              *bool
 	payload             *map[string]interface{}
 	status              *webhookdelivery.Status
 	attempt_count       *int
@@ -10613,42 +10612,6 @@ func (m *WebhookDeliveryMutation) OldSessionID(ctx context.Context) (v string, e
 // ResetSessionID resets all changes to the "session_id" field.
 func (m *WebhookDeliveryMutation) ResetSessionID() {
 	m.session_id = nil
-}
-
-// SetManual sets the "manual" field.
-func (m *WebhookDeliveryMutation) SetManual(b bool) {
-	m.manual = &b
-}
-
-// Manual returns the value of the "manual" field in the mutation.
-func (m *WebhookDeliveryMutation) Manual() (r bool, exists bool) {
-	v := m.manual
-	if v == nil {
-		return
-	}
-	return *v, true
-}
-
-// OldManual returns the old "manual" field's value of the WebhookDelivery entity.
-// If the WebhookDelivery object wasn't provided to the builder, the object is fetched from the database.
-// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
-func (m *WebhookDeliveryMutation) OldManual(ctx context.Context) (v bool, err error) {
-	if !m.op.Is(OpUpdateOne) {
-		return v, errors.New("OldManual is only allowed on UpdateOne operations")
-	}
-	if m.id == nil || m.oldValue == nil {
-		return v, errors.New("OldManual requires an ID field in the mutation")
-	}
-	oldValue, err := m.oldValue(ctx)
-	if err != nil {
-		return v, fmt.Errorf("querying old value for OldManual: %w", err)
-	}
-	return oldValue.Manual, nil
-}
-
-// ResetManual resets all changes to the "manual" field.
-func (m *WebhookDeliveryMutation) ResetManual() {
-	m.manual = nil
 }
 
 // SetPayload sets the "payload" field.
@@ -11167,7 +11130,7 @@ func (m *WebhookDeliveryMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *WebhookDeliveryMutation) Fields() []string {
-	fields := make([]string, 0, 16)
+	fields := make([]string, 0, 15)
 	if m.org_id != nil {
 		fields = append(fields, webhookdelivery.FieldOrgID)
 	}
@@ -11182,9 +11145,6 @@ func (m *WebhookDeliveryMutation) Fields() []string {
 	}
 	if m.session_id != nil {
 		fields = append(fields, webhookdelivery.FieldSessionID)
-	}
-	if m.manual != nil {
-		fields = append(fields, webhookdelivery.FieldManual)
 	}
 	if m.payload != nil {
 		fields = append(fields, webhookdelivery.FieldPayload)
@@ -11234,8 +11194,6 @@ func (m *WebhookDeliveryMutation) Field(name string) (ent.Value, bool) {
 		return m.EventType()
 	case webhookdelivery.FieldSessionID:
 		return m.SessionID()
-	case webhookdelivery.FieldManual:
-		return m.Manual()
 	case webhookdelivery.FieldPayload:
 		return m.Payload()
 	case webhookdelivery.FieldStatus:
@@ -11275,8 +11233,6 @@ func (m *WebhookDeliveryMutation) OldField(ctx context.Context, name string) (en
 		return m.OldEventType(ctx)
 	case webhookdelivery.FieldSessionID:
 		return m.OldSessionID(ctx)
-	case webhookdelivery.FieldManual:
-		return m.OldManual(ctx)
 	case webhookdelivery.FieldPayload:
 		return m.OldPayload(ctx)
 	case webhookdelivery.FieldStatus:
@@ -11340,13 +11296,6 @@ func (m *WebhookDeliveryMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetSessionID(v)
-		return nil
-	case webhookdelivery.FieldManual:
-		v, ok := value.(bool)
-		if !ok {
-			return fmt.Errorf("unexpected type %T for field %s", value, name)
-		}
-		m.SetManual(v)
 		return nil
 	case webhookdelivery.FieldPayload:
 		v, ok := value.(map[string]interface{})
@@ -11529,9 +11478,6 @@ func (m *WebhookDeliveryMutation) ResetField(name string) error {
 		return nil
 	case webhookdelivery.FieldSessionID:
 		m.ResetSessionID()
-		return nil
-	case webhookdelivery.FieldManual:
-		m.ResetManual()
 		return nil
 	case webhookdelivery.FieldPayload:
 		m.ResetPayload()

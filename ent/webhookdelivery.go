@@ -30,8 +30,6 @@ type WebhookDelivery struct {
 	EventType string `json:"event_type,omitempty"`
 	// SessionID holds the value of the "session_id" field.
 	SessionID string `json:"session_id,omitempty"`
-	// Manual holds the value of the "manual" field.
-	Manual bool `json:"manual,omitempty"`
 	// Payload holds the value of the "payload" field.
 	Payload map[string]interface{} `json:"payload,omitempty"`
 	// Status holds the value of the "status" field.
@@ -85,8 +83,6 @@ func (*WebhookDelivery) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case webhookdelivery.FieldPayload, webhookdelivery.FieldAttempts:
 			values[i] = new([]byte)
-		case webhookdelivery.FieldManual:
-			values[i] = new(sql.NullBool)
 		case webhookdelivery.FieldAttemptCount, webhookdelivery.FieldLastStatusCode:
 			values[i] = new(sql.NullInt64)
 		case webhookdelivery.FieldID, webhookdelivery.FieldOrgID, webhookdelivery.FieldEndpointID, webhookdelivery.FieldMessageID, webhookdelivery.FieldEventType, webhookdelivery.FieldSessionID, webhookdelivery.FieldStatus, webhookdelivery.FieldLastError:
@@ -143,12 +139,6 @@ func (_m *WebhookDelivery) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field session_id", values[i])
 			} else if value.Valid {
 				_m.SessionID = value.String
-			}
-		case webhookdelivery.FieldManual:
-			if value, ok := values[i].(*sql.NullBool); !ok {
-				return fmt.Errorf("unexpected type %T for field manual", values[i])
-			} else if value.Valid {
-				_m.Manual = value.Bool
 			}
 		case webhookdelivery.FieldPayload:
 			if value, ok := values[i].(*[]byte); !ok {
@@ -272,9 +262,6 @@ func (_m *WebhookDelivery) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("session_id=")
 	builder.WriteString(_m.SessionID)
-	builder.WriteString(", ")
-	builder.WriteString("manual=")
-	builder.WriteString(fmt.Sprintf("%v", _m.Manual))
 	builder.WriteString(", ")
 	builder.WriteString("payload=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Payload))

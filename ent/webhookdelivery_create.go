@@ -63,20 +63,6 @@ func (_c *WebhookDeliveryCreate) SetNillableSessionID(v *string) *WebhookDeliver
 	return _c
 }
 
-// SetManual sets the "manual" field.
-func (_c *WebhookDeliveryCreate) SetManual(v bool) *WebhookDeliveryCreate {
-	_c.mutation.SetManual(v)
-	return _c
-}
-
-// SetNillableManual sets the "manual" field if the given value is not nil.
-func (_c *WebhookDeliveryCreate) SetNillableManual(v *bool) *WebhookDeliveryCreate {
-	if v != nil {
-		_c.SetManual(*v)
-	}
-	return _c
-}
-
 // SetPayload sets the "payload" field.
 func (_c *WebhookDeliveryCreate) SetPayload(v map[string]interface{}) *WebhookDeliveryCreate {
 	_c.mutation.SetPayload(v)
@@ -261,10 +247,6 @@ func (_c *WebhookDeliveryCreate) defaults() error {
 		v := webhookdelivery.DefaultSessionID
 		_c.mutation.SetSessionID(v)
 	}
-	if _, ok := _c.mutation.Manual(); !ok {
-		v := webhookdelivery.DefaultManual
-		_c.mutation.SetManual(v)
-	}
 	if _, ok := _c.mutation.Status(); !ok {
 		v := webhookdelivery.DefaultStatus
 		_c.mutation.SetStatus(v)
@@ -336,9 +318,6 @@ func (_c *WebhookDeliveryCreate) check() error {
 	}
 	if _, ok := _c.mutation.SessionID(); !ok {
 		return &ValidationError{Name: "session_id", err: errors.New(`ent: missing required field "WebhookDelivery.session_id"`)}
-	}
-	if _, ok := _c.mutation.Manual(); !ok {
-		return &ValidationError{Name: "manual", err: errors.New(`ent: missing required field "WebhookDelivery.manual"`)}
 	}
 	if _, ok := _c.mutation.Payload(); !ok {
 		return &ValidationError{Name: "payload", err: errors.New(`ent: missing required field "WebhookDelivery.payload"`)}
@@ -425,10 +404,6 @@ func (_c *WebhookDeliveryCreate) createSpec() (*WebhookDelivery, *sqlgraph.Creat
 	if value, ok := _c.mutation.SessionID(); ok {
 		_spec.SetField(webhookdelivery.FieldSessionID, field.TypeString, value)
 		_node.SessionID = value
-	}
-	if value, ok := _c.mutation.Manual(); ok {
-		_spec.SetField(webhookdelivery.FieldManual, field.TypeBool, value)
-		_node.Manual = value
 	}
 	if value, ok := _c.mutation.Payload(); ok {
 		_spec.SetField(webhookdelivery.FieldPayload, field.TypeJSON, value)
@@ -696,9 +671,6 @@ func (u *WebhookDeliveryUpsertOne) UpdateNewValues() *WebhookDeliveryUpsertOne {
 		}
 		if _, exists := u.create.mutation.SessionID(); exists {
 			s.SetIgnore(webhookdelivery.FieldSessionID)
-		}
-		if _, exists := u.create.mutation.Manual(); exists {
-			s.SetIgnore(webhookdelivery.FieldManual)
 		}
 		if _, exists := u.create.mutation.Payload(); exists {
 			s.SetIgnore(webhookdelivery.FieldPayload)
@@ -1081,9 +1053,6 @@ func (u *WebhookDeliveryUpsertBulk) UpdateNewValues() *WebhookDeliveryUpsertBulk
 			}
 			if _, exists := b.mutation.SessionID(); exists {
 				s.SetIgnore(webhookdelivery.FieldSessionID)
-			}
-			if _, exists := b.mutation.Manual(); exists {
-				s.SetIgnore(webhookdelivery.FieldManual)
 			}
 			if _, exists := b.mutation.Payload(); exists {
 				s.SetIgnore(webhookdelivery.FieldPayload)

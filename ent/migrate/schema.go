@@ -420,7 +420,6 @@ var (
 		{Name: "message_id", Type: field.TypeString},
 		{Name: "event_type", Type: field.TypeString},
 		{Name: "session_id", Type: field.TypeString, Default: ""},
-		{Name: "manual", Type: field.TypeBool, Default: false},
 		{Name: "payload", Type: field.TypeJSON},
 		{Name: "status", Type: field.TypeEnum, Enums: []string{"PENDING", "SUCCEEDED", "FAILED", "SUPPRESSED"}, Default: "PENDING"},
 		{Name: "attempt_count", Type: field.TypeInt, Default: 0},
@@ -441,7 +440,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "webhook_deliveries_webhook_endpoints_deliveries",
-				Columns:    []*schema.Column{WebhookDeliveriesColumns[16]},
+				Columns:    []*schema.Column{WebhookDeliveriesColumns[15]},
 				RefColumns: []*schema.Column{WebhookEndpointsColumns[0]},
 				OnDelete:   schema.Cascade,
 			},
@@ -450,17 +449,17 @@ var (
 			{
 				Name:    "webhookdelivery_status_next_attempt_at",
 				Unique:  false,
-				Columns: []*schema.Column{WebhookDeliveriesColumns[7], WebhookDeliveriesColumns[9]},
+				Columns: []*schema.Column{WebhookDeliveriesColumns[6], WebhookDeliveriesColumns[8]},
 			},
 			{
 				Name:    "webhookdelivery_endpoint_id_created_at",
 				Unique:  false,
-				Columns: []*schema.Column{WebhookDeliveriesColumns[16], WebhookDeliveriesColumns[15]},
+				Columns: []*schema.Column{WebhookDeliveriesColumns[15], WebhookDeliveriesColumns[14]},
 			},
 			{
 				Name:    "webhookdelivery_endpoint_id_session_id_created_at",
 				Unique:  false,
-				Columns: []*schema.Column{WebhookDeliveriesColumns[16], WebhookDeliveriesColumns[4], WebhookDeliveriesColumns[15]},
+				Columns: []*schema.Column{WebhookDeliveriesColumns[15], WebhookDeliveriesColumns[4], WebhookDeliveriesColumns[14]},
 			},
 		},
 	}

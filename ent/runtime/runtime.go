@@ -888,28 +888,24 @@ func init() {
 	webhookdeliveryDescSessionID := webhookdeliveryFields[3].Descriptor()
 	// webhookdelivery.DefaultSessionID holds the default value on creation for the session_id field.
 	webhookdelivery.DefaultSessionID = webhookdeliveryDescSessionID.Default.(string)
-	// webhookdeliveryDescManual is the schema descriptor for manual field.
-	webhookdeliveryDescManual := webhookdeliveryFields[4].Descriptor()
-	// webhookdelivery.DefaultManual holds the default value on creation for the manual field.
-	webhookdelivery.DefaultManual = webhookdeliveryDescManual.Default.(bool)
 	// webhookdeliveryDescAttemptCount is the schema descriptor for attempt_count field.
-	webhookdeliveryDescAttemptCount := webhookdeliveryFields[7].Descriptor()
+	webhookdeliveryDescAttemptCount := webhookdeliveryFields[6].Descriptor()
 	// webhookdelivery.DefaultAttemptCount holds the default value on creation for the attempt_count field.
 	webhookdelivery.DefaultAttemptCount = webhookdeliveryDescAttemptCount.Default.(int)
 	// webhookdeliveryDescNextAttemptAt is the schema descriptor for next_attempt_at field.
-	webhookdeliveryDescNextAttemptAt := webhookdeliveryFields[8].Descriptor()
+	webhookdeliveryDescNextAttemptAt := webhookdeliveryFields[7].Descriptor()
 	// webhookdelivery.DefaultNextAttemptAt holds the default value on creation for the next_attempt_at field.
 	webhookdelivery.DefaultNextAttemptAt = webhookdeliveryDescNextAttemptAt.Default.(func() time.Time)
 	// webhookdeliveryDescLastError is the schema descriptor for last_error field.
-	webhookdeliveryDescLastError := webhookdeliveryFields[12].Descriptor()
+	webhookdeliveryDescLastError := webhookdeliveryFields[11].Descriptor()
 	// webhookdelivery.DefaultLastError holds the default value on creation for the last_error field.
 	webhookdelivery.DefaultLastError = webhookdeliveryDescLastError.Default.(string)
 	// webhookdeliveryDescAttempts is the schema descriptor for attempts field.
-	webhookdeliveryDescAttempts := webhookdeliveryFields[13].Descriptor()
+	webhookdeliveryDescAttempts := webhookdeliveryFields[12].Descriptor()
 	// webhookdelivery.DefaultAttempts holds the default value on creation for the attempts field.
 	webhookdelivery.DefaultAttempts = webhookdeliveryDescAttempts.Default.([]schematype.WebhookAttempt)
 	// webhookdeliveryDescCreatedAt is the schema descriptor for created_at field.
-	webhookdeliveryDescCreatedAt := webhookdeliveryFields[14].Descriptor()
+	webhookdeliveryDescCreatedAt := webhookdeliveryFields[13].Descriptor()
 	// webhookdelivery.DefaultCreatedAt holds the default value on creation for the created_at field.
 	webhookdelivery.DefaultCreatedAt = webhookdeliveryDescCreatedAt.Default.(func() time.Time)
 	// webhookdeliveryDescID is the schema descriptor for id field.

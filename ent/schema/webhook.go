@@ -97,8 +97,6 @@ func (WebhookDelivery) Fields() []ent.Field {
 		field.String("event_type").NotEmpty().Immutable(),
 		// SessionID keys the throttle for threat events.
 		field.String("session_id").Default("").Immutable().Annotations(hidden),
-		// Manual marks a delivery a caller asked for (ping, redelivery): these are rate limited per endpoint.
-		field.Bool("manual").Default(false).Immutable().Annotations(hidden),
 		field.JSON("payload", map[string]any{}).Immutable().Annotations(entgql.Type("Map")),
 		field.Enum("status").Values("PENDING", "SUCCEEDED", "FAILED", "SUPPRESSED").Default("PENDING").
 			Annotations(entgql.Type("WebhookDeliveryStatus")),

@@ -29,8 +29,6 @@ const (
 	FieldEventType = "event_type"
 	// FieldSessionID holds the string denoting the session_id field in the database.
 	FieldSessionID = "session_id"
-	// FieldManual holds the string denoting the manual field in the database.
-	FieldManual = "manual"
 	// FieldPayload holds the string denoting the payload field in the database.
 	FieldPayload = "payload"
 	// FieldStatus holds the string denoting the status field in the database.
@@ -72,7 +70,6 @@ var Columns = []string{
 	FieldMessageID,
 	FieldEventType,
 	FieldSessionID,
-	FieldManual,
 	FieldPayload,
 	FieldStatus,
 	FieldAttemptCount,
@@ -111,8 +108,6 @@ var (
 	EventTypeValidator func(string) error
 	// DefaultSessionID holds the default value on creation for the "session_id" field.
 	DefaultSessionID string
-	// DefaultManual holds the default value on creation for the "manual" field.
-	DefaultManual bool
 	// DefaultAttemptCount holds the default value on creation for the "attempt_count" field.
 	DefaultAttemptCount int
 	// DefaultNextAttemptAt holds the default value on creation for the "next_attempt_at" field.
@@ -188,11 +183,6 @@ func ByEventType(opts ...sql.OrderTermOption) OrderOption {
 // BySessionID orders the results by the session_id field.
 func BySessionID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldSessionID, opts...).ToFunc()
-}
-
-// ByManual orders the results by the manual field.
-func ByManual(opts ...sql.OrderTermOption) OrderOption {
-	return sql.OrderByField(FieldManual, opts...).ToFunc()
 }
 
 // ByStatus orders the results by the status field.

@@ -90,11 +90,6 @@ func SessionID(v string) predicate.WebhookDelivery {
 	return predicate.WebhookDelivery(sql.FieldEQ(FieldSessionID, v))
 }
 
-// Manual applies equality check predicate on the "manual" field. It's identical to ManualEQ.
-func Manual(v bool) predicate.WebhookDelivery {
-	return predicate.WebhookDelivery(sql.FieldEQ(FieldManual, v))
-}
-
 // AttemptCount applies equality check predicate on the "attempt_count" field. It's identical to AttemptCountEQ.
 func AttemptCount(v int) predicate.WebhookDelivery {
 	return predicate.WebhookDelivery(sql.FieldEQ(FieldAttemptCount, v))
@@ -453,16 +448,6 @@ func SessionIDEqualFold(v string) predicate.WebhookDelivery {
 // SessionIDContainsFold applies the ContainsFold predicate on the "session_id" field.
 func SessionIDContainsFold(v string) predicate.WebhookDelivery {
 	return predicate.WebhookDelivery(sql.FieldContainsFold(FieldSessionID, v))
-}
-
-// ManualEQ applies the EQ predicate on the "manual" field.
-func ManualEQ(v bool) predicate.WebhookDelivery {
-	return predicate.WebhookDelivery(sql.FieldEQ(FieldManual, v))
-}
-
-// ManualNEQ applies the NEQ predicate on the "manual" field.
-func ManualNEQ(v bool) predicate.WebhookDelivery {
-	return predicate.WebhookDelivery(sql.FieldNEQ(FieldManual, v))
 }
 
 // StatusEQ applies the EQ predicate on the "status" field.
