@@ -3308,10 +3308,24 @@ func (m *OrganizationMutation) AppendedWebhookAllowCidrs() ([]string, bool) {
 	return m.appendwebhook_allow_cidrs, true
 }
 
+// ClearWebhookAllowCidrs clears the value of the "webhook_allow_cidrs" field.
+func (m *OrganizationMutation) ClearWebhookAllowCidrs() {
+	m.webhook_allow_cidrs = nil
+	m.appendwebhook_allow_cidrs = nil
+	m.clearedFields[organization.FieldWebhookAllowCidrs] = struct{}{}
+}
+
+// WebhookAllowCidrsCleared returns if the "webhook_allow_cidrs" field was cleared in this mutation.
+func (m *OrganizationMutation) WebhookAllowCidrsCleared() bool {
+	_, ok := m.clearedFields[organization.FieldWebhookAllowCidrs]
+	return ok
+}
+
 // ResetWebhookAllowCidrs resets all changes to the "webhook_allow_cidrs" field.
 func (m *OrganizationMutation) ResetWebhookAllowCidrs() {
 	m.webhook_allow_cidrs = nil
 	m.appendwebhook_allow_cidrs = nil
+	delete(m.clearedFields, organization.FieldWebhookAllowCidrs)
 }
 
 // SetWebhookShowPrivateResponses sets the "webhook_show_private_responses" field.
@@ -3978,7 +3992,11 @@ func (m *OrganizationMutation) AddField(name string, value ent.Value) error {
 // ClearedFields returns all nullable fields that were cleared during this
 // mutation.
 func (m *OrganizationMutation) ClearedFields() []string {
-	return nil
+	var fields []string
+	if m.FieldCleared(organization.FieldWebhookAllowCidrs) {
+		fields = append(fields, organization.FieldWebhookAllowCidrs)
+	}
+	return fields
 }
 
 // FieldCleared returns a boolean indicating if a field with the given name was
@@ -3991,6 +4009,11 @@ func (m *OrganizationMutation) FieldCleared(name string) bool {
 // ClearField clears the value of the field with the given name. It returns an
 // error if the field is not defined in the schema.
 func (m *OrganizationMutation) ClearField(name string) error {
+	switch name {
+	case organization.FieldWebhookAllowCidrs:
+		m.ClearWebhookAllowCidrs()
+		return nil
+	}
 	return fmt.Errorf("unknown Organization nullable field %s", name)
 }
 

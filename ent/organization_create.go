@@ -260,10 +260,6 @@ func (_c *OrganizationCreate) defaults() error {
 		v := organization.DefaultWebhookAllowPrivate
 		_c.mutation.SetWebhookAllowPrivate(v)
 	}
-	if _, ok := _c.mutation.WebhookAllowCidrs(); !ok {
-		v := organization.DefaultWebhookAllowCidrs
-		_c.mutation.SetWebhookAllowCidrs(v)
-	}
 	if _, ok := _c.mutation.WebhookShowPrivateResponses(); !ok {
 		v := organization.DefaultWebhookShowPrivateResponses
 		_c.mutation.SetWebhookShowPrivateResponses(v)
@@ -297,9 +293,6 @@ func (_c *OrganizationCreate) check() error {
 	}
 	if _, ok := _c.mutation.WebhookAllowPrivate(); !ok {
 		return &ValidationError{Name: "webhook_allow_private", err: errors.New(`ent: missing required field "Organization.webhook_allow_private"`)}
-	}
-	if _, ok := _c.mutation.WebhookAllowCidrs(); !ok {
-		return &ValidationError{Name: "webhook_allow_cidrs", err: errors.New(`ent: missing required field "Organization.webhook_allow_cidrs"`)}
 	}
 	if v, ok := _c.mutation.WebhookAllowCidrs(); ok {
 		if err := organization.WebhookAllowCidrsValidator(v); err != nil {
@@ -589,6 +582,12 @@ func (u *OrganizationUpsert) UpdateWebhookAllowCidrs() *OrganizationUpsert {
 	return u
 }
 
+// ClearWebhookAllowCidrs clears the value of the "webhook_allow_cidrs" field.
+func (u *OrganizationUpsert) ClearWebhookAllowCidrs() *OrganizationUpsert {
+	u.SetNull(organization.FieldWebhookAllowCidrs)
+	return u
+}
+
 // SetWebhookShowPrivateResponses sets the "webhook_show_private_responses" field.
 func (u *OrganizationUpsert) SetWebhookShowPrivateResponses(v bool) *OrganizationUpsert {
 	u.Set(organization.FieldWebhookShowPrivateResponses, v)
@@ -691,6 +690,13 @@ func (u *OrganizationUpsertOne) SetWebhookAllowCidrs(v []string) *OrganizationUp
 func (u *OrganizationUpsertOne) UpdateWebhookAllowCidrs() *OrganizationUpsertOne {
 	return u.Update(func(s *OrganizationUpsert) {
 		s.UpdateWebhookAllowCidrs()
+	})
+}
+
+// ClearWebhookAllowCidrs clears the value of the "webhook_allow_cidrs" field.
+func (u *OrganizationUpsertOne) ClearWebhookAllowCidrs() *OrganizationUpsertOne {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.ClearWebhookAllowCidrs()
 	})
 }
 
@@ -965,6 +971,13 @@ func (u *OrganizationUpsertBulk) SetWebhookAllowCidrs(v []string) *OrganizationU
 func (u *OrganizationUpsertBulk) UpdateWebhookAllowCidrs() *OrganizationUpsertBulk {
 	return u.Update(func(s *OrganizationUpsert) {
 		s.UpdateWebhookAllowCidrs()
+	})
+}
+
+// ClearWebhookAllowCidrs clears the value of the "webhook_allow_cidrs" field.
+func (u *OrganizationUpsertBulk) ClearWebhookAllowCidrs() *OrganizationUpsertBulk {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.ClearWebhookAllowCidrs()
 	})
 }
 

@@ -77,6 +77,12 @@ func (_u *OrganizationUpdate) AppendWebhookAllowCidrs(v []string) *OrganizationU
 	return _u
 }
 
+// ClearWebhookAllowCidrs clears the value of the "webhook_allow_cidrs" field.
+func (_u *OrganizationUpdate) ClearWebhookAllowCidrs() *OrganizationUpdate {
+	_u.mutation.ClearWebhookAllowCidrs()
+	return _u
+}
+
 // SetWebhookShowPrivateResponses sets the "webhook_show_private_responses" field.
 func (_u *OrganizationUpdate) SetWebhookShowPrivateResponses(v bool) *OrganizationUpdate {
 	_u.mutation.SetWebhookShowPrivateResponses(v)
@@ -457,6 +463,9 @@ func (_u *OrganizationUpdate) sqlSave(ctx context.Context) (_node int, err error
 		_spec.AddModifier(func(u *sql.UpdateBuilder) {
 			sqljson.Append(u, organization.FieldWebhookAllowCidrs, value)
 		})
+	}
+	if _u.mutation.WebhookAllowCidrsCleared() {
+		_spec.ClearField(organization.FieldWebhookAllowCidrs, field.TypeJSON)
 	}
 	if value, ok := _u.mutation.WebhookShowPrivateResponses(); ok {
 		_spec.SetField(organization.FieldWebhookShowPrivateResponses, field.TypeBool, value)
@@ -883,6 +892,12 @@ func (_u *OrganizationUpdateOne) AppendWebhookAllowCidrs(v []string) *Organizati
 	return _u
 }
 
+// ClearWebhookAllowCidrs clears the value of the "webhook_allow_cidrs" field.
+func (_u *OrganizationUpdateOne) ClearWebhookAllowCidrs() *OrganizationUpdateOne {
+	_u.mutation.ClearWebhookAllowCidrs()
+	return _u
+}
+
 // SetWebhookShowPrivateResponses sets the "webhook_show_private_responses" field.
 func (_u *OrganizationUpdateOne) SetWebhookShowPrivateResponses(v bool) *OrganizationUpdateOne {
 	_u.mutation.SetWebhookShowPrivateResponses(v)
@@ -1293,6 +1308,9 @@ func (_u *OrganizationUpdateOne) sqlSave(ctx context.Context) (_node *Organizati
 		_spec.AddModifier(func(u *sql.UpdateBuilder) {
 			sqljson.Append(u, organization.FieldWebhookAllowCidrs, value)
 		})
+	}
+	if _u.mutation.WebhookAllowCidrsCleared() {
+		_spec.ClearField(organization.FieldWebhookAllowCidrs, field.TypeJSON)
 	}
 	if value, ok := _u.mutation.WebhookShowPrivateResponses(); ok {
 		_spec.SetField(organization.FieldWebhookShowPrivateResponses, field.TypeBool, value)

@@ -141,7 +141,7 @@ var (
 		{Name: "id", Type: field.TypeString, Size: 40},
 		{Name: "name", Type: field.TypeString, Size: 200},
 		{Name: "webhook_allow_private", Type: field.TypeBool, Default: false},
-		{Name: "webhook_allow_cidrs", Type: field.TypeJSON},
+		{Name: "webhook_allow_cidrs", Type: field.TypeJSON, Nullable: true},
 		{Name: "webhook_show_private_responses", Type: field.TypeBool, Default: false},
 		{Name: "created_at", Type: field.TypeTime},
 	}

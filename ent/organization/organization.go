@@ -133,8 +133,6 @@ var (
 	NameValidator func(string) error
 	// DefaultWebhookAllowPrivate holds the default value on creation for the "webhook_allow_private" field.
 	DefaultWebhookAllowPrivate bool
-	// DefaultWebhookAllowCidrs holds the default value on creation for the "webhook_allow_cidrs" field.
-	DefaultWebhookAllowCidrs []string
 	// WebhookAllowCidrsValidator is a validator for the "webhook_allow_cidrs" field. It is called by the builders before save.
 	WebhookAllowCidrsValidator func([]string) error
 	// DefaultWebhookShowPrivateResponses holds the default value on creation for the "webhook_show_private_responses" field.

@@ -160,6 +160,16 @@ func WebhookAllowPrivateNEQ(v bool) predicate.Organization {
 	return predicate.Organization(sql.FieldNEQ(FieldWebhookAllowPrivate, v))
 }
 
+// WebhookAllowCidrsIsNil applies the IsNil predicate on the "webhook_allow_cidrs" field.
+func WebhookAllowCidrsIsNil() predicate.Organization {
+	return predicate.Organization(sql.FieldIsNull(FieldWebhookAllowCidrs))
+}
+
+// WebhookAllowCidrsNotNil applies the NotNil predicate on the "webhook_allow_cidrs" field.
+func WebhookAllowCidrsNotNil() predicate.Organization {
+	return predicate.Organization(sql.FieldNotNull(FieldWebhookAllowCidrs))
+}
+
 // WebhookShowPrivateResponsesEQ applies the EQ predicate on the "webhook_show_private_responses" field.
 func WebhookShowPrivateResponsesEQ(v bool) predicate.Organization {
 	return predicate.Organization(sql.FieldEQ(FieldWebhookShowPrivateResponses, v))

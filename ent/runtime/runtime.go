@@ -322,8 +322,6 @@ func init() {
 	organization.DefaultWebhookAllowPrivate = organizationDescWebhookAllowPrivate.Default.(bool)
 	// organizationDescWebhookAllowCidrs is the schema descriptor for webhook_allow_cidrs field.
 	organizationDescWebhookAllowCidrs := organizationFields[2].Descriptor()
-	// organization.DefaultWebhookAllowCidrs holds the default value on creation for the webhook_allow_cidrs field.
-	organization.DefaultWebhookAllowCidrs = organizationDescWebhookAllowCidrs.Default.([]string)
 	// organization.WebhookAllowCidrsValidator is a validator for the "webhook_allow_cidrs" field. It is called by the builders before save.
 	organization.WebhookAllowCidrsValidator = organizationDescWebhookAllowCidrs.Validators[0].(func([]string) error)
 	// organizationDescWebhookShowPrivateResponses is the schema descriptor for webhook_show_private_responses field.

@@ -26,7 +26,8 @@ func (Organization) Fields() []ent.Field {
 		// hidden from GraphQL and REST. WebhookAllowPrivate lets this organization's webhooks reach any address.
 		field.Bool("webhook_allow_private").Default(false).Annotations(operatorOnly),
 		// WebhookAllowCIDRs are private networks this organization's webhooks may reach.
-		field.Strings("webhook_allow_cidrs").Default([]string{}).Validate(cidrList).Annotations(operatorOnly),
+		// Optional: a JSON column has no SQL default, and organizations stored before it existed hold NULL.
+		field.Strings("webhook_allow_cidrs").Optional().Validate(cidrList).Annotations(operatorOnly),
 		// WebhookShowPrivateResponses stores receivers' answers from addresses that needed an allow-list;
 		// without it their bodies are dropped, so an allowed internal host cannot be read back.
 		field.Bool("webhook_show_private_responses").Default(false).Annotations(operatorOnly),
