@@ -5,6 +5,7 @@ package apperr
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Kind classifies an error for the APIs.
@@ -22,6 +23,8 @@ type Error struct {
 	Kind  Kind
 	Field string // set for KindInvalid when one field is at fault
 	Msg   string
+	// RetryAfter, for KindTooMany, is how long until a retry can succeed (Retry-After).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -49,6 +52,19 @@ func Conflict(format string, a ...any) error {
 // TooMany reports a limit reached; the caller may try again later.
 func TooMany(format string, a ...any) error {
 	return &Error{Kind: KindTooMany, Msg: fmt.Sprintf(format, a...)}
+}
+
+// TooManyFor reports a limit reached that frees up after wait.
+func TooManyFor(wait time.Duration, format string, a ...any) error {
+	return &Error{Kind: KindTooMany, Msg: fmt.Sprintf(format, a...), RetryAfter: wait}
+}
+
+// RetryAfterSeconds is err's wait in whole seconds (at least 1), or 0 if it names none.
+func RetryAfterSeconds(err error) int {
+	if e, ok := As(err); ok && e.RetryAfter > 0 {
+		return int(max(1, (e.RetryAfter+time.Second-1)/time.Second))
+	}
+	return 0
 }
 
 // As returns the *Error in err's chain, if any.

@@ -108,8 +108,11 @@ var schemaGraph = func() *sqlgraph.Schema {
 		},
 		Type: "Organization",
 		Fields: map[string]*sqlgraph.FieldSpec{
-			organization.FieldName:      {Type: field.TypeString, Column: organization.FieldName},
-			organization.FieldCreatedAt: {Type: field.TypeTime, Column: organization.FieldCreatedAt},
+			organization.FieldName:                        {Type: field.TypeString, Column: organization.FieldName},
+			organization.FieldWebhookAllowPrivate:         {Type: field.TypeBool, Column: organization.FieldWebhookAllowPrivate},
+			organization.FieldWebhookAllowCidrs:           {Type: field.TypeJSON, Column: organization.FieldWebhookAllowCidrs},
+			organization.FieldWebhookShowPrivateResponses: {Type: field.TypeBool, Column: organization.FieldWebhookShowPrivateResponses},
+			organization.FieldCreatedAt:                   {Type: field.TypeTime, Column: organization.FieldCreatedAt},
 		},
 	}
 	graph.Nodes[4] = &sqlgraph.Node{
@@ -227,10 +230,11 @@ var schemaGraph = func() *sqlgraph.Schema {
 		},
 		Type: "Site",
 		Fields: map[string]*sqlgraph.FieldSpec{
-			site.FieldOrgID:     {Type: field.TypeString, Column: site.FieldOrgID},
-			site.FieldName:      {Type: field.TypeString, Column: site.FieldName},
-			site.FieldHost:      {Type: field.TypeString, Column: site.FieldHost},
-			site.FieldCreatedAt: {Type: field.TypeTime, Column: site.FieldCreatedAt},
+			site.FieldOrgID:        {Type: field.TypeString, Column: site.FieldOrgID},
+			site.FieldName:         {Type: field.TypeString, Column: site.FieldName},
+			site.FieldHost:         {Type: field.TypeString, Column: site.FieldHost},
+			site.FieldHostVerified: {Type: field.TypeBool, Column: site.FieldHostVerified},
+			site.FieldCreatedAt:    {Type: field.TypeTime, Column: site.FieldCreatedAt},
 		},
 	}
 	graph.Nodes[10] = &sqlgraph.Node{
@@ -1008,6 +1012,21 @@ func (f *OrganizationFilter) WhereName(p entql.StringP) {
 	f.Where(p.Field(organization.FieldName))
 }
 
+// WhereWebhookAllowPrivate applies the entql bool predicate on the webhook_allow_private field.
+func (f *OrganizationFilter) WhereWebhookAllowPrivate(p entql.BoolP) {
+	f.Where(p.Field(organization.FieldWebhookAllowPrivate))
+}
+
+// WhereWebhookAllowCidrs applies the entql json.RawMessage predicate on the webhook_allow_cidrs field.
+func (f *OrganizationFilter) WhereWebhookAllowCidrs(p entql.BytesP) {
+	f.Where(p.Field(organization.FieldWebhookAllowCidrs))
+}
+
+// WhereWebhookShowPrivateResponses applies the entql bool predicate on the webhook_show_private_responses field.
+func (f *OrganizationFilter) WhereWebhookShowPrivateResponses(p entql.BoolP) {
+	f.Where(p.Field(organization.FieldWebhookShowPrivateResponses))
+}
+
 // WhereCreatedAt applies the entql time.Time predicate on the created_at field.
 func (f *OrganizationFilter) WhereCreatedAt(p entql.TimeP) {
 	f.Where(p.Field(organization.FieldCreatedAt))
@@ -1685,6 +1704,11 @@ func (f *SiteFilter) WhereName(p entql.StringP) {
 // WhereHost applies the entql string predicate on the host field.
 func (f *SiteFilter) WhereHost(p entql.StringP) {
 	f.Where(p.Field(site.FieldHost))
+}
+
+// WhereHostVerified applies the entql bool predicate on the host_verified field.
+func (f *SiteFilter) WhereHostVerified(p entql.BoolP) {
+	f.Where(p.Field(site.FieldHostVerified))
 }
 
 // WhereCreatedAt applies the entql time.Time predicate on the created_at field.

@@ -1093,6 +1093,11 @@ func (_q *SiteQuery) collectField(ctx context.Context, oneNode bool, opCtx *grap
 				selectedFields = append(selectedFields, site.FieldHost)
 				fieldSeen[site.FieldHost] = struct{}{}
 			}
+		case "hostVerified":
+			if _, ok := fieldSeen[site.FieldHostVerified]; !ok {
+				selectedFields = append(selectedFields, site.FieldHostVerified)
+				fieldSeen[site.FieldHostVerified] = struct{}{}
+			}
 		case "createdAt":
 			if _, ok := fieldSeen[site.FieldCreatedAt]; !ok {
 				selectedFields = append(selectedFields, site.FieldCreatedAt)

@@ -3048,39 +3048,43 @@ func (m *HitMutation) ResetEdge(name string) error {
 // OrganizationMutation represents an operation that mutates the Organization nodes in the graph.
 type OrganizationMutation struct {
 	config
-	op              Op
-	typ             string
-	id              *string
-	name            *string
-	created_at      *time.Time
-	clearedFields   map[string]struct{}
-	sites           map[string]struct{}
-	removedsites    map[string]struct{}
-	clearedsites    bool
-	traps           map[string]struct{}
-	removedtraps    map[string]struct{}
-	clearedtraps    bool
-	sessions        map[string]struct{}
-	removedsessions map[string]struct{}
-	clearedsessions bool
-	hits            map[string]struct{}
-	removedhits     map[string]struct{}
-	clearedhits     bool
-	events          map[string]struct{}
-	removedevents   map[string]struct{}
-	clearedevents   bool
-	api_keys        map[string]struct{}
-	removedapi_keys map[string]struct{}
-	clearedapi_keys bool
-	signals         map[string]struct{}
-	removedsignals  map[string]struct{}
-	clearedsignals  bool
-	prompts         map[string]struct{}
-	removedprompts  map[string]struct{}
-	clearedprompts  bool
-	done            bool
-	oldValue        func(context.Context) (*Organization, error)
-	predicates      []predicate.Organization
+	op                             Op
+	typ                            string
+	id                             *string
+	name                           *string
+	webhook_allow_private          *bool
+	webhook_allow_cidrs            *[]string
+	appendwebhook_allow_cidrs      []string
+	webhook_show_private_responses *bool
+	created_at                     *time.Time
+	clearedFields                  map[string]struct{}
+	sites                          map[string]struct{}
+	removedsites                   map[string]struct{}
+	clearedsites                   bool
+	traps                          map[string]struct{}
+	removedtraps                   map[string]struct{}
+	clearedtraps                   bool
+	sessions                       map[string]struct{}
+	removedsessions                map[string]struct{}
+	clearedsessions                bool
+	hits                           map[string]struct{}
+	removedhits                    map[string]struct{}
+	clearedhits                    bool
+	events                         map[string]struct{}
+	removedevents                  map[string]struct{}
+	clearedevents                  bool
+	api_keys                       map[string]struct{}
+	removedapi_keys                map[string]struct{}
+	clearedapi_keys                bool
+	signals                        map[string]struct{}
+	removedsignals                 map[string]struct{}
+	clearedsignals                 bool
+	prompts                        map[string]struct{}
+	removedprompts                 map[string]struct{}
+	clearedprompts                 bool
+	done                           bool
+	oldValue                       func(context.Context) (*Organization, error)
+	predicates                     []predicate.Organization
 }
 
 var _ ent.Mutation = (*OrganizationMutation)(nil)
@@ -3221,6 +3225,143 @@ func (m *OrganizationMutation) OldName(ctx context.Context) (v string, err error
 // ResetName resets all changes to the "name" field.
 func (m *OrganizationMutation) ResetName() {
 	m.name = nil
+}
+
+// SetWebhookAllowPrivate sets the "webhook_allow_private" field.
+func (m *OrganizationMutation) SetWebhookAllowPrivate(b bool) {
+	m.webhook_allow_private = &b
+}
+
+// WebhookAllowPrivate returns the value of the "webhook_allow_private" field in the mutation.
+func (m *OrganizationMutation) WebhookAllowPrivate() (r bool, exists bool) {
+	v := m.webhook_allow_private
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWebhookAllowPrivate returns the old "webhook_allow_private" field's value of the Organization entity.
+// If the Organization object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *OrganizationMutation) OldWebhookAllowPrivate(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWebhookAllowPrivate is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWebhookAllowPrivate requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWebhookAllowPrivate: %w", err)
+	}
+	return oldValue.WebhookAllowPrivate, nil
+}
+
+// ResetWebhookAllowPrivate resets all changes to the "webhook_allow_private" field.
+func (m *OrganizationMutation) ResetWebhookAllowPrivate() {
+	m.webhook_allow_private = nil
+}
+
+// SetWebhookAllowCidrs sets the "webhook_allow_cidrs" field.
+func (m *OrganizationMutation) SetWebhookAllowCidrs(s []string) {
+	m.webhook_allow_cidrs = &s
+	m.appendwebhook_allow_cidrs = nil
+}
+
+// WebhookAllowCidrs returns the value of the "webhook_allow_cidrs" field in the mutation.
+func (m *OrganizationMutation) WebhookAllowCidrs() (r []string, exists bool) {
+	v := m.webhook_allow_cidrs
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWebhookAllowCidrs returns the old "webhook_allow_cidrs" field's value of the Organization entity.
+// If the Organization object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *OrganizationMutation) OldWebhookAllowCidrs(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWebhookAllowCidrs is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWebhookAllowCidrs requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWebhookAllowCidrs: %w", err)
+	}
+	return oldValue.WebhookAllowCidrs, nil
+}
+
+// AppendWebhookAllowCidrs adds s to the "webhook_allow_cidrs" field.
+func (m *OrganizationMutation) AppendWebhookAllowCidrs(s []string) {
+	m.appendwebhook_allow_cidrs = append(m.appendwebhook_allow_cidrs, s...)
+}
+
+// AppendedWebhookAllowCidrs returns the list of values that were appended to the "webhook_allow_cidrs" field in this mutation.
+func (m *OrganizationMutation) AppendedWebhookAllowCidrs() ([]string, bool) {
+	if len(m.appendwebhook_allow_cidrs) == 0 {
+		return nil, false
+	}
+	return m.appendwebhook_allow_cidrs, true
+}
+
+// ClearWebhookAllowCidrs clears the value of the "webhook_allow_cidrs" field.
+func (m *OrganizationMutation) ClearWebhookAllowCidrs() {
+	m.webhook_allow_cidrs = nil
+	m.appendwebhook_allow_cidrs = nil
+	m.clearedFields[organization.FieldWebhookAllowCidrs] = struct{}{}
+}
+
+// WebhookAllowCidrsCleared returns if the "webhook_allow_cidrs" field was cleared in this mutation.
+func (m *OrganizationMutation) WebhookAllowCidrsCleared() bool {
+	_, ok := m.clearedFields[organization.FieldWebhookAllowCidrs]
+	return ok
+}
+
+// ResetWebhookAllowCidrs resets all changes to the "webhook_allow_cidrs" field.
+func (m *OrganizationMutation) ResetWebhookAllowCidrs() {
+	m.webhook_allow_cidrs = nil
+	m.appendwebhook_allow_cidrs = nil
+	delete(m.clearedFields, organization.FieldWebhookAllowCidrs)
+}
+
+// SetWebhookShowPrivateResponses sets the "webhook_show_private_responses" field.
+func (m *OrganizationMutation) SetWebhookShowPrivateResponses(b bool) {
+	m.webhook_show_private_responses = &b
+}
+
+// WebhookShowPrivateResponses returns the value of the "webhook_show_private_responses" field in the mutation.
+func (m *OrganizationMutation) WebhookShowPrivateResponses() (r bool, exists bool) {
+	v := m.webhook_show_private_responses
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWebhookShowPrivateResponses returns the old "webhook_show_private_responses" field's value of the Organization entity.
+// If the Organization object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *OrganizationMutation) OldWebhookShowPrivateResponses(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWebhookShowPrivateResponses is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWebhookShowPrivateResponses requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWebhookShowPrivateResponses: %w", err)
+	}
+	return oldValue.WebhookShowPrivateResponses, nil
+}
+
+// ResetWebhookShowPrivateResponses resets all changes to the "webhook_show_private_responses" field.
+func (m *OrganizationMutation) ResetWebhookShowPrivateResponses() {
+	m.webhook_show_private_responses = nil
 }
 
 // SetCreatedAt sets the "created_at" field.
@@ -3725,9 +3866,18 @@ func (m *OrganizationMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *OrganizationMutation) Fields() []string {
-	fields := make([]string, 0, 2)
+	fields := make([]string, 0, 5)
 	if m.name != nil {
 		fields = append(fields, organization.FieldName)
+	}
+	if m.webhook_allow_private != nil {
+		fields = append(fields, organization.FieldWebhookAllowPrivate)
+	}
+	if m.webhook_allow_cidrs != nil {
+		fields = append(fields, organization.FieldWebhookAllowCidrs)
+	}
+	if m.webhook_show_private_responses != nil {
+		fields = append(fields, organization.FieldWebhookShowPrivateResponses)
 	}
 	if m.created_at != nil {
 		fields = append(fields, organization.FieldCreatedAt)
@@ -3742,6 +3892,12 @@ func (m *OrganizationMutation) Field(name string) (ent.Value, bool) {
 	switch name {
 	case organization.FieldName:
 		return m.Name()
+	case organization.FieldWebhookAllowPrivate:
+		return m.WebhookAllowPrivate()
+	case organization.FieldWebhookAllowCidrs:
+		return m.WebhookAllowCidrs()
+	case organization.FieldWebhookShowPrivateResponses:
+		return m.WebhookShowPrivateResponses()
 	case organization.FieldCreatedAt:
 		return m.CreatedAt()
 	}
@@ -3755,6 +3911,12 @@ func (m *OrganizationMutation) OldField(ctx context.Context, name string) (ent.V
 	switch name {
 	case organization.FieldName:
 		return m.OldName(ctx)
+	case organization.FieldWebhookAllowPrivate:
+		return m.OldWebhookAllowPrivate(ctx)
+	case organization.FieldWebhookAllowCidrs:
+		return m.OldWebhookAllowCidrs(ctx)
+	case organization.FieldWebhookShowPrivateResponses:
+		return m.OldWebhookShowPrivateResponses(ctx)
 	case organization.FieldCreatedAt:
 		return m.OldCreatedAt(ctx)
 	}
@@ -3772,6 +3934,27 @@ func (m *OrganizationMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetName(v)
+		return nil
+	case organization.FieldWebhookAllowPrivate:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWebhookAllowPrivate(v)
+		return nil
+	case organization.FieldWebhookAllowCidrs:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWebhookAllowCidrs(v)
+		return nil
+	case organization.FieldWebhookShowPrivateResponses:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWebhookShowPrivateResponses(v)
 		return nil
 	case organization.FieldCreatedAt:
 		v, ok := value.(time.Time)
@@ -3809,7 +3992,11 @@ func (m *OrganizationMutation) AddField(name string, value ent.Value) error {
 // ClearedFields returns all nullable fields that were cleared during this
 // mutation.
 func (m *OrganizationMutation) ClearedFields() []string {
-	return nil
+	var fields []string
+	if m.FieldCleared(organization.FieldWebhookAllowCidrs) {
+		fields = append(fields, organization.FieldWebhookAllowCidrs)
+	}
+	return fields
 }
 
 // FieldCleared returns a boolean indicating if a field with the given name was
@@ -3822,6 +4009,11 @@ func (m *OrganizationMutation) FieldCleared(name string) bool {
 // ClearField clears the value of the field with the given name. It returns an
 // error if the field is not defined in the schema.
 func (m *OrganizationMutation) ClearField(name string) error {
+	switch name {
+	case organization.FieldWebhookAllowCidrs:
+		m.ClearWebhookAllowCidrs()
+		return nil
+	}
 	return fmt.Errorf("unknown Organization nullable field %s", name)
 }
 
@@ -3831,6 +4023,15 @@ func (m *OrganizationMutation) ResetField(name string) error {
 	switch name {
 	case organization.FieldName:
 		m.ResetName()
+		return nil
+	case organization.FieldWebhookAllowPrivate:
+		m.ResetWebhookAllowPrivate()
+		return nil
+	case organization.FieldWebhookAllowCidrs:
+		m.ResetWebhookAllowCidrs()
+		return nil
+	case organization.FieldWebhookShowPrivateResponses:
+		m.ResetWebhookShowPrivateResponses()
 		return nil
 	case organization.FieldCreatedAt:
 		m.ResetCreatedAt()
@@ -8489,6 +8690,7 @@ type SiteMutation struct {
 	id                  *string
 	name                *string
 	host                *string
+	host_verified       *bool
 	created_at          *time.Time
 	clearedFields       map[string]struct{}
 	organization        *string
@@ -8726,6 +8928,42 @@ func (m *SiteMutation) ResetHost() {
 	delete(m.clearedFields, site.FieldHost)
 }
 
+// SetHostVerified sets the "host_verified" field.
+func (m *SiteMutation) SetHostVerified(b bool) {
+	m.host_verified = &b
+}
+
+// HostVerified returns the value of the "host_verified" field in the mutation.
+func (m *SiteMutation) HostVerified() (r bool, exists bool) {
+	v := m.host_verified
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHostVerified returns the old "host_verified" field's value of the Site entity.
+// If the Site object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SiteMutation) OldHostVerified(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHostVerified is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHostVerified requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHostVerified: %w", err)
+	}
+	return oldValue.HostVerified, nil
+}
+
+// ResetHostVerified resets all changes to the "host_verified" field.
+func (m *SiteMutation) ResetHostVerified() {
+	m.host_verified = nil
+}
+
 // SetCreatedAt sets the "created_at" field.
 func (m *SiteMutation) SetCreatedAt(t time.Time) {
 	m.created_at = &t
@@ -8890,7 +9128,7 @@ func (m *SiteMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *SiteMutation) Fields() []string {
-	fields := make([]string, 0, 4)
+	fields := make([]string, 0, 5)
 	if m.organization != nil {
 		fields = append(fields, site.FieldOrgID)
 	}
@@ -8899,6 +9137,9 @@ func (m *SiteMutation) Fields() []string {
 	}
 	if m.host != nil {
 		fields = append(fields, site.FieldHost)
+	}
+	if m.host_verified != nil {
+		fields = append(fields, site.FieldHostVerified)
 	}
 	if m.created_at != nil {
 		fields = append(fields, site.FieldCreatedAt)
@@ -8917,6 +9158,8 @@ func (m *SiteMutation) Field(name string) (ent.Value, bool) {
 		return m.Name()
 	case site.FieldHost:
 		return m.Host()
+	case site.FieldHostVerified:
+		return m.HostVerified()
 	case site.FieldCreatedAt:
 		return m.CreatedAt()
 	}
@@ -8934,6 +9177,8 @@ func (m *SiteMutation) OldField(ctx context.Context, name string) (ent.Value, er
 		return m.OldName(ctx)
 	case site.FieldHost:
 		return m.OldHost(ctx)
+	case site.FieldHostVerified:
+		return m.OldHostVerified(ctx)
 	case site.FieldCreatedAt:
 		return m.OldCreatedAt(ctx)
 	}
@@ -8965,6 +9210,13 @@ func (m *SiteMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetHost(v)
+		return nil
+	case site.FieldHostVerified:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHostVerified(v)
 		return nil
 	case site.FieldCreatedAt:
 		v, ok := value.(time.Time)
@@ -9039,6 +9291,9 @@ func (m *SiteMutation) ResetField(name string) error {
 		return nil
 	case site.FieldHost:
 		m.ResetHost()
+		return nil
+	case site.FieldHostVerified:
+		m.ResetHostVerified()
 		return nil
 	case site.FieldCreatedAt:
 		m.ResetCreatedAt()

@@ -3,6 +3,7 @@
 package ent
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -19,6 +20,12 @@ type Organization struct {
 	ID string `json:"id,omitempty"`
 	// Name holds the value of the "name" field.
 	Name string `json:"name,omitempty"`
+	// WebhookAllowPrivate holds the value of the "webhook_allow_private" field.
+	WebhookAllowPrivate bool `json:"webhook_allow_private,omitempty"`
+	// WebhookAllowCidrs holds the value of the "webhook_allow_cidrs" field.
+	WebhookAllowCidrs []string `json:"webhook_allow_cidrs,omitempty"`
+	// WebhookShowPrivateResponses holds the value of the "webhook_show_private_responses" field.
+	WebhookShowPrivateResponses bool `json:"webhook_show_private_responses,omitempty"`
 	// CreatedAt holds the value of the "created_at" field.
 	CreatedAt time.Time `json:"created_at,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -136,6 +143,10 @@ func (*Organization) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
+		case organization.FieldWebhookAllowCidrs:
+			values[i] = new([]byte)
+		case organization.FieldWebhookAllowPrivate, organization.FieldWebhookShowPrivateResponses:
+			values[i] = new(sql.NullBool)
 		case organization.FieldID, organization.FieldName:
 			values[i] = new(sql.NullString)
 		case organization.FieldCreatedAt:
@@ -166,6 +177,26 @@ func (_m *Organization) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field name", values[i])
 			} else if value.Valid {
 				_m.Name = value.String
+			}
+		case organization.FieldWebhookAllowPrivate:
+			if value, ok := values[i].(*sql.NullBool); !ok {
+				return fmt.Errorf("unexpected type %T for field webhook_allow_private", values[i])
+			} else if value.Valid {
+				_m.WebhookAllowPrivate = value.Bool
+			}
+		case organization.FieldWebhookAllowCidrs:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field webhook_allow_cidrs", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.WebhookAllowCidrs); err != nil {
+					return fmt.Errorf("unmarshal field webhook_allow_cidrs: %w", err)
+				}
+			}
+		case organization.FieldWebhookShowPrivateResponses:
+			if value, ok := values[i].(*sql.NullBool); !ok {
+				return fmt.Errorf("unexpected type %T for field webhook_show_private_responses", values[i])
+			} else if value.Valid {
+				_m.WebhookShowPrivateResponses = value.Bool
 			}
 		case organization.FieldCreatedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
@@ -251,6 +282,15 @@ func (_m *Organization) String() string {
 	builder.WriteString(fmt.Sprintf("id=%v, ", _m.ID))
 	builder.WriteString("name=")
 	builder.WriteString(_m.Name)
+	builder.WriteString(", ")
+	builder.WriteString("webhook_allow_private=")
+	builder.WriteString(fmt.Sprintf("%v", _m.WebhookAllowPrivate))
+	builder.WriteString(", ")
+	builder.WriteString("webhook_allow_cidrs=")
+	builder.WriteString(fmt.Sprintf("%v", _m.WebhookAllowCidrs))
+	builder.WriteString(", ")
+	builder.WriteString("webhook_show_private_responses=")
+	builder.WriteString(fmt.Sprintf("%v", _m.WebhookShowPrivateResponses))
 	builder.WriteString(", ")
 	builder.WriteString("created_at=")
 	builder.WriteString(_m.CreatedAt.Format(time.ANSIC))

@@ -37,6 +37,40 @@ func (_c *OrganizationCreate) SetName(v string) *OrganizationCreate {
 	return _c
 }
 
+// SetWebhookAllowPrivate sets the "webhook_allow_private" field.
+func (_c *OrganizationCreate) SetWebhookAllowPrivate(v bool) *OrganizationCreate {
+	_c.mutation.SetWebhookAllowPrivate(v)
+	return _c
+}
+
+// SetNillableWebhookAllowPrivate sets the "webhook_allow_private" field if the given value is not nil.
+func (_c *OrganizationCreate) SetNillableWebhookAllowPrivate(v *bool) *OrganizationCreate {
+	if v != nil {
+		_c.SetWebhookAllowPrivate(*v)
+	}
+	return _c
+}
+
+// SetWebhookAllowCidrs sets the "webhook_allow_cidrs" field.
+func (_c *OrganizationCreate) SetWebhookAllowCidrs(v []string) *OrganizationCreate {
+	_c.mutation.SetWebhookAllowCidrs(v)
+	return _c
+}
+
+// SetWebhookShowPrivateResponses sets the "webhook_show_private_responses" field.
+func (_c *OrganizationCreate) SetWebhookShowPrivateResponses(v bool) *OrganizationCreate {
+	_c.mutation.SetWebhookShowPrivateResponses(v)
+	return _c
+}
+
+// SetNillableWebhookShowPrivateResponses sets the "webhook_show_private_responses" field if the given value is not nil.
+func (_c *OrganizationCreate) SetNillableWebhookShowPrivateResponses(v *bool) *OrganizationCreate {
+	if v != nil {
+		_c.SetWebhookShowPrivateResponses(*v)
+	}
+	return _c
+}
+
 // SetCreatedAt sets the "created_at" field.
 func (_c *OrganizationCreate) SetCreatedAt(v time.Time) *OrganizationCreate {
 	_c.mutation.SetCreatedAt(v)
@@ -222,6 +256,14 @@ func (_c *OrganizationCreate) ExecX(ctx context.Context) {
 
 // defaults sets the default values of the builder before save.
 func (_c *OrganizationCreate) defaults() error {
+	if _, ok := _c.mutation.WebhookAllowPrivate(); !ok {
+		v := organization.DefaultWebhookAllowPrivate
+		_c.mutation.SetWebhookAllowPrivate(v)
+	}
+	if _, ok := _c.mutation.WebhookShowPrivateResponses(); !ok {
+		v := organization.DefaultWebhookShowPrivateResponses
+		_c.mutation.SetWebhookShowPrivateResponses(v)
+	}
 	if _, ok := _c.mutation.CreatedAt(); !ok {
 		if organization.DefaultCreatedAt == nil {
 			return fmt.Errorf("ent: uninitialized organization.DefaultCreatedAt (forgotten import ent/runtime?)")
@@ -248,6 +290,17 @@ func (_c *OrganizationCreate) check() error {
 		if err := organization.NameValidator(v); err != nil {
 			return &ValidationError{Name: "name", err: fmt.Errorf(`ent: validator failed for field "Organization.name": %w`, err)}
 		}
+	}
+	if _, ok := _c.mutation.WebhookAllowPrivate(); !ok {
+		return &ValidationError{Name: "webhook_allow_private", err: errors.New(`ent: missing required field "Organization.webhook_allow_private"`)}
+	}
+	if v, ok := _c.mutation.WebhookAllowCidrs(); ok {
+		if err := organization.WebhookAllowCidrsValidator(v); err != nil {
+			return &ValidationError{Name: "webhook_allow_cidrs", err: fmt.Errorf(`ent: validator failed for field "Organization.webhook_allow_cidrs": %w`, err)}
+		}
+	}
+	if _, ok := _c.mutation.WebhookShowPrivateResponses(); !ok {
+		return &ValidationError{Name: "webhook_show_private_responses", err: errors.New(`ent: missing required field "Organization.webhook_show_private_responses"`)}
 	}
 	if _, ok := _c.mutation.CreatedAt(); !ok {
 		return &ValidationError{Name: "created_at", err: errors.New(`ent: missing required field "Organization.created_at"`)}
@@ -296,6 +349,18 @@ func (_c *OrganizationCreate) createSpec() (*Organization, *sqlgraph.CreateSpec)
 	if value, ok := _c.mutation.Name(); ok {
 		_spec.SetField(organization.FieldName, field.TypeString, value)
 		_node.Name = value
+	}
+	if value, ok := _c.mutation.WebhookAllowPrivate(); ok {
+		_spec.SetField(organization.FieldWebhookAllowPrivate, field.TypeBool, value)
+		_node.WebhookAllowPrivate = value
+	}
+	if value, ok := _c.mutation.WebhookAllowCidrs(); ok {
+		_spec.SetField(organization.FieldWebhookAllowCidrs, field.TypeJSON, value)
+		_node.WebhookAllowCidrs = value
+	}
+	if value, ok := _c.mutation.WebhookShowPrivateResponses(); ok {
+		_spec.SetField(organization.FieldWebhookShowPrivateResponses, field.TypeBool, value)
+		_node.WebhookShowPrivateResponses = value
 	}
 	if value, ok := _c.mutation.CreatedAt(); ok {
 		_spec.SetField(organization.FieldCreatedAt, field.TypeTime, value)
@@ -493,6 +558,48 @@ func (u *OrganizationUpsert) UpdateName() *OrganizationUpsert {
 	return u
 }
 
+// SetWebhookAllowPrivate sets the "webhook_allow_private" field.
+func (u *OrganizationUpsert) SetWebhookAllowPrivate(v bool) *OrganizationUpsert {
+	u.Set(organization.FieldWebhookAllowPrivate, v)
+	return u
+}
+
+// UpdateWebhookAllowPrivate sets the "webhook_allow_private" field to the value that was provided on create.
+func (u *OrganizationUpsert) UpdateWebhookAllowPrivate() *OrganizationUpsert {
+	u.SetExcluded(organization.FieldWebhookAllowPrivate)
+	return u
+}
+
+// SetWebhookAllowCidrs sets the "webhook_allow_cidrs" field.
+func (u *OrganizationUpsert) SetWebhookAllowCidrs(v []string) *OrganizationUpsert {
+	u.Set(organization.FieldWebhookAllowCidrs, v)
+	return u
+}
+
+// UpdateWebhookAllowCidrs sets the "webhook_allow_cidrs" field to the value that was provided on create.
+func (u *OrganizationUpsert) UpdateWebhookAllowCidrs() *OrganizationUpsert {
+	u.SetExcluded(organization.FieldWebhookAllowCidrs)
+	return u
+}
+
+// ClearWebhookAllowCidrs clears the value of the "webhook_allow_cidrs" field.
+func (u *OrganizationUpsert) ClearWebhookAllowCidrs() *OrganizationUpsert {
+	u.SetNull(organization.FieldWebhookAllowCidrs)
+	return u
+}
+
+// SetWebhookShowPrivateResponses sets the "webhook_show_private_responses" field.
+func (u *OrganizationUpsert) SetWebhookShowPrivateResponses(v bool) *OrganizationUpsert {
+	u.Set(organization.FieldWebhookShowPrivateResponses, v)
+	return u
+}
+
+// UpdateWebhookShowPrivateResponses sets the "webhook_show_private_responses" field to the value that was provided on create.
+func (u *OrganizationUpsert) UpdateWebhookShowPrivateResponses() *OrganizationUpsert {
+	u.SetExcluded(organization.FieldWebhookShowPrivateResponses)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create except the ID field.
 // Using this option is equivalent to using:
 //
@@ -555,6 +662,55 @@ func (u *OrganizationUpsertOne) SetName(v string) *OrganizationUpsertOne {
 func (u *OrganizationUpsertOne) UpdateName() *OrganizationUpsertOne {
 	return u.Update(func(s *OrganizationUpsert) {
 		s.UpdateName()
+	})
+}
+
+// SetWebhookAllowPrivate sets the "webhook_allow_private" field.
+func (u *OrganizationUpsertOne) SetWebhookAllowPrivate(v bool) *OrganizationUpsertOne {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.SetWebhookAllowPrivate(v)
+	})
+}
+
+// UpdateWebhookAllowPrivate sets the "webhook_allow_private" field to the value that was provided on create.
+func (u *OrganizationUpsertOne) UpdateWebhookAllowPrivate() *OrganizationUpsertOne {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.UpdateWebhookAllowPrivate()
+	})
+}
+
+// SetWebhookAllowCidrs sets the "webhook_allow_cidrs" field.
+func (u *OrganizationUpsertOne) SetWebhookAllowCidrs(v []string) *OrganizationUpsertOne {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.SetWebhookAllowCidrs(v)
+	})
+}
+
+// UpdateWebhookAllowCidrs sets the "webhook_allow_cidrs" field to the value that was provided on create.
+func (u *OrganizationUpsertOne) UpdateWebhookAllowCidrs() *OrganizationUpsertOne {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.UpdateWebhookAllowCidrs()
+	})
+}
+
+// ClearWebhookAllowCidrs clears the value of the "webhook_allow_cidrs" field.
+func (u *OrganizationUpsertOne) ClearWebhookAllowCidrs() *OrganizationUpsertOne {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.ClearWebhookAllowCidrs()
+	})
+}
+
+// SetWebhookShowPrivateResponses sets the "webhook_show_private_responses" field.
+func (u *OrganizationUpsertOne) SetWebhookShowPrivateResponses(v bool) *OrganizationUpsertOne {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.SetWebhookShowPrivateResponses(v)
+	})
+}
+
+// UpdateWebhookShowPrivateResponses sets the "webhook_show_private_responses" field to the value that was provided on create.
+func (u *OrganizationUpsertOne) UpdateWebhookShowPrivateResponses() *OrganizationUpsertOne {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.UpdateWebhookShowPrivateResponses()
 	})
 }
 
@@ -787,6 +943,55 @@ func (u *OrganizationUpsertBulk) SetName(v string) *OrganizationUpsertBulk {
 func (u *OrganizationUpsertBulk) UpdateName() *OrganizationUpsertBulk {
 	return u.Update(func(s *OrganizationUpsert) {
 		s.UpdateName()
+	})
+}
+
+// SetWebhookAllowPrivate sets the "webhook_allow_private" field.
+func (u *OrganizationUpsertBulk) SetWebhookAllowPrivate(v bool) *OrganizationUpsertBulk {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.SetWebhookAllowPrivate(v)
+	})
+}
+
+// UpdateWebhookAllowPrivate sets the "webhook_allow_private" field to the value that was provided on create.
+func (u *OrganizationUpsertBulk) UpdateWebhookAllowPrivate() *OrganizationUpsertBulk {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.UpdateWebhookAllowPrivate()
+	})
+}
+
+// SetWebhookAllowCidrs sets the "webhook_allow_cidrs" field.
+func (u *OrganizationUpsertBulk) SetWebhookAllowCidrs(v []string) *OrganizationUpsertBulk {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.SetWebhookAllowCidrs(v)
+	})
+}
+
+// UpdateWebhookAllowCidrs sets the "webhook_allow_cidrs" field to the value that was provided on create.
+func (u *OrganizationUpsertBulk) UpdateWebhookAllowCidrs() *OrganizationUpsertBulk {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.UpdateWebhookAllowCidrs()
+	})
+}
+
+// ClearWebhookAllowCidrs clears the value of the "webhook_allow_cidrs" field.
+func (u *OrganizationUpsertBulk) ClearWebhookAllowCidrs() *OrganizationUpsertBulk {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.ClearWebhookAllowCidrs()
+	})
+}
+
+// SetWebhookShowPrivateResponses sets the "webhook_show_private_responses" field.
+func (u *OrganizationUpsertBulk) SetWebhookShowPrivateResponses(v bool) *OrganizationUpsertBulk {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.SetWebhookShowPrivateResponses(v)
+	})
+}
+
+// UpdateWebhookShowPrivateResponses sets the "webhook_show_private_responses" field to the value that was provided on create.
+func (u *OrganizationUpsertBulk) UpdateWebhookShowPrivateResponses() *OrganizationUpsertBulk {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.UpdateWebhookShowPrivateResponses()
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
+	"entgo.io/ent/dialect/sql/sqljson"
 	"entgo.io/ent/schema/field"
 	"github.com/flytrap/flytrap/ent/apikey"
 	"github.com/flytrap/flytrap/ent/event"
@@ -46,6 +47,52 @@ func (_u *OrganizationUpdate) SetName(v string) *OrganizationUpdate {
 func (_u *OrganizationUpdate) SetNillableName(v *string) *OrganizationUpdate {
 	if v != nil {
 		_u.SetName(*v)
+	}
+	return _u
+}
+
+// SetWebhookAllowPrivate sets the "webhook_allow_private" field.
+func (_u *OrganizationUpdate) SetWebhookAllowPrivate(v bool) *OrganizationUpdate {
+	_u.mutation.SetWebhookAllowPrivate(v)
+	return _u
+}
+
+// SetNillableWebhookAllowPrivate sets the "webhook_allow_private" field if the given value is not nil.
+func (_u *OrganizationUpdate) SetNillableWebhookAllowPrivate(v *bool) *OrganizationUpdate {
+	if v != nil {
+		_u.SetWebhookAllowPrivate(*v)
+	}
+	return _u
+}
+
+// SetWebhookAllowCidrs sets the "webhook_allow_cidrs" field.
+func (_u *OrganizationUpdate) SetWebhookAllowCidrs(v []string) *OrganizationUpdate {
+	_u.mutation.SetWebhookAllowCidrs(v)
+	return _u
+}
+
+// AppendWebhookAllowCidrs appends value to the "webhook_allow_cidrs" field.
+func (_u *OrganizationUpdate) AppendWebhookAllowCidrs(v []string) *OrganizationUpdate {
+	_u.mutation.AppendWebhookAllowCidrs(v)
+	return _u
+}
+
+// ClearWebhookAllowCidrs clears the value of the "webhook_allow_cidrs" field.
+func (_u *OrganizationUpdate) ClearWebhookAllowCidrs() *OrganizationUpdate {
+	_u.mutation.ClearWebhookAllowCidrs()
+	return _u
+}
+
+// SetWebhookShowPrivateResponses sets the "webhook_show_private_responses" field.
+func (_u *OrganizationUpdate) SetWebhookShowPrivateResponses(v bool) *OrganizationUpdate {
+	_u.mutation.SetWebhookShowPrivateResponses(v)
+	return _u
+}
+
+// SetNillableWebhookShowPrivateResponses sets the "webhook_show_private_responses" field if the given value is not nil.
+func (_u *OrganizationUpdate) SetNillableWebhookShowPrivateResponses(v *bool) *OrganizationUpdate {
+	if v != nil {
+		_u.SetWebhookShowPrivateResponses(*v)
 	}
 	return _u
 }
@@ -377,6 +424,11 @@ func (_u *OrganizationUpdate) check() error {
 			return &ValidationError{Name: "name", err: fmt.Errorf(`ent: validator failed for field "Organization.name": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.WebhookAllowCidrs(); ok {
+		if err := organization.WebhookAllowCidrsValidator(v); err != nil {
+			return &ValidationError{Name: "webhook_allow_cidrs", err: fmt.Errorf(`ent: validator failed for field "Organization.webhook_allow_cidrs": %w`, err)}
+		}
+	}
 	return nil
 }
 
@@ -400,6 +452,23 @@ func (_u *OrganizationUpdate) sqlSave(ctx context.Context) (_node int, err error
 	}
 	if value, ok := _u.mutation.Name(); ok {
 		_spec.SetField(organization.FieldName, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.WebhookAllowPrivate(); ok {
+		_spec.SetField(organization.FieldWebhookAllowPrivate, field.TypeBool, value)
+	}
+	if value, ok := _u.mutation.WebhookAllowCidrs(); ok {
+		_spec.SetField(organization.FieldWebhookAllowCidrs, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedWebhookAllowCidrs(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, organization.FieldWebhookAllowCidrs, value)
+		})
+	}
+	if _u.mutation.WebhookAllowCidrsCleared() {
+		_spec.ClearField(organization.FieldWebhookAllowCidrs, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.WebhookShowPrivateResponses(); ok {
+		_spec.SetField(organization.FieldWebhookShowPrivateResponses, field.TypeBool, value)
 	}
 	if _u.mutation.SitesCleared() {
 		edge := &sqlgraph.EdgeSpec{
@@ -797,6 +866,52 @@ func (_u *OrganizationUpdateOne) SetNillableName(v *string) *OrganizationUpdateO
 	return _u
 }
 
+// SetWebhookAllowPrivate sets the "webhook_allow_private" field.
+func (_u *OrganizationUpdateOne) SetWebhookAllowPrivate(v bool) *OrganizationUpdateOne {
+	_u.mutation.SetWebhookAllowPrivate(v)
+	return _u
+}
+
+// SetNillableWebhookAllowPrivate sets the "webhook_allow_private" field if the given value is not nil.
+func (_u *OrganizationUpdateOne) SetNillableWebhookAllowPrivate(v *bool) *OrganizationUpdateOne {
+	if v != nil {
+		_u.SetWebhookAllowPrivate(*v)
+	}
+	return _u
+}
+
+// SetWebhookAllowCidrs sets the "webhook_allow_cidrs" field.
+func (_u *OrganizationUpdateOne) SetWebhookAllowCidrs(v []string) *OrganizationUpdateOne {
+	_u.mutation.SetWebhookAllowCidrs(v)
+	return _u
+}
+
+// AppendWebhookAllowCidrs appends value to the "webhook_allow_cidrs" field.
+func (_u *OrganizationUpdateOne) AppendWebhookAllowCidrs(v []string) *OrganizationUpdateOne {
+	_u.mutation.AppendWebhookAllowCidrs(v)
+	return _u
+}
+
+// ClearWebhookAllowCidrs clears the value of the "webhook_allow_cidrs" field.
+func (_u *OrganizationUpdateOne) ClearWebhookAllowCidrs() *OrganizationUpdateOne {
+	_u.mutation.ClearWebhookAllowCidrs()
+	return _u
+}
+
+// SetWebhookShowPrivateResponses sets the "webhook_show_private_responses" field.
+func (_u *OrganizationUpdateOne) SetWebhookShowPrivateResponses(v bool) *OrganizationUpdateOne {
+	_u.mutation.SetWebhookShowPrivateResponses(v)
+	return _u
+}
+
+// SetNillableWebhookShowPrivateResponses sets the "webhook_show_private_responses" field if the given value is not nil.
+func (_u *OrganizationUpdateOne) SetNillableWebhookShowPrivateResponses(v *bool) *OrganizationUpdateOne {
+	if v != nil {
+		_u.SetWebhookShowPrivateResponses(*v)
+	}
+	return _u
+}
+
 // AddSiteIDs adds the "sites" edge to the Site entity by IDs.
 func (_u *OrganizationUpdateOne) AddSiteIDs(ids ...string) *OrganizationUpdateOne {
 	_u.mutation.AddSiteIDs(ids...)
@@ -1137,6 +1252,11 @@ func (_u *OrganizationUpdateOne) check() error {
 			return &ValidationError{Name: "name", err: fmt.Errorf(`ent: validator failed for field "Organization.name": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.WebhookAllowCidrs(); ok {
+		if err := organization.WebhookAllowCidrsValidator(v); err != nil {
+			return &ValidationError{Name: "webhook_allow_cidrs", err: fmt.Errorf(`ent: validator failed for field "Organization.webhook_allow_cidrs": %w`, err)}
+		}
+	}
 	return nil
 }
 
@@ -1177,6 +1297,23 @@ func (_u *OrganizationUpdateOne) sqlSave(ctx context.Context) (_node *Organizati
 	}
 	if value, ok := _u.mutation.Name(); ok {
 		_spec.SetField(organization.FieldName, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.WebhookAllowPrivate(); ok {
+		_spec.SetField(organization.FieldWebhookAllowPrivate, field.TypeBool, value)
+	}
+	if value, ok := _u.mutation.WebhookAllowCidrs(); ok {
+		_spec.SetField(organization.FieldWebhookAllowCidrs, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedWebhookAllowCidrs(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, organization.FieldWebhookAllowCidrs, value)
+		})
+	}
+	if _u.mutation.WebhookAllowCidrsCleared() {
+		_spec.ClearField(organization.FieldWebhookAllowCidrs, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.WebhookShowPrivateResponses(); ok {
+		_spec.SetField(organization.FieldWebhookShowPrivateResponses, field.TypeBool, value)
 	}
 	if _u.mutation.SitesCleared() {
 		edge := &sqlgraph.EdgeSpec{

@@ -24,6 +24,8 @@ type Site struct {
 	Name string `json:"name,omitempty"`
 	// Host holds the value of the "host" field.
 	Host *string `json:"host,omitempty"`
+	// HostVerified holds the value of the "host_verified" field.
+	HostVerified bool `json:"host_verified,omitempty"`
 	// CreatedAt holds the value of the "created_at" field.
 	CreatedAt time.Time `json:"created_at,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -70,6 +72,8 @@ func (*Site) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
+		case site.FieldHostVerified:
+			values[i] = new(sql.NullBool)
 		case site.FieldID, site.FieldOrgID, site.FieldName, site.FieldHost:
 			values[i] = new(sql.NullString)
 		case site.FieldCreatedAt:
@@ -113,6 +117,12 @@ func (_m *Site) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.Host = new(string)
 				*_m.Host = value.String
+			}
+		case site.FieldHostVerified:
+			if value, ok := values[i].(*sql.NullBool); !ok {
+				return fmt.Errorf("unexpected type %T for field host_verified", values[i])
+			} else if value.Valid {
+				_m.HostVerified = value.Bool
 			}
 		case site.FieldCreatedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
@@ -176,6 +186,9 @@ func (_m *Site) String() string {
 		builder.WriteString("host=")
 		builder.WriteString(*v)
 	}
+	builder.WriteString(", ")
+	builder.WriteString("host_verified=")
+	builder.WriteString(fmt.Sprintf("%v", _m.HostVerified))
 	builder.WriteString(", ")
 	builder.WriteString("created_at=")
 	builder.WriteString(_m.CreatedAt.Format(time.ANSIC))

@@ -51,6 +51,20 @@ func (_c *SiteCreate) SetNillableHost(v *string) *SiteCreate {
 	return _c
 }
 
+// SetHostVerified sets the "host_verified" field.
+func (_c *SiteCreate) SetHostVerified(v bool) *SiteCreate {
+	_c.mutation.SetHostVerified(v)
+	return _c
+}
+
+// SetNillableHostVerified sets the "host_verified" field if the given value is not nil.
+func (_c *SiteCreate) SetNillableHostVerified(v *bool) *SiteCreate {
+	if v != nil {
+		_c.SetHostVerified(*v)
+	}
+	return _c
+}
+
 // SetCreatedAt sets the "created_at" field.
 func (_c *SiteCreate) SetCreatedAt(v time.Time) *SiteCreate {
 	_c.mutation.SetCreatedAt(v)
@@ -142,6 +156,10 @@ func (_c *SiteCreate) ExecX(ctx context.Context) {
 
 // defaults sets the default values of the builder before save.
 func (_c *SiteCreate) defaults() error {
+	if _, ok := _c.mutation.HostVerified(); !ok {
+		v := site.DefaultHostVerified
+		_c.mutation.SetHostVerified(v)
+	}
 	if _, ok := _c.mutation.CreatedAt(); !ok {
 		if site.DefaultCreatedAt == nil {
 			return fmt.Errorf("ent: uninitialized site.DefaultCreatedAt (forgotten import ent/runtime?)")
@@ -181,6 +199,9 @@ func (_c *SiteCreate) check() error {
 		if err := site.HostValidator(v); err != nil {
 			return &ValidationError{Name: "host", err: fmt.Errorf(`ent: validator failed for field "Site.host": %w`, err)}
 		}
+	}
+	if _, ok := _c.mutation.HostVerified(); !ok {
+		return &ValidationError{Name: "host_verified", err: errors.New(`ent: missing required field "Site.host_verified"`)}
 	}
 	if _, ok := _c.mutation.CreatedAt(); !ok {
 		return &ValidationError{Name: "created_at", err: errors.New(`ent: missing required field "Site.created_at"`)}
@@ -236,6 +257,10 @@ func (_c *SiteCreate) createSpec() (*Site, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Host(); ok {
 		_spec.SetField(site.FieldHost, field.TypeString, value)
 		_node.Host = &value
+	}
+	if value, ok := _c.mutation.HostVerified(); ok {
+		_spec.SetField(site.FieldHostVerified, field.TypeBool, value)
+		_node.HostVerified = value
 	}
 	if value, ok := _c.mutation.CreatedAt(); ok {
 		_spec.SetField(site.FieldCreatedAt, field.TypeTime, value)
@@ -356,6 +381,18 @@ func (u *SiteUpsert) ClearHost() *SiteUpsert {
 	return u
 }
 
+// SetHostVerified sets the "host_verified" field.
+func (u *SiteUpsert) SetHostVerified(v bool) *SiteUpsert {
+	u.Set(site.FieldHostVerified, v)
+	return u
+}
+
+// UpdateHostVerified sets the "host_verified" field to the value that was provided on create.
+func (u *SiteUpsert) UpdateHostVerified() *SiteUpsert {
+	u.SetExcluded(site.FieldHostVerified)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create except the ID field.
 // Using this option is equivalent to using:
 //
@@ -442,6 +479,20 @@ func (u *SiteUpsertOne) UpdateHost() *SiteUpsertOne {
 func (u *SiteUpsertOne) ClearHost() *SiteUpsertOne {
 	return u.Update(func(s *SiteUpsert) {
 		s.ClearHost()
+	})
+}
+
+// SetHostVerified sets the "host_verified" field.
+func (u *SiteUpsertOne) SetHostVerified(v bool) *SiteUpsertOne {
+	return u.Update(func(s *SiteUpsert) {
+		s.SetHostVerified(v)
+	})
+}
+
+// UpdateHostVerified sets the "host_verified" field to the value that was provided on create.
+func (u *SiteUpsertOne) UpdateHostVerified() *SiteUpsertOne {
+	return u.Update(func(s *SiteUpsert) {
+		s.UpdateHostVerified()
 	})
 }
 
@@ -698,6 +749,20 @@ func (u *SiteUpsertBulk) UpdateHost() *SiteUpsertBulk {
 func (u *SiteUpsertBulk) ClearHost() *SiteUpsertBulk {
 	return u.Update(func(s *SiteUpsert) {
 		s.ClearHost()
+	})
+}
+
+// SetHostVerified sets the "host_verified" field.
+func (u *SiteUpsertBulk) SetHostVerified(v bool) *SiteUpsertBulk {
+	return u.Update(func(s *SiteUpsert) {
+		s.SetHostVerified(v)
+	})
+}
+
+// UpdateHostVerified sets the "host_verified" field to the value that was provided on create.
+func (u *SiteUpsertBulk) UpdateHostVerified() *SiteUpsertBulk {
+	return u.Update(func(s *SiteUpsert) {
+		s.UpdateHostVerified()
 	})
 }
 

@@ -63,6 +63,20 @@ func (_u *SiteUpdate) ClearHost() *SiteUpdate {
 	return _u
 }
 
+// SetHostVerified sets the "host_verified" field.
+func (_u *SiteUpdate) SetHostVerified(v bool) *SiteUpdate {
+	_u.mutation.SetHostVerified(v)
+	return _u
+}
+
+// SetNillableHostVerified sets the "host_verified" field if the given value is not nil.
+func (_u *SiteUpdate) SetNillableHostVerified(v *bool) *SiteUpdate {
+	if v != nil {
+		_u.SetHostVerified(*v)
+	}
+	return _u
+}
+
 // AddTrapIDs adds the "traps" edge to the Trap entity by IDs.
 func (_u *SiteUpdate) AddTrapIDs(ids ...string) *SiteUpdate {
 	_u.mutation.AddTrapIDs(ids...)
@@ -176,6 +190,9 @@ func (_u *SiteUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if _u.mutation.HostCleared() {
 		_spec.ClearField(site.FieldHost, field.TypeString)
 	}
+	if value, ok := _u.mutation.HostVerified(); ok {
+		_spec.SetField(site.FieldHostVerified, field.TypeBool, value)
+	}
 	if _u.mutation.TrapsCleared() {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.O2M,
@@ -274,6 +291,20 @@ func (_u *SiteUpdateOne) SetNillableHost(v *string) *SiteUpdateOne {
 // ClearHost clears the value of the "host" field.
 func (_u *SiteUpdateOne) ClearHost() *SiteUpdateOne {
 	_u.mutation.ClearHost()
+	return _u
+}
+
+// SetHostVerified sets the "host_verified" field.
+func (_u *SiteUpdateOne) SetHostVerified(v bool) *SiteUpdateOne {
+	_u.mutation.SetHostVerified(v)
+	return _u
+}
+
+// SetNillableHostVerified sets the "host_verified" field if the given value is not nil.
+func (_u *SiteUpdateOne) SetNillableHostVerified(v *bool) *SiteUpdateOne {
+	if v != nil {
+		_u.SetHostVerified(*v)
+	}
 	return _u
 }
 
@@ -419,6 +450,9 @@ func (_u *SiteUpdateOne) sqlSave(ctx context.Context) (_node *Site, err error) {
 	}
 	if _u.mutation.HostCleared() {
 		_spec.ClearField(site.FieldHost, field.TypeString)
+	}
+	if value, ok := _u.mutation.HostVerified(); ok {
+		_spec.SetField(site.FieldHostVerified, field.TypeBool, value)
 	}
 	if _u.mutation.TrapsCleared() {
 		edge := &sqlgraph.EdgeSpec{

@@ -287,11 +287,12 @@ type ComplexityRoot struct {
 	}
 
 	Site struct {
-		CreatedAt func(childComplexity int) int
-		Host      func(childComplexity int) int
-		ID        func(childComplexity int) int
-		Name      func(childComplexity int) int
-		OrgID     func(childComplexity int) int
+		CreatedAt    func(childComplexity int) int
+		Host         func(childComplexity int) int
+		HostVerified func(childComplexity int) int
+		ID           func(childComplexity int) int
+		Name         func(childComplexity int) int
+		OrgID        func(childComplexity int) int
 	}
 
 	SiteConnection struct {
@@ -1596,6 +1597,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Site.Host(childComplexity), true
+	case "Site.hostVerified":
+		if e.ComplexityRoot.Site.HostVerified == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Site.HostVerified(childComplexity), true
 	case "Site.id":
 		if e.ComplexityRoot.Site.ID == nil {
 			break
@@ -2819,6 +2826,8 @@ func (ec *executionContext) childFields_Site(ctx context.Context, field graphql.
 		return ec.fieldContext_Site_name(ctx, field)
 	case "host":
 		return ec.fieldContext_Site_host(ctx, field)
+	case "hostVerified":
+		return ec.fieldContext_Site_hostVerified(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Site_createdAt(ctx, field)
 	}
@@ -8538,6 +8547,29 @@ func (ec *executionContext) _Site_host(ctx context.Context, field graphql.Collec
 }
 func (ec *executionContext) fieldContext_Site_host(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Site", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Site_hostVerified(ctx context.Context, field graphql.CollectedField, obj *ent.Site) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Site_hostVerified(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HostVerified, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Site_hostVerified(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Site", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _Site_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Site) (ret graphql.Marshaler) {
@@ -21669,6 +21701,11 @@ func (ec *executionContext) _Site(ctx context.Context, sel ast.SelectionSet, obj
 		case "host":
 			out.Values[i] = ec._Site_host(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "hostVerified":
+			out.Values[i] = ec._Site_hostVerified(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "createdAt":

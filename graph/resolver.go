@@ -24,6 +24,8 @@ type Resolver struct {
 
 	// Previewer renders trapPreview; the server sets it once the trap engine exists.
 	Previewer Previewer
+	// Manual limits the deliveries callers ask for per endpoint (pings, redeliveries).
+	Manual ManualLimit
 }
 
 // NewResolver returns the root resolver over client; broker feeds live delivery;
@@ -35,7 +37,7 @@ func NewResolver(client *ent.Client, broker *event.Broker, logger *slog.Logger, 
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Resolver{client: client, broker: broker, logger: logger, now: now}
+	return &Resolver{client: client, broker: broker, logger: logger, now: now, Manual: DefaultManualLimit}
 }
 
 func (r *Resolver) log(ctx context.Context, msg string, err error) {

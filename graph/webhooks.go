@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"entgo.io/contrib/entgql"
@@ -9,6 +10,7 @@ import (
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/privacy"
+	"github.com/flytrap/flytrap/ent/sequence"
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph/model"
@@ -73,7 +75,13 @@ func (r *mutationResolver) DeleteWebhookEndpoint(ctx context.Context, id string)
 	if err := checkWebhookID(id, ids.Webhook, "id"); err != nil {
 		return nil, err
 	}
-	return deleted(id, r.ent(ctx).WebhookEndpoint.DeleteOneID(id).Exec(ctx))
+	c := r.ent(ctx)
+	if err := c.WebhookEndpoint.DeleteOneID(id).Exec(ctx); err != nil {
+		return deleted(id, err)
+	}
+	// The endpoint's manual-delivery limiter row goes with it.
+	_, err := c.Sequence.Delete().Where(sequence.ID(manualKey(id))).Exec(privacy.DecisionContext(ctx, privacy.Allow))
+	return deleted(id, err)
 }
 
 // RotateWebhookSecret is the resolver for the rotateWebhookSecret field. The outgoing
@@ -117,6 +125,9 @@ func (r *mutationResolver) RedeliverWebhook(ctx context.Context, deliveryID stri
 	if !ep.Active {
 		return nil, apperr.Conflict("endpoint %s is not active; turn it on first", ep.ID)
 	}
+	if err := r.takeManual(ctx, ep.ID); err != nil {
+		return nil, err
+	}
 	return r.queueDelivery(ctx, ep, "", d.MessageID, d.EventType, d.Payload)
 }
 
@@ -127,6 +138,9 @@ func (r *mutationResolver) PingWebhookEndpoint(ctx context.Context, id string) (
 	}
 	ep, err := r.ent(ctx).WebhookEndpoint.Get(ctx, id)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.takeManual(ctx, ep.ID); err != nil {
 		return nil, err
 	}
 	msg := ids.New(ids.Delivery)
@@ -160,6 +174,48 @@ func (r *Resolver) queueDelivery(ctx context.Context, ep *ent.WebhookEndpoint, i
 		return nil, err
 	}
 	return d, nil
+}
+
+// ManualLimit bounds the deliveries callers ask for (pings, redeliveries) per endpoint: they
+// make this service send requests, so a caller could otherwise aim it at a receiver at will.
+type ManualLimit struct {
+	PerMinute float64 // sustained rate
+	Burst     int     // sent at once before the rate applies
+}
+
+// DefaultManualLimit is 6 a minute with a burst of 3.
+var DefaultManualLimit = ManualLimit{PerMinute: 6, Burst: 3}
+
+func manualKey(endpoint string) string { return "webhook-manual:" + endpoint }
+
+// takeManual spends one of the endpoint's manual deliveries or refuses with the wait. The
+// state is one row per endpoint (a GCRA "theoretical arrival time" in milliseconds) locked by
+// the upsert until the caller's transaction ends, so every instance shares one limit and
+// concurrent requests queue rather than overshoot. A refused request spends nothing.
+func (r *Resolver) takeManual(ctx context.Context, endpoint string) error {
+	lim := r.Manual
+	if lim.PerMinute <= 0 || lim.Burst < 1 {
+		return nil
+	}
+	c := r.ent(ctx)
+	sys := privacy.DecisionContext(ctx, privacy.Allow)
+	key := manualKey(endpoint)
+	if err := c.Sequence.Create().SetID(key).SetValue(0).
+		OnConflictColumns(sequence.FieldID).AddValue(0).Exec(sys); err != nil {
+		return fmt.Errorf("manual delivery limit: %w", err)
+	}
+	row, err := c.Sequence.Get(sys, key)
+	if err != nil {
+		return fmt.Errorf("manual delivery limit: %w", err)
+	}
+	interval := max(int64(float64(time.Minute.Milliseconds())/lim.PerMinute), 1)
+	now := r.now().UnixMilli()
+	tat := max(row.Value, now) + interval
+	if wait := time.Duration(tat-now-int64(lim.Burst)*interval) * time.Millisecond; wait > 0 {
+		return apperr.TooManyFor(wait, "this endpoint was pinged or redelivered to too often; retry in %ds",
+			int((wait+time.Second-1)/time.Second))
+	}
+	return c.Sequence.UpdateOneID(key).SetValue(tat).Exec(sys)
 }
 
 func checkWebhookID(id, prefix, field string) error {

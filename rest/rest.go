@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,6 +77,9 @@ func (a *API) serve(h HandlerFunc) http.Handler {
 		status := statusOf[code]
 		if code == graph.CodeInternal {
 			a.log.ErrorContext(r.Context(), "REST handler failed", "route", r.Pattern, "err", err)
+		}
+		if wait := apperr.RetryAfterSeconds(err); wait > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(wait))
 		}
 		Error(w, status, msg)
 	})

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/trap"
 	"github.com/flytrap/flytrap/webhook"
 )
@@ -32,6 +33,8 @@ type Config struct {
 	ShutdownTimeout  time.Duration
 	JWT              JWTConfig
 	Webhook          webhook.Config
+	// WebhookManual limits pings and redeliveries per endpoint.
+	WebhookManual graph.ManualLimit
 
 	EventPollInterval time.Duration
 	StreamHeartbeat   time.Duration
@@ -62,6 +65,7 @@ func DefaultConfig() Config {
 		ShutdownTimeout:  15 * time.Second,
 		JWT:              JWTConfig{OrgClaim: "org_id", ScopeClaim: "scope"},
 		Webhook:          webhook.DefaultConfig(),
+		WebhookManual:    graph.DefaultManualLimit,
 
 		EventPollInterval: time.Second,
 		StreamHeartbeat:   15 * time.Second,
@@ -120,12 +124,14 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.JWT.Audience, "jwt-audience", c.JWT.Audience, "required JWT audience")
 	fs.StringVar(&c.JWT.OrgClaim, "jwt-org-claim", c.JWT.OrgClaim, "JWT claim holding the organization id")
 	fs.StringVar(&c.JWT.ScopeClaim, "jwt-scope-claim", c.JWT.ScopeClaim, "JWT claim holding the scope")
-	fs.BoolVar(&c.Webhook.AllowPrivate, "webhook-allow-private", c.Webhook.AllowPrivate, "let webhooks reach loopback, private, link-local and metadata addresses")
-	fs.Func("webhook-allow-cidrs", "comma-separated CIDRs webhooks may reach even though they are private", func(v string) error {
+	fs.BoolVar(&c.Webhook.AllowPrivate, "webhook-allow-private", c.Webhook.AllowPrivate, "let every organization's webhooks reach loopback, private, link-local and metadata addresses (answers from them are stored only for organizations that opted in; see flytrap orgs set-webhook-network)")
+	fs.Func("webhook-allow-cidrs", "comma-separated CIDRs every organization's webhooks may reach even though they are private (per organization: flytrap orgs set-webhook-network)", func(v string) error {
 		ps, err := parsePrefixes(v)
 		c.Webhook.AllowCIDRs = ps
 		return err
 	})
+	fs.Float64Var(&c.WebhookManual.PerMinute, "webhook-manual-rate", c.WebhookManual.PerMinute, "pings and redeliveries a minute one webhook endpoint may be sent; more get 429 / RATE_LIMITED")
+	fs.IntVar(&c.WebhookManual.Burst, "webhook-manual-burst", c.WebhookManual.Burst, "pings and redeliveries one webhook endpoint may be sent at once before webhook-manual-rate applies")
 	fs.IntVar(&c.Webhook.Workers, "webhook-workers", c.Webhook.Workers, "webhook deliveries sent at once per instance")
 	fs.DurationVar(&c.Webhook.Timeout, "webhook-timeout", c.Webhook.Timeout, "time limit of one webhook attempt")
 	fs.DurationVar(&c.Webhook.Poll, "webhook-poll-interval", c.Webhook.Poll, "how often due webhook deliveries are looked for besides the wake-up on commit")
@@ -211,6 +217,9 @@ func (c Config) Validate() error {
 	}
 	if c.LastUsedInterval < time.Second {
 		errs = append(errs, errors.New("last-used-interval: must be at least 1s"))
+	}
+	if c.WebhookManual.PerMinute <= 0 || c.WebhookManual.PerMinute > 600 || c.WebhookManual.Burst < 1 || c.WebhookManual.Burst > 100 {
+		errs = append(errs, errors.New("webhook-manual-rate must be above 0 and at most 600, webhook-manual-burst between 1 and 100"))
 	}
 	if err := c.Webhook.Validate(); err != nil {
 		errs = append(errs, err)

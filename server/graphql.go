@@ -252,5 +252,8 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	if field != "" {
 		gqlErr.Extensions["field"] = field
 	}
+	if wait := apperr.RetryAfterSeconds(cause); wait > 0 {
+		gqlErr.Extensions["retryAfter"] = wait // seconds, as HTTP's Retry-After
+	}
 	return gqlErr
 }

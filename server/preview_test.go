@@ -44,7 +44,7 @@ func TestTrapPreview(t *testing.T) {
 		a := env.Tenant("alpha")
 		bt := env.Tenant("beta")
 		// Two organizations: the listener routes by host, and the preview renders for the site's host.
-		if _, err := env.DB.Client.Site.UpdateOne(a.Site).SetHost("alpha.example").Save(sys); err != nil {
+		if _, err := env.DB.Client.Site.UpdateOne(a.Site).SetHost("alpha.example").SetHostVerified(true).Save(sys); err != nil {
 			t.Fatal(err)
 		}
 		const name = `Payroll <b>"exports"</b> & co`

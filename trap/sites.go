@@ -15,8 +15,8 @@ import (
 // routes is a snapshot of every site and active trap, so a request is routed
 // without a database query.
 type routes struct {
-	byHost   map[string]*siteRoutes
-	fallback *siteRoutes // the only site, or the only site without a host
+	byHost   map[string]*siteRoutes // verified hosts only: a tenant's claim alone routes nothing
+	fallback *siteRoutes            // the only site, or the only site without a host
 }
 
 type siteRoutes struct {
@@ -75,9 +75,13 @@ func (c *siteCache) load(ctx context.Context) (*routes, error) {
 	for _, s := range sites {
 		sr := &siteRoutes{site: s, traps: map[string]*ent.Trap{}}
 		bySite[s.ID] = sr
-		if s.Host != nil {
-			r.byHost[*s.Host] = sr
-		} else {
+		switch {
+		case s.Host != nil && s.HostVerified:
+			r.byHost[*s.Host] = sr // one verified site per host (a unique index)
+		case s.Host != nil:
+			// Claimed by a tenant, not yet checked by the operator: routes nothing, so no
+			// organization takes another's traffic by naming its host first.
+		default:
 			hostless = append(hostless, sr)
 		}
 	}

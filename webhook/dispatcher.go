@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	entsql "entgo.io/ent/dialect/sql"
 
 	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
@@ -36,6 +38,9 @@ var DefaultSchedule = []time.Duration{
 
 // Config is the dispatcher's part of the service configuration.
 type Config struct {
+	// AllowPrivate and AllowCIDRs are the instance-wide default every organization gets, on top
+	// of its own (Network). Answers from addresses that needed either are not stored unless the
+	// organization opted in (Network.ShowPrivateResponses).
 	AllowPrivate bool           // deliver to private, loopback and link-local addresses too
 	AllowCIDRs   []netip.Prefix // networks allowed despite being private
 	Workers      int            // deliveries sent at once per instance
@@ -75,7 +80,7 @@ type Dispatcher struct {
 	client  *ent.Client
 	dialect string
 	cfg     Config
-	http    *http.Client
+	clients clients
 	log     *slog.Logger
 	now     func() time.Time
 	wake    chan struct{}
@@ -96,8 +101,8 @@ func New(client *ent.Client, dia string, cfg Config, log *slog.Logger, now func(
 	cfg.Lease = max(cfg.Lease, 4*cfg.Timeout+5*time.Second)
 	d := &Dispatcher{
 		client: client, dialect: dia, cfg: cfg, log: log, now: now,
-		http: Guard{AllowPrivate: cfg.AllowPrivate, Allow: cfg.AllowCIDRs}.Client(cfg.Timeout),
-		wake: make(chan struct{}, 1),
+		clients: clients{timeout: cfg.Timeout, byKey: map[string]*http.Client{}},
+		wake:    make(chan struct{}, 1),
 	}
 	client.WebhookDelivery.Use(event.AfterCommit(ent.OpCreate, func(context.Context, ent.Mutation) { d.Wake() }))
 	return d
@@ -120,13 +125,13 @@ func (d *Dispatcher) Attempts() int64 { return d.sent.Load() }
 // released so that the next start (or another instance) sends it.
 func (d *Dispatcher) Run(ctx context.Context) {
 	ctx = privacy.DecisionContext(ctx, privacy.Allow)
-	jobs := make(chan *ent.WebhookDelivery, 2*d.cfg.Workers)
+	jobs := make(chan job, 2*d.cfg.Workers)
 	done := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	for range d.cfg.Workers {
 		wg.Go(func() {
-			for dl := range jobs {
-				d.attempt(ctx, dl)
+			for j := range jobs {
+				d.attempt(ctx, j.dl, j.net)
 				select {
 				case done <- struct{}{}:
 				default:
@@ -170,7 +175,13 @@ func (d *Dispatcher) Run(ctx context.Context) {
 // claim leases up to n due deliveries. On PostgreSQL, FOR UPDATE SKIP LOCKED lets instances
 // claim side by side without waiting for or taking each other's rows; SQLite has one
 // writer at a time anyway (immediate transactions).
-func (d *Dispatcher) claim(ctx context.Context, n int) ([]*ent.WebhookDelivery, error) {
+// job is a claimed delivery with its organization's network policy, read at the claim.
+type job struct {
+	dl  *ent.WebhookDelivery
+	net Network
+}
+
+func (d *Dispatcher) claim(ctx context.Context, n int) ([]job, error) {
 	now := d.now().UTC().Truncate(time.Millisecond)
 	tx, err := d.client.Tx(ctx)
 	if err != nil {
@@ -203,12 +214,24 @@ func (d *Dispatcher) claim(ctx context.Context, n int) ([]*ent.WebhookDelivery, 
 	if err != nil {
 		return nil, err
 	}
+	orgIDs := make([]string, 0, len(rows))
+	for _, r := range rows {
+		orgIDs = append(orgIDs, r.OrgID)
+	}
+	orgs, err := tx.Organization.Query().Where(organization.IDIn(orgIDs...)).All(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if err := tx.Commit(); err != nil {
 		return nil, err
 	}
-	out := make([]*ent.WebhookDelivery, len(rows))
+	nets := make(map[string]Network, len(orgs))
+	for _, o := range orgs {
+		nets[o.ID] = OrgNetwork(o)
+	}
+	out := make([]job, len(rows))
 	for i, r := range rows {
-		out[i] = r.Unwrap()
+		out[i] = job{dl: r.Unwrap(), net: nets[r.OrgID]}
 	}
 	return out, nil
 }
@@ -221,7 +244,7 @@ type result struct {
 	retryAfter time.Duration // the receiver's Retry-After, if any
 }
 
-func (d *Dispatcher) attempt(ctx context.Context, dl *ent.WebhookDelivery) {
+func (d *Dispatcher) attempt(ctx context.Context, dl *ent.WebhookDelivery, net Network) {
 	if ctx.Err() != nil {
 		d.release(ctx, dl)
 		return
@@ -234,7 +257,7 @@ func (d *Dispatcher) attempt(ctx context.Context, dl *ent.WebhookDelivery) {
 		d.finish(dl, ep, nil, "endpoint is not active")
 		return
 	}
-	res := d.send(ctx, dl, ep)
+	res := d.send(ctx, dl, ep, net)
 	if ctx.Err() != nil { // shutting down: not the receiver's fault; try again at the next start
 		d.release(ctx, dl)
 		return
@@ -252,15 +275,18 @@ func (d *Dispatcher) release(ctx context.Context, dl *ent.WebhookDelivery) {
 		ClearLeaseUntil().Exec(bg)
 }
 
-// send makes one HTTP attempt.
-func (d *Dispatcher) send(ctx context.Context, dl *ent.WebhookDelivery, ep *ent.WebhookEndpoint) result {
+// send makes one HTTP attempt through the client of the organization's network policy.
+// Failures are stored as a safe message (SafeError); the cause is logged.
+func (d *Dispatcher) send(ctx context.Context, dl *ent.WebhookDelivery, ep *ent.WebhookEndpoint, net Network) result {
 	start := d.now()
 	res := result{attempt: schematype.WebhookAttempt{At: start.UTC().Truncate(time.Millisecond)}}
-	fail := func(err error) result {
-		res.attempt.Error = err.Error()
+	failWith := func(msg string, err error) result {
+		d.log.Info("webhook attempt failed", "delivery", dl.ID, "endpoint", ep.ID, "org", dl.OrgID, "error", msg, "cause", err)
+		res.attempt.Error = msg
 		res.attempt.LatencyMs = d.now().Sub(start).Milliseconds()
 		return res
 	}
+	fail := func(err error) result { return failWith(MsgBuildRequest, err) }
 	body, err := Render(string(ep.Format), dl.Payload)
 	if err != nil {
 		return fail(err)
@@ -286,11 +312,20 @@ func (d *Dispatcher) send(ctx context.Context, dl *ent.WebhookDelivery, ep *ent.
 	if ep.Authorization != "" {
 		req.Header.Set("Authorization", ep.Authorization)
 	}
-	resp, err := d.http.Do(req)
+	// The address actually connected to (a reused connection too) says whether the answer
+	// came from somewhere only an allow-list reaches.
+	private := true
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(ci httptrace.GotConnInfo) { private = needsAllowList(ci.Conn.RemoteAddr()) },
+	}))
+	resp, err := d.clients.get(d.guard(net)).Do(req)
 	if err != nil {
-		return fail(err)
+		return failWith(SafeError(err), err)
 	}
 	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	if private && !net.ShowPrivateResponses {
+		excerpt = nil
+	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 	resp.Body.Close()
 	res.attempt.LatencyMs = d.now().Sub(start).Milliseconds()
@@ -302,7 +337,7 @@ func (d *Dispatcher) send(ctx context.Context, dl *ent.WebhookDelivery, ep *ent.
 	res.ok = resp.StatusCode >= 200 && resp.StatusCode < 300
 	res.gone = resp.StatusCode == http.StatusGone
 	if !res.ok {
-		res.attempt.Error = "the receiver answered " + resp.Status
+		res.attempt.Error = answered(resp.StatusCode)
 		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), d.now())
 	}
 	return res

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/sequence"
+	entsite "github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/viewer"
 )
@@ -140,4 +143,106 @@ func orgExists(ctx context.Context, client *ent.Client, org string) error {
 		return apperr.NotFound("organization " + org)
 	}
 	return nil
+}
+
+func listOrgs(ctx context.Context, client *ent.Client) ([]*ent.Organization, error) {
+	return client.Organization.Query().Order(organization.ByCreatedAt(), organization.ByID()).All(system(ctx))
+}
+
+// webhookNetwork is a change to an organization's webhook network; nil fields stay as they are.
+type webhookNetwork struct {
+	AllowCIDRs           *[]string
+	AllowPrivate         *bool
+	ShowPrivateResponses *bool
+}
+
+func setWebhookNetwork(ctx context.Context, client *ent.Client, org string, n webhookNetwork) (*ent.Organization, error) {
+	ctx = system(ctx)
+	if err := orgExists(ctx, client, org); err != nil {
+		return nil, err
+	}
+	u := client.Organization.UpdateOneID(org)
+	if n.AllowCIDRs != nil {
+		u.SetWebhookAllowCidrs(*n.AllowCIDRs)
+	}
+	if n.AllowPrivate != nil {
+		u.SetWebhookAllowPrivate(*n.AllowPrivate)
+	}
+	if n.ShowPrivateResponses != nil {
+		u.SetWebhookShowPrivateResponses(*n.ShowPrivateResponses)
+	}
+	return u.Save(ctx)
+}
+
+// parseCIDRs reads a comma-separated list of CIDRs (a bare address is its /32 or /128), canonical.
+func parseCIDRs(v string) ([]string, error) {
+	out := []string{}
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		pfx, err := netip.ParsePrefix(p)
+		if err != nil {
+			a, aerr := netip.ParseAddr(p)
+			if aerr != nil {
+				return nil, apperr.Invalid("--allow-cidrs", "%q is not a CIDR", p)
+			}
+			pfx = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, pfx.Masked().String())
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func listSites(ctx context.Context, client *ent.Client, org string) ([]*ent.Site, error) {
+	ctx = system(ctx)
+	q := client.Site.Query()
+	if org != "" {
+		if err := orgExists(ctx, client, org); err != nil {
+			return nil, err
+		}
+		q.Where(entsite.OrgID(org))
+	}
+	return q.Order(entsite.ByOrgID(), entsite.ByCreatedAt(), entsite.ByID()).All(ctx)
+}
+
+// verifySite marks (or unmarks) a site's host as the operator's checked assignment: the trap
+// listener routes that host to this site only. One verified site per host.
+func verifySite(ctx context.Context, client *ent.Client, id string, verified bool) (*ent.Site, error) {
+	ctx = system(ctx)
+	if ids.Prefix(id) != ids.Site {
+		return nil, apperr.Invalid("SITE_ID", "%q is not a site id (site_…)", id)
+	}
+	tx, err := client.Tx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	s, err := tx.Site.Get(ctx, id)
+	if ent.IsNotFound(err) {
+		return nil, apperr.NotFound("site " + id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if verified {
+		if s.Host == nil {
+			return nil, apperr.Conflict("site %s has no host to verify", id)
+		}
+		other, err := tx.Site.Query().
+			Where(entsite.Host(*s.Host), entsite.HostVerified(true), entsite.IDNEQ(id)).First(ctx)
+		if err == nil {
+			return nil, apperr.Conflict("host %s is already verified for site %s of organization %s; run flytrap sites unverify %s first",
+				*s.Host, other.ID, other.OrgID, other.ID)
+		}
+		if !ent.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	s, err = tx.Site.UpdateOneID(id).SetHostVerified(verified).Save(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s, tx.Commit()
 }

@@ -41,6 +41,13 @@ func main() {
 const usage = `Usage:
   flytrap [serve] [flags]                      run the service
   flytrap orgs create --name NAME              create an organization; prints its id
+  flytrap orgs list                            list organizations with their webhook network
+  flytrap orgs set-webhook-network --org ORG_ID [--allow-cidrs CIDR,…] [--allow-private=true|false]
+                                   [--show-private-responses=true|false]
+                                               let one organization's webhooks reach private networks
+  flytrap sites list [--org ORG_ID]            list sites with their host and whether it is verified
+  flytrap sites verify SITE_ID                 route the site's host to it (after checking who owns it)
+  flytrap sites unverify SITE_ID               stop routing the site's host to it
   flytrap keys create --org ORG_ID --name NAME --scope read-only|read-write|admin
                                                create an API key; prints the key once
   flytrap keys list --org ORG_ID               list an organization's keys
@@ -64,6 +71,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env serve
 		return orgs(ctx, rest, stdout, stderr, env)
 	case "keys":
 		return keys(ctx, rest, stdout, stderr, env)
+	case "sites":
+		return sites(ctx, rest, stdout, stderr, env)
 	default:
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
@@ -172,28 +181,199 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 }
 
 func orgs(ctx context.Context, args []string, stdout, stderr io.Writer, env server.Env) error {
-	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: flytrap orgs create --name NAME")
+	if len(args) == 0 {
+		return errors.New("usage: flytrap orgs create|list|set-webhook-network …")
 	}
-	fs := newFlagSet("flytrap orgs create", stderr)
-	name := fs.String("name", "", "organization name")
-	if err := parseArgs(fs, args[1:], env, 0); err != nil {
-		return err
+	switch sub, rest := args[0], args[1:]; sub {
+	case "create":
+		fs := newFlagSet("flytrap orgs create", stderr)
+		name := fs.String("name", "", "organization name")
+		if err := parseArgs(fs, rest, env, 0); err != nil {
+			return err
+		}
+		if strings.TrimSpace(*name) == "" {
+			return errors.New("--name: must not be empty")
+		}
+		db, err := openDB(ctx, fs)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		org, err := createOrg(ctx, db.Client, *name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, org.ID)
+		return nil
+	case "list":
+		fs := newFlagSet("flytrap orgs list", stderr)
+		if err := parseArgs(fs, rest, env, 0); err != nil {
+			return err
+		}
+		db, err := openDB(ctx, fs)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		list, err := listOrgs(ctx, db.Client)
+		if err != nil {
+			return err
+		}
+		printOrgs(stdout, list)
+		return nil
+	case "set-webhook-network":
+		fs := newFlagSet("flytrap orgs set-webhook-network", stderr)
+		org := fs.String("org", "", "organization id")
+		cidrs := fs.String("allow-cidrs", "", "comma-separated private networks this organization's webhooks may reach; empty clears the list")
+		private := fs.Bool("allow-private", false, "let this organization's webhooks reach every private, loopback and link-local address")
+		show := fs.Bool("show-private-responses", false, "store and show receivers' answers from addresses that needed an allow-list")
+		if err := parseArgs(fs, rest, env, 0); err != nil {
+			return err
+		}
+		if ids.Prefix(*org) != ids.Org {
+			return fmt.Errorf("--org: %q is not an organization id (org_…)", *org)
+		}
+		// Only the flags given change; the others keep their stored value.
+		var change webhookNetwork
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "allow-private":
+				change.AllowPrivate = private
+			case "show-private-responses":
+				change.ShowPrivateResponses = show
+			}
+		})
+		if set(fs, "allow-cidrs") {
+			list, err := parseCIDRs(*cidrs)
+			if err != nil {
+				return err
+			}
+			change.AllowCIDRs = &list
+		}
+		if change == (webhookNetwork{}) {
+			return errors.New("give at least one of --allow-cidrs, --allow-private, --show-private-responses")
+		}
+		db, err := openDB(ctx, fs)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		o, err := setWebhookNetwork(ctx, db.Client, *org, change)
+		if err != nil {
+			return err
+		}
+		printOrgs(stdout, []*ent.Organization{o})
+		return nil
+	default:
+		return fmt.Errorf("unknown orgs command %q (want create, list or set-webhook-network)", sub)
 	}
-	if strings.TrimSpace(*name) == "" {
-		return errors.New("--name: must not be empty")
+}
+
+// set reports whether the flag name was given (on the command line or in the environment).
+func set(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+func printOrgs(w io.Writer, list []*ent.Organization) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tCREATED\tWEBHOOK ALLOW-PRIVATE\tWEBHOOK ALLOW-CIDRS\tSHOW PRIVATE RESPONSES")
+	for _, o := range list {
+		cidrs := strings.Join(o.WebhookAllowCidrs, ",")
+		if cidrs == "" {
+			cidrs = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%t\n", o.ID, oneLine(o.Name), o.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"),
+			o.WebhookAllowPrivate, cidrs, o.WebhookShowPrivateResponses)
 	}
-	db, err := openDB(ctx, fs)
-	if err != nil {
-		return err
+	tw.Flush()
+}
+
+// oneLine keeps a tenant-chosen name from breaking the table (or the terminal).
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+func sites(ctx context.Context, args []string, stdout, stderr io.Writer, env server.Env) error {
+	if len(args) == 0 {
+		return errors.New("usage: flytrap sites list|verify|unverify …")
 	}
-	defer db.Close()
-	org, err := createOrg(ctx, db.Client, *name)
-	if err != nil {
-		return err
+	switch sub, rest := args[0], args[1:]; sub {
+	case "list":
+		fs := newFlagSet("flytrap sites list", stderr)
+		org := fs.String("org", "", "only this organization's sites")
+		if err := parseArgs(fs, rest, env, 0); err != nil {
+			return err
+		}
+		if *org != "" && ids.Prefix(*org) != ids.Org {
+			return fmt.Errorf("--org: %q is not an organization id (org_…)", *org)
+		}
+		db, err := openDB(ctx, fs)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		list, err := listSites(ctx, db.Client, *org)
+		if err != nil {
+			return err
+		}
+		printSites(stdout, list)
+		return nil
+	case "verify", "unverify":
+		fs := newFlagSet("flytrap sites "+sub, stderr)
+		var id string
+		if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+			id, rest = rest[0], rest[1:]
+		}
+		positional := 0
+		if id == "" {
+			positional = 1
+		}
+		if err := parseArgs(fs, rest, env, positional); err != nil {
+			return err
+		}
+		if id == "" && fs.NArg() == 1 {
+			id = fs.Arg(0)
+		}
+		if id == "" {
+			return fmt.Errorf("usage: flytrap sites %s SITE_ID", sub)
+		}
+		if ids.Prefix(id) != ids.Site {
+			return fmt.Errorf("SITE_ID: %q is not a site id (site_…)", id)
+		}
+		db, err := openDB(ctx, fs)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		s, err := verifySite(ctx, db.Client, id, sub == "verify")
+		if err != nil {
+			return err
+		}
+		printSites(stdout, []*ent.Site{s})
+		return nil
+	default:
+		return fmt.Errorf("unknown sites command %q (want list, verify or unverify)", sub)
 	}
-	fmt.Fprintln(stdout, org.ID)
-	return nil
+}
+
+func printSites(w io.Writer, list []*ent.Site) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tORG\tNAME\tHOST\tVERIFIED")
+	for _, s := range list {
+		host := "-"
+		if s.Host != nil {
+			host = *s.Host
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\n", s.ID, s.OrgID, oneLine(s.Name), host, s.HostVerified)
+	}
+	tw.Flush()
 }
 
 func keys(ctx context.Context, args []string, stdout, stderr io.Writer, env server.Env) error {

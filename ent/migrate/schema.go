@@ -140,6 +140,9 @@ var (
 	OrganizationsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 40},
 		{Name: "name", Type: field.TypeString, Size: 200},
+		{Name: "webhook_allow_private", Type: field.TypeBool, Default: false},
+		{Name: "webhook_allow_cidrs", Type: field.TypeJSON, Nullable: true},
+		{Name: "webhook_show_private_responses", Type: field.TypeBool, Default: false},
 		{Name: "created_at", Type: field.TypeTime},
 	}
 	// OrganizationsTable holds the schema information for the "organizations" table.
@@ -323,7 +326,8 @@ var (
 	SitesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 40},
 		{Name: "name", Type: field.TypeString, Size: 200},
-		{Name: "host", Type: field.TypeString, Unique: true, Nullable: true, Size: 253},
+		{Name: "host", Type: field.TypeString, Nullable: true, Size: 253},
+		{Name: "host_verified", Type: field.TypeBool, Default: false},
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "org_id", Type: field.TypeString, Size: 40},
 	}
@@ -335,7 +339,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "sites_organizations_sites",
-				Columns:    []*schema.Column{SitesColumns[4]},
+				Columns:    []*schema.Column{SitesColumns[5]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -344,7 +348,20 @@ var (
 			{
 				Name:    "site_org_id_created_at",
 				Unique:  false,
-				Columns: []*schema.Column{SitesColumns[4], SitesColumns[3]},
+				Columns: []*schema.Column{SitesColumns[5], SitesColumns[4]},
+			},
+			{
+				Name:    "site_org_id_host",
+				Unique:  true,
+				Columns: []*schema.Column{SitesColumns[5], SitesColumns[2]},
+			},
+			{
+				Name:    "site_host",
+				Unique:  true,
+				Columns: []*schema.Column{SitesColumns[2]},
+				Annotation: &entsql.IndexAnnotation{
+					Where: "host_verified",
+				},
 			},
 		},
 	}

@@ -17,6 +17,12 @@ const (
 	FieldID = "id"
 	// FieldName holds the string denoting the name field in the database.
 	FieldName = "name"
+	// FieldWebhookAllowPrivate holds the string denoting the webhook_allow_private field in the database.
+	FieldWebhookAllowPrivate = "webhook_allow_private"
+	// FieldWebhookAllowCidrs holds the string denoting the webhook_allow_cidrs field in the database.
+	FieldWebhookAllowCidrs = "webhook_allow_cidrs"
+	// FieldWebhookShowPrivateResponses holds the string denoting the webhook_show_private_responses field in the database.
+	FieldWebhookShowPrivateResponses = "webhook_show_private_responses"
 	// FieldCreatedAt holds the string denoting the created_at field in the database.
 	FieldCreatedAt = "created_at"
 	// EdgeSites holds the string denoting the sites edge name in mutations.
@@ -99,6 +105,9 @@ const (
 var Columns = []string{
 	FieldID,
 	FieldName,
+	FieldWebhookAllowPrivate,
+	FieldWebhookAllowCidrs,
+	FieldWebhookShowPrivateResponses,
 	FieldCreatedAt,
 }
 
@@ -118,10 +127,16 @@ func ValidColumn(column string) bool {
 //
 //	import _ "github.com/flytrap/flytrap/ent/runtime"
 var (
-	Hooks  [1]ent.Hook
+	Hooks  [2]ent.Hook
 	Policy ent.Policy
 	// NameValidator is a validator for the "name" field. It is called by the builders before save.
 	NameValidator func(string) error
+	// DefaultWebhookAllowPrivate holds the default value on creation for the "webhook_allow_private" field.
+	DefaultWebhookAllowPrivate bool
+	// WebhookAllowCidrsValidator is a validator for the "webhook_allow_cidrs" field. It is called by the builders before save.
+	WebhookAllowCidrsValidator func([]string) error
+	// DefaultWebhookShowPrivateResponses holds the default value on creation for the "webhook_show_private_responses" field.
+	DefaultWebhookShowPrivateResponses bool
 	// DefaultCreatedAt holds the default value on creation for the "created_at" field.
 	DefaultCreatedAt func() time.Time
 	// DefaultID holds the default value on creation for the "id" field.
@@ -141,6 +156,16 @@ func ByID(opts ...sql.OrderTermOption) OrderOption {
 // ByName orders the results by the name field.
 func ByName(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldName, opts...).ToFunc()
+}
+
+// ByWebhookAllowPrivate orders the results by the webhook_allow_private field.
+func ByWebhookAllowPrivate(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldWebhookAllowPrivate, opts...).ToFunc()
+}
+
+// ByWebhookShowPrivateResponses orders the results by the webhook_show_private_responses field.
+func ByWebhookShowPrivateResponses(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldWebhookShowPrivateResponses, opts...).ToFunc()
 }
 
 // ByCreatedAt orders the results by the created_at field.

@@ -70,6 +70,16 @@ func Name(v string) predicate.Organization {
 	return predicate.Organization(sql.FieldEQ(FieldName, v))
 }
 
+// WebhookAllowPrivate applies equality check predicate on the "webhook_allow_private" field. It's identical to WebhookAllowPrivateEQ.
+func WebhookAllowPrivate(v bool) predicate.Organization {
+	return predicate.Organization(sql.FieldEQ(FieldWebhookAllowPrivate, v))
+}
+
+// WebhookShowPrivateResponses applies equality check predicate on the "webhook_show_private_responses" field. It's identical to WebhookShowPrivateResponsesEQ.
+func WebhookShowPrivateResponses(v bool) predicate.Organization {
+	return predicate.Organization(sql.FieldEQ(FieldWebhookShowPrivateResponses, v))
+}
+
 // CreatedAt applies equality check predicate on the "created_at" field. It's identical to CreatedAtEQ.
 func CreatedAt(v time.Time) predicate.Organization {
 	return predicate.Organization(sql.FieldEQ(FieldCreatedAt, v))
@@ -138,6 +148,36 @@ func NameEqualFold(v string) predicate.Organization {
 // NameContainsFold applies the ContainsFold predicate on the "name" field.
 func NameContainsFold(v string) predicate.Organization {
 	return predicate.Organization(sql.FieldContainsFold(FieldName, v))
+}
+
+// WebhookAllowPrivateEQ applies the EQ predicate on the "webhook_allow_private" field.
+func WebhookAllowPrivateEQ(v bool) predicate.Organization {
+	return predicate.Organization(sql.FieldEQ(FieldWebhookAllowPrivate, v))
+}
+
+// WebhookAllowPrivateNEQ applies the NEQ predicate on the "webhook_allow_private" field.
+func WebhookAllowPrivateNEQ(v bool) predicate.Organization {
+	return predicate.Organization(sql.FieldNEQ(FieldWebhookAllowPrivate, v))
+}
+
+// WebhookAllowCidrsIsNil applies the IsNil predicate on the "webhook_allow_cidrs" field.
+func WebhookAllowCidrsIsNil() predicate.Organization {
+	return predicate.Organization(sql.FieldIsNull(FieldWebhookAllowCidrs))
+}
+
+// WebhookAllowCidrsNotNil applies the NotNil predicate on the "webhook_allow_cidrs" field.
+func WebhookAllowCidrsNotNil() predicate.Organization {
+	return predicate.Organization(sql.FieldNotNull(FieldWebhookAllowCidrs))
+}
+
+// WebhookShowPrivateResponsesEQ applies the EQ predicate on the "webhook_show_private_responses" field.
+func WebhookShowPrivateResponsesEQ(v bool) predicate.Organization {
+	return predicate.Organization(sql.FieldEQ(FieldWebhookShowPrivateResponses, v))
+}
+
+// WebhookShowPrivateResponsesNEQ applies the NEQ predicate on the "webhook_show_private_responses" field.
+func WebhookShowPrivateResponsesNEQ(v bool) predicate.Organization {
+	return predicate.Organization(sql.FieldNEQ(FieldWebhookShowPrivateResponses, v))
 }
 
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.

@@ -290,6 +290,9 @@ func init() {
 			return next.Mutate(ctx, m)
 		})
 	}
+	organizationHooks := schema.Organization{}.Hooks()
+
+	organization.Hooks[1] = organizationHooks[0]
 	organizationMixinFields0 := organizationMixin[0].Fields()
 	_ = organizationMixinFields0
 	organizationFields := schema.Organization{}.Fields()
@@ -313,8 +316,20 @@ func init() {
 			return nil
 		}
 	}()
+	// organizationDescWebhookAllowPrivate is the schema descriptor for webhook_allow_private field.
+	organizationDescWebhookAllowPrivate := organizationFields[1].Descriptor()
+	// organization.DefaultWebhookAllowPrivate holds the default value on creation for the webhook_allow_private field.
+	organization.DefaultWebhookAllowPrivate = organizationDescWebhookAllowPrivate.Default.(bool)
+	// organizationDescWebhookAllowCidrs is the schema descriptor for webhook_allow_cidrs field.
+	organizationDescWebhookAllowCidrs := organizationFields[2].Descriptor()
+	// organization.WebhookAllowCidrsValidator is a validator for the "webhook_allow_cidrs" field. It is called by the builders before save.
+	organization.WebhookAllowCidrsValidator = organizationDescWebhookAllowCidrs.Validators[0].(func([]string) error)
+	// organizationDescWebhookShowPrivateResponses is the schema descriptor for webhook_show_private_responses field.
+	organizationDescWebhookShowPrivateResponses := organizationFields[3].Descriptor()
+	// organization.DefaultWebhookShowPrivateResponses holds the default value on creation for the webhook_show_private_responses field.
+	organization.DefaultWebhookShowPrivateResponses = organizationDescWebhookShowPrivateResponses.Default.(bool)
 	// organizationDescCreatedAt is the schema descriptor for created_at field.
-	organizationDescCreatedAt := organizationFields[1].Descriptor()
+	organizationDescCreatedAt := organizationFields[4].Descriptor()
 	// organization.DefaultCreatedAt holds the default value on creation for the created_at field.
 	organization.DefaultCreatedAt = organizationDescCreatedAt.Default.(func() time.Time)
 	// organizationDescID is the schema descriptor for id field.
@@ -658,6 +673,8 @@ func init() {
 	site.Hooks[1] = siteHooks[0]
 
 	site.Hooks[2] = siteHooks[1]
+
+	site.Hooks[3] = siteHooks[2]
 	siteMixinFields0 := siteMixin[0].Fields()
 	_ = siteMixinFields0
 	siteMixinFields1 := siteMixin[1].Fields()
@@ -705,8 +722,12 @@ func init() {
 			return nil
 		}
 	}()
+	// siteDescHostVerified is the schema descriptor for host_verified field.
+	siteDescHostVerified := siteFields[2].Descriptor()
+	// site.DefaultHostVerified holds the default value on creation for the host_verified field.
+	site.DefaultHostVerified = siteDescHostVerified.Default.(bool)
 	// siteDescCreatedAt is the schema descriptor for created_at field.
-	siteDescCreatedAt := siteFields[2].Descriptor()
+	siteDescCreatedAt := siteFields[3].Descriptor()
 	// site.DefaultCreatedAt holds the default value on creation for the created_at field.
 	site.DefaultCreatedAt = siteDescCreatedAt.Default.(func() time.Time)
 	// siteDescID is the schema descriptor for id field.

@@ -112,7 +112,55 @@ func trapEvents(next ent.Mutator) ent.Mutator {
 }
 
 func (Site) Hooks() []ent.Hook {
-	return []ent.Hook{hook.On(siteDeleteGuard, ent.OpDeleteOne), hook.Reject(ent.OpDelete)}
+	return []ent.Hook{
+		hook.On(siteDeleteGuard, ent.OpDeleteOne), hook.Reject(ent.OpDelete),
+		hook.On(siteHostVerification, ent.OpCreate|ent.OpUpdateOne|ent.OpUpdate),
+	}
+}
+
+// siteHostVerification keeps verification the operator's: a tenant never sets it, and a
+// host that changes loses it, so a verified name cannot be swapped for an unchecked one.
+func siteHostVerification(next ent.Mutator) ent.Mutator {
+	return hook.SiteFunc(func(ctx context.Context, m *gen.SiteMutation) (ent.Value, error) {
+		_, tenant := viewer.FromContext(ctx)
+		if v, set := m.HostVerified(); set && v && tenant {
+			return nil, privacy.Denyf("only the operator verifies a site's host")
+		}
+		if _, set := m.HostVerified(); set {
+			return next.Mutate(ctx, m)
+		}
+		newHost, hostSet := m.Host()
+		switch {
+		case m.HostCleared():
+			m.SetHostVerified(false)
+		case hostSet && m.Op().Is(ent.OpUpdateOne):
+			if old, err := m.OldHost(ctx); err != nil || old == nil || *old != newHost {
+				m.SetHostVerified(false)
+			}
+		case hostSet:
+			m.SetHostVerified(false)
+		}
+		return next.Mutate(ctx, m)
+	})
+}
+
+func (Organization) Hooks() []ent.Hook {
+	return []ent.Hook{hook.On(operatorFields, ent.OpUpdate|ent.OpUpdateOne)}
+}
+
+// operatorFields refuses a tenant's change to the fields the operator sets through the CLI,
+// whatever API a future change might expose them on.
+func operatorFields(next ent.Mutator) ent.Mutator {
+	return hook.OrganizationFunc(func(ctx context.Context, m *gen.OrganizationMutation) (ent.Value, error) {
+		if _, tenant := viewer.FromContext(ctx); tenant {
+			for _, f := range append(m.Fields(), appended(m)...) {
+				if strings.HasPrefix(f, "webhook_") {
+					return nil, privacy.Denyf("only the operator sets an organization's webhook network")
+				}
+			}
+		}
+		return next.Mutate(ctx, m)
+	})
 }
 
 // siteDeleteGuard keeps traps from losing their site, and an organization from losing its last one.
@@ -140,6 +188,13 @@ func siteDeleteGuard(next ent.Mutator) ent.Mutator {
 		}
 		return next.Mutate(ctx, m)
 	})
+}
+
+func appended(m *gen.OrganizationMutation) []string {
+	if _, ok := m.AppendedWebhookAllowCidrs(); ok {
+		return []string{"webhook_allow_cidrs"}
+	}
+	return nil
 }
 
 func (APIKey) Hooks() []ent.Hook {

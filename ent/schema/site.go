@@ -3,6 +3,7 @@ package schema
 import (
 	"entgo.io/contrib/entgql"
 	"entgo.io/ent"
+	"entgo.io/ent/dialect/entsql"
 	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
@@ -22,11 +23,15 @@ func (Site) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("name").NotEmpty().MaxLen(200).Validate(cleanText).
 			Annotations(entgql.OrderField("NAME")),
-		// Host routes trap-listener requests to this site; nil matches any host
-		// when it is the organization's only site.
+		// Host routes trap-listener requests to this site once the operator verified it
+		// (HostVerified); nil matches any host when it is the only site. Unique per
+		// organization only, so a clash never tells one tenant about another's hosts.
 		field.String("host").Optional().Nillable().MaxLen(253).
-			Match(hostnamePattern).
-			Unique(),
+			Match(hostnamePattern),
+		// HostVerified is set by the operator (flytrap sites verify), who checked the organization
+		// owns the host; a tenant cannot set it, and changing the host clears it.
+		field.Bool("host_verified").Default(false).
+			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput, entgql.SkipWhereInput, entgql.SkipOrderField)),
 		createdAt(),
 	}
 }
@@ -40,7 +45,12 @@ func (Site) Edges() []ent.Edge {
 }
 
 func (Site) Indexes() []ent.Index {
-	return []ent.Index{index.Fields("org_id", "created_at")}
+	return []ent.Index{
+		index.Fields("org_id", "created_at"),
+		index.Fields("org_id", "host").Unique(),
+		// One verified site per host across the instance: the one the trap listener routes to.
+		index.Fields("host").Unique().Annotations(entsql.IndexWhere("host_verified")),
+	}
 }
 
 func (Site) Annotations() []schema.Annotation {

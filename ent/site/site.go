@@ -21,6 +21,8 @@ const (
 	FieldName = "name"
 	// FieldHost holds the string denoting the host field in the database.
 	FieldHost = "host"
+	// FieldHostVerified holds the string denoting the host_verified field in the database.
+	FieldHostVerified = "host_verified"
 	// FieldCreatedAt holds the string denoting the created_at field in the database.
 	FieldCreatedAt = "created_at"
 	// EdgeOrganization holds the string denoting the organization edge name in mutations.
@@ -51,6 +53,7 @@ var Columns = []string{
 	FieldOrgID,
 	FieldName,
 	FieldHost,
+	FieldHostVerified,
 	FieldCreatedAt,
 }
 
@@ -70,7 +73,7 @@ func ValidColumn(column string) bool {
 //
 //	import _ "github.com/flytrap/flytrap/ent/runtime"
 var (
-	Hooks  [3]ent.Hook
+	Hooks  [4]ent.Hook
 	Policy ent.Policy
 	// OrgIDValidator is a validator for the "org_id" field. It is called by the builders before save.
 	OrgIDValidator func(string) error
@@ -78,6 +81,8 @@ var (
 	NameValidator func(string) error
 	// HostValidator is a validator for the "host" field. It is called by the builders before save.
 	HostValidator func(string) error
+	// DefaultHostVerified holds the default value on creation for the "host_verified" field.
+	DefaultHostVerified bool
 	// DefaultCreatedAt holds the default value on creation for the "created_at" field.
 	DefaultCreatedAt func() time.Time
 	// DefaultID holds the default value on creation for the "id" field.
@@ -107,6 +112,11 @@ func ByName(opts ...sql.OrderTermOption) OrderOption {
 // ByHost orders the results by the host field.
 func ByHost(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldHost, opts...).ToFunc()
+}
+
+// ByHostVerified orders the results by the host_verified field.
+func ByHostVerified(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldHostVerified, opts...).ToFunc()
 }
 
 // ByCreatedAt orders the results by the created_at field.

@@ -80,6 +80,11 @@ func Host(v string) predicate.Site {
 	return predicate.Site(sql.FieldEQ(FieldHost, v))
 }
 
+// HostVerified applies equality check predicate on the "host_verified" field. It's identical to HostVerifiedEQ.
+func HostVerified(v bool) predicate.Site {
+	return predicate.Site(sql.FieldEQ(FieldHostVerified, v))
+}
+
 // CreatedAt applies equality check predicate on the "created_at" field. It's identical to CreatedAtEQ.
 func CreatedAt(v time.Time) predicate.Site {
 	return predicate.Site(sql.FieldEQ(FieldCreatedAt, v))
@@ -288,6 +293,16 @@ func HostEqualFold(v string) predicate.Site {
 // HostContainsFold applies the ContainsFold predicate on the "host" field.
 func HostContainsFold(v string) predicate.Site {
 	return predicate.Site(sql.FieldContainsFold(FieldHost, v))
+}
+
+// HostVerifiedEQ applies the EQ predicate on the "host_verified" field.
+func HostVerifiedEQ(v bool) predicate.Site {
+	return predicate.Site(sql.FieldEQ(FieldHostVerified, v))
+}
+
+// HostVerifiedNEQ applies the NEQ predicate on the "host_verified" field.
+func HostVerifiedNEQ(v bool) predicate.Site {
+	return predicate.Site(sql.FieldNEQ(FieldHostVerified, v))
 }
 
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
