@@ -2239,6 +2239,18 @@ var sources = []*ast.Source{
 
 scalar Map
 
+"""
+What resolving a field costs besides its selections, for the complexity limit (default 1):
+the figures are aggregates over stored rows, a preview renders a decoy.
+"""
+directive @cost(weight: Int!) on FIELD_DEFINITION
+"""
+How many items a list field yields at most, for the complexity limit: its selections are
+priced that many times. A list without it is priced at the length of its list argument, else
+at the maximum page size. Connections are priced by first/last.
+"""
+directive @listSize(assumedSize: Int!) on FIELD_DEFINITION
+
 extend type Query {
   "The caller's organization."
   organization: Organization!
@@ -2251,7 +2263,7 @@ extend type Query {
   trap: its GET view), without recording a hit or a session. Its tokens belong to a hit id that is never stored,
   so tokens in a preview are inert: sending one back is not attributed to anything.
   """
-  trapPreview(id: ID!): TrapPreview!
+  trapPreview(id: ID!): TrapPreview! @cost(weight: 20)
 }
 
 "The authenticated caller."
@@ -2277,10 +2289,10 @@ type TrapPreview {
 }
 
 type Analytics {
-  overview: Overview!
-  severity: SeverityCounts!
+  overview: Overview! @cost(weight: 2000)
+  severity: SeverityCounts! @cost(weight: 1000)
   "Hits per hour for the past 24 hours, oldest first, zero-filled; the last bucket is the current hour."
-  timeline: [TimelineBucket!]!
+  timeline: [TimelineBucket!]! @cost(weight: 1000) @listSize(assumedSize: 24)
 }
 
 type Overview {

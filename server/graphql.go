@@ -47,7 +47,7 @@ const (
 )
 
 func (s *Server) graphQLHandler() *handler.Server {
-	srv := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: s.resolver, Complexity: complexity()}))
+	srv := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: s.resolver}))
 	srv.AddTransport(s.ws)
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
@@ -61,7 +61,7 @@ func (s *Server) graphQLHandler() *handler.Server {
 		srv.Use(extension.Introspection{})
 	}
 	srv.Use(depthLimit{max: s.cfg.DepthLimit}) // first: its message is the clearer one
-	srv.Use(extension.FixedComplexityLimit(s.cfg.ComplexityLimit))
+	srv.Use(costLimit{max: s.cfg.ComplexityLimit})
 	srv.Use(transactioner{entgql.Transactioner{TxOpener: s.db.Client}, s.log})
 	srv.AroundFields(pageLimits)
 	srv.SetErrorPresenter(s.presentError)
