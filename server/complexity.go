@@ -163,7 +163,9 @@ func toInt(v any) (int, bool) {
 	return 0, false
 }
 
-func isConnection(t *ast.Type) bool { return t.Elem == nil && strings.HasSuffix(t.NamedType, "Connection") }
+func isConnection(t *ast.Type) bool {
+	return t.Elem == nil && strings.HasSuffix(t.NamedType, "Connection")
+}
 
 func directiveInt(def *ast.FieldDefinition, directive, arg string, fallback int) int {
 	d := def.Directives.ForName(directive)
