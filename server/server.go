@@ -59,7 +59,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 		s.jwt = v
 	}
 	s.usage = newKeyUsage(db.Client, log)
-	s.auth = NewAuthenticator(db.Client, s.jwt, s.usage)
+	s.auth = NewAuthenticator(db.Client, s.jwt, s.usage, log)
 	s.limiter = newRateLimiter(cfg.RateLimit, cfg.RateBurst)
 	s.broker = event.NewBroker(db.Client, log, cfg.EventPollInterval)
 	s.resolver = graph.NewResolver(db.Client, s.broker, log, time.Now)
