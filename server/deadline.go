@@ -44,6 +44,9 @@ func (s *Server) deadline(next http.Handler, fail errorWriter) http.Handler {
 					return
 				}
 				if p != nil {
+					if p != http.ErrAbortHandler {
+						p = handlerPanic{value: p, stack: debug.Stack()} // recoverPanics logs where it happened
+					}
 					panicked <- p
 					return
 				}
@@ -76,6 +79,12 @@ func (s *Server) deadline(next http.Handler, fail errorWriter) http.Handler {
 		}
 		bw.copyTo(w)
 	})
+}
+
+// handlerPanic carries a panic, with its stack, from the handler's goroutine to recoverPanics.
+type handlerPanic struct {
+	value any
+	stack []byte
 }
 
 // bufferedWriter holds a response until the deadline middleware sends it or drops it.

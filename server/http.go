@@ -269,7 +269,11 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				s.log.ErrorContext(r.Context(), "panic", "request_id", RequestID(r.Context()), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				stack := debug.Stack()
+				if hp, ok := p.(handlerPanic); ok {
+					p, stack = hp.value, hp.stack
+				}
+				s.log.ErrorContext(r.Context(), "panic", "request_id", RequestID(r.Context()), "panic", fmt.Sprint(p), "stack", string(stack))
 				restError(w, http.StatusInternalServerError, "internal error")
 			}
 		}()
