@@ -20,6 +20,7 @@ import (
 	"github.com/flytrap/flytrap/flytraptest/testdb"
 	"github.com/flytrap/flytrap/server"
 	"github.com/flytrap/flytrap/store"
+	"github.com/flytrap/flytrap/trap"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -78,8 +79,9 @@ func StartOn(t testing.TB, dsn string, opts ...Option) *Env {
 	t.Cleanup(func() { db.Close() })
 	cfg := server.DefaultConfig()
 	cfg.APIAddr, cfg.TrapAddr = "127.0.0.1:0", "127.0.0.1:1"
-	// Tests make requests faster than any person; the rate limit has its own tests.
+	// Tests make requests (and fail to authenticate) faster than any person; the limits have their own tests.
 	cfg.RateLimit, cfg.RateBurst = 1e6, 1e6
+	cfg.AuthFailureRate, cfg.AuthFailureBurst = 1e6, 1e6
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -91,9 +93,15 @@ func StartOn(t testing.TB, dsn string, opts ...Option) *Env {
 	}
 	wait := srv.Start(srvCtx)
 	t.Cleanup(func() { cancel(); wait() })
-	hs := httptest.NewServer(srv.Handler())
+	// The listeners as Run configures them: timeouts, connection limits, the trap's disguise.
+	hs := httptest.NewUnstartedServer(nil)
+	hs.Config = srv.APIServer()
+	hs.Start()
 	t.Cleanup(hs.Close)
-	ts := httptest.NewServer(srv.TrapHandler())
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config = srv.TrapServer()
+	ts.Listener = trap.WrapListener(ts.Listener)
+	ts.Start()
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Stop)
 	return &Env{T: t, DB: db, Server: srv, HTTP: hs, Trap: ts, Config: cfg}

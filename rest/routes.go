@@ -11,6 +11,9 @@ type Route struct {
 	Handler http.Handler
 }
 
+// StreamRoute is the event stream's route: it lives as long as its client stays.
+const StreamRoute = "GET /api/v1/events/stream"
+
 // Routes is the whole REST surface, one line a route.
 func (a *API) Routes() []Route {
 	return []Route{
@@ -33,7 +36,7 @@ func (a *API) Routes() []Route {
 		{"GET /dashboard/api/webhooks/{id}/deliveries", a.serve(a.listDeliveries)},
 		{"POST /dashboard/api/webhooks/{id}/deliveries/{delivery_id}/redeliver", a.serve(a.redeliverWebhook)},
 		{"GET /api/v1/events", a.serve(a.listEvents)},
-		{"GET /api/v1/events/stream", a.serve(a.streamEvents)},
+		{StreamRoute, a.serve(a.streamEvents)},
 	}
 }
 

@@ -137,6 +137,9 @@ func (s *streamWriter) start() error {
 			return errors.New("pipelined request on an event stream")
 		}
 		s.conn = conn
+		// The API listener's read timeout stays on the connection it hands over; the stream
+		// reads nothing and lives as long as its client: only writes have deadlines (send).
+		_ = conn.SetReadDeadline(time.Time{})
 		h := s.w.Header().Clone()
 		s.w, s.rc = nil, nil // they would keep the HTTP server's buffers for the stream's life
 		h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
@@ -148,6 +151,7 @@ func (s *streamWriter) start() error {
 		head.WriteString("\r\n")
 		return s.send([]byte(head.String()))
 	}
+	_ = s.rc.SetReadDeadline(time.Time{}) // HTTP/2: the stream outlives the server's read timeout
 	s.w.WriteHeader(http.StatusOK)
 	return s.rc.Flush()
 }

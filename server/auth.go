@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +20,9 @@ import (
 // ErrUnauthenticated is wrapped by every authentication failure: the APIs answer 401.
 var ErrUnauthenticated = graph.ErrUnauthenticated
 
+// msgInvalidJWT is all a caller learns of why its JWT was refused.
+const msgInvalidJWT = "invalid or expired token"
+
 func unauthenticated(msg string) error { return fmt.Errorf("%w: %s", ErrUnauthenticated, msg) }
 
 // Authenticator turns a bearer token into a viewer.
@@ -26,6 +30,7 @@ type Authenticator struct {
 	client *ent.Client
 	jwt    *JWTVerifier // nil when no identity provider is configured
 	usage  *keyUsage
+	log    *slog.Logger
 	now    func() time.Time
 
 	mu   sync.Mutex
@@ -33,8 +38,9 @@ type Authenticator struct {
 }
 
 // NewAuthenticator authenticates against client's API keys and, when jwt is set, the identity provider.
-func NewAuthenticator(client *ent.Client, jwt *JWTVerifier, usage *keyUsage) *Authenticator {
-	return &Authenticator{client: client, jwt: jwt, usage: usage, now: time.Now, orgs: map[string]time.Time{}}
+// Why a JWT was refused goes to log, never to the caller.
+func NewAuthenticator(client *ent.Client, jwt *JWTVerifier, usage *keyUsage, log *slog.Logger) *Authenticator {
+	return &Authenticator{client: client, jwt: jwt, usage: usage, log: log, now: time.Now, orgs: map[string]time.Time{}}
 }
 
 // BearerToken extracts the token of an "Authorization: Bearer …" header value.
@@ -63,7 +69,10 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (viewer
 	}
 	v, err := a.jwt.Verify(ctx, token)
 	if err != nil {
-		return viewer.Viewer{}, unauthenticated(err.Error())
+		// The JWT and JWKS libraries' text (claims, kids, the identity provider's
+		// address and dial errors) helps an attacker more than a caller: log it.
+		a.log.InfoContext(ctx, "JWT refused", "request_id", RequestID(ctx), "err", err)
+		return viewer.Viewer{}, unauthenticated(msgInvalidJWT)
 	}
 	if err := a.orgExists(ctx, v.OrgID); err != nil {
 		return viewer.Viewer{}, err

@@ -42,6 +42,15 @@ type Config struct {
 	RateLimit         float64 // requests per second per credential
 	RateBurst         int
 
+	// The API listener's defences against slow and unauthenticated callers (docs/security.md).
+	APIReadHeaderTimeout time.Duration
+	APIReadTimeout       time.Duration // the whole request, body included
+	APIIdleTimeout       time.Duration
+	MaxUnauthConns       int     // connections that have not authenticated yet, at once
+	AuthFailureRate      float64 // failed authentications per second per client address, sustained
+	AuthFailureBurst     int
+	RequestTimeout       time.Duration // server-side deadline of one API request (streams and WebSockets exempt)
+
 	// Dashboard (server/web.go): served publicly at /dashboard/config.json.
 	TrapPublicURL string // the trap listener's public base URL; empty: http://<trap-addr>
 	OIDC          OIDCConfig
@@ -72,6 +81,14 @@ func DefaultConfig() Config {
 		MaxStreamsPerOrg:  50,
 		RateLimit:         20,
 		RateBurst:         200,
+
+		APIReadHeaderTimeout: 10 * time.Second,
+		APIReadTimeout:       30 * time.Second,
+		APIIdleTimeout:       2 * time.Minute,
+		MaxUnauthConns:       1024,
+		AuthFailureRate:      1,
+		AuthFailureBurst:     30,
+		RequestTimeout:       30 * time.Second,
 	}
 }
 
@@ -119,6 +136,13 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxStreamsPerOrg, "max-streams-per-org", c.MaxStreamsPerOrg, "open event streams one organization may hold; more get 429")
 	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "sustained API requests per second per key")
 	fs.IntVar(&c.RateBurst, "rate-burst", c.RateBurst, "API requests a key may make at once before the rate applies")
+	fs.DurationVar(&c.APIReadHeaderTimeout, "api-read-header-timeout", c.APIReadHeaderTimeout, "time an API client has to send a request's headers")
+	fs.DurationVar(&c.APIReadTimeout, "api-read-timeout", c.APIReadTimeout, "time an API client has to send a whole request, body included (event streams and WebSockets are not cut by it)")
+	fs.DurationVar(&c.APIIdleTimeout, "api-idle-timeout", c.APIIdleTimeout, "how long an idle keep-alive API connection stays open")
+	fs.IntVar(&c.MaxUnauthConns, "max-unauthenticated-conns", c.MaxUnauthConns, "API connections that have not authenticated yet, at once; more are closed on accept")
+	fs.Float64Var(&c.AuthFailureRate, "auth-failure-rate", c.AuthFailureRate, "failed authentications per second a client address may sustain before it gets 429")
+	fs.IntVar(&c.AuthFailureBurst, "auth-failure-burst", c.AuthFailureBurst, "failed authentications a client address may make at once before auth-failure-rate applies")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "server-side deadline of one API request, past which it gets 503 (event streams and WebSockets are exempt)")
 	fs.StringVar(&c.JWT.JWKSURL, "jwks-url", c.JWT.JWKSURL, "identity provider's JWKS URL; empty disables JWT sign-in")
 	fs.StringVar(&c.JWT.Issuer, "jwt-issuer", c.JWT.Issuer, "required JWT issuer")
 	fs.StringVar(&c.JWT.Audience, "jwt-audience", c.JWT.Audience, "required JWT audience")
@@ -211,6 +235,18 @@ func (c Config) Validate() error {
 	}
 	if c.RateLimit <= 0 || c.RateBurst < 1 {
 		errs = append(errs, errors.New("rate-limit and rate-burst: must be positive"))
+	}
+	if c.APIReadHeaderTimeout < 100*time.Millisecond || c.APIReadTimeout < c.APIReadHeaderTimeout || c.APIIdleTimeout < time.Second {
+		errs = append(errs, errors.New("api-read-header-timeout must be at least 100ms, api-read-timeout at least as long, api-idle-timeout at least 1s"))
+	}
+	if c.MaxUnauthConns < 1 {
+		errs = append(errs, errors.New("max-unauthenticated-conns: must be positive"))
+	}
+	if c.AuthFailureRate <= 0 || c.AuthFailureBurst < 1 {
+		errs = append(errs, errors.New("auth-failure-rate and auth-failure-burst: must be positive"))
+	}
+	if c.RequestTimeout < 100*time.Millisecond {
+		errs = append(errs, errors.New("request-timeout: must be at least 100ms"))
 	}
 	if c.MaxStreamsPerOrg < 1 {
 		errs = append(errs, errors.New("max-streams-per-org: must be positive"))

@@ -16,3 +16,9 @@ func WebsocketPanics(s *Server) int64 { return s.ws.panics.Load() }
 
 // CountSelections counts a document's selections with fragments expanded, up to limit.
 var CountSelections = countSelections
+
+// UnauthenticatedConns is how many API connections have not authenticated yet.
+func UnauthenticatedConns(s *Server) int { return s.gate.Unauthenticated() }
+
+// SetAuthFailureClock replaces the clock of the failed-authentication limiter.
+func SetAuthFailureClock(s *Server, now func() time.Time) { s.fails.now = now }

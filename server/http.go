@@ -25,16 +25,22 @@ import (
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	gql := s.graphQLHandler()
-	mux.Handle("/graphql", s.authenticate(gql, graphQLErrors))
+	// A body is read only once its sender has authenticated (limitBody refuses a
+	// declared oversize one before); every request but a stream or WebSocket has a deadline.
+	mux.Handle("/graphql", s.deadline(s.authenticate(s.readBody(gql), graphQLErrors), graphQLErrors))
 	api := rest.New(s.resolver, s.db.Client, s.log, rest.Options{
 		Stopping:  s.stopping,
 		Heartbeat: s.cfg.StreamHeartbeat,
 	})
 	for _, rt := range api.Routes() {
-		mux.Handle(rt.Pattern, s.authenticate(rt.Handler, restErrors))
+		h := s.authenticate(s.readBody(rt.Handler), restErrors)
+		if rt.Pattern != rest.StreamRoute {
+			h = s.deadline(h, restErrors)
+		}
+		mux.Handle(rt.Pattern, h)
 	}
 	for _, rt := range api.PublicRoutes() {
-		mux.Handle(rt.Pattern, rt.Handler)
+		mux.Handle(rt.Pattern, s.deadline(s.readBody(rt.Handler), restErrors))
 	}
 	for _, rt := range api.MethodNotAllowed() {
 		mux.Handle(rt.Pattern, rt.Handler)
@@ -42,7 +48,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 	})
-	mux.HandleFunc("GET /readyz", s.ready)
+	mux.HandleFunc("GET /readyz", s.readyz)
 	for _, p := range []string{"/healthz", "/readyz"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -51,17 +57,6 @@ func (s *Server) routes() http.Handler {
 	}
 	mux.Handle("/", s.dashboard()) // the embedded dashboard (server/web.go); JSON 404 for unknown API routes
 	return s.requestID(s.logRequests(s.recoverPanics(apiVersion(s.limitBody(mux)))))
-}
-
-func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if err := s.db.Ping(ctx); err != nil {
-		s.log.WarnContext(ctx, "readiness check failed", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "database": "unreachable"})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "database": "ok"})
 }
 
 // errorWriter writes an error in the shape of one API.
@@ -100,19 +95,32 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 			next.ServeHTTP(w, r)
 			return
 		}
+		refuse := func(w http.ResponseWriter, status int, code, msg string) {
+			if r.ContentLength != 0 {
+				// The body is refused unread: net/http would read it before answering, unless the connection ends.
+				w.Header().Set("Connection", "close")
+			}
+			fail(w, status, code, msg)
+		}
+		if s.fails.blocked(w, r) {
+			refuse(w, http.StatusTooManyRequests, CodeRateLimited, "too many failed authentications from this address; retry after the time in Retry-After")
+			return
+		}
 		v, err := s.auth.Authenticate(r.Context(), header)
 		if err != nil {
 			if errors.Is(err, ErrUnauthenticated) {
+				s.fails.failed(r)
 				w.Header().Set("WWW-Authenticate", `Bearer realm="flytrap"`)
-				fail(w, http.StatusUnauthorized, CodeUnauthenticated, err.Error())
+				refuse(w, http.StatusUnauthorized, CodeUnauthenticated, err.Error())
 				return
 			}
 			s.log.ErrorContext(r.Context(), "authentication failed", "err", err)
-			fail(w, http.StatusInternalServerError, CodeInternal, "internal error")
+			refuse(w, http.StatusInternalServerError, CodeInternal, "internal error")
 			return
 		}
+		s.gate.authenticated(r.Context())
 		if !s.limiter.allow(w, v) {
-			fail(w, http.StatusTooManyRequests, CodeRateLimited, "rate limit exceeded; retry after the time in Retry-After")
+			refuse(w, http.StatusTooManyRequests, CodeRateLimited, "rate limit exceeded; retry after the time in Retry-After")
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(viewer.NewContext(r.Context(), v)))
@@ -123,24 +131,36 @@ func isWebsocketUpgrade(r *http.Request) bool {
 	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
 }
 
-// limitBody refuses request bodies over the configured size with 413, before any handler reads them.
+// limitBody refuses a body whose declared size is over the limit with 413, before
+// anything reads it; readBody enforces the limit on the bytes themselves.
 func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > s.cfg.MaxBodyBytes {
+			w.Header().Set("Connection", "close") // refused unread
+			s.bodyTooLarge(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) bodyTooLarge(w http.ResponseWriter, r *http.Request) {
+	msg := fmt.Sprintf("request body too large (at most %d bytes)", s.cfg.MaxBodyBytes)
+	if strings.HasPrefix(r.URL.Path, "/graphql") {
+		graphQLErrors(w, http.StatusRequestEntityTooLarge, CodeBadUserInput, msg)
+	} else {
+		restError(w, http.StatusRequestEntityTooLarge, msg)
+	}
+}
+
+// readBody reads the request body, at most the configured size (413 beyond), before the
+// handler runs, so that handlers see a whole body or none. Authenticated routes call it
+// after authentication: an anonymous sender gets its 401 without being read.
+func (s *Server) readBody(next http.Handler) http.Handler {
 	limit := s.cfg.MaxBodyBytes
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody || r.Method == http.MethodGet || r.Method == http.MethodHead {
 			next.ServeHTTP(w, r)
-			return
-		}
-		tooLarge := func() {
-			msg := fmt.Sprintf("request body too large (at most %d bytes)", limit)
-			if strings.HasPrefix(r.URL.Path, "/graphql") {
-				graphQLErrors(w, http.StatusRequestEntityTooLarge, CodeBadUserInput, msg)
-			} else {
-				restError(w, http.StatusRequestEntityTooLarge, msg)
-			}
-		}
-		if r.ContentLength > limit {
-			tooLarge()
 			return
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
@@ -149,7 +169,7 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 			return
 		}
 		if int64(len(body)) > limit {
-			tooLarge()
+			s.bodyTooLarge(w, r)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -248,7 +268,11 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				s.log.ErrorContext(r.Context(), "panic", "request_id", RequestID(r.Context()), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				stack := debug.Stack()
+				if hp, ok := p.(handlerPanic); ok {
+					p, stack = hp.value, hp.stack
+				}
+				s.log.ErrorContext(r.Context(), "panic", "request_id", RequestID(r.Context()), "panic", fmt.Sprint(p), "stack", string(stack))
 				restError(w, http.StatusInternalServerError, "internal error")
 			}
 		}()

@@ -214,7 +214,7 @@ func (v *JWTVerifier) Close() {
 // space-separated, OAuth style) or an array of strings, each spelled
 // read-only/read-write/admin or READ_ONLY/...; unrecognised entries such as
 // "openid" are ignored, the highest recognised scope wins, and none at all is
-// an error. Subject is the "sub" claim.
+// an error. Subject is the "sub" claim, required and non-empty.
 //
 // Every error wraps ErrInvalidToken; none contains the token itself.
 // ctx bounds the JWKS refresh an unknown kid may trigger.
@@ -248,6 +248,11 @@ func (v *JWTVerifier) Verify(ctx context.Context, token string) (viewer.Viewer, 
 	sub, err := claims.GetSubject()
 	if err != nil {
 		return viewer.Viewer{}, fmt.Errorf("%w: sub claim: %w", ErrInvalidToken, err)
+	}
+	if strings.TrimSpace(sub) == "" {
+		// The subject keys the caller's rate-limit bucket: without one, every such
+		// token of an organization would share (and could exhaust) one bucket.
+		return viewer.Viewer{}, fmt.Errorf("%w: missing or empty sub claim", ErrInvalidToken)
 	}
 	var expires time.Time
 	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {

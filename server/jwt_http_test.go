@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,5 +92,62 @@ func TestJWTThroughAPI(t *testing.T) {
 		if status != http.StatusUnauthorized || code(out) != CodeUnauthenticated {
 			t.Errorf("%s: want 401 UNAUTHENTICATED, got %d %v", name, status, out)
 		}
+	}
+}
+
+// TestJWTRefusalsAreStable: whatever the JWT library found wrong, the caller reads one
+// stable message; the cause goes to the log only. A token without sub is refused: it
+// would share one rate-limit bucket with every other sub-less token of its organization.
+func TestJWTRefusalsAreStable(t *testing.T) {
+	key := newRSAKey(t, "k1", jwt.SigningMethodRS256, "RS256")
+	other := newRSAKey(t, "k2", jwt.SigningMethodRS256, "RS256")
+	idp := newTestIdP(t, key)
+	db, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "jwt.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	sys := privacy.DecisionContext(t.Context(), privacy.Allow)
+	org := db.Client.Organization.Create().SetName("acme").SaveX(sys)
+	cfg := DefaultConfig()
+	cfg.JWT = idp.config()
+	var logs bytes.Buffer
+	srv, err := New(t.Context(), cfg, db, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	claims := func() jwt.MapClaims { return with(validClaims(), "org_id", org.ID) }
+	get := func(token string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, hs.URL+"/dashboard/api/traps", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := hs.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out struct{ Error string }
+		_ = json.NewDecoder(res.Body).Decode(&out)
+		return res.StatusCode, out.Error
+	}
+	if status, msg := get(key.sign(t, claims())); status != http.StatusOK {
+		t.Fatalf("valid token: %d %s", status, msg)
+	}
+	for name, tok := range map[string]string{
+		"expired":        key.sign(t, with(claims(), "exp", time.Now().Add(-time.Hour).Unix())),
+		"wrong audience": key.sign(t, with(claims(), "aud", "someone-else")),
+		"unknown kid":    other.sign(t, claims()),
+		"not a JWT":      "a.b.c",
+		"no sub":         key.sign(t, without(claims(), "sub")),
+		"empty sub":      key.sign(t, with(claims(), "sub", "")),
+	} {
+		status, msg := get(tok)
+		if status != http.StatusUnauthorized || msg != "unauthenticated: invalid or expired token" {
+			t.Errorf("%s: want 401 %q, got %d %q", name, "unauthenticated: invalid or expired token", status, msg)
+		}
+	}
+	if !strings.Contains(logs.String(), "token is expired") {
+		t.Errorf("the cause of a refusal is not logged:\n%s", logs.String())
 	}
 }

@@ -273,10 +273,6 @@ func TestJWTVerify(t *testing.T) {
 				"no iat or nbf", rs256, without(without(validClaims(), "iat"), "nbf"),
 				viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"},
 			},
-			{
-				"no sub", rs256, without(validClaims(), "sub"),
-				viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite},
-			},
 			{"scope read-only", rs256, with(validClaims(), "scope", "read-only"), viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadOnly, Subject: "user-123"}},
 			{"scope ADMIN", rs256, with(validClaims(), "scope", "ADMIN"), viewer.Viewer{OrgID: "org-1", Scope: viewer.Admin, Subject: "user-123"}},
 			{
@@ -427,6 +423,8 @@ func TestJWTVerify(t *testing.T) {
 			}},
 			{"scope number", func(t *testing.T) string { return rs256.sign(t, with(validClaims(), "scope", 3)) }},
 			{"sub not a string", func(t *testing.T) string { return rs256.sign(t, with(validClaims(), "sub", 123)) }},
+			{"no sub", func(t *testing.T) string { return rs256.sign(t, without(validClaims(), "sub")) }},
+			{"blank sub", func(t *testing.T) string { return rs256.sign(t, with(validClaims(), "sub", "  ")) }},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {

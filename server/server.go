@@ -38,6 +38,9 @@ type Server struct {
 	engine   *trap.Engine
 	notifier *event.Notifier // nil on SQLite: one instance
 	limiter  *rateLimiter
+	gate     *connGate     // unauthenticated API connections
+	fails    *authFailures // failed authentications per client address
+	ready    *readiness
 	webhooks *webhook.Dispatcher
 	stopping context.Context // done once the service begins to shut down
 	stop     context.CancelFunc
@@ -59,8 +62,11 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 		s.jwt = v
 	}
 	s.usage = newKeyUsage(db.Client, log)
-	s.auth = NewAuthenticator(db.Client, s.jwt, s.usage)
+	s.auth = NewAuthenticator(db.Client, s.jwt, s.usage, log)
 	s.limiter = newRateLimiter(cfg.RateLimit, cfg.RateBurst)
+	s.gate = newConnGate(cfg.MaxUnauthConns, log)
+	s.fails = newAuthFailures(cfg.AuthFailureRate, cfg.AuthFailureBurst)
+	s.ready = newReadiness(db, log)
 	s.broker = event.NewBroker(db.Client, log, cfg.EventPollInterval)
 	s.resolver = graph.NewResolver(db.Client, s.broker, log, time.Now)
 	s.resolver.SetMaxStreamsPerOrg(cfg.MaxStreamsPerOrg)
@@ -93,6 +99,19 @@ func (s *Server) Engine() *trap.Engine { return s.engine }
 
 // Webhooks is the instance's webhook dispatcher.
 func (s *Server) Webhooks() *webhook.Dispatcher { return s.webhooks }
+
+// TrapServer is the trap listener's http.Server; serve it on a TrapListener.
+func (s *Server) TrapServer() *http.Server {
+	return &http.Server{
+		Handler:           s.engine,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       time.Minute,
+		MaxHeaderBytes:    32 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
 
 // Handler is the API listener's handler.
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -148,24 +167,10 @@ func (s *Server) Run(ctx context.Context, ready func(api, trap net.Addr)) error 
 		apiLn.Close()
 		return fmt.Errorf("listen on %s: %w", s.cfg.TrapAddr, err)
 	}
-	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
-	apiSrv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          errLog,
-	}
+	apiSrv := s.APIServer()
 	apiSrv.RegisterOnShutdown(s.Stop)
-	trapSrv := &http.Server{
-		Handler:           s.engine,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       time.Minute,
-		MaxHeaderBytes:    32 << 10,
-		ErrorLog:          errLog,
-	}
+	trapSrv := s.TrapServer()
+	trapLn = trap.WrapListener(trapLn)
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	wait := s.Start(bgCtx)
 	defer func() {

@@ -82,7 +82,36 @@ func migrateSchema(ctx context.Context, client *ent.Client, db *sql.DB, dia stri
 		}
 		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrationLock))
 	}
-	return client.Schema.Create(ctx, migrate.WithDropIndex(true))
+	if err := client.Schema.Create(ctx, migrate.WithDropIndex(true)); err != nil {
+		return err
+	}
+	// Outside ent's schema: nothing queries it but the readiness probe (WriteProbe).
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS flytrap_readiness (instance VARCHAR(64) PRIMARY KEY, checked_at BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("create the readiness table: %w", err)
+	}
+	return nil
+}
+
+// WriteProbe proves that the database accepts a write: it upserts the one row of
+// instance (each process names itself, so instances sharing a database never touch
+// each other's row) in a table of its own. Rows of instances gone for a day are
+// removed when stale is true.
+func (d *DB) WriteProbe(ctx context.Context, instance string, now time.Time, stale bool) error {
+	upsert := `INSERT INTO flytrap_readiness (instance, checked_at) VALUES ($1, $2)
+		ON CONFLICT (instance) DO UPDATE SET checked_at = excluded.checked_at`
+	del := `DELETE FROM flytrap_readiness WHERE checked_at < $1`
+	if d.Dialect == dialect.SQLite {
+		upsert, del = strings.ReplaceAll(strings.ReplaceAll(upsert, "$1", "?"), "$2", "?"), strings.ReplaceAll(del, "$1", "?")
+	}
+	if _, err := d.SQL.ExecContext(ctx, upsert, instance, now.UnixMilli()); err != nil {
+		return err
+	}
+	if stale {
+		if _, err := d.SQL.ExecContext(ctx, del, now.Add(-24*time.Hour).UnixMilli()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close closes the connection pool.

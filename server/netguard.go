@@ -1,0 +1,183 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/time/rate"
+)
+
+// APIServer is the API listener's http.Server: the router behind timeouts that
+// slow clients cannot stretch and a cap on connections that have not authenticated.
+// Event streams and WebSockets take their connection over and manage its deadlines.
+func (s *Server) APIServer() *http.Server {
+	return &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.cfg.APIReadHeaderTimeout,
+		ReadTimeout:       s.cfg.APIReadTimeout,
+		IdleTimeout:       s.cfg.APIIdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnContext:       s.gate.connContext,
+		ConnState:         s.gate.connState,
+	}
+}
+
+// connGate caps the API connections that have not authenticated: a connection
+// counts from its accept until one of its requests authenticates, it is taken
+// over (event stream, WebSocket: they have their own limits), or it closes.
+// Over the cap a new connection is closed as soon as it is accepted.
+type connGate struct {
+	max int
+	log *slog.Logger
+
+	mu     sync.Mutex
+	unauth int
+	conns  map[net.Conn]*gatedConn
+
+	refused  atomic.Int64
+	lastWarn atomic.Int64 // unix seconds of the last warning, so a flood logs once a minute
+}
+
+// gatedConn is one connection's standing; gate.mu guards it.
+type gatedConn struct {
+	tracked bool // still counted by the gate
+	authed  bool
+}
+
+type ctxKeyGatedConn struct{}
+
+func newConnGate(max int, log *slog.Logger) *connGate {
+	return &connGate{max: max, log: log, conns: map[net.Conn]*gatedConn{}}
+}
+
+// connContext runs for every accepted connection before the server reads from it.
+func (g *connGate) connContext(ctx context.Context, c net.Conn) context.Context {
+	g.mu.Lock()
+	if g.unauth >= g.max {
+		g.mu.Unlock()
+		_ = c.Close() // the server's first read fails, and it forgets the connection
+		n := g.refused.Add(1)
+		if now := time.Now().Unix(); g.lastWarn.Load() < now-60 {
+			g.lastWarn.Store(now)
+			g.log.Warn("refusing API connections: too many have not authenticated", "max_unauthenticated_conns", g.max, "refused_total", n)
+		}
+		return ctx
+	}
+	gc := &gatedConn{tracked: true}
+	g.unauth++
+	g.conns[c] = gc
+	g.mu.Unlock()
+	return context.WithValue(ctx, ctxKeyGatedConn{}, gc)
+}
+
+func (g *connGate) connState(c net.Conn, st http.ConnState) {
+	if st != http.StateClosed && st != http.StateHijacked {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gc, ok := g.conns[c]
+	if !ok {
+		return
+	}
+	delete(g.conns, c)
+	gc.tracked = false
+	if !gc.authed {
+		g.unauth--
+	}
+}
+
+// authenticated marks the connection of a request that authenticated: it no longer counts.
+func (g *connGate) authenticated(ctx context.Context) {
+	gc, _ := ctx.Value(ctxKeyGatedConn{}).(*gatedConn)
+	if gc == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if gc.tracked && !gc.authed {
+		gc.authed = true
+		g.unauth--
+	}
+}
+
+// Unauthenticated is how many API connections have not authenticated yet.
+func (g *connGate) Unauthenticated() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.unauth
+}
+
+// authFailures limits failed authentications per client address: a token bucket
+// that only 401s drain. An address whose bucket is empty gets 429 before its
+// token is looked at, so guessing keys or replaying stolen JWTs is slow and
+// cheap for us. IPv6 addresses share a bucket per /64, what one host is given.
+type authFailures struct {
+	rate    rate.Limit
+	burst   int
+	buckets *lru.Cache[netip.Prefix, *rate.Limiter]
+	now     func() time.Time
+}
+
+func newAuthFailures(perSecond float64, burst int) *authFailures {
+	cache, _ := lru.New[netip.Prefix, *rate.Limiter](100_000) // only fails for a size < 1
+	return &authFailures{rate: rate.Limit(perSecond), burst: burst, buckets: cache, now: time.Now}
+}
+
+// clientPrefix is the bucket of a request's peer (RemoteAddr: the API listener trusts no forwarding header).
+func clientPrefix(r *http.Request) (netip.Prefix, bool) {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Prefix{}, false
+	}
+	a := ap.Addr().Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p, true
+	}
+	return netip.PrefixFrom(a, 32), true
+}
+
+// blocked reports whether r's address has failed too often; if so it sets Retry-After.
+func (f *authFailures) blocked(w http.ResponseWriter, r *http.Request) bool {
+	p, ok := clientPrefix(r)
+	if !ok {
+		return false
+	}
+	lim, ok := f.buckets.Get(p)
+	if !ok {
+		return false
+	}
+	tokens := lim.TokensAt(f.now())
+	if tokens >= 1 {
+		return false
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil((1-tokens)/float64(f.rate))))))
+	return true
+}
+
+// failed records a failed authentication from r's address.
+func (f *authFailures) failed(r *http.Request) {
+	p, ok := clientPrefix(r)
+	if !ok {
+		return
+	}
+	lim, ok := f.buckets.Get(p)
+	if !ok {
+		lim = rate.NewLimiter(f.rate, f.burst)
+		if prev, found, _ := f.buckets.PeekOrAdd(p, lim); found {
+			lim = prev
+		}
+	}
+	lim.AllowN(f.now(), 1)
+}

@@ -1,0 +1,85 @@
+package trap
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// WrapListener makes the errors net/http answers on its own, before any handler runs
+// (a malformed request, headers too large, an unknown transfer coding, an HTTP
+// version it does not speak), look like the nginx the trap listener imitates. Go
+// writes those in a style of its own ("400 Bad Request: malformed MIME header line",
+// text/plain, no Date) that names the Go server to any scanner.
+//
+// net/http writes each of them straight to the connection in one Write, with a fixed
+// header block no handler response has (it would carry Date and be in another order):
+// the connection spots that block and sends nginx's page instead.
+func WrapListener(ln net.Listener) net.Listener { return nginxListener{ln} }
+
+type nginxListener struct{ net.Listener }
+
+func (l nginxListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &nginxConn{Conn: c}, nil
+}
+
+type nginxConn struct{ net.Conn }
+
+// goErrorHeaders is what net/http's server (conn.serve) puts after the status line of its own errors.
+const goErrorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+
+func (c *nginxConn) Write(b []byte) (int, error) {
+	if page, ok := nginxErrorFor(b, time.Now()); ok {
+		if _, err := c.Conn.Write(page); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
+}
+
+// CloseWrite lets net/http half-close after an error, as it would on the bare TCP connection.
+func (c *nginxConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// nginxErrorFor returns nginx's answer for net/http's own error response b, if b is one.
+func nginxErrorFor(b []byte, now time.Time) ([]byte, bool) {
+	if !bytes.HasPrefix(b, []byte("HTTP/1.1 ")) || len(b) < 12 {
+		return nil, false
+	}
+	eol := bytes.Index(b, []byte("\r\n"))
+	if eol < 0 || !bytes.HasPrefix(b[eol:], []byte(goErrorHeaders)) {
+		return nil, false
+	}
+	code, _ := strconv.Atoi(string(b[9:12]))
+	var body string
+	switch code {
+	case http.StatusRequestHeaderFieldsTooLarge: // nginx says 400, with a title of its own
+		code = http.StatusBadRequest
+		body = "<html>\r\n<head><title>400 Request Header Or Cookie Too Large</title></head>\r\n<body>\r\n" +
+			"<center><h1>400 Bad Request</h1></center>\r\n<center>Request Header Or Cookie Too Large</center>\r\n" +
+			"<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+	case http.StatusNotImplemented, http.StatusHTTPVersionNotSupported:
+	default:
+		code = http.StatusBadRequest
+	}
+	status := fmt.Sprintf("%d %s", code, http.StatusText(code))
+	if body == "" {
+		body = "<html>\r\n<head><title>" + status + "</title></head>\r\n<body>\r\n<center><h1>" + status +
+			"</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+	}
+	// The headers of the listener's own 404 (decoy.NotFound through net/http): no Server banner.
+	return fmt.Appendf(nil, "HTTP/1.1 %s\r\nDate: %s\r\nContent-Type: text/html\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, now.UTC().Format(http.TimeFormat), len(body), body), true
+}
