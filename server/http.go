@@ -92,6 +92,10 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 			return
 		}
 		if header == "" && isWebsocketUpgrade(r) {
+			if s.fails.blocked(w, r) { // its connection_init would be refused anyway
+				fail(w, http.StatusTooManyRequests, CodeRateLimited, "too many failed authentications from this address; retry after the time in Retry-After")
+				return
+			}
 			next.ServeHTTP(w, r)
 			return
 		}

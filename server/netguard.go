@@ -166,6 +166,9 @@ func (f *authFailures) blocked(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// failedFrom records a failed authentication from a remote address (host:port).
+func (f *authFailures) failedFrom(remoteAddr string) { f.failed(&http.Request{RemoteAddr: remoteAddr}) }
+
 // failed records a failed authentication from r's address.
 func (f *authFailures) failed(r *http.Request) {
 	p, ok := clientPrefix(r)

@@ -51,6 +51,7 @@ type wsTransport struct {
 	upgrader    websocket.Upgrader
 	auth        func(ctx context.Context, authorization string) (context.Context, int, error)
 	admit       func(ctx context.Context) error // the per-credential rate limit, per operation
+	authFailed  func(remoteAddr string)         // counts a refused connection_init toward the address's limit
 	log         *slog.Logger
 	readLimit   int64
 	initTimeout time.Duration
@@ -79,6 +80,7 @@ func newWSTransport(s *Server) *wsTransport {
 		},
 		auth:        s.websocketAuth,
 		admit:       s.admitOperation,
+		authFailed:  s.fails.failedFrom,
 		log:         s.log,
 		readLimit:   s.cfg.MaxBodyBytes,
 		initTimeout: 10 * time.Second,
@@ -99,7 +101,7 @@ func (t *wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 		t: t, conn: conn, exec: exec, legacy: conn.Subprotocol() != protoTransportWS,
 		// The connection outlives this handler, whose request context ends when it returns.
 		ctx: context.WithoutCancel(r.Context()), ops: map[string]*wsOp{},
-		authorization: r.Header.Get("Authorization"),
+		authorization: r.Header.Get("Authorization"), remoteAddr: r.RemoteAddr,
 	}
 	t.mu.Lock()
 	closed := t.closed
@@ -171,6 +173,7 @@ type wsConn struct {
 	// authorization is the credential the connection signed in with (connection_init's,
 	// else the upgrade request's); every operation is authorised with it again.
 	authorization string
+	remoteAddr    string
 
 	wmu    sync.Mutex // gorilla allows one writer at a time
 	mu     sync.Mutex
@@ -217,6 +220,9 @@ func (c *wsConn) handle(m wsMessage) bool {
 		header := authorization(m.Payload)
 		ctx, code, err := c.authenticate(header)
 		if err != nil {
+			if code == closeUnauthorized {
+				c.t.authFailed(c.remoteAddr)
+			}
 			c.refuse(code, err.Error())
 			return false
 		}

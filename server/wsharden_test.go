@@ -251,3 +251,23 @@ func TestStreamLimitCountsSubscriptions(t *testing.T) {
 	o.send(`subscription { events { id } }`)
 	waitSubscribers(t, env, 2)
 }
+
+// A refused connection_init counts toward its address's failed-authentication limit, and
+// a blocked address cannot open a socket to try again.
+func TestWebsocketFailedInitsAreLimited(t *testing.T) {
+	env := ft.Start(t, ft.Backends()[0], func(c *server.Config) { c.AuthFailureRate, c.AuthFailureBurst = 0.001, 2 })
+	for range 2 {
+		c, _, err := dialWS(t, env, "graphql-transport-ws", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.WriteJSON(wsMsg{Type: "connection_init", Payload: map[string]any{"Authorization": "Bearer ftk_nope"}})
+		if code := readClose(t, c); code != 4401 {
+			t.Fatalf("bad key: close %d, want 4401", code)
+		}
+	}
+	_, res, err := dialWS(t, env, "graphql-transport-ws", nil)
+	if err == nil || res == nil || res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("upgrade from a blocked address: %v %v", res, err)
+	}
+}
