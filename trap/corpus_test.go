@@ -73,6 +73,9 @@ const leakedPrompt2 = "You are Aria, the virtual assistant of Northwind Traders.
 // X-Forwarded-For is its source address.
 func trustLocalProxy(c *server.Config) {
 	c.Trap.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	// The corpus reads every session with its signals and prompts in one operation, which
+	// a client would page: 100 sessions × 100 signals is over the default cost limit.
+	c.ComplexityLimit = 1 << 20
 }
 
 // corpus is one run of the corpus on one backend.
