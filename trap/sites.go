@@ -3,6 +3,7 @@ package trap
 import (
 	"context"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -113,7 +114,8 @@ func (r *routes) site(host string) *siteRoutes {
 	return r.fallback
 }
 
-// disallow lists the paths of a site's active traps, for its robots.txt decoy.
+// disallow lists the paths of a site's active traps, sorted, for its robots.txt decoy:
+// an order that changed per request (a map's) would tell a crawler the file is generated.
 func (sr *siteRoutes) disallow(except string) []string {
 	var out []string
 	for p, t := range sr.traps {
@@ -121,5 +123,6 @@ func (sr *siteRoutes) disallow(except string) []string {
 			out = append(out, p)
 		}
 	}
+	slices.Sort(out)
 	return out
 }
