@@ -641,7 +641,7 @@ func TestCorpus(t *testing.T) {
 				}
 				v.bug = "person clicking the decoy's own visible links is a SCANNER"
 				t.Fatalf("a person who clicked the %d visible links of two trap pages (each a 404, with the trap page as Referer) "+
-					"is %s (signals %v, score %d, severity %s): trap/recorder.go judgeHit counts every not_found path as a probe, "+
+					"is %s (signals %v, score %d, severity %s): detect.Observe counts every not_found path as a probe, "+
 					"including the links the decoy itself showed; SYSTEMATIC_PROBING must not count paths the session's decoys linked "+
 					"(or requests whose Referer is a trap page of the site)", len(clicked), s.Classification, s.SignalsFired, s.Score, s.Severity)
 			}
@@ -716,7 +716,7 @@ func TestCorpus(t *testing.T) {
 				}
 				v.bug = "regex crawler is a SCANNER"
 				t.Fatalf("a regex crawler that requested the %d URLs of one trap page (%d hidden, the rest the page's own links, "+
-					"each a 404) is %s, not BOT (signals %v, score %d): trap/recorder.go judgeHit counts the decoy's own links as "+
+					"each a 404) is %s, not BOT (signals %v, score %d): detect.Observe counts the decoy's own links as "+
 					"probes, so SYSTEMATIC_PROBING (rule 3 of detect.Judge) wins over CALLBACK_HIT; links a served decoy contained "+
 					"must not count toward probing", len(urls), hidden, s.Classification, s.SignalsFired, s.Score)
 			}

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flytrap/flytrap/decoy"
+	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/schema"
 	enttrap "github.com/flytrap/flytrap/ent/trap"
@@ -24,7 +25,6 @@ const (
 	maxUserAgent = 1024
 	maxPath      = 2048
 	maxQuery     = 4096
-	maxProbes    = 32
 )
 
 // headersForTokens are the request headers a planted credential or echoed canary may come back in.
@@ -126,7 +126,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A stranger's probe is remembered, not recorded: only visitors who touched a trap become sessions.
 		key := visitorKey(rec.org, rec.ip, rec.ua)
 		if vs, ok := e.visits.session(key); !ok || now.Sub(vs.lastSeen) > e.cfg.SessionIdle {
-			e.visits.probe(key, rec.path, maxProbes)
+			e.visits.probe(key, rec.path, detect.MaxProbes)
 			writeRendered(w, resp)
 			return
 		}

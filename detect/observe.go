@@ -1,0 +1,317 @@
+package detect
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/flytrap/flytrap/ent/schematype"
+)
+
+// Session is what the engine knows of one visitor's session between its requests.
+type Session struct {
+	UA       string    // the session's own visitor's user agent (whoever brings its tokens)
+	Hits     int       // requests so far
+	Last     time.Time // the latest request
+	Fired    []string  // signal names, in the order each first fired
+	Traps    []string  // trap ids, in the order each was first hit
+	Model    string    // extracted from a leaked prompt
+	Operator string
+	State    schematype.SessionState
+}
+
+// Clone copies s deeply enough that changing the copy leaves s as it was.
+func (s Session) Clone() Session {
+	s.Fired = slices.Clone(s.Fired)
+	s.Traps = slices.Clone(s.Traps)
+	s.State.Signals = maps.Clone(s.State.Signals)
+	if s.State.Signals == nil {
+		s.State.Signals = map[string]int{}
+	}
+	s.State.Disallowed = slices.Clone(s.State.Disallowed)
+	s.State.Linked = slices.Clone(s.State.Linked)
+	s.State.ProbePaths = slices.Clone(s.State.ProbePaths)
+	return s
+}
+
+// Use is what a token that came back was planted for.
+type Use uint8
+
+const (
+	UseCallback   Use = iota + 1 // a hidden link
+	UseChallenge                 // a value to compute
+	UseCanary                    // a phrase to echo
+	UseSink                      // an endpoint to post instructions to
+	UseCredential                // a planted secret
+	UseOther
+)
+
+// TokenUse is a token of one of our decoys that came back in a request.
+type TokenUse struct {
+	Use       Use
+	SourceHit string    // the hit whose decoy carried it
+	SourceAt  time.Time // when that decoy was served
+	Placement string    // where in the decoy it sat, e.g. "callback#2"
+	Answered  bool      // a challenge: the request carried the computed answer
+	Answer    string    // a challenge's answer, for the evidence
+}
+
+// Observation is one request as the engine sees it: the trap listener resolves tokens
+// and routes; everything here is the visitor's, and nothing is trusted.
+type Observation struct {
+	At       time.Time
+	Method   string
+	Host     string
+	Path     string
+	Query    string
+	Body     string
+	Headers  map[string][]string
+	IP       netip.Addr
+	UA       string
+	Kind     string // decoy, callback, not_found
+	TrapID   string // the trap it hit, if any
+	TrapType string
+	Tokens   []TokenUse // tokens of this organization's stored hits, nothing else
+	Tool     string     // mcp: the decoy tool invoked, and its arguments
+	ToolArgs string
+	Disallow []string // a robots decoy was served: the paths it disallowed
+	Linked   []string // a decoy was served: the same-site paths it links to
+}
+
+// Firing is one signal a request fired, with its evidence.
+type Firing struct {
+	Name      string
+	Placement string
+	Source    string // the hit whose token brought it
+	Delay     *int64 // milliseconds since that hit
+	Detail    string
+}
+
+// CapturedPrompt is text a request carried that reads as its sender's system prompt.
+type CapturedPrompt struct {
+	Prompt Prompt
+	Source string // json_field, form_field, body, query
+}
+
+// Outcome is what one request changed.
+type Outcome struct {
+	Firings   []Firing
+	Prompts   []CapturedPrompt
+	Verdict   Verdict // the session judged anew
+	Tripwires int     // tripwire firings among Firings
+	Changed   bool    // the session's lists or state changed, not only its counters
+}
+
+// Limits of what a session remembers between requests.
+const (
+	MaxLinked = 256 // linked paths
+	MaxProbes = 32  // distinct unknown paths
+)
+
+// Observe is the engine's core: it fires the signals one request earns, given what its
+// session showed before, and judges the session anew. It is pure: s is not changed; the
+// session after the request is returned.
+func Observe(s Session, o Observation) (Session, Outcome) {
+	s = s.Clone()
+	var out Outcome
+	fire := func(f Firing) {
+		out.Changed = true
+		out.Firings = append(out.Firings, f)
+		s.State.Signals[f.Name]++
+		if !slices.Contains(s.Fired, f.Name) {
+			s.Fired = append(s.Fired, f.Name)
+		}
+		if IsTripwire(f.Name) {
+			out.Tripwires++
+		}
+	}
+	once := func(name, detail string) {
+		if s.State.Signals[name] == 0 {
+			fire(Firing{Name: name, Detail: detail})
+		}
+	}
+	// Who this request says it is: a token may bring another client into the session.
+	client := LookupUA(o.UA)
+	if sig := UASignal(client); sig != "" {
+		once(sig, client.Name)
+	}
+	if UnverifiedClaim(client, o.IP) {
+		once(SignalUnverifiedBotClaim, client.Name+" from "+o.IP.String())
+	}
+
+	for _, t := range o.Tokens {
+		f := Firing{Source: t.SourceHit, Placement: t.Placement, Detail: o.Method + " " + o.Path, Name: SignalCallbackHit}
+		delay := o.At.Sub(t.SourceAt).Milliseconds()
+		f.Delay = &delay
+		switch t.Use {
+		case UseChallenge:
+			if t.Answered {
+				f.Name, f.Detail = SignalInjectionFollowed, "computed the challenge: "+t.Answer
+			}
+		case UseCanary:
+			f.Name, f.Detail = SignalInjectionFollowed, "echoed the canary phrase"
+		case UseSink:
+			if o.Method != "GET" && o.Method != "HEAD" && o.Body != "" {
+				f.Name, f.Detail = SignalInjectionFollowed, "posted to the sink it was told to"
+			}
+			for _, c := range promptCandidates(o) {
+				if p, ok := AnalyzePrompt(c.text); ok {
+					out.Prompts = append(out.Prompts, CapturedPrompt{Prompt: p, Source: c.source})
+				}
+			}
+		case UseCredential:
+			f.Name, f.Detail = SignalCredentialUsed, "used the planted credential"
+		}
+		fire(f)
+		if sig := FollowUpSignal(time.Duration(delay) * time.Millisecond); sig != "" {
+			fire(Firing{Name: sig, Source: t.SourceHit, Delay: &delay})
+		}
+	}
+	for _, p := range out.Prompts {
+		fire(Firing{Name: SignalSystemPromptLeaked, Placement: "sink", Detail: "prompt " + p.Prompt.Hash[:12] + " via " + p.Source})
+		if p.Prompt.Model != "" {
+			s.Model = p.Prompt.Model
+		}
+		if p.Prompt.Operator != "" {
+			s.Operator = p.Prompt.Operator
+		}
+	}
+	if o.Tool != "" {
+		fire(Firing{Name: SignalToolInvoked, Placement: "mcp_tool", Detail: o.Tool + " " + o.ToolArgs})
+	}
+	switch {
+	case o.Disallow != nil || o.TrapType == "robots":
+		at := o.At
+		s.State.RobotsAt, s.State.Disallowed, out.Changed = &at, o.Disallow, true
+	case s.State.RobotsAt != nil && disallowed(s.State.Disallowed, o.Path):
+		once(SignalRobotsDisallowIgnored, o.Path)
+	}
+	for _, p := range o.Linked {
+		if len(s.State.Linked) < MaxLinked && !slices.Contains(s.State.Linked, p) {
+			s.State.Linked, out.Changed = append(s.State.Linked, p), true
+		}
+	}
+	if isProbe(o) && !slices.Contains(s.State.Linked, o.Path) && len(s.State.ProbePaths) < MaxProbes && !slices.Contains(s.State.ProbePaths, o.Path) {
+		s.State.ProbePaths, out.Changed = append(s.State.ProbePaths, o.Path), true
+	}
+	if len(s.State.ProbePaths) >= ProbingThreshold {
+		once(SignalSystematicProbing, fmt.Sprintf("%d unknown paths", len(s.State.ProbePaths)))
+	}
+
+	s.Hits++
+	if o.At.After(s.Last) {
+		s.Last = o.At
+	}
+	if o.TrapID != "" && !slices.Contains(s.Traps, o.TrapID) {
+		s.Traps, out.Changed = append(s.Traps, o.TrapID), true
+	}
+	out.Verdict = Judge(Evidence{Signals: s.State.Signals, Agent: LookupUA(s.UA), Hits: s.Hits})
+	return s, out
+}
+
+// browserAutoPaths are asked for by browsers on their own, never by a person's choice.
+var browserAutoPaths = []string{"/favicon.ico", "/apple-touch-icon", "/browserconfig.xml", "/site.webmanifest", "/manifest.json", "/.well-known/"}
+
+// isProbe reports whether an unknown path counts toward systematic probing: a link
+// followed from one of our own pages (Referer on the same host) is a person browsing,
+// and what browsers fetch by themselves is nobody's probe.
+func isProbe(o Observation) bool {
+	if o.Kind != "not_found" {
+		return false
+	}
+	for _, p := range browserAutoPaths {
+		if strings.HasPrefix(o.Path, p) {
+			return false
+		}
+	}
+	if vs := o.Headers["Referer"]; len(vs) > 0 {
+		if u, err := url.Parse(vs[0]); err == nil && u.Host != "" && strings.EqualFold(u.Host, o.Host) {
+			return false
+		}
+	}
+	return true
+}
+
+func disallowed(paths []string, p string) bool {
+	for _, d := range paths {
+		if d != "" && strings.HasPrefix(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+type promptCandidate struct{ text, source string }
+
+// promptCandidates are the texts in a request that may be a leaked system prompt:
+// JSON string fields, form fields, query parameters, and the plain body.
+func promptCandidates(o Observation) []promptCandidate {
+	var out []promptCandidate
+	add := func(text, source string) {
+		if len(strings.TrimSpace(text)) >= 20 && len(out) < 16 {
+			out = append(out, promptCandidate{text, source})
+		}
+	}
+	body := strings.TrimSpace(o.Body)
+	if strings.HasPrefix(body, "{") || strings.HasPrefix(body, "[") {
+		for _, s := range jsonStrings(body, 16) {
+			add(s, "json_field")
+		}
+	}
+	if form, err := url.ParseQuery(body); err == nil && !strings.HasPrefix(body, "{") && strings.Contains(body, "=") {
+		for _, vs := range form {
+			for _, v := range vs {
+				add(v, "form_field")
+			}
+		}
+	} else if body != "" && !strings.HasPrefix(body, "{") && !strings.HasPrefix(body, "[") {
+		add(body, "body")
+	}
+	if q, err := url.ParseQuery(o.Query); err == nil {
+		for _, vs := range q {
+			for _, v := range vs {
+				add(v, "query")
+			}
+		}
+	}
+	return out
+}
+
+// jsonStrings collects up to max string values of a JSON document, depth first.
+func jsonStrings(doc string, max int) []string {
+	var v any
+	if json.Unmarshal([]byte(doc), &v) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		if len(out) >= max {
+			return
+		}
+		switch v := v.(type) {
+		case string:
+			out = append(out, v)
+		case map[string]any:
+			keys := make([]string, 0, len(v))
+			for k := range v {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				walk(v[k])
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(v)
+	return out
+}

@@ -1,0 +1,291 @@
+package trap
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"entgo.io/ent/dialect"
+	"github.com/flytrap/flytrap/detect"
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/schematype"
+	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/ids"
+)
+
+// sess is a session being changed by a batch: what the engine knows of it
+// (detect.Session) and what the writer needs to store it.
+type sess struct {
+	detect.Session
+	row      *ent.Session // nil until it exists in the database
+	id       string
+	org      string
+	site     string
+	ip       string
+	first    time.Time
+	addHits  int
+	addTrips int
+	addProms int
+	verdict  detect.Verdict
+	// dirty says the lists or the state changed since the session was stored;
+	// stored is the verdict as stored. An unchanged session costs only its counters.
+	dirty  bool
+	stored detect.Verdict
+	// detection state before this batch, to tell detected from escalated
+	wasDetected bool
+	wasSeverity string
+	key         string
+}
+
+// sourceHit is a hit that served a decoy whose token came back.
+type sourceHit struct {
+	session    string
+	org        string
+	receivedAt time.Time
+}
+
+// sourceHits loads the hits the batch's tokens point to: in this batch or already stored.
+func (e *Engine) sourceHits(ctx context.Context, c *ent.Client, batch []*job) (map[string]sourceHit, error) {
+	var want []string
+	for _, j := range batch {
+		for _, ref := range j.rec.refs {
+			if !slices.Contains(want, ref.HitID) {
+				want = append(want, ref.HitID)
+			}
+		}
+	}
+	out := map[string]sourceHit{}
+	if len(want) == 0 {
+		return out, nil
+	}
+	rows, err := c.Hit.Query().Where(hit.IDIn(want...)).
+		Select(hit.FieldID, hit.FieldSessionID, hit.FieldOrgID, hit.FieldReceivedAt).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load token sources: %w", err)
+	}
+	for _, h := range rows {
+		out[h.ID] = sourceHit{session: h.SessionID, org: h.OrgID, receivedAt: h.ReceivedAt}
+	}
+	return out, nil
+}
+
+// sessionFor finds the session a hit belongs to: the session that received a token
+// it carries (whatever its address), else the visitor's open session, else a new one.
+func (e *Engine) sessionFor(ctx context.Context, c *ent.Client, rec *hitRecord, sources map[string]sourceHit, batch map[string]*sess) (*sess, error) {
+	key := visitorKey(rec.org, rec.ip, rec.ua)
+	for _, ref := range rec.refs {
+		if src, ok := sources[ref.HitID]; ok && src.org == rec.org && src.session != "" {
+			return e.loadSession(ctx, c, src.session, batch)
+		}
+	}
+	for _, s := range batch { // a session this batch made or touched
+		if s.key == key && rec.receivedAt.Sub(s.Last) <= e.cfg.SessionIdle {
+			return s, nil
+		}
+	}
+	idleSince := rec.receivedAt.Add(-e.cfg.SessionIdle)
+	if vs, ok := e.visits.session(key); ok && vs.lastSeen.After(idleSince) {
+		if s, err := e.loadSession(ctx, c, vs.id, batch); err == nil && s.Last.After(idleSince) {
+			return s, nil
+		}
+	}
+	row, err := c.Session.Query().
+		Where(session.OrgID(rec.org), session.SourceIP(rec.ip.String()), session.UserAgent(rec.ua), session.LastSeenGTE(idleSince)).
+		Order(ent.Desc(session.FieldLastSeen)).First(ctx)
+	if err != nil && !ent.IsNotFound(err) {
+		return nil, fmt.Errorf("find session: %w", err)
+	}
+	if row != nil {
+		return e.loadSession(ctx, c, row.ID, batch)
+	}
+	s := &sess{
+		id: ids.New(ids.Session), org: rec.org, site: rec.site, ip: rec.ip.String(), first: rec.receivedAt, key: key,
+		Session: detect.Session{UA: rec.ua, Last: rec.receivedAt, State: schematype.SessionState{Signals: map[string]int{}}},
+	}
+	s.State.ProbePaths = e.visits.takeProbes(key)
+	return s, nil
+}
+
+func (e *Engine) loadSession(ctx context.Context, c *ent.Client, id string, batch map[string]*sess) (*sess, error) {
+	if s, ok := batch[id]; ok {
+		return s, nil
+	}
+	if s, ok := e.recent.Get(id); ok {
+		return s.clone(), nil // a copy: the batch may still roll back
+	}
+	row, err := c.Session.Get(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("load session %s: %w", id, err)
+	}
+	s := &sess{
+		row: row, id: row.ID, org: row.OrgID, site: row.SiteID, ip: row.SourceIP, first: row.FirstSeen,
+		Session: detect.Session{
+			UA: row.UserAgent, Last: row.LastSeen, Hits: row.HitCount,
+			Fired: slices.Clone(row.SignalsFired), Traps: slices.Clone(row.TrapsTriggered),
+			Model: row.ExtractedModel, Operator: row.ExtractedOperator, State: row.State,
+		},
+		wasDetected: row.State.Detected, wasSeverity: row.State.Severity,
+		stored: detect.Verdict{Classification: string(row.Classification), Score: row.Score,
+			Confidence: row.Confidence, Severity: string(row.Severity)},
+	}
+	s.key = row.OrgID + "|" + row.SourceIP + "|" + row.UserAgent // the session's own visitor, whoever brought its token
+	if s.State.Signals == nil {
+		s.State.Signals = map[string]int{}
+	}
+	return s, nil
+}
+
+// touchSessions moves last_seen and hit_count of many sessions in one statement: the
+// common case of a visitor's further hits, which would otherwise cost a statement each.
+// It joins the sessions by id to a list of their new values (UPDATE … FROM, SQLite 3.33
+// or later): a CASE per column would compare each row with every id, and a WITH clause
+// costs SQLite a copy of the list to prepare.
+func (e *Engine) touchSessions(ctx context.Context, c *ent.Client, ss []*sess) error {
+	if len(ss) == 0 {
+		return nil
+	}
+	if len(ss) == 1 {
+		return e.saveSession(ctx, c, ss[0])
+	}
+	args := make([]any, 0, len(ss)*3)
+	n := 0
+	ph := func(cast string) string {
+		n++
+		if e.dialect == dialect.Postgres {
+			return fmt.Sprintf("$%d%s", n, cast)
+		}
+		return "?"
+	}
+	var values strings.Builder
+	for i, s := range ss {
+		if i > 0 {
+			values.WriteString(", ")
+		}
+		fmt.Fprintf(&values, "(%s, %s, %s)", ph(""), ph("::timestamptz"), ph("::bigint"))
+		args = append(args, s.id, s.Last, s.addHits)
+	}
+	// Both databases name the columns of a VALUES list column1, column2, …
+	q := "UPDATE " + session.Table + " SET " + session.FieldLastSeen + " = v.column2, " +
+		session.FieldHitCount + " = " + session.FieldHitCount + " + v.column3 FROM (VALUES " + values.String() +
+		") AS v WHERE " + session.Table + "." + session.FieldID + " = v.column1"
+	if _, err := c.ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("update sessions: %w", err)
+	}
+	return nil
+}
+
+// saveSession writes a session's changes: created, or updated with atomic counters.
+func (e *Engine) saveSession(ctx context.Context, c *ent.Client, s *sess) error {
+	v := s.verdict
+	if s.row == nil {
+		err := c.Session.Create().SetID(s.id).SetOrgID(s.org).SetSiteID(s.site).SetSourceIP(s.ip).SetUserAgent(s.UA).
+			SetFirstSeen(s.first).SetLastSeen(s.Last).SetHitCount(s.Hits).SetSignalsFired(s.Fired).
+			SetTrapsTriggered(s.Traps).SetTripwiresFired(s.addTrips).SetPromptsCaptured(s.addProms).
+			SetExtractedModel(s.Model).SetExtractedOperator(s.Operator).SetState(s.State).
+			SetClassification(session.Classification(v.Classification)).SetScore(v.Score).
+			SetConfidence(v.Confidence).SetSeverity(session.Severity(v.Severity)).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("create session: %w", err)
+		}
+		return nil
+	}
+	u := c.Session.Update().Where(session.ID(s.id)).SetLastSeen(s.Last).AddHitCount(s.addHits)
+	if s.addTrips > 0 {
+		u.AddTripwiresFired(s.addTrips)
+	}
+	if s.addProms > 0 {
+		u.AddPromptsCaptured(s.addProms)
+	}
+	if s.dirty {
+		u.SetSignalsFired(s.Fired).SetTrapsTriggered(s.Traps).SetExtractedModel(s.Model).
+			SetExtractedOperator(s.Operator).SetState(s.State)
+	}
+	if v != s.stored {
+		u.SetClassification(session.Classification(v.Classification)).SetScore(v.Score).
+			SetConfidence(v.Confidence).SetSeverity(session.Severity(v.Severity))
+	}
+	err := u.Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("update session: %w", err)
+	}
+	return nil
+}
+
+// threatType says which threat event the batch's changes to s call for: threat.detected
+// when it first crossed the detection threshold, threat.escalated when its severity rose
+// since it was last reported, or none. It records the report in the session's state.
+func threatType(s *sess) string {
+	v := s.verdict
+	if !detect.Detected(v) {
+		return ""
+	}
+	typ := event.ThreatEscalated
+	switch {
+	case !s.wasDetected:
+		typ = event.ThreatDetected
+	case detect.SeverityRank(v.Severity) <= detect.SeverityRank(s.wasSeverity):
+		return ""
+	}
+	s.State.Detected, s.State.Severity, s.dirty = true, v.Severity, true
+	return typ
+}
+
+// ThreatData is the data of threat.* events, as the API document's table gives it.
+func ThreatData(s *sess) map[string]any {
+	traps := s.Traps
+	if traps == nil {
+		traps = []string{}
+	}
+	return map[string]any{
+		"session_id":         s.id,
+		"source_ip":          s.ip,
+		"classification":     strings.ToLower(s.verdict.Classification),
+		"severity":           s.verdict.Severity,
+		"score":              s.verdict.Score,
+		"hit_count":          s.Hits,
+		"tripwires_fired":    tripwires(s),
+		"extracted_model":    s.Model,
+		"extracted_operator": s.Operator,
+		"traps_triggered":    traps,
+	}
+}
+
+func tripwires(s *sess) int {
+	n := 0
+	for name, c := range s.State.Signals {
+		if detect.IsTripwire(name) {
+			n += c
+		}
+	}
+	return n
+}
+
+// clone copies s deeply enough that changing the copy leaves s as it was.
+func (s *sess) clone() *sess {
+	c := *s
+	c.Session = s.Session.Clone()
+	return &c
+}
+
+// observed takes in what detect.Observe made of one of the session's hits.
+func (s *sess) observed(next detect.Session, out detect.Outcome) {
+	s.Session = next
+	s.dirty = s.dirty || out.Changed
+	s.addTrips += out.Tripwires
+	s.addProms += len(out.Prompts)
+	s.addHits++
+	s.verdict = out.Verdict
+}
+
+// committed marks s as stored: what the next batch adds starts from here.
+func (s *sess) committed() {
+	if s.row == nil {
+		s.row = &ent.Session{ID: s.id}
+	}
+	s.addHits, s.addTrips, s.addProms, s.dirty, s.stored = 0, 0, 0, false, s.verdict
+	s.wasDetected, s.wasSeverity = s.State.Detected, s.State.Severity
+}
