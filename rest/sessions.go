@@ -30,8 +30,9 @@ const (
 
 // query checks the query string against the parameters a route accepts, so a typo is an error, not a silent no-op.
 func query(r *http.Request, allowed ...string) (url.Values, error) {
-	q := r.URL.Query()
+	q := r.URL.Query() // complete: serve has refused a query string that does not decode
 	for name, vals := range q {
+		name := clip(name, maxEcho)
 		known := false
 		for _, a := range allowed {
 			known = known || a == name
