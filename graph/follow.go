@@ -178,7 +178,7 @@ func (p *follower) finish(err error) {
 func CheckEventTypes(field string, types []string) error {
 	for _, t := range types {
 		if !slices.Contains(event.Types, t) {
-			return apperr.Invalid(field, "%q is not an event type (known: %s)", t, strings.Join(event.Types, ", "))
+			return apperr.Invalid(field, "%q is not an event type (known: %s)", truncate(t, 64), strings.Join(event.Types, ", "))
 		}
 	}
 	return nil

@@ -181,7 +181,10 @@ func jsonError(err error) error {
 		return apperr.Invalid("body", "is not valid JSON (at byte %d)", se.Offset)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return apperr.Invalid(name, "is not a known field")
+		if name == "" {
+			return apperr.Invalid("body", "has a field with an empty name")
+		}
+		return apperr.Invalid(clip(name, maxEcho), "is not a known field")
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return apperr.Invalid("body", "is truncated JSON")
 	}

@@ -32,6 +32,9 @@ const (
 func query(r *http.Request, allowed ...string) (url.Values, error) {
 	q := r.URL.Query() // complete: serve has refused a query string that does not decode
 	for name, vals := range q {
+		if name == "" {
+			return nil, apperr.Invalid("query string", "has a parameter with no name")
+		}
 		name := clip(name, maxEcho)
 		known := false
 		for _, a := range allowed {
