@@ -17,6 +17,7 @@ import (
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/ids"
 )
 
@@ -121,11 +122,11 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if where.FirstSeenLT, err = timeParam(q, "until"); err != nil {
 		return err
 	}
-	after, err := cursorParam(q)
+	order := &ent.SessionOrder{Field: ent.SessionOrderFieldLastSeen, Direction: entgql.OrderDirectionDesc}
+	after, err := cursorParam(q, ids.Session, order.Field.String())
 	if err != nil {
 		return err
 	}
-	order := &ent.SessionOrder{Field: ent.SessionOrderFieldLastSeen, Direction: entgql.OrderDirectionDesc}
 	conn, err := a.res.Query().Sessions(r.Context(), after, &limit, nil, nil, order, where)
 	if err != nil {
 		return err
@@ -137,8 +138,9 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
 	return page(w, data, conn.PageInfo)
 }
 
-// cursorParam reads the cursor parameter of a paginated list.
-func cursorParam(q url.Values) (*entgql.Cursor[string], error) {
+// cursorParam reads the cursor parameter of a list of nodes with id prefix ordered by
+// order (see graph.CheckCursor).
+func cursorParam(q url.Values, prefix, order string) (*entgql.Cursor[string], error) {
 	v := q.Get("cursor")
 	if v == "" {
 		return nil, nil
@@ -146,6 +148,9 @@ func cursorParam(q url.Values) (*entgql.Cursor[string], error) {
 	after := &entgql.Cursor[string]{}
 	if err := after.UnmarshalGQL(urlToStd.Replace(v)); err != nil {
 		return nil, apperr.Invalid("cursor", "is not a cursor this API issued")
+	}
+	if err := graph.CheckCursor("cursor", after, prefix, order); err != nil {
+		return nil, err
 	}
 	return after, nil
 }
