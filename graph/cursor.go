@@ -57,8 +57,14 @@ func CheckCursor(field string, c *entgql.Cursor[string], prefix, order string) e
 	}
 	switch v := c.Value.(type) {
 	case nil:
-		if kind != kindNone {
-			return bad
+		// entgql issues a zero value (a score of 0) as no value at all (msgpack omitempty).
+		switch kind {
+		case kindInt:
+			c.Value = int64(0)
+		case kindString:
+			c.Value = ""
+		case kindTime:
+			return bad // no row has a zero time
 		}
 	case string:
 		if kind != kindString || !utf8.ValidString(v) || strings.ContainsRune(v, 0) {

@@ -11,6 +11,7 @@ import (
 	"entgo.io/contrib/entgql"
 
 	"github.com/flytrap/flytrap/apperr"
+	"github.com/flytrap/flytrap/graph/scalar"
 	"github.com/flytrap/flytrap/ids"
 )
 
@@ -66,10 +67,11 @@ func FuzzConnectionCursor(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		c := &entgql.Cursor[string]{}
-		if c.UnmarshalGQL(s) != nil {
+		decoded, err := scalar.DecodeCursor(s)
+		if err != nil {
 			return
 		}
+		c := &decoded
 		if _, err := positionOf(&entgql.Cursor[string]{ID: c.ID, Value: c.Value}); err != nil {
 			if ae, ok := apperr.As(err); !ok || ae.Kind != apperr.KindInvalid {
 				t.Fatalf("positionOf(%#v): %v is not a bad-input error", c, err)
@@ -103,11 +105,11 @@ func FuzzConnectionCursor(f *testing.F) {
 				}
 			}
 			// What is accepted is what the API could issue: it round-trips.
-			again := &entgql.Cursor[string]{}
-			if err := again.UnmarshalGQL(issuedCursor(got.ID, got.Value)); err != nil {
+			again, err := scalar.DecodeCursor(issuedCursor(got.ID, got.Value))
+			if err != nil {
 				t.Fatalf("%v: re-issued cursor of %#v does not decode: %v", cc, got, err)
 			}
-			if err := CheckCursor("after", again, cc.prefix, cc.order); err != nil {
+			if err := CheckCursor("after", &again, cc.prefix, cc.order); err != nil {
 				t.Fatalf("%v: re-issued cursor of %#v refused: %v", cc, got, err)
 			}
 			if !sameCursorValue(again.Value, got.Value) || again.ID != got.ID {
@@ -170,7 +172,7 @@ func FuzzCheckEventTypes(f *testing.F) {
 		if ae, ok := apperr.As(err); !ok || ae.Kind != apperr.KindInvalid {
 			t.Fatalf("CheckEventTypes(%q): %v", s, err)
 		}
-		if len(err.Error()) > 400 {
+		if len(err.Error()) > 600 {
 			t.Fatalf("CheckEventTypes: a message of %d bytes", len(err.Error()))
 		}
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/graph/scalar"
 	"github.com/flytrap/flytrap/ids"
 )
 
@@ -145,14 +146,14 @@ func cursorParam(q url.Values, prefix, order string) (*entgql.Cursor[string], er
 	if v == "" {
 		return nil, nil
 	}
-	after := &entgql.Cursor[string]{}
-	if err := after.UnmarshalGQL(urlToStd.Replace(v)); err != nil {
+	after, err := scalar.DecodeCursor(urlToStd.Replace(v))
+	if err != nil {
 		return nil, apperr.Invalid("cursor", "is not a cursor this API issued")
 	}
-	if err := graph.CheckCursor("cursor", after, prefix, order); err != nil {
+	if err := graph.CheckCursor("cursor", &after, prefix, order); err != nil {
 		return nil, err
 	}
-	return after, nil
+	return &after, nil
 }
 
 // page writes a paginated list: the dashboard wrapper plus {"pagination": {has_more, next_cursor}}.
