@@ -10,6 +10,7 @@ import (
 
 	"entgo.io/contrib/entgql"
 	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ids"
 )
 
 // Headers is the resolver for the headers field.
@@ -33,6 +34,9 @@ func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]ent.Noder, e
 
 // APIKeys is the resolver for the apiKeys field.
 func (r *queryResolver) APIKeys(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ApiKeyOrder, where *ent.ApiKeyWhereInput) (*ent.ApiKeyConnection, error) {
+	if err := CheckCursors(after, before, ids.APIKey, orderName(orderBy != nil && orderBy.Field != nil, func() string { return orderBy.Field.String() })); err != nil {
+		return nil, err
+	}
 	return r.ent(ctx).APIKey.Query().Paginate(ctx, after, first, before, last,
 		ent.WithApiKeyOrder(orderBy), ent.WithApiKeyFilter(where.Filter))
 }
@@ -41,6 +45,9 @@ func (r *queryResolver) APIKeys(ctx context.Context, after *entgql.Cursor[string
 func (r *queryResolver) Events(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.EventOrder, where *ent.EventWhereInput) (*ent.EventConnection, error) {
 	if orderBy == nil {
 		orderBy = &ent.EventOrder{Field: ent.EventOrderFieldPosition, Direction: entgql.OrderDirectionAsc}
+	}
+	if err := CheckCursors(after, before, ids.Event, orderName(orderBy.Field != nil, func() string { return orderBy.Field.String() })); err != nil {
+		return nil, err
 	}
 	return r.ent(ctx).Event.Query().Paginate(ctx, after, first, before, last,
 		ent.WithEventOrder(orderBy), ent.WithEventFilter(where.Filter))
@@ -51,18 +58,27 @@ func (r *queryResolver) Sessions(ctx context.Context, after *entgql.Cursor[strin
 	if orderBy == nil {
 		orderBy = &ent.SessionOrder{Field: ent.SessionOrderFieldLastSeen, Direction: entgql.OrderDirectionDesc}
 	}
+	if err := CheckCursors(after, before, ids.Session, orderName(orderBy.Field != nil, func() string { return orderBy.Field.String() })); err != nil {
+		return nil, err
+	}
 	return r.ent(ctx).Session.Query().Paginate(ctx, after, first, before, last,
 		ent.WithSessionOrder(orderBy), ent.WithSessionFilter(where.Filter))
 }
 
 // Sites is the resolver for the sites field.
 func (r *queryResolver) Sites(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.SiteOrder, where *ent.SiteWhereInput) (*ent.SiteConnection, error) {
+	if err := CheckCursors(after, before, ids.Site, orderName(orderBy != nil && orderBy.Field != nil, func() string { return orderBy.Field.String() })); err != nil {
+		return nil, err
+	}
 	return r.ent(ctx).Site.Query().Paginate(ctx, after, first, before, last,
 		ent.WithSiteOrder(orderBy), ent.WithSiteFilter(where.Filter))
 }
 
 // Traps is the resolver for the traps field.
 func (r *queryResolver) Traps(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TrapOrder, where *ent.TrapWhereInput) (*ent.TrapConnection, error) {
+	if err := CheckCursors(after, before, ids.Trap, orderName(orderBy != nil && orderBy.Field != nil, func() string { return orderBy.Field.String() })); err != nil {
+		return nil, err
+	}
 	return r.ent(ctx).Trap.Query().Paginate(ctx, after, first, before, last,
 		ent.WithTrapOrder(orderBy), ent.WithTrapFilter(where.Filter))
 }

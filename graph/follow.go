@@ -3,7 +3,6 @@ package graph
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph/model"
+	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -178,7 +178,7 @@ func (p *follower) finish(err error) {
 func CheckEventTypes(field string, types []string) error {
 	for _, t := range types {
 		if !slices.Contains(event.Types, t) {
-			return apperr.Invalid(field, "%q is not an event type (known: %s)", t, strings.Join(event.Types, ", "))
+			return apperr.Invalid(field, "%q is not an event type (known: %s)", truncate(t, 64), strings.Join(event.Types, ", "))
 		}
 	}
 	return nil
@@ -187,17 +187,10 @@ func CheckEventTypes(field string, types []string) error {
 // positionOf reads the position out of an events cursor (of this subscription, or of
 // the events connection ordered by POSITION).
 func positionOf(c *entgql.Cursor[string]) (int64, error) {
-	switch v := c.Value.(type) {
-	case int64:
-		return v, nil
-	case uint64:
-		return int64(v), nil
-	case int8, int16, int32, uint8, uint16, uint32, int, float64:
-		var n int64
-		_, err := fmt.Sscan(fmt.Sprint(v), &n)
-		return n, err
+	if CheckCursor("after", c, ids.Event, "POSITION") != nil {
+		return 0, apperr.Invalid("after", "is not a cursor of the event log (order the events connection by POSITION)")
 	}
-	return 0, apperr.Invalid("after", "is not a cursor of the event log (order the events connection by POSITION)")
+	return c.Value.(int64), nil
 }
 
 // eventMessage is an event as the events subscription yields it.

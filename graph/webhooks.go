@@ -26,6 +26,9 @@ const PingType = "webhook.ping"
 
 // WebhookEndpoints is the resolver for the webhookEndpoints field.
 func (r *queryResolver) WebhookEndpoints(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.WebhookEndpointOrder, where *ent.WebhookEndpointWhereInput) (*ent.WebhookEndpointConnection, error) {
+	if err := CheckCursors(after, before, ids.Webhook, orderName(orderBy != nil && orderBy.Field != nil, func() string { return orderBy.Field.String() })); err != nil {
+		return nil, err
+	}
 	return r.ent(ctx).WebhookEndpoint.Query().Paginate(ctx, after, first, before, last,
 		ent.WithWebhookEndpointOrder(orderBy), ent.WithWebhookEndpointFilter(where.Filter))
 }
@@ -33,6 +36,9 @@ func (r *queryResolver) WebhookEndpoints(ctx context.Context, after *entgql.Curs
 // WebhookDeliveries is the resolver for the webhookDeliveries field: newest first.
 func (r *queryResolver) WebhookDeliveries(ctx context.Context, endpointID string, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, status *webhookdelivery.Status) (*ent.WebhookDeliveryConnection, error) {
 	if err := checkWebhookID(endpointID, ids.Webhook, "endpointID"); err != nil {
+		return nil, err
+	}
+	if err := CheckCursors(after, before, ids.Delivery, "CREATED_AT"); err != nil {
 		return nil, err
 	}
 	c := r.ent(ctx)

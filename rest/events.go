@@ -35,7 +35,7 @@ func typesParam(v string) ([]string, error) {
 	for _, t := range strings.Split(v, ",") {
 		t = strings.TrimSpace(t)
 		if !slices.Contains(event.Types, t) {
-			return nil, apperr.Invalid("type", "%q is not an event type (known: %s)", t, strings.Join(event.Types, ", "))
+			return nil, apperr.Invalid("type", "%q is not an event type (known: %s)", clip(t, maxEcho), strings.Join(event.Types, ", "))
 		}
 		if !slices.Contains(types, t) {
 			types = append(types, t)

@@ -11,10 +11,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
@@ -65,7 +67,10 @@ var statusOf = map[string]int{
 // serve adapts h to http.Handler, writing its error in the document's shape.
 func (a *API) serve(h HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		err := h(w, r)
+		err := checkQuery(r.URL.RawQuery)
+		if err == nil {
+			err = h(w, r)
+		}
 		if err == nil {
 			return
 		}
@@ -83,6 +88,44 @@ func (a *API) serve(h HandlerFunc) http.Handler {
 		}
 		Error(w, status, msg)
 	})
+}
+
+// checkQuery refuses a query string that does not decode. url.Values from
+// r.URL.Query() drops such pairs silently, so ?cursor=%%% would read as no cursor:
+// past this check, r.URL.Query() holds every pair the caller sent.
+func checkQuery(raw string) error {
+	if _, err := url.ParseQuery(raw); err == nil {
+		return nil
+	}
+	// Name the first pair that does not decode, by its parameter when that much decodes.
+	for pair := range strings.SplitSeq(raw, "&") {
+		_, err := url.ParseQuery(pair)
+		if err == nil {
+			continue
+		}
+		field := "query string"
+		if name, _, _ := strings.Cut(pair, "="); !strings.Contains(pair, ";") {
+			if n, nerr := url.QueryUnescape(name); nerr == nil && n != "" {
+				field = clip(n, maxEcho)
+			}
+		}
+		return apperr.Invalid(field, "is not valid URL encoding (%s)", clip(err.Error(), maxEcho))
+	}
+	return apperr.Invalid("query string", "is not valid URL encoding")
+}
+
+// maxEcho bounds the caller's text an error message repeats.
+const maxEcho = 64
+
+// clip shortens s to at most n bytes, on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // Error writes {"success": false, "error": msg} with status.
@@ -136,7 +179,10 @@ func jsonError(err error) error {
 		return apperr.Invalid("body", "is not valid JSON (at byte %d)", se.Offset)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return apperr.Invalid(name, "is not a known field")
+		if name == "" {
+			return apperr.Invalid("body", "has a field with an empty name")
+		}
+		return apperr.Invalid(clip(name, maxEcho), "is not a known field")
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return apperr.Invalid("body", "is truncated JSON")
 	}

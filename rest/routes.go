@@ -43,7 +43,7 @@ func (a *API) Routes() []Route {
 // PublicRoutes need no credentials.
 func (a *API) PublicRoutes() []Route {
 	return []Route{
-		{"GET /api/openapi.json", http.HandlerFunc(a.openAPI)},
+		{"GET /api/openapi.json", a.serve(a.openAPI)},
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/graph/scalar"
 	"github.com/flytrap/flytrap/ids"
 )
 
@@ -30,8 +32,12 @@ const (
 
 // query checks the query string against the parameters a route accepts, so a typo is an error, not a silent no-op.
 func query(r *http.Request, allowed ...string) (url.Values, error) {
-	q := r.URL.Query()
+	q := r.URL.Query() // complete: serve has refused a query string that does not decode
 	for name, vals := range q {
+		if name == "" {
+			return nil, apperr.Invalid("query string", "has a parameter with no name")
+		}
+		name := clip(name, maxEcho)
 		known := false
 		for _, a := range allowed {
 			known = known || a == name
@@ -117,11 +123,11 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if where.FirstSeenLT, err = timeParam(q, "until"); err != nil {
 		return err
 	}
-	after, err := cursorParam(q)
+	order := &ent.SessionOrder{Field: ent.SessionOrderFieldLastSeen, Direction: entgql.OrderDirectionDesc}
+	after, err := cursorParam(q, ids.Session, order.Field.String())
 	if err != nil {
 		return err
 	}
-	order := &ent.SessionOrder{Field: ent.SessionOrderFieldLastSeen, Direction: entgql.OrderDirectionDesc}
 	conn, err := a.res.Query().Sessions(r.Context(), after, &limit, nil, nil, order, where)
 	if err != nil {
 		return err
@@ -133,17 +139,21 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
 	return page(w, data, conn.PageInfo)
 }
 
-// cursorParam reads the cursor parameter of a paginated list.
-func cursorParam(q url.Values) (*entgql.Cursor[string], error) {
+// cursorParam reads the cursor parameter of a list of nodes with id prefix ordered by
+// order (see graph.CheckCursor).
+func cursorParam(q url.Values, prefix, order string) (*entgql.Cursor[string], error) {
 	v := q.Get("cursor")
 	if v == "" {
 		return nil, nil
 	}
-	after := &entgql.Cursor[string]{}
-	if err := after.UnmarshalGQL(urlToStd.Replace(v)); err != nil {
+	after, err := scalar.DecodeCursor(urlToStd.Replace(v))
+	if err != nil {
 		return nil, apperr.Invalid("cursor", "is not a cursor this API issued")
 	}
-	return after, nil
+	if err := graph.CheckCursor("cursor", &after, prefix, order); err != nil {
+		return nil, err
+	}
+	return &after, nil
 }
 
 // page writes a paginated list: the dashboard wrapper plus {"pagination": {has_more, next_cursor}}.

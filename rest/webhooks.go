@@ -298,7 +298,7 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 		}
 		status = &s
 	}
-	after, err := cursorParam(q)
+	after, err := cursorParam(q, ids.Delivery, ent.WebhookDeliveryOrderFieldCreatedAt.String())
 	if err != nil {
 		return err
 	}

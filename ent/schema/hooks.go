@@ -34,7 +34,7 @@ func trapDefaults(next ent.Mutator) ent.Mutator {
 		sys := privacy.DecisionContext(ctx, privacy.Allow)
 		if id, ok := m.SiteID(); ok {
 			if ids.Prefix(id) != ids.Site {
-				return nil, apperr.Invalid("siteID", "%q is not a site id (site_…)", strings.ToValidUTF8(id, "?"))
+				return nil, apperr.Invalid("siteID", "%q is not a site id (site_…)", clip(strings.ToValidUTF8(id, "?"), maxEcho))
 			}
 			n, err := m.Client().Site.Query().Where(site.ID(id), site.OrgID(org)).Count(sys)
 			if err != nil {

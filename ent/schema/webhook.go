@@ -157,7 +157,7 @@ func eventTypeFilter(types []string) error {
 	}
 	for _, t := range types {
 		if !validEventFilter(t) {
-			return fmt.Errorf("%q is not an event type (%s) or a prefix like threat.*", t, strings.Join(event.Types, ", "))
+			return fmt.Errorf("%q is not an event type (%s) or a prefix like threat.*", clip(t, maxEcho), strings.Join(event.Types, ", "))
 		}
 	}
 	return nil
