@@ -38,10 +38,10 @@ func TestDocsSignalTableMatchesCode(t *testing.T) {
 		if row[0] != wantTrip {
 			t.Errorf("%s: tripwire %q in docs, %q in code", s.Name, row[0], wantTrip)
 		}
-		if w, err := strconv.Atoi(row[1]); err != nil || w != Weights[s.Name] {
-			t.Errorf("%s: weight %q in docs, %d in code", s.Name, row[1], Weights[s.Name])
+		if w, err := strconv.Atoi(row[1]); err != nil || w != s.Weight {
+			t.Errorf("%s: weight %q in docs, %d in code", s.Name, row[1], s.Weight)
 		}
-		wantRep := map[bool]string{true: "once", false: "halving"}[countsOnce[s.Name]]
+		wantRep := map[bool]string{true: "once", false: "halving"}[s.Once]
 		if row[2] != wantRep {
 			t.Errorf("%s: repeats %q in docs, %q in code", s.Name, row[2], wantRep)
 		}

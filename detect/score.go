@@ -21,51 +21,6 @@ const (
 	SeverityCritical = "critical"
 )
 
-// Weights is the one table of signal weights (points added to a session's
-// score by the first occurrence of a signal). Repeats add half of the
-// previous repeat (w, w/2, w/4, …), so a signal contributes less than 2×w in
-// total; identity signals (the user-agent ones, UNVERIFIED_BOT_CLAIM,
-// SYSTEMATIC_PROBING) describe the session rather than events and count once.
-// The sum is capped at 100 and then bounded by the classification's range
-// (classBounds). docs/detection.md renders this table; a test keeps it so.
-var Weights = map[string]int{
-	SignalSystemPromptLeaked: 95, // an agent handing over its own instructions: critical on its own
-	SignalCredentialUsed:     90, // only a reader of the hidden content has the credential
-	SignalToolInvoked:        85, // acting on a decoy tool is acting against the site
-	SignalInjectionFollowed:  75, // what marks an AI agent; high on its own
-	SignalCallbackHit:        30, // a parser followed a hidden link: automation, not yet AI
-
-	SignalScannerUA:             45, // a scanner announcing itself is worth an event
-	SignalSystematicProbing:     45, // wordlist behaviour, whatever the user agent says
-	SignalUnverifiedBotClaim:    40, // a forged crawler identity is deliberate
-	SignalKnownAIAgentUA:        40, // an autonomous agent on a trap is worth an event
-	SignalKnownAIAssistantUA:    30, // fetching for one user; an event once it does more
-	SignalKnownAICrawlerUA:      25, // crawling is expected; not an event by itself
-	SignalHeadlessBrowserUA:     20,
-	SignalRobotsDisallowIgnored: 20,
-	SignalLLMSpeedFollowup:      20, // a model read the page before acting
-	SignalAutomationClientUA:    15,
-	SignalEmptyUA:               15,
-	SignalMachineSpeedFollowup:  15,
-	SignalHumanSpeedFollowup:    0, // slow follow-ups say nothing against a person
-	SignalSearchCrawlerUA:       0, // search engines are welcome
-}
-
-// countsOnce lists the identity signals that add their weight once per
-// session however many hits carried them.
-var countsOnce = map[string]bool{
-	SignalKnownAIAgentUA:     true,
-	SignalKnownAIAssistantUA: true,
-	SignalKnownAICrawlerUA:   true,
-	SignalSearchCrawlerUA:    true,
-	SignalAutomationClientUA: true,
-	SignalHeadlessBrowserUA:  true,
-	SignalEmptyUA:            true,
-	SignalScannerUA:          true,
-	SignalUnverifiedBotClaim: true,
-	SignalSystematicProbing:  true,
-}
-
 // classBounds keeps each class's score inside a range that matches what the
 // class can mean: a person never nears the detection threshold, a search
 // crawler never triggers an event, a bot or an AI crawler is at most medium,
@@ -276,11 +231,12 @@ func Judge(e Evidence) Verdict {
 // weigh is a signal's contribution for n occurrences: w + w/2 + w/4 + …
 // (n terms), or w once for identity signals.
 func weigh(name string, n int) int {
-	w := Weights[name]
+	sig := signalsByName[name] // an unknown name weighs nothing
+	w := sig.Weight
 	if n <= 0 || w <= 0 {
 		return 0
 	}
-	if countsOnce[name] {
+	if sig.Once {
 		return w
 	}
 	total := 0

@@ -28,45 +28,84 @@ const (
 	SignalSystematicProbing     = "SYSTEMATIC_PROBING"
 )
 
-// SignalInfo describes one signal for documentation and the dashboard.
+// SignalInfo is one signal: everything the engine, the documentation and the dashboard
+// know of it, in one row.
 type SignalInfo struct {
 	Name     string
-	Tripwire bool
-	Meaning  string
+	Tripwire bool // a deliberate bait only a machine reading hidden content takes
+	// Weight is the points its first firing adds to a session's score. Repeats add half
+	// of the previous repeat (w, w/2, w/4, …), so a signal contributes less than 2×w.
+	Weight int
+	// Once marks an identity signal, which describes the session rather than an event:
+	// its weight counts once however many hits carried it.
+	Once    bool
+	Meaning string
 }
 
-// signalTable is the one list of signals; its order is the documented order.
+// signalTable is the one list of signals; its order is the documented order. The sum of
+// weights is capped at 100 and then bounded by the classification's range (classBounds).
 var signalTable = []SignalInfo{
-	{SignalCallbackHit, true, "A URL that appeared only in a decoy's hidden content was requested (from any address). Proves a parser followed a link; alone it makes a BOT."},
-	{SignalInjectionFollowed, true, "The visitor carried out a plain-language instruction from hidden content that a regex crawler cannot: a conditional, a computed value, an echoed canary phrase."},
-	{SignalSystemPromptLeaked, true, "The visitor sent text that reads as its own system prompt or instructions to a sink the hidden content invited it to use."},
-	{SignalCredentialUsed, true, "A planted fake credential from a decoy was presented later."},
-	{SignalToolInvoked, true, "A decoy tool (e.g. on a decoy MCP endpoint) was called."},
-	{SignalKnownAIAgentUA, false, "User agent of an autonomous AI agent (ai.robots.txt: AI Agents, AI Coding Agents, Undocumented AI Agents)."},
-	{SignalKnownAIAssistantUA, false, "User agent of an AI assistant fetching for one user's prompt (ChatGPT-User, Claude-User, Perplexity-User)."},
-	{SignalKnownAICrawlerUA, false, "User agent of an AI training, data or AI-search crawler (GPTBot, ClaudeBot, CCBot, OAI-SearchBot, PerplexityBot)."},
-	{SignalSearchCrawlerUA, false, "User agent of a search-engine crawler (Googlebot, bingbot, …)."},
-	{SignalAutomationClientUA, false, "User agent of an HTTP library, command-line tool, crawling framework or self-declared bot."},
-	{SignalHeadlessBrowserUA, false, "User agent of a headless or driven browser (HeadlessChrome, PhantomJS, Selenium, …)."},
-	{SignalEmptyUA, false, "No user agent at all."},
-	{SignalScannerUA, false, "User agent of a vulnerability or internet-wide scanner (Nmap, sqlmap, nuclei, …)."},
-	{SignalUnverifiedBotClaim, false, "The user agent claims a crawler whose operator publishes address ranges, from an address outside them."},
-	{SignalRobotsDisallowIgnored, false, "A path that robots.txt disallows was requested."},
-	{SignalMachineSpeedFollowup, false, "A hidden link was followed less than 1 s after the decoy was served."},
-	{SignalLLMSpeedFollowup, false, "A hidden link was followed 1–90 s after the decoy was served."},
-	{SignalHumanSpeedFollowup, false, "A hidden link was followed more than 90 s after the decoy was served."},
-	{SignalSystematicProbing, false, "ProbingThreshold (8) or more distinct unknown paths requested in one session."},
+	// An agent handing over its own instructions: critical on its own.
+	{SignalSystemPromptLeaked, true, 95, false, "The visitor sent text that reads as its own system prompt or instructions to a sink the hidden content invited it to use."},
+	// Only a reader of the hidden content has the credential.
+	{SignalCredentialUsed, true, 90, false, "A planted fake credential from a decoy was presented later."},
+	// Acting on a decoy tool is acting against the site.
+	{SignalToolInvoked, true, 85, false, "A decoy tool (e.g. on a decoy MCP endpoint) was called."},
+	// What marks an AI agent; high on its own.
+	{SignalInjectionFollowed, true, 75, false, "The visitor carried out a plain-language instruction from hidden content that a regex crawler cannot: a conditional, a computed value, an echoed canary phrase."},
+	// A parser followed a hidden link: automation, not yet AI.
+	{SignalCallbackHit, true, 30, false, "A URL that appeared only in a decoy's hidden content was requested (from any address). Proves a parser followed a link; alone it makes a BOT."},
+	// An autonomous agent on a trap is worth an event.
+	{SignalKnownAIAgentUA, false, 40, true, "User agent of an autonomous AI agent (ai.robots.txt: AI Agents, AI Coding Agents, Undocumented AI Agents)."},
+	// Fetching for one user; an event once it does more.
+	{SignalKnownAIAssistantUA, false, 30, true, "User agent of an AI assistant fetching for one user's prompt (ChatGPT-User, Claude-User, Perplexity-User)."},
+	// Crawling is expected; not an event by itself.
+	{SignalKnownAICrawlerUA, false, 25, true, "User agent of an AI training, data or AI-search crawler (GPTBot, ClaudeBot, CCBot, OAI-SearchBot, PerplexityBot)."},
+	// Search engines are welcome.
+	{SignalSearchCrawlerUA, false, 0, true, "User agent of a search-engine crawler (Googlebot, bingbot, …)."},
+	{SignalAutomationClientUA, false, 15, true, "User agent of an HTTP library, command-line tool, crawling framework or self-declared bot."},
+	{SignalHeadlessBrowserUA, false, 20, true, "User agent of a headless or driven browser (HeadlessChrome, PhantomJS, Selenium, …)."},
+	{SignalEmptyUA, false, 15, true, "No user agent at all."},
+	// A scanner announcing itself is worth an event.
+	{SignalScannerUA, false, 45, true, "User agent of a vulnerability or internet-wide scanner (Nmap, sqlmap, nuclei, …)."},
+	// A forged crawler identity is deliberate.
+	{SignalUnverifiedBotClaim, false, 40, true, "The user agent claims a crawler whose operator publishes address ranges, from an address outside them."},
+	{SignalRobotsDisallowIgnored, false, 20, false, "A path that robots.txt disallows was requested."},
+	{SignalMachineSpeedFollowup, false, 15, false, "A hidden link was followed less than 1 s after the decoy was served."},
+	// A model read the page before acting.
+	{SignalLLMSpeedFollowup, false, 20, false, "A hidden link was followed 1–90 s after the decoy was served."},
+	// Slow follow-ups say nothing against a person.
+	{SignalHumanSpeedFollowup, false, 0, false, "A hidden link was followed more than 90 s after the decoy was served."},
+	// Wordlist behaviour, whatever the user agent says.
+	{SignalSystematicProbing, false, 45, true, "ProbingThreshold (8) or more distinct unknown paths requested in one session."},
 }
 
-var tripwires = func() map[string]bool {
-	m := map[string]bool{}
+// signalsByName indexes signalTable.
+var signalsByName = func() map[string]SignalInfo {
+	m := make(map[string]SignalInfo, len(signalTable))
 	for _, s := range signalTable {
-		if s.Tripwire {
-			m[s.Name] = true
+		if _, dup := m[s.Name]; dup {
+			panic("detect: signal " + s.Name + " listed twice")
 		}
+		m[s.Name] = s
 	}
 	return m
 }()
+
+// Weights is each signal's weight, as signalTable gives it.
+var Weights = func() map[string]int {
+	m := map[string]int{}
+	for _, s := range signalTable {
+		m[s.Name] = s.Weight
+	}
+	return m
+}()
+
+// Signal returns the row of a signal, and whether it is one.
+func Signal(name string) (SignalInfo, bool) {
+	s, ok := signalsByName[name]
+	return s, ok
+}
 
 // Signals returns every signal, tripwires first, in documented order.
 func Signals() []SignalInfo {
@@ -74,7 +113,7 @@ func Signals() []SignalInfo {
 }
 
 // IsTripwire reports whether name is a tripwire signal.
-func IsTripwire(name string) bool { return tripwires[name] }
+func IsTripwire(name string) bool { return signalsByName[name].Tripwire }
 
 // UASignal is the signal a user agent contributes, "" for an unrecognised
 // one (a browser). ai_search agents count as AI crawlers.
