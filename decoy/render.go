@@ -63,27 +63,15 @@ type Rendered struct {
 // response differs in tokens and details; the response time shown is the hit id's time, so
 // Render is a pure function of its arguments. Page, api and llms_txt carry at least one each
 // of Callback, Challenge, Canary and Sink; api and credential a Credential; mcp Tools. An
-// unknown type renders a page. With a short key or a malformed hit id the decoy still renders
+// unknown type panics (every stored type is one of Kinds). With a short key or a malformed hit id the decoy still renders
 // but its tokens are random lookalikes and Placements is empty: nothing is attributable.
 func Render(key Key, spec Spec, hitID string) Rendered {
+	kind := MustKind(spec.Type)
 	r := newRenderer(key, spec, hitID)
 	var out Rendered
 	for attempt := 0; ; attempt++ {
 		r.begin(attempt)
-		switch spec.Type {
-		case "api":
-			out = r.api()
-		case "llms_txt":
-			out = r.llmsTxt()
-		case "robots":
-			out = r.robots()
-		case "credential":
-			out = r.credentialFile()
-		case "mcp":
-			out = r.mcpInfo()
-		default:
-			out = r.page()
-		}
+		out = kind.render(r)
 		// A challenge's answer must never be literal in the response: should the page's
 		// text happen to contain it, render again with fresh indices (so fresh tokens and
 		// answers) and fresh details.

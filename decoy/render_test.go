@@ -514,7 +514,7 @@ func TestHostileSpecIsEscaped(t *testing.T) {
 		Host:        "evil\"><script>alert(4)</script>.com",
 		Disallow:    []string{"/ok", "/a\nDisallow: /", "no-slash", "/b # comment", "/c\r\nUser-agent: evil"},
 	}
-	for _, typ := range append(slices.Clone(Types), "bogus") {
+	for _, typ := range Types {
 		spec := hostile
 		spec.Type = typ
 		hit := newHitID(t)

@@ -13,6 +13,23 @@ const (
 	ClassScanner          = "SCANNER"
 )
 
+// ClassInfo is one classification, in one row.
+type ClassInfo struct {
+	Name string
+	// Agent says the overview counts the class among detected AI agents (agentsDetected).
+	Agent bool
+}
+
+// classTable is the one list of classifications, in the stored enum's order: the ent
+// schema, the GraphQL and OpenAPI enums and the analytics grouping are made from it.
+var classTable = []ClassInfo{
+	{ClassHuman, false}, {ClassBot, false}, {ClassCrawler, false}, {ClassAICrawler, false},
+	{ClassAIAssistant, true}, {ClassAIAgent, true}, {ClassAIAgentMalicious, true}, {ClassScanner, false},
+}
+
+// Classes returns every classification, in the stored enum's order.
+func Classes() []ClassInfo { return append([]ClassInfo(nil), classTable...) }
+
 // Severities, lowest to highest.
 const (
 	SeverityLow      = "low"

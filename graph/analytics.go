@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flytrap/flytrap/detect"
+
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/session"
@@ -13,9 +15,15 @@ import (
 )
 
 // agentClasses are the classifications the overview counts as detected agents.
-var agentClasses = []session.Classification{
-	session.ClassificationAI_ASSISTANT, session.ClassificationAI_AGENT, session.ClassificationAI_AGENT_MALICIOUS,
-}
+var agentClasses = func() []session.Classification {
+	var out []session.Classification
+	for _, c := range detect.Classes() {
+		if c.Agent {
+			out = append(out, session.Classification(c.Name))
+		}
+	}
+	return out
+}()
 
 func (r *Resolver) overview(ctx context.Context) (*model.Overview, error) {
 	c := r.ent(ctx)

@@ -15,7 +15,6 @@ import (
 	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/schema"
-	enttrap "github.com/flytrap/flytrap/ent/trap"
 	"github.com/flytrap/flytrap/ids"
 )
 
@@ -102,7 +101,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var resp decoy.Rendered
 	t := sr.traps[r.URL.Path]
 	switch {
-	case t != nil && t.Type == enttrap.TypeMcp && r.Method == http.MethodPost:
+	case t != nil && r.Method == http.MethodPost && decoy.MustKind(string(t.Type)).Post == decoy.PostMCP:
 		res := decoy.HandleMCP(e.key, e.spec(t, r, sr), rec.id, body)
 		resp = decoy.Rendered{Status: res.Status, ContentType: "application/json", Body: res.Body}
 		rec.kind, rec.trap = "decoy", t
@@ -114,7 +113,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		resp = decoy.Render(e.key, spec, rec.id)
 		rec.kind, rec.trap = "decoy", t
 		rec.linked = linkedPaths(resp.Body, resp.Placements)
-		if t.Type == enttrap.TypeRobots {
+		if spec.Disallow != nil {
 			rec.disallow = spec.Disallow
 		}
 	case len(rec.refs) > 0:
@@ -159,8 +158,11 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (e *Engine) spec(t *ent.Trap, r *http.Request, sr *siteRoutes) decoy.Spec {
 	s := decoy.Spec{TrapID: t.ID, Name: t.Name, Type: string(t.Type), Path: t.Path, Description: t.Description, Host: r.Host}
-	if t.Type == enttrap.TypeRobots {
+	if decoy.MustKind(s.Type).Disallows {
 		s.Disallow = sr.disallow(t.Path)
+		if s.Disallow == nil {
+			s.Disallow = []string{} // a robots decoy that disallows nothing still records that it was read
+		}
 	}
 	return s
 }

@@ -24,10 +24,10 @@ func (e *Engine) Preview(ctx context.Context, t *ent.Trap) (decoy.Rendered, erro
 		if site.Host != nil {
 			s.Host = *site.Host
 		}
-		if t.Type == trap.TypeRobots {
+		if decoy.MustKind(string(t.Type)).Disallows {
 			others, err := e.client.Trap.Query().
 				Where(trap.SiteID(t.SiteID), trap.Active(true), trap.PathNEQ(t.Path),
-					trap.TypeNotIn(trap.TypeRobots, trap.TypeLlmsTxt)).
+					trap.TypeNotIn(unlistedKinds()...)).
 				Select(trap.FieldPath).Strings(ctx)
 			if err != nil {
 				return decoy.Rendered{}, err
@@ -37,4 +37,13 @@ func (e *Engine) Preview(ctx context.Context, t *ent.Trap) (decoy.Rendered, erro
 		}
 	}
 	return decoy.Render(e.key, s, ids.New(ids.Hit)), nil
+}
+
+// unlistedKinds are the trap types a robots.txt does not list.
+func unlistedKinds() []trap.Type {
+	var out []trap.Type
+	for _, k := range decoy.Unlisted() {
+		out = append(out, trap.Type(k))
+	}
+	return out
 }

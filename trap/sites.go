@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/trap"
@@ -119,7 +120,7 @@ func (r *routes) site(host string) *siteRoutes {
 func (sr *siteRoutes) disallow(except string) []string {
 	var out []string
 	for p, t := range sr.traps {
-		if p != except && t.Type != trap.TypeRobots && t.Type != trap.TypeLlmsTxt {
+		if p != except && decoy.MustKind(string(t.Type)).Listed {
 			out = append(out, p)
 		}
 	}

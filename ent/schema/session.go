@@ -26,7 +26,7 @@ func (Session) Fields() []ent.Field {
 		field.String("source_ip").MaxLen(64).Annotations(ro),
 		field.String("user_agent").Default("").MaxLen(1024).Annotations(ro),
 		field.Enum("classification").
-			Values("HUMAN", "BOT", "CRAWLER", "AI_CRAWLER", "AI_ASSISTANT", "AI_AGENT", "AI_AGENT_MALICIOUS", "SCANNER").
+			Values(classifications...).
 			Default("HUMAN").Annotations(entgql.Type("Classification")),
 		field.Int("score").Default(0).Min(0).Max(100).Annotations(entgql.OrderField("SCORE")),
 		field.Int("confidence").Default(0).Min(0).Max(100),

@@ -9,7 +9,6 @@ import (
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
 
-	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/ids"
 )
 
@@ -29,7 +28,7 @@ func (Trap) Fields() []ent.Field {
 		// Path is where the decoy answers; left empty on create, the service picks a plausible one.
 		field.String("path").Optional().MaxLen(512).
 			Annotations(entgql.OrderField("PATH"), entgql.Skip(entgql.SkipMutationUpdateInput)),
-		field.Enum("type").Values(decoy.Types...).
+		field.Enum("type").Values(trapKinds...).
 			Annotations(entgql.OrderField("TYPE"), entgql.Type("TrapType"), entgql.Skip(entgql.SkipMutationUpdateInput)),
 		field.String("description").Default("").MaxLen(2000).Validate(cleanText),
 		field.Bool("active").Default(true),

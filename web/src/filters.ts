@@ -1,16 +1,9 @@
 // Session filters: the form's state, its mapping to the GraphQL SessionWhereInput, and
 // its round trip through the URL's query string (so a filtered view can be bookmarked).
 
-export const CLASSIFICATIONS = [
-  'HUMAN',
-  'BOT',
-  'CRAWLER',
-  'AI_CRAWLER',
-  'AI_ASSISTANT',
-  'AI_AGENT',
-  'AI_AGENT_MALICIOUS',
-  'SCANNER',
-] as const;
+import { CLASSIFICATIONS } from './vocab.gen';
+
+export { CLASSIFICATIONS };
 export const SEVERITIES = ['critical', 'high', 'medium', 'low'] as const;
 /** Time windows of the "seen in" filter, in hours. */
 export const WINDOWS: Record<string, number> = { '1h': 1, '24h': 24, '7d': 24 * 7, '30d': 24 * 30 };

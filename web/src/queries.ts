@@ -1,4 +1,5 @@
 // The GraphQL operations of the dashboard, and the shapes they return.
+import { TRAP_KINDS } from './vocab.gen';
 
 export interface Overview {
   totalHits24h: number;
@@ -124,7 +125,7 @@ export interface Trap {
   updatedAt: string;
 }
 const TRAP_FIELDS = 'id name path type description active createdAt updatedAt';
-export const TRAP_TYPES = ['page', 'api', 'llms_txt', 'robots', 'credential', 'mcp'] as const;
+export const TRAP_TYPES = TRAP_KINDS.map((k) => k.name);
 export interface TrapsData {
   traps: { totalCount: number; edges: { node: Trap }[] };
 }

@@ -1,17 +1,11 @@
 import { useState } from 'preact/hooks';
 import { describeError, gql } from '../api';
 import { formatTime, trapURL } from '../format';
+import { TRAP_KINDS } from '../vocab.gen';
 import { CREATE_TRAP, DELETE_TRAP, TRAPS, TRAP_PREVIEW, TRAP_TYPES, UPDATE_TRAP, type Trap, type TrapPreview, type TrapsData } from '../queries';
 import { Badge, ConfirmButton, CopyButton, Empty, ErrorBox, Inert, Link, Loading, useQuery } from '../ui';
 
-const TYPE_HELP: Record<string, string> = {
-  page: 'an HTML document',
-  api: 'a JSON endpoint',
-  llms_txt: '/llms.txt',
-  robots: '/robots.txt disallowing the other traps',
-  credential: 'a leaked-looking config with planted keys',
-  mcp: 'a decoy MCP server',
-};
+const TYPE_HELP: Record<string, string> = Object.fromEntries(TRAP_KINDS.map((k) => [k.name, k.help]));
 
 const BASE_KEY = 'flytrap.trapBase';
 /**
