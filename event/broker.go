@@ -87,10 +87,13 @@ const SubscriptionBuffer = 64
 // NewBroker returns a broker over client. It polls every poll interval as well as on
 // wake-ups, so events committed by other processes on the database arrive too.
 func NewBroker(client *ent.Client, log *slog.Logger, poll time.Duration) *Broker {
-	b := &Broker{client: client, log: log, poll: poll, wake: make(chan struct{}, 1), ready: make(chan struct{}), subs: map[*Subscription]struct{}{}}
-	client.Event.Use(AfterCommit(ent.OpCreate, func(context.Context, ent.Mutation) { b.Wake() }))
-	client.APIKey.Use(AfterCommit(ent.OpUpdateOne, b.keyChanged))
-	return b
+	return &Broker{client: client, log: log, poll: poll, wake: make(chan struct{}, 1), ready: make(chan struct{}), subs: map[*Subscription]struct{}{}}
+}
+
+// Hooks are the broker's hooks: a committed event wakes it, a committed key change ends
+// the key's subscriptions if it was revoked. The server registers them (server/hooks.go).
+func (b *Broker) Hooks() (onEvent, onKey ent.Hook) {
+	return AfterCommit(ent.OpCreate, func(context.Context, ent.Mutation) { b.Wake() }), AfterCommit(ent.OpUpdateOne, b.keyChanged)
 }
 
 // AfterCommit is a hook calling f after the transaction of a matching mutation

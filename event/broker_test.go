@@ -23,6 +23,9 @@ func leaks(t *testing.T) {
 func startBroker(t *testing.T, c *ent.Client) (*event.Broker, func()) {
 	t.Helper()
 	b := event.NewBroker(c, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour)
+	onEvent, onKey := b.Hooks()
+	c.Event.Use(onEvent)
+	c.APIKey.Use(onKey)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = b.Run(ctx) }()

@@ -39,9 +39,14 @@ type Notifier struct {
 	routes []func()
 }
 
-// NewNotifier registers the NOTIFY hooks on client and returns the listener side.
-func NewNotifier(client *ent.Client, dsn string, broker *Broker, log *slog.Logger) *Notifier {
-	n := &Notifier{dsn: dsn, log: log, broker: broker}
+// NewNotifier returns the listener side; its hooks (RegisterHooks) send the notifications.
+func NewNotifier(dsn string, broker *Broker, log *slog.Logger) *Notifier {
+	return &Notifier{dsn: dsn, log: log, broker: broker}
+}
+
+// RegisterHooks makes client's writes NOTIFY the other instances, in their transactions:
+// new events, trap and site changes (their routes), API key revocations.
+func (n *Notifier) RegisterHooks(client *ent.Client) {
 	client.Event.Use(hook.On(notify(func(ent.Mutation) string { return notifyEvents }), ent.OpCreate))
 	routes := notify(func(ent.Mutation) string { return notifyRoutes })
 	client.Trap.Use(hook.On(routes, ent.OpCreate|ent.OpUpdateOne|ent.OpDeleteOne))
@@ -57,7 +62,6 @@ func NewNotifier(client *ent.Client, dsn string, broker *Broker, log *slog.Logge
 		id, _ := km.ID()
 		return notifyKey + id
 	}), ent.OpUpdateOne))
-	return n
 }
 
 // OnRoutesChanged registers f to run when another instance changes a trap or site.

@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 
+	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/graph/model"
 	"github.com/flytrap/flytrap/ids"
@@ -30,6 +31,10 @@ func (r *analyticsResolver) Timeline(ctx context.Context, obj *model.Analytics) 
 
 // CreateTrap is the resolver for the createTrap field.
 func (r *mutationResolver) CreateTrap(ctx context.Context, input ent.CreateTrapInput) (*ent.Trap, error) {
+	if k, ok := decoy.KindOf(string(input.Type)); ok && (input.Path == nil || *input.Path == "") {
+		p := decoy.Path(k.Name) // a plausible place for its kind
+		input.Path = &p
+	}
 	return r.ent(ctx).Trap.Create().SetInput(input).Save(ctx)
 }
 

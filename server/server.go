@@ -80,10 +80,11 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.engine = engine
 	s.resolver.Previewer = engine.Preview
 	if db.Dialect == dialect.Postgres {
-		s.notifier = event.NewNotifier(db.Client, db.DSN, s.broker, log)
+		s.notifier = event.NewNotifier(db.DSN, s.broker, log)
 		s.notifier.OnRoutesChanged(engine.InvalidateRoutes)
 	}
 	s.webhooks = webhook.New(db.Client, db.Dialect, cfg.Webhook, log, time.Now)
+	s.registerHooks()
 	s.handler = s.routes()
 	return s, nil
 }

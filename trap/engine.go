@@ -94,9 +94,6 @@ func New(ctx context.Context, cfg Config, client *ent.Client, dia string, log *s
 		recent:  recent,
 		done:    make(chan struct{}),
 	}
-	invalidate := func(context.Context, ent.Mutation) { e.routes.invalidate() }
-	client.Trap.Use(event.AfterCommit(ent.OpCreate|ent.OpUpdateOne|ent.OpDeleteOne, invalidate))
-	client.Site.Use(event.AfterCommit(ent.OpCreate|ent.OpUpdateOne|ent.OpDeleteOne, invalidate))
 	return e, nil
 }
 
@@ -259,4 +256,10 @@ func (c *visitorCache) takeProbes(key string) []string {
 	ps := c.probes[key]
 	delete(c.probes, key)
 	return ps
+}
+
+// RoutesHook drops the route snapshot when a trap or site change commits here (registered
+// for both in server/hooks.go); other instances' changes arrive by NOTIFY or the snapshot's age.
+func (e *Engine) RoutesHook() ent.Hook {
+	return event.AfterCommit(ent.OpCreate|ent.OpUpdateOne|ent.OpDeleteOne, func(context.Context, ent.Mutation) { e.routes.invalidate() })
 }

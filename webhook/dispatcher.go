@@ -104,8 +104,12 @@ func New(client *ent.Client, dia string, cfg Config, log *slog.Logger, now func(
 		clients: clients{timeout: cfg.Timeout, byKey: map[string]*http.Client{}},
 		wake:    make(chan struct{}, 1),
 	}
-	client.WebhookDelivery.Use(event.AfterCommit(ent.OpCreate, func(context.Context, ent.Mutation) { d.Wake() }))
 	return d
+}
+
+// WakeHook wakes the dispatcher when a new delivery commits (registered in server/hooks.go).
+func (d *Dispatcher) WakeHook() ent.Hook {
+	return event.AfterCommit(ent.OpCreate, func(context.Context, ent.Mutation) { d.Wake() })
 }
 
 // Wake makes the dispatcher look for due deliveries now.

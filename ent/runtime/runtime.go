@@ -110,9 +110,6 @@ func init() {
 			return next.Mutate(ctx, m)
 		})
 	}
-	eventHooks := schema.Event{}.Hooks()
-
-	event.Hooks[1] = eventHooks[0]
 	eventMixinFields0 := eventMixin[0].Fields()
 	_ = eventMixinFields0
 	eventMixinFields1 := eventMixin[1].Fields()
@@ -765,8 +762,6 @@ func init() {
 	trap.Hooks[1] = trapHooks[0]
 
 	trap.Hooks[2] = trapHooks[1]
-
-	trap.Hooks[3] = trapHooks[2]
 	trapMixinFields0 := trapMixin[0].Fields()
 	_ = trapMixinFields0
 	trapMixinFields1 := trapMixin[1].Fields()

@@ -2,19 +2,16 @@ package schema
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"entgo.io/ent"
 
 	"github.com/flytrap/flytrap/apperr"
-	"github.com/flytrap/flytrap/decoy"
 	gen "github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hook"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
-	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/viewer"
 )
@@ -23,11 +20,11 @@ func (Trap) Hooks() []ent.Hook {
 	return []ent.Hook{
 		hook.On(trapDefaults, ent.OpCreate),
 		hook.Reject(ent.OpUpdate | ent.OpDelete), // one trap at a time, so each change has its event
-		trapEvents,
 	}
 }
 
-// trapDefaults puts a new trap on the organization's first site and picks a path when none is given.
+// trapDefaults puts a new trap on the organization's first site and checks its path (the resolver
+// picks one for its kind when none is given).
 func trapDefaults(next ent.Mutator) ent.Mutator {
 	return hook.TrapFunc(func(ctx context.Context, m *gen.TrapMutation) (ent.Value, error) {
 		org, _ := m.OrgID()
@@ -53,10 +50,6 @@ func trapDefaults(next ent.Mutator) ent.Mutator {
 			}
 			m.SetSiteID(s.ID)
 		}
-		if p, _ := m.Path(); p == "" {
-			typ, _ := m.GetType()
-			m.SetPath(decoy.Path(string(typ)))
-		}
 		if p, _ := m.Path(); !validPath(p) {
 			return nil, apperr.Invalid("path", "must start with / and contain no spaces, control characters, ? or #")
 		}
@@ -74,41 +67,6 @@ func validPath(p string) bool {
 		}
 	}
 	return true
-}
-
-// trapEvents writes trap.created, trap.updated and trap.deleted in the transaction of the change.
-func trapEvents(next ent.Mutator) ent.Mutator {
-	return hook.TrapFunc(func(ctx context.Context, m *gen.TrapMutation) (ent.Value, error) {
-		tx, err := m.Tx()
-		if err != nil {
-			return nil, fmt.Errorf("trap changes must run in a transaction: %w", event.ErrNoTx)
-		}
-		var before *gen.Trap
-		if m.Op().Is(ent.OpDeleteOne) {
-			id, _ := m.ID()
-			if before, err = m.Client().Trap.Get(ctx, id); err != nil {
-				return nil, err
-			}
-		}
-		v, err := next.Mutate(ctx, m)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case m.Op().Is(ent.OpCreate):
-			t := v.(*gen.Trap)
-			_, err = event.Append(ctx, tx, t.OrgID, event.TrapCreated, event.TrapData(t))
-		case m.Op().Is(ent.OpUpdateOne):
-			t := v.(*gen.Trap)
-			_, err = event.Append(ctx, tx, t.OrgID, event.TrapUpdated, event.TrapData(t))
-		case m.Op().Is(ent.OpDeleteOne):
-			_, err = event.Append(ctx, tx, before.OrgID, event.TrapDeleted, event.TrapData(before))
-		}
-		if err != nil {
-			return nil, err
-		}
-		return v, nil
-	})
 }
 
 func (Site) Hooks() []ent.Hook {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/schematype"
-	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/viewer"
 )
@@ -157,7 +156,7 @@ func eventTypeFilter(types []string) error {
 	}
 	for _, t := range types {
 		if !validEventFilter(t) {
-			return fmt.Errorf("%q is not an event type (%s) or a prefix like threat.*", clip(t, maxEcho), strings.Join(event.Types, ", "))
+			return fmt.Errorf("%q is not an event type (%s) or a prefix like threat.*", clip(t, maxEcho), strings.Join(eventTypes, ", "))
 		}
 	}
 	return nil
@@ -165,23 +164,7 @@ func eventTypeFilter(types []string) error {
 
 func validEventFilter(t string) bool {
 	if p, ok := strings.CutSuffix(t, ".*"); ok {
-		return slices.ContainsFunc(event.Types, func(typ string) bool { return strings.HasPrefix(typ, p+".") })
+		return slices.ContainsFunc(eventTypes, func(typ string) bool { return strings.HasPrefix(typ, p+".") })
 	}
-	return t == "*" || slices.Contains(event.Types, t)
-}
-
-// WebhookMatches reports whether an endpoint's type filter takes events of type typ.
-func WebhookMatches(filter []string, typ string) bool {
-	if len(filter) == 0 {
-		return true
-	}
-	for _, f := range filter {
-		if f == "*" || f == typ {
-			return true
-		}
-		if p, ok := strings.CutSuffix(f, ".*"); ok && strings.HasPrefix(typ, p+".") {
-			return true
-		}
-	}
-	return false
+	return t == "*" || slices.Contains(eventTypes, t)
 }

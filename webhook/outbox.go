@@ -1,4 +1,4 @@
-package schema
+package webhook
 
 import (
 	"context"
@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"entgo.io/ent"
+	entgo "entgo.io/ent"
 
-	gen "github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hook"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
@@ -16,20 +16,16 @@ import (
 	"github.com/flytrap/flytrap/event"
 )
 
-func (Event) Hooks() []ent.Hook {
-	return []ent.Hook{hook.On(webhookOutbox, ent.OpCreate)}
-}
-
-// webhookOutbox turns a new event into a delivery for every active endpoint of its
+// Outbox, a hook on event creation, turns a new event into a delivery for every active endpoint of its
 // organization whose filter takes it, in the event's own transaction: a committed event
 // always has its deliveries, a rolled-back one has none.
-func webhookOutbox(next ent.Mutator) ent.Mutator {
-	return hook.EventFunc(func(ctx context.Context, m *gen.EventMutation) (ent.Value, error) {
+func Outbox(next entgo.Mutator) entgo.Mutator {
+	return hook.EventFunc(func(ctx context.Context, m *ent.EventMutation) (ent.Value, error) {
 		v, err := next.Mutate(ctx, m)
 		if err != nil {
 			return nil, err
 		}
-		ev := v.(*gen.Event)
+		ev := v.(*ent.Event)
 		ctx = privacy.DecisionContext(ctx, privacy.Allow)
 		c := m.Client()
 		eps, err := c.WebhookEndpoint.Query().
@@ -44,11 +40,11 @@ func webhookOutbox(next ent.Mutator) ent.Mutator {
 		if !strings.HasPrefix(ev.Type, "threat.") {
 			session = ""
 		}
-		now := nowUTC()
+		now := time.Now().UTC().Truncate(time.Millisecond)
 		payload := event.Envelope(ev)
-		var creates []*gen.WebhookDeliveryCreate
+		var creates []*ent.WebhookDeliveryCreate
 		for _, ep := range eps {
-			if !WebhookMatches(ep.EventTypes, ev.Type) {
+			if !Matches(ep.EventTypes, ev.Type) {
 				continue
 			}
 			status := webhookdelivery.StatusPENDING
@@ -84,4 +80,20 @@ func webhookOutbox(next ent.Mutator) ent.Mutator {
 		}
 		return v, nil
 	})
+}
+
+// Matches reports whether an endpoint's type filter takes events of type typ.
+func Matches(filter []string, typ string) bool {
+	if len(filter) == 0 {
+		return true
+	}
+	for _, f := range filter {
+		if f == "*" || f == typ {
+			return true
+		}
+		if p, ok := strings.CutSuffix(f, ".*"); ok && strings.HasPrefix(typ, p+".") {
+			return true
+		}
+	}
+	return false
 }

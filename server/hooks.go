@@ -1,0 +1,34 @@
+package server
+
+import (
+	entgo "entgo.io/ent"
+
+	"github.com/flytrap/flytrap/ent/hook"
+	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/webhook"
+)
+
+// registerHooks is every side effect of a write, in one place. The data model's own rules
+// (defaults, guards, validation, tenant isolation) stay with it in ent/schema; what the
+// engine does when data changes is registered here, on the instance's client, so that
+// "what happens when a trap is created" is answered by reading this function:
+func (s *Server) registerHooks() {
+	c := s.db.Client
+	// The outbox, in the transaction of the change (none lost, none invented):
+	c.Trap.Use(event.TrapEvents)                         // trap.created / trap.updated / trap.deleted
+	c.Event.Use(hook.On(webhook.Outbox, entgo.OpCreate)) // each event → a delivery per matching endpoint
+
+	// Wake-ups after commit, on this instance:
+	onEvent, onKey := s.broker.Hooks()
+	c.Event.Use(onEvent)                         // live readers (SSE, subscriptions) read the new event
+	c.APIKey.Use(onKey)                          // a revoked key's subscriptions end
+	c.WebhookDelivery.Use(s.webhooks.WakeHook()) // the dispatcher sends the new delivery
+	routes := s.engine.RoutesHook()
+	c.Trap.Use(routes) // the trap listener reloads its routes
+	c.Site.Use(routes)
+
+	// Other instances on the same PostgreSQL, by NOTIFY in the transaction.
+	if s.notifier != nil {
+		s.notifier.RegisterHooks(c)
+	}
+}
