@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flytrap/flytrap/apikey"
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
 	entkey "github.com/flytrap/flytrap/ent/apikey"
@@ -16,6 +15,7 @@ import (
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/sequence"
 	entsite "github.com/flytrap/flytrap/ent/site"
+	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/viewer"
 )
@@ -96,16 +96,11 @@ func createKey(ctx context.Context, client *ent.Client, org, name string, scope 
 	if strings.TrimSpace(name) == "" {
 		return "", nil, apperr.Invalid("--name", "must not be empty")
 	}
-	key, err := apikey.Generate()
-	if err != nil {
-		return "", nil, err
-	}
-	k, err := client.APIKey.Create().SetOrgID(org).SetName(name).SetScope(scope).
-		SetPrefix(key.DisplayPrefix).SetHash(key.Hash).Save(ctx)
+	key, k, err := graph.CreateAPIKey(ctx, client, org, name, scope)
 	if err != nil {
 		return "", nil, fmt.Errorf("create key: %w", err)
 	}
-	return key.Plaintext, k, nil
+	return key, k, nil
 }
 
 func listKeys(ctx context.Context, client *ent.Client, org string) ([]*ent.APIKey, error) {
@@ -121,14 +116,11 @@ func revokeKey(ctx context.Context, client *ent.Client, id string) error {
 	if ids.Prefix(id) != ids.APIKey {
 		return apperr.Invalid("KEY_ID", "%q is not an API key id (key_…)", id)
 	}
-	k, err := client.APIKey.Get(ctx, id)
+	_, err := graph.RevokeAPIKey(ctx, client, id, time.Now())
 	if ent.IsNotFound(err) {
 		return apperr.NotFound("API key " + id)
 	}
-	if err != nil || k.RevokedAt != nil {
-		return err
-	}
-	return client.APIKey.UpdateOneID(id).SetRevokedAt(time.Now().UTC()).Exec(ctx)
+	return err
 }
 
 func orgExists(ctx context.Context, client *ent.Client, org string) error {
