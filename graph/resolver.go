@@ -19,8 +19,10 @@ type Resolver struct {
 	now    func() time.Time
 
 	streams streamSlots
-	// StreamHeartbeat is how often subscriptions re-check their credential (default 15s).
-	StreamHeartbeat time.Duration
+	// CredentialCheck is how often a subscription re-checks its credential (revoked key,
+	// expired JWT) on its own, besides the broker's immediate end on a revocation made on
+	// this instance (default 15s; tests shorten it).
+	CredentialCheck time.Duration
 
 	// Previewer renders trapPreview; the server sets it once the trap engine exists.
 	Previewer Previewer

@@ -42,7 +42,7 @@ func (r *Resolver) follow(ctx context.Context, types []string, after *entgql.Cur
 		return Follow{}, err
 	}
 	// Revocations made outside a server (the command line on SQLite) are caught here.
-	heartbeat := r.StreamHeartbeat
+	heartbeat := r.CredentialCheck
 	if heartbeat <= 0 {
 		heartbeat = 15 * time.Second
 	}

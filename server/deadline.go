@@ -72,7 +72,7 @@ func (s *Server) deadline(next http.Handler, fail errorWriter) http.Handler {
 			case <-done:
 			}
 		}
-		if bw.status >= 500 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && (bw.status >= 500 || bw.timedOut()) {
 			// It failed because its deadline cut a statement short: say so, not "internal error".
 			fail(w, http.StatusServiceUnavailable, CodeTimeout, msg)
 			return
@@ -149,4 +149,12 @@ func (b *bufferedWriter) copyTo(w http.ResponseWriter) {
 	}
 	w.WriteHeader(b.status)
 	_, _ = w.Write(b.body.Bytes())
+}
+
+// timedOut reports a GraphQL answer whose operation says it ran out of time (a GraphQL
+// error is a 200): the transaction could not begin or commit before the deadline.
+func (b *bufferedWriter) timedOut() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Contains(b.body.Bytes(), []byte(`"code":"`+CodeTimeout+`"`))
 }

@@ -22,3 +22,6 @@ func UnauthenticatedConns(s *Server) int { return s.gate.Unauthenticated() }
 
 // SetAuthFailureClock replaces the clock of the failed-authentication limiter.
 func SetAuthFailureClock(s *Server, now func() time.Time) { s.fails.now = now }
+
+// SetCredentialCheck sets how often subscriptions re-check their credential, for tests.
+func SetCredentialCheck(s *Server, d time.Duration) { s.resolver.CredentialCheck = d }

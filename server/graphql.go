@@ -111,6 +111,9 @@ func (t transactioner) InterceptResponse(ctx context.Context, next graphql.Respo
 	}
 	txCtx, tx, err := t.OpenTx(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return &graphql.Response{Errors: gqlerror.List{coded("the request ran out of time before its change could start", CodeTimeout)}}
+		}
 		t.log.ErrorContext(ctx, "opening a mutation's transaction", "err", err)
 		return &graphql.Response{Errors: gqlerror.List{coded("internal error: the change was not made", CodeInternal)}}
 	}
@@ -129,6 +132,9 @@ func (t transactioner) InterceptResponse(ctx context.Context, next graphql.Respo
 		return &graphql.Response{Errors: rsp.Errors}
 	}
 	if err := tx.Commit(); err != nil {
+		if ctx.Err() != nil {
+			return &graphql.Response{Errors: gqlerror.List{coded("the request ran out of time; its change was not saved", CodeTimeout)}}
+		}
 		t.log.ErrorContext(ctx, "committing a mutation", "err", err)
 		return &graphql.Response{Errors: gqlerror.List{coded("internal error: the change was not saved", CodeInternal)}}
 	}

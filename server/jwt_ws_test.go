@@ -37,6 +37,7 @@ func TestJWTExpiresOnOpenWebsocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv.resolver.CredentialCheck = 100 * time.Millisecond
 	ctx, cancel := context.WithCancel(t.Context())
 	wait := srv.Start(ctx)
 	defer wait()

@@ -70,7 +70,6 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.broker = event.NewBroker(db.Client, log, cfg.EventPollInterval)
 	s.resolver = graph.NewResolver(db.Client, s.broker, log, time.Now)
 	s.resolver.SetMaxStreamsPerOrg(cfg.MaxStreamsPerOrg)
-	s.resolver.StreamHeartbeat = cfg.StreamHeartbeat
 	s.resolver.Manual = cfg.WebhookManual
 	s.ws = newWSTransport(s)
 	engine, err := trap.New(ctx, cfg.Trap, db.Client, db.Dialect, log)

@@ -176,6 +176,7 @@ func TestWebsocketPanicIsContained(t *testing.T) {
 func TestWebsocketRevokedKeyStopsAtOnce(t *testing.T) {
 	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
 		env := ft.Start(t, b, func(c *server.Config) { c.StreamHeartbeat = 100 * time.Millisecond })
+		server.SetCredentialCheck(env.Server, 100*time.Millisecond)
 		a := env.Tenant("acme")
 		for _, protocol := range []string{"graphql-transport-ws", "graphql-ws"} {
 			t.Run(protocol, func(t *testing.T) {
