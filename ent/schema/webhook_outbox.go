@@ -8,6 +8,7 @@ import (
 
 	"entgo.io/ent"
 
+	"github.com/flytrap/flytrap/detect"
 	gen "github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hook"
 	"github.com/flytrap/flytrap/ent/privacy"
@@ -44,6 +45,7 @@ func webhookOutbox(next ent.Mutator) ent.Mutator {
 		if !strings.HasPrefix(ev.Type, "threat.") {
 			session = ""
 		}
+		severity, _ := ev.Data["severity"].(string)
 		now := nowUTC()
 		payload := event.Envelope(ev)
 		var creates []*gen.WebhookDeliveryCreate
@@ -53,16 +55,11 @@ func webhookOutbox(next ent.Mutator) ent.Mutator {
 			}
 			status := webhookdelivery.StatusPENDING
 			if ep.ThrottleMinutes > 0 && session != "" {
-				recent, err := c.WebhookDelivery.Query().Where(
-					webhookdelivery.EndpointID(ep.ID),
-					webhookdelivery.SessionID(session),
-					webhookdelivery.StatusNEQ(webhookdelivery.StatusSUPPRESSED),
-					webhookdelivery.CreatedAtGT(now.Add(-time.Duration(ep.ThrottleMinutes)*time.Minute)),
-				).Exist(ctx)
+				held, err := throttled(ctx, c, ep, session, severity, now)
 				if err != nil {
-					return nil, fmt.Errorf("check webhook throttle: %w", err)
+					return nil, err
 				}
-				if recent {
+				if held {
 					status = webhookdelivery.StatusSUPPRESSED
 				}
 			}
@@ -84,4 +81,28 @@ func webhookOutbox(next ent.Mutator) ent.Mutator {
 		}
 		return v, nil
 	})
+}
+
+// throttled says whether a threat event of severity for session is merged into an alert the
+// endpoint already had in its throttle window: only when one sent there was at least as severe.
+// An escalation is always delivered. The window holds at most one sent delivery per severity.
+func throttled(ctx context.Context, c *gen.Client, ep *gen.WebhookEndpoint, session, severity string, now time.Time) (bool, error) {
+	sent, err := c.WebhookDelivery.Query().Where(
+		webhookdelivery.EndpointID(ep.ID),
+		webhookdelivery.SessionID(session),
+		webhookdelivery.StatusNEQ(webhookdelivery.StatusSUPPRESSED),
+		webhookdelivery.CreatedAtGT(now.Add(-time.Duration(ep.ThrottleMinutes)*time.Minute)),
+	).Select(webhookdelivery.FieldPayload).All(ctx)
+	if err != nil {
+		return false, fmt.Errorf("check webhook throttle: %w", err)
+	}
+	rank := detect.SeverityRank(severity)
+	for _, d := range sent {
+		data, _ := d.Payload["data"].(map[string]any)
+		was, _ := data["severity"].(string)
+		if detect.SeverityRank(was) >= rank {
+			return true, nil
+		}
+	}
+	return false, nil
 }
