@@ -5,6 +5,7 @@ package graph
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/flytrap/flytrap/ent"
@@ -19,6 +20,7 @@ type Resolver struct {
 	now    func() time.Time
 
 	streams streamSlots
+	open    sync.Map // Follow.Kind → *atomic.Int64: live readers, for metrics
 	// StreamHeartbeat is how often subscriptions re-check their credential (default 15s).
 	StreamHeartbeat time.Duration
 
