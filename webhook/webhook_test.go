@@ -381,7 +381,7 @@ func TestThrottle(t *testing.T) {
 			return map[string]any{"session_id": session, "source_ip": "203.0.113.9", "classification": "ai_agent", "severity": severity, "score": 80}
 		}
 		appendEvent(t, env, a.Org.ID, event.ThreatDetected, threat("ses_1", "high"))
-		appendEvent(t, env, a.Org.ID, event.ThreatDetected, threat("ses_1", "high"))       // a repeat: merged
+		appendEvent(t, env, a.Org.ID, event.ThreatDetected, threat("ses_1", "high"))      // a repeat: merged
 		appendEvent(t, env, a.Org.ID, event.ThreatEscalated, threat("ses_1", "critical")) // an escalation: sent
 		appendEvent(t, env, a.Org.ID, event.ThreatEscalated, threat("ses_1", "critical")) // a repeat: merged
 		appendEvent(t, env, a.Org.ID, event.ThreatDetected, threat("ses_1", "medium"))    // lower than sent: merged
