@@ -84,7 +84,9 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 		s.notifier = event.NewNotifier(db.Client, db.DSN, s.broker, log)
 		s.notifier.OnRoutesChanged(engine.InvalidateRoutes)
 	}
-	s.webhooks = webhook.New(db.Client, db.Dialect, cfg.Webhook, log, time.Now)
+	wcfg := cfg.Webhook
+	wcfg.PublicURL = cfg.PublicURL
+	s.webhooks = webhook.New(db.Client, db.Dialect, wcfg, log, time.Now)
 	s.metrics = newMetrics(s)
 	s.handler = s.routes()
 	return s, nil

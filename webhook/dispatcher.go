@@ -52,6 +52,8 @@ type Config struct {
 	Schedule []time.Duration
 	// DisableAfter turns off an endpoint that has failed without a success for this long.
 	DisableAfter time.Duration
+	// PublicURL is the dashboard's external base URL, for links in alerts (--public-url); empty: no links.
+	PublicURL string
 }
 
 // DefaultConfig is the production configuration.
@@ -313,7 +315,7 @@ func (d *Dispatcher) send(ctx context.Context, dl *ent.WebhookDelivery, ep *ent.
 		return res
 	}
 	fail := func(err error) result { return failWith(MsgBuildRequest, err) }
-	body, err := Render(string(ep.Format), dl.Payload)
+	body, err := Render(string(ep.Format), dl.Payload, RenderOptions{PublicURL: d.cfg.PublicURL})
 	if err != nil {
 		return fail(err)
 	}
