@@ -24,10 +24,10 @@ func hostileAlert() map[string]any {
 		"created_at": "2026-11-23T10:00:00Z",
 		"data": {"session_id": "ses_01m84y43qrmx4vmrt3a4ae9kqh", "source_ip": "203.0.113.9",
 			"classification": "ai_agent_malicious", "severity": "critical", "score": 97, "hit_count": 5,
-			"tripwires_fired": 3, "extracted_model": "gpt-4o` + "`" + `<!here>", "extracted_operator": "*Acme* [corp](https://evil.example)",
+			"tripwires_fired": 3, "extracted_model": "gpt-4o`+"`"+`<!here>", "extracted_operator": "*Acme* [corp](https://evil.example)",
 			"traps_triggered": ["trp_1", "trp_2"]},
 		"context": {
-			"user_agent": "Mozilla/5.0 <!channel> <https://evil.example|click> ` + "```" + ` **bold** [x](https://evil.example) {{DATE(2017-02-14T06:00:00Z)}}\nSecond line",
+			"user_agent": "Mozilla/5.0 <!channel> <https://evil.example|click> `+"```"+` **bold** [x](https://evil.example) {{DATE(2017-02-14T06:00:00Z)}}\nSecond line",
 			"signals": [{"name": "SYSTEM_PROMPT_LEAKED", "count": 1}, {"name": "CALLBACK_HIT", "count": 3}],
 			"traps": [{"id": "trp_1", "name": "- Internal docs & <b>wiki</b>", "path": "/internal/docs"},
 				{"id": "trp_2", "name": "", "path": ""}],
