@@ -27,6 +27,27 @@ type Follow struct {
 	// Heartbeat, when set, calls Beat at that interval; an error from Beat ends the follow.
 	Heartbeat time.Duration
 	Beat      func() error
+	// Kind names the reader for the open-follows gauge: FollowStream or FollowSubscription.
+	Kind string
+}
+
+// Kinds of Follow.
+const (
+	FollowStream       = "sse"     // GET /api/v1/events/stream
+	FollowSubscription = "graphql" // a GraphQL subscription
+)
+
+// OpenFollows counts the live readers of kind on this instance, for metrics.
+func (r *Resolver) OpenFollows(kind string) int64 {
+	if c, ok := r.open.Load(kind); ok {
+		return c.(*atomic.Int64).Load()
+	}
+	return 0
+}
+
+func (r *Resolver) openCount(kind string) *atomic.Int64 {
+	c, _ := r.open.LoadOrStore(kind, new(atomic.Int64))
+	return c.(*atomic.Int64)
 }
 
 // ErrNoBroker is returned when live delivery is not configured.
@@ -48,12 +69,20 @@ func (r *Resolver) FollowEvents(ctx context.Context, f Follow, send func(*ent.Ev
 		return ErrNoBroker
 	}
 	v, _ := viewer.FromContext(ctx)
+	open := r.openCount(f.Kind)
+	open.Add(1)
+	ended := end
+	end = func(err error) { // called once, when the follow ends
+		open.Add(-1)
+		ended(err)
+	}
 	p := &follower{r: r, ctx: ctx, f: f, send: send, end: end, last: f.After}
 	p.kicks.Store(1) // held until set up: what the broker signals meanwhile waits for the first run
 	p.sub = r.broker.Subscribe(v.OrgID, f.Types, v.KeyID, p.kick)
 	// A key revoked between authentication and this subscription would otherwise go unnoticed.
 	if err := r.CredentialStillValid(ctx); err != nil {
 		r.broker.Unsubscribe(p.sub)
+		open.Add(-1)
 		return err
 	}
 	p.stopCtx = context.AfterFunc(ctx, p.kick)

@@ -5,6 +5,7 @@ package graph
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/flytrap/flytrap/ent"
@@ -19,6 +20,7 @@ type Resolver struct {
 	now    func() time.Time
 
 	streams streamSlots
+	open    sync.Map // Follow.Kind → *atomic.Int64: live readers, for metrics
 	// CredentialCheck is how often a subscription re-checks its credential (revoked key,
 	// expired JWT) on its own, besides the broker's immediate end on a revocation made on
 	// this instance (default 15s; tests shorten it).

@@ -46,7 +46,7 @@ func (r *Resolver) follow(ctx context.Context, types []string, after *entgql.Cur
 	if heartbeat <= 0 {
 		heartbeat = 15 * time.Second
 	}
-	f := Follow{Types: types, Heartbeat: heartbeat, Beat: func() error { return r.CredentialStillValid(ctx) }}
+	f := Follow{Kind: FollowSubscription, Types: types, Heartbeat: heartbeat, Beat: func() error { return r.CredentialStillValid(ctx) }}
 	var err error
 	if after != nil {
 		f.After, err = positionOf(after)

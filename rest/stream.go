@@ -88,6 +88,7 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	f := graph.Follow{
+		Kind:      graph.FollowStream,
 		Types:     types,
 		After:     last,
 		Heartbeat: a.opts.Heartbeat,

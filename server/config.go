@@ -54,6 +54,13 @@ type Config struct {
 	// Dashboard (server/web.go): served publicly at /dashboard/config.json.
 	TrapPublicURL string // the trap listener's public base URL; empty: http://<trap-addr>
 	OIDC          OIDCConfig
+	// PublicURL is the dashboard's external base URL, for links in alerts; empty: no links.
+	PublicURL string
+
+	// Prometheus metrics at /metrics on the API listener (server/metrics.go).
+	Metrics                bool
+	MetricsToken           string        // when set, /metrics wants "Authorization: Bearer <token>"
+	MetricsSessionsRefresh time.Duration // how long the sessions-by-class counts are reused
 }
 
 // DefaultConfig is the configuration with nothing set.
@@ -89,6 +96,9 @@ func DefaultConfig() Config {
 		AuthFailureRate:      1,
 		AuthFailureBurst:     30,
 		RequestTimeout:       30 * time.Second,
+
+		Metrics:                true,
+		MetricsSessionsRefresh: time.Minute,
 	}
 }
 
@@ -163,6 +173,10 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.Func("oidc-issuer", "identity provider's issuer URL for the dashboard's sign-in (Authorization Code + PKCE); empty: API keys only", urlFlag(&c.OIDC.Issuer))
 	fs.StringVar(&c.OIDC.ClientID, "oidc-client-id", c.OIDC.ClientID, "the dashboard's OIDC client id (a public client: no secret)")
 	fs.StringVar(&c.OIDC.Scopes, "oidc-scopes", orDefault(c.OIDC.Scopes, defaultOIDCScopes), "scopes the dashboard asks the identity provider for")
+	fs.Func("public-url", "the dashboard's external base URL (e.g. https://flytrap.example.com); alerts link to sessions under it; empty: no links", urlFlag(&c.PublicURL))
+	fs.BoolVar(&c.Metrics, "metrics", c.Metrics, "serve Prometheus metrics at /metrics on the API listener")
+	fs.StringVar(&c.MetricsToken, "metrics-token", c.MetricsToken, "bearer token /metrics requires; empty: /metrics is open to whoever reaches the API listener")
+	fs.DurationVar(&c.MetricsSessionsRefresh, "metrics-sessions-refresh", c.MetricsSessionsRefresh, "how long the sessions-by-classification gauge reuses one count of the sessions table (1s to 1h)")
 	fs.Func("oidc-token", "JWT the dashboard sends to the API after OIDC sign-in: access_token (default) or id_token", oidcTokenFlag(&c.OIDC.Token))
 }
 
@@ -257,6 +271,12 @@ func (c Config) Validate() error {
 	if c.WebhookManual.PerMinute <= 0 || c.WebhookManual.PerMinute > 600 || c.WebhookManual.Burst < 1 || c.WebhookManual.Burst > 100 {
 		errs = append(errs, errors.New("webhook-manual-rate must be above 0 and at most 600, webhook-manual-burst between 1 and 100"))
 	}
+	if c.MetricsSessionsRefresh < time.Second || c.MetricsSessionsRefresh > time.Hour {
+		errs = append(errs, errors.New("metrics-sessions-refresh: must be between 1s and 1h"))
+	}
+	if t := c.MetricsToken; t != "" && (len(t) < 16 || len(t) > 256 || strings.ContainsFunc(t, func(r rune) bool { return r <= ' ' || r > '~' })) {
+		errs = append(errs, errors.New("metrics-token: must be 16 to 256 printable ASCII characters without spaces"))
+	}
 	if err := c.Webhook.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -270,8 +290,8 @@ func (c Config) Validate() error {
 
 // String describes the configuration with secrets redacted, for logs.
 func (c Config) String() string {
-	return fmt.Sprintf("trap-addr=%s api-addr=%s db=%s introspection=%t jwt=%t max-body-bytes=%d",
-		c.TrapAddr, c.APIAddr, RedactDSN(c.DB), c.Introspection, c.JWT.Enabled(), c.MaxBodyBytes)
+	return fmt.Sprintf("trap-addr=%s api-addr=%s db=%s introspection=%t jwt=%t max-body-bytes=%d metrics=%t metrics-token=%t",
+		c.TrapAddr, c.APIAddr, RedactDSN(c.DB), c.Introspection, c.JWT.Enabled(), c.MaxBodyBytes, c.Metrics, c.MetricsToken != "")
 }
 
 // RedactDSN hides a database URL's password.

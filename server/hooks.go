@@ -23,6 +23,9 @@ func (s *Server) registerHooks() {
 	c.Event.Use(onEvent)                         // live readers (SSE, subscriptions) read the new event
 	c.APIKey.Use(onKey)                          // a revoked key's subscriptions end
 	c.WebhookDelivery.Use(s.webhooks.WakeHook()) // the dispatcher sends the new delivery
+	if s.metrics != nil {
+		c.Event.Use(s.metrics.eventsHook()) // flytrap_events_appended_total
+	}
 	routes := s.engine.RoutesHook()
 	c.Trap.Use(routes) // the trap listener reloads its routes
 	c.Site.Use(routes)

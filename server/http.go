@@ -49,6 +49,9 @@ func (s *Server) routes() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
+	if s.cfg.Metrics {
+		mux.Handle("GET /metrics", s.deadline(s.metricsHandler(), restErrors))
+	}
 	for _, p := range []string{"/healthz", "/readyz"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -210,6 +213,7 @@ type statusRecorder struct {
 	http.ResponseWriter
 	status  int
 	upgrade bool // a WebSocket upgrade: a hijack answers 101; an event stream's hijack writes a 200 itself
+	hijack  bool // the connection was taken over: a stream or a WebSocket, lasting as long as it is open
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
@@ -231,6 +235,7 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 // Hijack lets WebSocket upgrades and event streams take their connection over;
 // gorilla/websocket asks for http.Hijacker directly.
 func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	s.hijack = true
 	if s.status == 0 {
 		s.status = http.StatusOK
 		if s.upgrade {
@@ -254,12 +259,14 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		if route == "" || route == "/" {
 			route = "unmatched"
 		}
+		took := time.Since(start)
+		s.metrics.request(route, r.Method, rec.status, took, rec.hijack || r.Pattern == rest.StreamRoute)
 		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 			slog.String("request_id", RequestID(r.Context())),
 			slog.String("method", r.Method),
 			slog.String("route", route),
 			slog.Int("status", rec.status),
-			slog.Duration("duration", time.Since(start)),
+			slog.Duration("duration", took),
 		)
 	})
 }

@@ -42,6 +42,7 @@ type Server struct {
 	fails    *authFailures // failed authentications per client address
 	ready    *readiness
 	webhooks *webhook.Dispatcher
+	metrics  *metrics
 	stopping context.Context // done once the service begins to shut down
 	stop     context.CancelFunc
 }
@@ -82,7 +83,10 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 		s.notifier = event.NewNotifier(db.DSN, s.broker, log)
 		s.notifier.OnRoutesChanged(engine.InvalidateRoutes)
 	}
-	s.webhooks = webhook.New(db.Client, db.Dialect, cfg.Webhook, log, time.Now)
+	wcfg := cfg.Webhook
+	wcfg.PublicURL = cfg.PublicURL
+	s.webhooks = webhook.New(db.Client, db.Dialect, wcfg, log, time.Now)
+	s.metrics = newMetrics(s)
 	s.registerHooks()
 	s.handler = s.routes()
 	return s, nil

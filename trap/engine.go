@@ -67,8 +67,10 @@ type Engine struct {
 	stopped atomic.Bool
 	done    chan struct{}
 
-	shed    atomic.Int64 // requests refused for overload
-	written atomic.Int64 // hits made durable
+	received atomic.Int64 // hits offered to the queue
+	shed     atomic.Int64 // requests refused for overload
+	written  atomic.Int64 // hits made durable
+	observe  BatchObserver
 
 	hitInserts sync.Map // the INSERT statement of each number of hit rows (see hitInsert)
 }
@@ -105,6 +107,32 @@ func (e *Engine) Key() decoy.Key { return e.key }
 
 // Stats reports the hits written and the requests shed since start.
 func (e *Engine) Stats() (written, shed int64) { return e.written.Load(), e.shed.Load() }
+
+// Counts reports, since start, the hits offered to the writer's queue, those made
+// durable and those refused because the queue was full.
+func (e *Engine) Counts() (received, recorded, shed int64) {
+	return e.received.Load(), e.written.Load(), e.shed.Load()
+}
+
+// QueueDepth is the number of hits waiting for the writer.
+func (e *Engine) QueueDepth() int { return len(e.queue) }
+
+// BatchObserver is told of every transaction the writer ran: its hits, how long it took
+// from begin to commit, and its error. It runs on the writer: it must not block.
+type BatchObserver func(hits int, took time.Duration, err error)
+
+// Observe sets the writer's BatchObserver; call it before Run.
+func (e *Engine) Observe(o BatchObserver) { e.observe = o }
+
+// writeBatchObserved is writeBatch, reported to the observer.
+func (e *Engine) writeBatchObserved(ctx context.Context, batch []*job) error {
+	start := time.Now()
+	err := e.writeBatch(ctx, batch)
+	if e.observe != nil {
+		e.observe(len(batch), time.Since(start), err)
+	}
+	return err
+}
 
 const keyID = "decoy-token-key"
 
@@ -186,11 +214,11 @@ func (e *Engine) Done() <-chan struct{} { return e.done }
 // write makes a batch durable in one transaction; if that fails, each hit is tried
 // alone so one bad record cannot sink the others.
 func (e *Engine) write(ctx context.Context, batch []*job) {
-	err := e.writeBatch(ctx, batch)
+	err := e.writeBatchObserved(ctx, batch)
 	if err != nil && len(batch) > 1 {
 		e.log.Warn("writing a batch of hits failed; writing them one by one", "hits", len(batch), "err", err)
 		for _, j := range batch {
-			j.done <- e.writeBatch(ctx, []*job{j})
+			j.done <- e.writeBatchObserved(ctx, []*job{j})
 		}
 		return
 	}

@@ -134,6 +134,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec.row, rec.rowErr = hitRow(rec)
 
 	j := &job{rec: rec, done: make(chan error, 1)}
+	e.received.Add(1)
 	select {
 	case e.queue <- j:
 	default:

@@ -52,6 +52,8 @@ type Config struct {
 	Schedule []time.Duration
 	// DisableAfter turns off an endpoint that has failed without a success for this long.
 	DisableAfter time.Duration
+	// PublicURL is the dashboard's external base URL, for links in alerts (--public-url); empty: no links.
+	PublicURL string
 }
 
 // DefaultConfig is the production configuration.
@@ -85,8 +87,23 @@ type Dispatcher struct {
 	now     func() time.Time
 	wake    chan struct{}
 
-	sent atomic.Int64 // attempts made, for tests and benchmarks
+	sent    atomic.Int64 // attempts made, for tests and benchmarks
+	observe AttemptObserver
 }
+
+// Outcomes of an attempt, as an AttemptObserver hears them.
+const (
+	OutcomeSuccess   = "success"    // a 2xx answer
+	OutcomeHTTPError = "http_error" // any other answer
+	OutcomeError     = "error"      // no answer: refused address, connection, timeout, building the request
+)
+
+// AttemptObserver is told of every attempt: its outcome, how long the delivery had been
+// due when the attempt began (lag), and how long the attempt took. It must not block.
+type AttemptObserver func(outcome string, lag, took time.Duration)
+
+// Observe sets the dispatcher's AttemptObserver; call it before Run.
+func (d *Dispatcher) Observe(o AttemptObserver) { d.observe = o }
 
 // New returns a dispatcher over client (dialect says how to claim). A delivery committed on this
 // instance wakes it at once; others are found by polling.
@@ -261,12 +278,23 @@ func (d *Dispatcher) attempt(ctx context.Context, dl *ent.WebhookDelivery, net N
 		d.finish(dl, ep, nil, "endpoint is not active")
 		return
 	}
+	begun := d.now()
 	res := d.send(ctx, dl, ep, net)
 	if ctx.Err() != nil { // shutting down: not the receiver's fault; try again at the next start
 		d.release(ctx, dl)
 		return
 	}
 	d.sent.Add(1)
+	if d.observe != nil {
+		outcome := OutcomeSuccess
+		switch {
+		case res.attempt.StatusCode == 0:
+			outcome = OutcomeError
+		case !res.ok:
+			outcome = OutcomeHTTPError
+		}
+		d.observe(outcome, max(begun.Sub(dl.NextAttemptAt), 0), time.Duration(res.attempt.LatencyMs)*time.Millisecond)
+	}
 	d.finish(dl, ep, &res, "")
 }
 
@@ -291,7 +319,7 @@ func (d *Dispatcher) send(ctx context.Context, dl *ent.WebhookDelivery, ep *ent.
 		return res
 	}
 	fail := func(err error) result { return failWith(MsgBuildRequest, err) }
-	body, err := Render(string(ep.Format), dl.Payload)
+	body, err := Render(string(ep.Format), dl.Payload, RenderOptions{PublicURL: d.cfg.PublicURL})
 	if err != nil {
 		return fail(err)
 	}

@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	entgo "entgo.io/ent"
 
+	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hook"
 	"github.com/flytrap/flytrap/ent/privacy"
+	entsession "github.com/flytrap/flytrap/ent/session"
+	enttrap "github.com/flytrap/flytrap/ent/trap"
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/ent/webhookendpoint"
 	"github.com/flytrap/flytrap/event"
@@ -40,25 +44,33 @@ func Outbox(next entgo.Mutator) entgo.Mutator {
 		if !strings.HasPrefix(ev.Type, "threat.") {
 			session = ""
 		}
+		severity, _ := ev.Data["severity"].(string)
 		now := time.Now().UTC().Truncate(time.Millisecond)
 		payload := event.Envelope(ev)
 		var creates []*ent.WebhookDeliveryCreate
+		withContext := false
 		for _, ep := range eps {
 			if !Matches(ep.EventTypes, ev.Type) {
 				continue
 			}
+			if session != "" && !withContext {
+				// What a person reading the alert needs, as the session stands in this transaction.
+				withContext = true
+				ac, err := alertContext(ctx, c, ev.OrgID, session)
+				if err != nil {
+					return nil, err
+				}
+				if ac != nil {
+					payload["context"] = ac
+				}
+			}
 			status := webhookdelivery.StatusPENDING
 			if ep.ThrottleMinutes > 0 && session != "" {
-				recent, err := c.WebhookDelivery.Query().Where(
-					webhookdelivery.EndpointID(ep.ID),
-					webhookdelivery.SessionID(session),
-					webhookdelivery.StatusNEQ(webhookdelivery.StatusSUPPRESSED),
-					webhookdelivery.CreatedAtGT(now.Add(-time.Duration(ep.ThrottleMinutes)*time.Minute)),
-				).Exist(ctx)
+				held, err := throttled(ctx, c, ep, session, severity, now)
 				if err != nil {
-					return nil, fmt.Errorf("check webhook throttle: %w", err)
+					return nil, err
 				}
-				if recent {
+				if held {
 					status = webhookdelivery.StatusSUPPRESSED
 				}
 			}
@@ -80,6 +92,99 @@ func Outbox(next entgo.Mutator) entgo.Mutator {
 		}
 		return v, nil
 	})
+}
+
+// throttled says whether a threat event of severity for session is merged into an alert the
+// endpoint already had in its throttle window: only when one sent there was at least as severe.
+// An escalation is always delivered. The window holds at most one sent delivery per severity.
+func throttled(ctx context.Context, c *ent.Client, ep *ent.WebhookEndpoint, session, severity string, now time.Time) (bool, error) {
+	sent, err := c.WebhookDelivery.Query().Where(
+		webhookdelivery.EndpointID(ep.ID),
+		webhookdelivery.SessionID(session),
+		webhookdelivery.StatusNEQ(webhookdelivery.StatusSUPPRESSED),
+		webhookdelivery.CreatedAtGT(now.Add(-time.Duration(ep.ThrottleMinutes)*time.Minute)),
+	).Select(webhookdelivery.FieldPayload).All(ctx)
+	if err != nil {
+		return false, fmt.Errorf("check webhook throttle: %w", err)
+	}
+	rank := detect.SeverityRank(severity)
+	for _, d := range sent {
+		data, _ := d.Payload["data"].(map[string]any)
+		was, _ := data["severity"].(string)
+		if detect.SeverityRank(was) >= rank {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Bounds of the alert context: user agents, trap names and paths are attacker- or
+// tenant-controlled, and alerts go to chat tools with message size limits.
+const (
+	alertMaxUA    = 512
+	alertMaxTraps = 10
+	alertMaxName  = 100
+	alertMaxPath  = 200
+)
+
+// alertContext gathers what a threat alert shows besides the event's data: the user agent,
+// the signals with their counts, the traps by name. nil when the session is not stored.
+func alertContext(ctx context.Context, c *ent.Client, org, id string) (map[string]any, error) {
+	s, err := c.Session.Query().Where(entsession.ID(id), entsession.OrgID(org)).Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the session for a webhook alert: %w", err)
+	}
+	signals := make([]any, 0, len(s.SignalsFired))
+	for _, name := range s.SignalsFired {
+		n := s.State.Signals[name]
+		signals = append(signals, map[string]any{"name": name, "count": max(n, 1)})
+	}
+	ids := s.TrapsTriggered
+	more := 0
+	if len(ids) > alertMaxTraps {
+		ids, more = ids[:alertMaxTraps], len(ids)-alertMaxTraps
+	}
+	rows, err := c.Trap.Query().Where(enttrap.IDIn(ids...), enttrap.OrgID(org)).
+		Select(enttrap.FieldID, enttrap.FieldName, enttrap.FieldPath).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the traps for a webhook alert: %w", err)
+	}
+	byID := make(map[string]*ent.Trap, len(rows))
+	for _, t := range rows {
+		byID[t.ID] = t
+	}
+	traps := make([]any, 0, len(ids))
+	for _, tid := range ids { // in the order the session triggered them; a deleted trap keeps its id
+		t := map[string]any{"id": tid, "name": "", "path": ""}
+		if row := byID[tid]; row != nil {
+			t["name"], t["path"] = boundText(row.Name, alertMaxName), boundText(row.Path, alertMaxPath)
+		}
+		traps = append(traps, t)
+	}
+	out := map[string]any{
+		"user_agent": boundText(s.UserAgent, alertMaxUA),
+		"signals":    signals,
+		"traps":      traps,
+	}
+	if more > 0 {
+		out["traps_more"] = more
+	}
+	return out, nil
+}
+
+// boundText cuts s to at most n bytes on a character boundary, marking the cut with "…".
+func boundText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // Matches reports whether an endpoint's type filter takes events of type typ.

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -367,36 +368,47 @@ func TestGiveUpRetryAfterAndGone(t *testing.T) {
 	})
 }
 
-// At most one threat alert per session per throttle window; other sessions and other endpoints are not held back.
+// At most one threat alert per session and severity per throttle window: repeats are merged,
+// a higher severity (an escalation) is always sent; other sessions and endpoints are not held back.
 func TestThrottle(t *testing.T) {
 	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
 		env := ft.Start(t, b, fast)
 		a := env.Tenant("acme")
 		rc := newReceiver(t, nil)
-		ep, _ := createEndpoint(t, env, a.ReadWrite, map[string]any{"url": rc.URL, "throttleMinutes": 10, "format": "slack"})
+		ep, _ := createEndpoint(t, env, a.ReadWrite, map[string]any{"url": rc.URL, "throttleMinutes": 15, "format": "slack"})
 		all := newReceiver(t, nil)
 		allEP, _ := createEndpoint(t, env, a.ReadWrite, map[string]any{"url": all.URL, "eventTypes": []string{"threat.detected", "threat.escalated"}})
 		threat := func(session, severity string) map[string]any {
 			return map[string]any{"session_id": session, "source_ip": "203.0.113.9", "classification": "ai_agent", "severity": severity, "score": 80}
 		}
 		appendEvent(t, env, a.Org.ID, event.ThreatDetected, threat("ses_1", "high"))
-		appendEvent(t, env, a.Org.ID, event.ThreatEscalated, threat("ses_1", "critical"))
-		appendEvent(t, env, a.Org.ID, event.ThreatEscalated, threat("ses_1", "critical"))
+		appendEvent(t, env, a.Org.ID, event.ThreatDetected, threat("ses_1", "high"))      // a repeat: merged
+		appendEvent(t, env, a.Org.ID, event.ThreatEscalated, threat("ses_1", "critical")) // an escalation: sent
+		appendEvent(t, env, a.Org.ID, event.ThreatEscalated, threat("ses_1", "critical")) // a repeat: merged
+		appendEvent(t, env, a.Org.ID, event.ThreatDetected, threat("ses_1", "medium"))    // lower than sent: merged
 		appendEvent(t, env, a.Org.ID, event.ThreatDetected, threat("ses_2", "medium"))
-		waitFor(t, "deliveries", settled(t, env, ep, 4))
-		waitFor(t, "deliveries", settled(t, env, allEP, 4))
+		waitFor(t, "deliveries", settled(t, env, ep, 6))
+		waitFor(t, "deliveries", settled(t, env, allEP, 6))
 		var statuses []string
 		for _, d := range deliveries(t, env, ep) {
 			statuses = append(statuses, string(d.Status))
 		}
 		// Delivery is at least once: count messages by webhook-id, not requests.
-		if fmt.Sprint(statuses) != "[SUCCEEDED SUPPRESSED SUPPRESSED SUCCEEDED]" || distinctIDs(rc) != 2 || distinctIDs(all) != 4 {
-			t.Fatalf("statuses %v, sent %d and %d messages", statuses, distinctIDs(rc), distinctIDs(all))
+		if want := "[SUCCEEDED SUPPRESSED SUCCEEDED SUPPRESSED SUPPRESSED SUCCEEDED]"; fmt.Sprint(statuses) != want || distinctIDs(rc) != 3 || distinctIDs(all) != 6 {
+			t.Fatalf("statuses %v (want %s), sent %d and %d messages", statuses, want, distinctIDs(rc), distinctIDs(all))
 		}
-		var msg map[string]any
-		_ = json.Unmarshal(rc.got()[0].body, &msg)
-		if text, _ := msg["text"].(string); !strings.Contains(text, "AI_AGENT") {
-			t.Fatalf("slack message %v", msg)
+		var escalated bool
+		for _, r := range rc.got() {
+			var msg map[string]any
+			_ = json.Unmarshal(r.body, &msg)
+			text, _ := msg["text"].(string)
+			if !strings.Contains(text, "AI agent") {
+				t.Fatalf("slack message %v", msg)
+			}
+			escalated = escalated || strings.Contains(text, "escalated") && strings.Contains(text, "critical")
+		}
+		if !escalated {
+			t.Fatal("the escalation to critical was not sent")
 		}
 	})
 }
@@ -567,4 +579,56 @@ func TestStopMidRetryThenRestart(t *testing.T) {
 			t.Fatalf("delivery %s: %s", d.ID, d.Status)
 		}
 	}
+}
+
+// A real visitor's threat alert names the class in words, the user agent, the trap by name
+// and the signals, and links to the session in the dashboard; the JSON format keeps the
+// envelope and adds the context.
+func TestAlertContextEndToEnd(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		env := ft.Start(t, b, fast, func(cfg *server.Config) { cfg.PublicURL = "https://flytrap.example.com" })
+		a := env.Tenant("acme")
+		sl := newReceiver(t, nil)
+		createEndpoint(t, env, a.ReadWrite, map[string]any{"url": sl.URL, "format": "slack", "eventTypes": []string{"threat.*"}})
+		js := newReceiver(t, nil)
+		createEndpoint(t, env, a.ReadWrite, map[string]any{"url": js.URL, "eventTypes": []string{"threat.*"}})
+		env.MustGraphQL(a.ReadWrite, `mutation { createTrap(input:{name:"Internal *docs*", type: page, path:"/internal/docs"}) { id } }`, nil)
+
+		const ua = "python-requests/2.32.3 <!channel>"
+		get := func(path string) string {
+			req, _ := http.NewRequest(http.MethodGet, env.Trap.URL+path, nil)
+			req.Header.Set("User-Agent", ua)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			body, _ := io.ReadAll(res.Body)
+			return string(body)
+		}
+		page := get("/internal/docs")
+		for _, u := range regexp.MustCompile(`/[A-Za-z0-9._/-]*[a-z2-7]{40,}`).FindAllString(page, -1) {
+			get(u)
+		}
+		waitFor(t, "the alerts", func() bool { return len(sl.got()) > 0 && len(js.got()) > 0 })
+
+		var msg map[string]any
+		_ = json.Unmarshal(sl.got()[0].body, &msg)
+		text := ft.Dig(msg, "blocks", 0, "text", "text").(string)
+		for _, want := range []string{"Threat detected: Bot (", "User agent: `python-requests/2.32.3 &lt;!channel&gt;`",
+			"Traps: `Internal *docs* (/internal/docs)`", "Signals: `", "CALLBACK_HIT", "|Open the session in Flytrap>"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("slack alert lacks %q:\n%s", want, text)
+			}
+		}
+		var ev map[string]any
+		_ = json.Unmarshal(js.got()[0].body, &ev)
+		sessionID, _ := ft.Dig(ev, "data", "session_id").(string)
+		if ev["type"] != event.ThreatDetected || sessionID == "" || ft.Dig(ev, "data", "classification") != "bot" ||
+			ft.Dig(ev, "context", "user_agent") != ua || ft.Dig(ev, "context", "traps", 0, "name") != "Internal *docs*" ||
+			ft.Dig(ev, "context", "classification_label") != "Bot" ||
+			ft.Dig(ev, "context", "session_url") != "https://flytrap.example.com/sessions/"+sessionID {
+			t.Errorf("json alert %s", js.got()[0].body)
+		}
+	})
 }

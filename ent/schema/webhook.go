@@ -41,7 +41,8 @@ func (WebhookEndpoint) Fields() []ent.Field {
 		field.Bool("active").Default(true),
 		field.Enum("format").Values("json", "slack", "teams", "splunk_hec").Default("json").
 			Annotations(entgql.Type("WebhookFormat")),
-		// ThrottleMinutes lets at most one threat alert per session through per this many minutes (0: off).
+		// ThrottleMinutes lets at most one threat alert per session and severity through per this many
+		// minutes (0: off); an escalation to a higher severity is always sent.
 		field.Int("throttle_minutes").Default(0).Min(0).Max(10080),
 		// Authorization, when set, is sent as the Authorization header (Splunk HEC: "Splunk <token>"); write-only.
 		field.String("authorization").Default("").MaxLen(1024).Sensitive().Validate(cleanText).

@@ -1,0 +1,241 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/privacy"
+	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/webhook"
+)
+
+// metrics is one instance's Prometheus registry (never the global one: tests run many
+// servers in one process) and the collectors the request path and the hooks feed.
+type metrics struct {
+	reg          *prometheus.Registry
+	requests     *prometheus.CounterVec
+	requestTime  *prometheus.HistogramVec
+	batchSize    prometheus.Histogram
+	batchTime    prometheus.Histogram
+	batchErrors  prometheus.Counter
+	events       *prometheus.CounterVec
+	attempts     *prometheus.CounterVec
+	deliveryLag  prometheus.Histogram
+	attemptTime  prometheus.Histogram
+	sessionsDesc *prometheus.Desc
+}
+
+// newMetrics registers the instance's metrics and plugs the small hooks of the trap writer,
+// the webhook dispatcher and the event log into them.
+func newMetrics(s *Server) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	f := promauto.With(m.reg)
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	hits := func(name, help string, pick func(received, recorded, shed int64) int64) {
+		f.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
+			return float64(pick(s.engine.Counts()))
+		})
+	}
+	hits("flytrap_hits_received_total", "Hits the trap listener offered to the writer's queue.",
+		func(r, _, _ int64) int64 { return r })
+	hits("flytrap_hits_recorded_total", "Hits made durable by the writer.",
+		func(_, r, _ int64) int64 { return r })
+	hits("flytrap_hits_shed_total", "Hits refused with 503 because the writer's queue was full.",
+		func(_, _, s int64) int64 { return s })
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "flytrap_hit_queue_depth", Help: "Hits waiting for the writer.",
+	}, func() float64 { return float64(s.engine.QueueDepth()) })
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "flytrap_hit_queue_capacity", Help: "Hits that may wait for the writer (--hit-queue).",
+	}, func() float64 { return float64(s.cfg.Trap.QueueSize) })
+	m.batchSize = f.NewHistogram(prometheus.HistogramOpts{
+		Name: "flytrap_writer_batch_hits", Help: "Hits per writer transaction.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 11), // 1 … 1024
+	})
+	m.batchTime = f.NewHistogram(prometheus.HistogramOpts{
+		Name: "flytrap_writer_commit_duration_seconds", Help: "Time of one writer transaction, begin to commit.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14), // 0.5 ms … 4 s
+	})
+	m.batchErrors = f.NewCounter(prometheus.CounterOpts{
+		Name: "flytrap_writer_batch_errors_total", Help: "Writer transactions that failed (a failed batch is retried hit by hit).",
+	})
+	s.engine.Observe(func(hits int, took time.Duration, err error) {
+		m.batchSize.Observe(float64(hits))
+		m.batchTime.Observe(took.Seconds())
+		if err != nil {
+			m.batchErrors.Inc()
+		}
+	})
+
+	m.sessionsDesc = prometheus.NewDesc("flytrap_sessions", "Sessions stored, by classification, all organizations "+
+		"(read at most once per --metrics-sessions-refresh).", []string{"classification"}, nil)
+	m.reg.MustRegister(&sessionGauge{desc: m.sessionsDesc, client: s.db.Client, every: s.cfg.MetricsSessionsRefresh, now: time.Now})
+
+	m.events = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "flytrap_events_appended_total", Help: "Events committed to the event log by this instance, by type.",
+	}, []string{"type"})
+	for _, t := range event.Types {
+		m.events.WithLabelValues(t)
+	}
+
+	m.attempts = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "flytrap_webhook_attempts_total", Help: "Webhook delivery attempts by outcome: success (2xx), http_error (other answers), error (no answer).",
+	}, []string{"outcome"})
+	for _, o := range []string{webhook.OutcomeSuccess, webhook.OutcomeHTTPError, webhook.OutcomeError} {
+		m.attempts.WithLabelValues(o)
+	}
+	m.deliveryLag = f.NewHistogram(prometheus.HistogramOpts{
+		Name: "flytrap_webhook_delivery_lag_seconds", Help: "How long a webhook delivery had been due when its attempt began.",
+		Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
+	})
+	m.attemptTime = f.NewHistogram(prometheus.HistogramOpts{
+		Name: "flytrap_webhook_attempt_duration_seconds", Help: "Time of one webhook attempt, connection to last byte.",
+		Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30},
+	})
+	s.webhooks.Observe(func(outcome string, lag, took time.Duration) {
+		m.attempts.WithLabelValues(outcome).Inc()
+		m.deliveryLag.Observe(lag.Seconds())
+		m.attemptTime.Observe(took.Seconds())
+	})
+
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "flytrap_sse_streams_open", Help: "Open event streams (GET /api/v1/events/stream) on this instance.",
+	}, func() float64 { return float64(s.resolver.OpenFollows(graph.FollowStream)) })
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "flytrap_graphql_subscriptions_open", Help: "Open GraphQL subscriptions (WebSocket) on this instance.",
+	}, func() float64 { return float64(s.resolver.OpenFollows(graph.FollowSubscription)) })
+
+	m.requests = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "flytrap_api_requests_total", Help: "API requests by route pattern, method and status.",
+	}, []string{"route", "method", "status"})
+	m.requestTime = f.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "flytrap_api_request_duration_seconds", Help: "API request latency by route pattern and method (streams and WebSockets excluded).",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"route", "method"})
+	return m
+}
+
+// request counts one API request. route is the mux pattern (never the raw path: scanners
+// would make a label per URL) and method one of a fixed set, so labels stay bounded.
+func (m *metrics) request(route, method string, status int, took time.Duration, long bool) {
+	method = metricMethod(method)
+	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	if !long {
+		m.requestTime.WithLabelValues(route, method).Observe(took.Seconds())
+	}
+}
+
+func metricMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
+}
+
+// handler serves the registry; with a token, only to a caller presenting it as a bearer token.
+func (s *Server) metricsHandler() http.Handler {
+	h := promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	want := []byte("Bearer " + s.cfg.MetricsToken)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.MetricsToken != "" {
+			if s.fails.blocked(w, r) {
+				restError(w, http.StatusTooManyRequests, "too many failed authentications from this address; retry after the time in Retry-After")
+				return
+			}
+			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+				s.fails.failed(r)
+				w.Header().Set("WWW-Authenticate", `Bearer realm="flytrap-metrics"`)
+				restError(w, http.StatusUnauthorized, "a valid metrics token is required (Authorization: Bearer <metrics-token>)")
+				return
+			}
+			s.gate.authenticated(r.Context())
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// sessionGauge reports sessions by classification from one GROUP BY over the sessions
+// table, kept for a while: a scrape never costs more than one count per refresh interval,
+// and concurrent scrapes share it.
+type sessionGauge struct {
+	desc   *prometheus.Desc
+	client *ent.Client
+	every  time.Duration
+	now    func() time.Time
+
+	refresh sync.Mutex // held while counting
+	mu      sync.Mutex
+	counts  map[string]int
+	at      time.Time
+}
+
+func (g *sessionGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+func (g *sessionGauge) Collect(ch chan<- prometheus.Metric) {
+	g.mu.Lock()
+	stale := g.counts == nil || g.now().Sub(g.at) >= g.every
+	g.mu.Unlock()
+	if stale && g.refresh.TryLock() { // another scrape counting: serve what is there
+		g.count()
+		g.refresh.Unlock()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.counts == nil {
+		return // never counted: no sample rather than a false zero
+	}
+	for _, c := range classifications {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(g.counts[string(c)]), string(c))
+	}
+}
+
+// classifications are every session class, so each has a sample (0 when none).
+var classifications = []session.Classification{
+	session.ClassificationHUMAN, session.ClassificationBOT, session.ClassificationCRAWLER, session.ClassificationAI_CRAWLER,
+	session.ClassificationAI_ASSISTANT, session.ClassificationAI_AGENT, session.ClassificationAI_AGENT_MALICIOUS,
+	session.ClassificationSCANNER,
+}
+
+func (g *sessionGauge) count() {
+	ctx, cancel := context.WithTimeout(privacy.DecisionContext(context.Background(), privacy.Allow), 10*time.Second)
+	defer cancel()
+	var rows []struct {
+		Classification string `json:"classification"`
+		Count          int    `json:"count"`
+	}
+	if err := g.client.Session.Query().GroupBy(session.FieldClassification).Aggregate(ent.Count()).Scan(ctx, &rows); err != nil {
+		return // the last counts stay, aging
+	}
+	counts := make(map[string]int, len(rows))
+	for _, r := range rows {
+		counts[r.Classification] = r.Count
+	}
+	g.mu.Lock()
+	g.counts, g.at = counts, g.now()
+	g.mu.Unlock()
+}
+
+// eventsHook counts events after they commit (registered in server/hooks.go).
+func (m *metrics) eventsHook() ent.Hook {
+	return event.AfterCommit(ent.OpCreate, func(_ context.Context, mu ent.Mutation) {
+		if em, ok := mu.(*ent.EventMutation); ok {
+			if t, ok := em.GetType(); ok {
+				m.events.WithLabelValues(t).Inc() // our own constants: a bounded set
+			}
+		}
+	})
+}
