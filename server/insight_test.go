@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -176,4 +177,27 @@ func TestSessionInsight(t *testing.T) {
 			t.Errorf("another organization sees campaigns: %v", e)
 		}
 	})
+}
+
+// The dashboard's own campaign and session-insight queries pass the default complexity limit.
+func TestDashboardInsightQueriesFitTheLimit(t *testing.T) {
+	env := ft.Start(t, ft.Backends()[0])
+	a := env.Tenant("acme")
+	src, err := os.ReadFile("../web/src/queries.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, vars := range map[string]map[string]any{
+		"CAMPAIGNS":       {"first": 20},
+		"SESSION_INSIGHT": {"id": "ses_01arz3ndektsv4rrffq69g5fav"},
+	} {
+		m := regexp.MustCompile("(?s)" + name + " = `([^`]*)`").FindSubmatch(src)
+		if m == nil {
+			t.Fatalf("%s is not in web/src/queries.ts", name)
+		}
+		// An unknown session is NOT_FOUND: what matters is that validation and pricing passed.
+		if r := env.GraphQL(a.ReadOnly, string(m[1]), vars); r.Status != 200 || r.Code() != "" && r.Code() != "NOT_FOUND" {
+			t.Errorf("%s: %d %s", name, r.Status, r.Raw)
+		}
+	}
 }
