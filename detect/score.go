@@ -118,6 +118,12 @@ func SeverityRank(s string) int {
 // did not put it in e.Signals. Judge does not allocate and is safe for
 // concurrent use.
 func Judge(e Evidence) Verdict {
+	v, _ := judge(e)
+	return v
+}
+
+// judge is Judge, also saying which of its rules (1–9) chose the class, for Explain.
+func judge(e Evidence) (v Verdict, rule int) {
 	has := func(name string) bool { return e.Signals[name] > 0 }
 	uaSig := UASignal(e.Agent)
 	hasUA := func(name string) bool { return uaSig == name || has(name) }
@@ -130,7 +136,6 @@ func Judge(e Evidence) Verdict {
 		raw += weigh(uaSig, 1)
 	}
 
-	var v Verdict
 	malicious := 0
 	for _, t := range []string{SignalSystemPromptLeaked, SignalCredentialUsed, SignalToolInvoked} {
 		if has(t) {
@@ -151,6 +156,7 @@ func Judge(e Evidence) Verdict {
 
 	switch {
 	case malicious > 0:
+		rule = 1
 		v.Classification = ClassAIAgentMalicious
 		v.Confidence = 90
 		if has(SignalSystemPromptLeaked) {
@@ -164,6 +170,7 @@ func Judge(e Evidence) Verdict {
 			v.Confidence += 2
 		}
 	case has(SignalInjectionFollowed):
+		rule = 2
 		v.Classification = ClassAIAgent
 		v.Confidence = 90
 		if aiKind == KindAIAgent {
@@ -173,6 +180,7 @@ func Judge(e Evidence) Verdict {
 			v.Confidence += 3
 		}
 	case hasUA(SignalScannerUA) || has(SignalSystematicProbing):
+		rule = 3
 		v.Classification = ClassScanner
 		switch {
 		case hasUA(SignalScannerUA) && has(SignalSystematicProbing):
@@ -183,9 +191,11 @@ func Judge(e Evidence) Verdict {
 			v.Confidence = 70
 		}
 	case has(SignalUnverifiedBotClaim):
+		rule = 4
 		v.Classification = ClassBot
 		v.Confidence = 80
 	case aiKind.IsAI():
+		rule = 5
 		switch aiKind {
 		case KindAIAgent:
 			v.Classification = ClassAIAgent
@@ -202,12 +212,14 @@ func Judge(e Evidence) Verdict {
 			v.Confidence += 20 // its address matched the operator's ranges
 		}
 	case hasUA(SignalSearchCrawlerUA):
+		rule = 6
 		v.Classification = ClassCrawler
 		v.Confidence = 65
 		if Verifiable(e.Agent) {
 			v.Confidence = 95
 		}
 	case has(SignalCallbackHit):
+		rule = 7
 		v.Classification = ClassBot
 		v.Confidence = 85
 		if e.Agent.Kind == KindUnknown && !has(SignalMachineSpeedFollowup) && !has(SignalLLMSpeedFollowup) {
@@ -216,12 +228,14 @@ func Judge(e Evidence) Verdict {
 			v.Confidence = 55
 		}
 	case hasUA(SignalAutomationClientUA) || hasUA(SignalHeadlessBrowserUA) || hasUA(SignalEmptyUA):
+		rule = 8
 		v.Classification = ClassBot
 		v.Confidence = 70
 		if hasUA(SignalEmptyUA) {
 			v.Confidence = 60
 		}
 	default:
+		rule = 9
 		v.Classification = ClassHuman
 		// How sure we are there is nothing: more quiet hits, more certainty;
 		// each behavioural oddity takes some away.
@@ -242,7 +256,7 @@ func Judge(e Evidence) Verdict {
 	if v.Classification == ClassAIAgentMalicious && SeverityRank(v.Severity) < SeverityRank(SeverityHigh) {
 		v.Severity = SeverityHigh
 	}
-	return v
+	return v, rule
 }
 
 // weigh is a signal's contribution for n occurrences: w + w/2 + w/4 + …

@@ -41,9 +41,11 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
 	Analytics() AnalyticsResolver
+	Campaign() CampaignResolver
 	Hit() HitResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
+	Session() SessionResolver
 	Subscription() SubscriptionResolver
 }
 
@@ -75,6 +77,29 @@ type ComplexityRoot struct {
 	}
 
 	ApiKeyEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	Campaign struct {
+		Addresses    func(childComplexity int, first *int) int
+		FirstSeen    func(childComplexity int) int
+		LastSeen     func(childComplexity int) int
+		Model        func(childComplexity int) int
+		Operator     func(childComplexity int) int
+		PromptCount  func(childComplexity int) int
+		PromptHash   func(childComplexity int) int
+		SessionCount func(childComplexity int) int
+		Sessions     func(childComplexity int, first *int) int
+		Traps        func(childComplexity int) int
+	}
+
+	CampaignConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	CampaignEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
 	}
@@ -211,6 +236,7 @@ type ComplexityRoot struct {
 	Query struct {
 		APIKeys           func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ApiKeyOrder, where *ent.ApiKeyWhereInput) int
 		Analytics         func(childComplexity int) int
+		Campaigns         func(childComplexity int, first *int, after *entgql.Cursor[string]) int
 		Events            func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.EventOrder, where *ent.EventWhereInput) int
 		Node              func(childComplexity int, id string) int
 		Nodes             func(childComplexity int, ids []string) int
@@ -229,9 +255,21 @@ type ComplexityRoot struct {
 		Secret   func(childComplexity int) int
 	}
 
+	ScorePart struct {
+		Count         func(childComplexity int) int
+		CountsOnce    func(childComplexity int) int
+		FromUserAgent func(childComplexity int) int
+		Meaning       func(childComplexity int) int
+		Points        func(childComplexity int) int
+		Signal        func(childComplexity int) int
+		Tripwire      func(childComplexity int) int
+		Weight        func(childComplexity int) int
+	}
+
 	Session struct {
 		Classification    func(childComplexity int) int
 		Confidence        func(childComplexity int) int
+		Explanation       func(childComplexity int) int
 		ExtractedModel    func(childComplexity int) int
 		ExtractedOperator func(childComplexity int) int
 		FirstSeen         func(childComplexity int) int
@@ -244,10 +282,12 @@ type ComplexityRoot struct {
 		PromptsCaptured   func(childComplexity int) int
 		Score             func(childComplexity int) int
 		Severity          func(childComplexity int) int
+		SignalGroups      func(childComplexity int) int
 		Signals           func(childComplexity int) int
 		SignalsFired      func(childComplexity int) int
 		SiteID            func(childComplexity int) int
 		SourceIP          func(childComplexity int) int
+		Traps             func(childComplexity int) int
 		TrapsTriggered    func(childComplexity int) int
 		TripwiresFired    func(childComplexity int) int
 		UserAgent         func(childComplexity int) int
@@ -284,6 +324,17 @@ type ComplexityRoot struct {
 		SessionID   func(childComplexity int) int
 		SourceHitID func(childComplexity int) int
 		Tripwire    func(childComplexity int) int
+	}
+
+	SignalGroup struct {
+		Count          func(childComplexity int) int
+		Evidence       func(childComplexity int) int
+		MaxDelayMs     func(childComplexity int) int
+		MinDelayMs     func(childComplexity int) int
+		Placement      func(childComplexity int) int
+		PlacementLabel func(childComplexity int) int
+		Signal         func(childComplexity int) int
+		Tripwire       func(childComplexity int) int
 	}
 
 	Site struct {
@@ -346,6 +397,29 @@ type ComplexityRoot struct {
 		ContentType func(childComplexity int) int
 		Path        func(childComplexity int) int
 		Status      func(childComplexity int) int
+	}
+
+	TrapRef struct {
+		Deleted func(childComplexity int) int
+		ID      func(childComplexity int) int
+		Name    func(childComplexity int) int
+		Path    func(childComplexity int) int
+		Type    func(childComplexity int) int
+	}
+
+	VerdictExplanation struct {
+		Ceiling            func(childComplexity int) int
+		Classification     func(childComplexity int) int
+		Confidence         func(childComplexity int) int
+		DetectionThreshold func(childComplexity int) int
+		Floor              func(childComplexity int) int
+		MatchesStored      func(childComplexity int) int
+		Parts              func(childComplexity int) int
+		RawScore           func(childComplexity int) int
+		Rule               func(childComplexity int) int
+		RuleText           func(childComplexity int) int
+		Score              func(childComplexity int) int
+		Severity           func(childComplexity int) int
 	}
 
 	Viewer struct {
@@ -428,6 +502,13 @@ type AnalyticsResolver interface {
 	Severity(ctx context.Context, obj *model.Analytics) (*model.SeverityCounts, error)
 	Timeline(ctx context.Context, obj *model.Analytics) ([]*model.TimelineBucket, error)
 }
+type CampaignResolver interface {
+	FirstSeen(ctx context.Context, obj *model.Campaign) (*time.Time, error)
+	LastSeen(ctx context.Context, obj *model.Campaign) (*time.Time, error)
+	Sessions(ctx context.Context, obj *model.Campaign, first *int) ([]*ent.Session, error)
+	Addresses(ctx context.Context, obj *model.Campaign, first *int) ([]string, error)
+	Traps(ctx context.Context, obj *model.Campaign) ([]*model.TrapRef, error)
+}
 type HitResolver interface {
 	Headers(ctx context.Context, obj *ent.Hit) (map[string]any, error)
 }
@@ -462,6 +543,12 @@ type QueryResolver interface {
 	Viewer(ctx context.Context) (*model.Viewer, error)
 	TrapPreview(ctx context.Context, id string) (*model.TrapPreview, error)
 	WebhookDeliveries(ctx context.Context, endpointID string, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, status *webhookdelivery.Status) (*ent.WebhookDeliveryConnection, error)
+	Campaigns(ctx context.Context, first *int, after *entgql.Cursor[string]) (*model.CampaignConnection, error)
+}
+type SessionResolver interface {
+	Explanation(ctx context.Context, obj *ent.Session) (*model.VerdictExplanation, error)
+	SignalGroups(ctx context.Context, obj *ent.Session) ([]*model.SignalGroup, error)
+	Traps(ctx context.Context, obj *ent.Session) ([]*model.TrapRef, error)
 }
 type SubscriptionResolver interface {
 	Events(ctx context.Context, types []string, after *entgql.Cursor[string]) (<-chan *model.EventMessage, error)
@@ -585,6 +672,103 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ApiKeyEdge.Node(childComplexity), true
+
+	case "Campaign.addresses":
+		if e.ComplexityRoot.Campaign.Addresses == nil {
+			break
+		}
+
+		args, err := ec.field_Campaign_addresses_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Campaign.Addresses(childComplexity, args["first"].(*int)), true
+	case "Campaign.firstSeen":
+		if e.ComplexityRoot.Campaign.FirstSeen == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Campaign.FirstSeen(childComplexity), true
+	case "Campaign.lastSeen":
+		if e.ComplexityRoot.Campaign.LastSeen == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Campaign.LastSeen(childComplexity), true
+	case "Campaign.model":
+		if e.ComplexityRoot.Campaign.Model == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Campaign.Model(childComplexity), true
+	case "Campaign.operator":
+		if e.ComplexityRoot.Campaign.Operator == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Campaign.Operator(childComplexity), true
+	case "Campaign.promptCount":
+		if e.ComplexityRoot.Campaign.PromptCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Campaign.PromptCount(childComplexity), true
+	case "Campaign.promptHash":
+		if e.ComplexityRoot.Campaign.PromptHash == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Campaign.PromptHash(childComplexity), true
+	case "Campaign.sessionCount":
+		if e.ComplexityRoot.Campaign.SessionCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Campaign.SessionCount(childComplexity), true
+	case "Campaign.sessions":
+		if e.ComplexityRoot.Campaign.Sessions == nil {
+			break
+		}
+
+		args, err := ec.field_Campaign_sessions_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Campaign.Sessions(childComplexity, args["first"].(*int)), true
+	case "Campaign.traps":
+		if e.ComplexityRoot.Campaign.Traps == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Campaign.Traps(childComplexity), true
+
+	case "CampaignConnection.edges":
+		if e.ComplexityRoot.CampaignConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CampaignConnection.Edges(childComplexity), true
+	case "CampaignConnection.pageInfo":
+		if e.ComplexityRoot.CampaignConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CampaignConnection.PageInfo(childComplexity), true
+
+	case "CampaignEdge.cursor":
+		if e.ComplexityRoot.CampaignEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CampaignEdge.Cursor(childComplexity), true
+	case "CampaignEdge.node":
+		if e.ComplexityRoot.CampaignEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CampaignEdge.Node(childComplexity), true
 
 	case "CreateApiKeyPayload.apiKey":
 		if e.ComplexityRoot.CreateApiKeyPayload.APIKey == nil {
@@ -1197,6 +1381,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Analytics(childComplexity), true
+	case "Query.campaigns":
+		if e.ComplexityRoot.Query.Campaigns == nil {
+			break
+		}
+
+		args, err := ec.field_Query_campaigns_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Campaigns(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[string])), true
 	case "Query.events":
 		if e.ComplexityRoot.Query.Events == nil {
 			break
@@ -1323,6 +1518,55 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RotateWebhookSecretPayload.Secret(childComplexity), true
 
+	case "ScorePart.count":
+		if e.ComplexityRoot.ScorePart.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScorePart.Count(childComplexity), true
+	case "ScorePart.countsOnce":
+		if e.ComplexityRoot.ScorePart.CountsOnce == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScorePart.CountsOnce(childComplexity), true
+	case "ScorePart.fromUserAgent":
+		if e.ComplexityRoot.ScorePart.FromUserAgent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScorePart.FromUserAgent(childComplexity), true
+	case "ScorePart.meaning":
+		if e.ComplexityRoot.ScorePart.Meaning == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScorePart.Meaning(childComplexity), true
+	case "ScorePart.points":
+		if e.ComplexityRoot.ScorePart.Points == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScorePart.Points(childComplexity), true
+	case "ScorePart.signal":
+		if e.ComplexityRoot.ScorePart.Signal == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScorePart.Signal(childComplexity), true
+	case "ScorePart.tripwire":
+		if e.ComplexityRoot.ScorePart.Tripwire == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScorePart.Tripwire(childComplexity), true
+	case "ScorePart.weight":
+		if e.ComplexityRoot.ScorePart.Weight == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScorePart.Weight(childComplexity), true
+
 	case "Session.classification":
 		if e.ComplexityRoot.Session.Classification == nil {
 			break
@@ -1335,6 +1579,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Session.Confidence(childComplexity), true
+	case "Session.explanation":
+		if e.ComplexityRoot.Session.Explanation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.Explanation(childComplexity), true
 	case "Session.extractedModel":
 		if e.ComplexityRoot.Session.ExtractedModel == nil {
 			break
@@ -1412,6 +1662,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Session.Severity(childComplexity), true
+	case "Session.signalGroups":
+		if e.ComplexityRoot.Session.SignalGroups == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.SignalGroups(childComplexity), true
 	case "Session.signals":
 		if e.ComplexityRoot.Session.Signals == nil {
 			break
@@ -1436,6 +1692,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Session.SourceIP(childComplexity), true
+	case "Session.traps":
+		if e.ComplexityRoot.Session.Traps == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.Traps(childComplexity), true
 	case "Session.trapsTriggered":
 		if e.ComplexityRoot.Session.TrapsTriggered == nil {
 			break
@@ -1584,6 +1846,55 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Signal.Tripwire(childComplexity), true
+
+	case "SignalGroup.count":
+		if e.ComplexityRoot.SignalGroup.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SignalGroup.Count(childComplexity), true
+	case "SignalGroup.evidence":
+		if e.ComplexityRoot.SignalGroup.Evidence == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SignalGroup.Evidence(childComplexity), true
+	case "SignalGroup.maxDelayMs":
+		if e.ComplexityRoot.SignalGroup.MaxDelayMs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SignalGroup.MaxDelayMs(childComplexity), true
+	case "SignalGroup.minDelayMs":
+		if e.ComplexityRoot.SignalGroup.MinDelayMs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SignalGroup.MinDelayMs(childComplexity), true
+	case "SignalGroup.placement":
+		if e.ComplexityRoot.SignalGroup.Placement == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SignalGroup.Placement(childComplexity), true
+	case "SignalGroup.placementLabel":
+		if e.ComplexityRoot.SignalGroup.PlacementLabel == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SignalGroup.PlacementLabel(childComplexity), true
+	case "SignalGroup.signal":
+		if e.ComplexityRoot.SignalGroup.Signal == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SignalGroup.Signal(childComplexity), true
+	case "SignalGroup.tripwire":
+		if e.ComplexityRoot.SignalGroup.Tripwire == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SignalGroup.Tripwire(childComplexity), true
 
 	case "Site.createdAt":
 		if e.ComplexityRoot.Site.CreatedAt == nil {
@@ -1808,6 +2119,110 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TrapPreview.Status(childComplexity), true
+
+	case "TrapRef.deleted":
+		if e.ComplexityRoot.TrapRef.Deleted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TrapRef.Deleted(childComplexity), true
+	case "TrapRef.id":
+		if e.ComplexityRoot.TrapRef.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TrapRef.ID(childComplexity), true
+	case "TrapRef.name":
+		if e.ComplexityRoot.TrapRef.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TrapRef.Name(childComplexity), true
+	case "TrapRef.path":
+		if e.ComplexityRoot.TrapRef.Path == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TrapRef.Path(childComplexity), true
+	case "TrapRef.type":
+		if e.ComplexityRoot.TrapRef.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TrapRef.Type(childComplexity), true
+
+	case "VerdictExplanation.ceiling":
+		if e.ComplexityRoot.VerdictExplanation.Ceiling == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VerdictExplanation.Ceiling(childComplexity), true
+	case "VerdictExplanation.classification":
+		if e.ComplexityRoot.VerdictExplanation.Classification == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VerdictExplanation.Classification(childComplexity), true
+	case "VerdictExplanation.confidence":
+		if e.ComplexityRoot.VerdictExplanation.Confidence == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VerdictExplanation.Confidence(childComplexity), true
+	case "VerdictExplanation.detectionThreshold":
+		if e.ComplexityRoot.VerdictExplanation.DetectionThreshold == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VerdictExplanation.DetectionThreshold(childComplexity), true
+	case "VerdictExplanation.floor":
+		if e.ComplexityRoot.VerdictExplanation.Floor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VerdictExplanation.Floor(childComplexity), true
+	case "VerdictExplanation.matchesStored":
+		if e.ComplexityRoot.VerdictExplanation.MatchesStored == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VerdictExplanation.MatchesStored(childComplexity), true
+	case "VerdictExplanation.parts":
+		if e.ComplexityRoot.VerdictExplanation.Parts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VerdictExplanation.Parts(childComplexity), true
+	case "VerdictExplanation.rawScore":
+		if e.ComplexityRoot.VerdictExplanation.RawScore == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VerdictExplanation.RawScore(childComplexity), true
+	case "VerdictExplanation.rule":
+		if e.ComplexityRoot.VerdictExplanation.Rule == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VerdictExplanation.Rule(childComplexity), true
+	case "VerdictExplanation.ruleText":
+		if e.ComplexityRoot.VerdictExplanation.RuleText == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VerdictExplanation.RuleText(childComplexity), true
+	case "VerdictExplanation.score":
+		if e.ComplexityRoot.VerdictExplanation.Score == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VerdictExplanation.Score(childComplexity), true
+	case "VerdictExplanation.severity":
+		if e.ComplexityRoot.VerdictExplanation.Severity == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VerdictExplanation.Severity(childComplexity), true
 
 	case "Viewer.keyID":
 		if e.ComplexityRoot.Viewer.KeyID == nil {
@@ -2418,6 +2833,117 @@ extend type Mutation {
   "Queues a webhook.ping message to the endpoint."
   pingWebhookEndpoint(id: ID!): WebhookDelivery!
 }
+
+extend type Session {
+  "How the score and class were reached, from the engine's own weight table and rules (detect.Explain)."
+  explanation: VerdictExplanation! @cost(weight: 5)
+  "The session's signals grouped by signal and placement, with how often each fired and samples of its evidence."
+  signalGroups: [SignalGroup!]! @cost(weight: 20) @listSize(assumedSize: 40)
+  "The traps the session triggered, by name and path (a deleted trap: its id only)."
+  traps: [TrapRef!]! @cost(weight: 5) @listSize(assumedSize: 20)
+}
+
+"How the detection engine judged a session."
+type VerdictExplanation {
+  "The verdict the engine's rules give today; it matches the stored one unless the engine changed since (matchesStored)."
+  classification: Classification!
+  score: Int!
+  confidence: Int!
+  severity: Severity!
+  "Whether classification, score, confidence and severity equal what is stored on the session."
+  matchesStored: Boolean!
+  "The sum of the signals' points, before the cap at 100 and the class's bounds."
+  rawScore: Int!
+  "The class's score bounds: the score is the raw score held between them."
+  floor: Int!
+  ceiling: Int!
+  "The number (1–9) of the rule of detect.Judge that chose the class, and the rule in words."
+  rule: Int!
+  ruleText: String!
+  "From this score a non-human, non-crawler session counts as a detection."
+  detectionThreshold: Int!
+  "Each signal's share of the score, largest first."
+  parts: [ScorePart!]! @listSize(assumedSize: 20)
+}
+
+"One signal's share of a session's score."
+type ScorePart {
+  signal: String!
+  "What the signal means."
+  meaning: String!
+  tripwire: Boolean!
+  "Points of its first occurrence (the engine's weight table)."
+  weight: Int!
+  "How often it fired in the session."
+  count: Int!
+  "What all its occurrences added: weight, then half of the previous repeat each time (identity signals count once)."
+  points: Int!
+  countsOnce: Boolean!
+  "Inferred from the user agent rather than recorded on a hit."
+  fromUserAgent: Boolean!
+}
+
+"A signal's firings in one session that share a placement."
+type SignalGroup {
+  signal: String!
+  tripwire: Boolean!
+  "The placement as recorded (e.g. callback#0)."
+  placement: String!
+  "The placement in words, e.g. \"hidden link in an HTML comment\"; empty when the signal has no placement."
+  placementLabel: String!
+  count: Int!
+  minDelayMs: Int
+  maxDelayMs: Int
+  "Up to three distinct pieces of evidence (attacker-controlled text: show it as text)."
+  evidence: [String!]! @listSize(assumedSize: 3)
+}
+
+"A trap as a session refers to it."
+type TrapRef {
+  id: ID!
+  "Empty when the trap was deleted."
+  name: String!
+  path: String
+  type: String!
+  deleted: Boolean!
+}
+
+extend type Query {
+  """
+  Sessions grouped into campaigns by the leaked prompt's hash and the operator and model
+  extracted from it: one agent fleet instead of many sessions. Most recently active first.
+  """
+  campaigns(first: Int, after: Cursor): CampaignConnection! @cost(weight: 10)
+}
+
+type CampaignConnection {
+  edges: [CampaignEdge!]!
+  pageInfo: PageInfo!
+}
+
+type CampaignEdge {
+  node: Campaign!
+  cursor: Cursor!
+}
+
+"Sessions that leaked the same prompt (by hash) with the same extracted operator and model."
+type Campaign {
+  "SHA-256 of the normalised leaked prompt."
+  promptHash: String!
+  operator: String!
+  model: String!
+  sessionCount: Int!
+  "Prompts captured in the campaign."
+  promptCount: Int!
+  firstSeen: Time! @cost(weight: 5)
+  lastSeen: Time! @cost(weight: 5)
+  "The campaign's most recent sessions (at most 20)."
+  sessions(first: Int = 10): [Session!]! @cost(weight: 5) @listSize(assumedSize: 20)
+  "Distinct source addresses of its sessions (at most 20)."
+  addresses(first: Int = 20): [String!]! @cost(weight: 5) @listSize(assumedSize: 20)
+  "The traps its sessions triggered (of its 20 most recent sessions)."
+  traps: [TrapRef!]! @cost(weight: 10) @listSize(assumedSize: 20)
+}
 `, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
@@ -2480,6 +3006,52 @@ func (ec *executionContext) childFields_ApiKeyEdge(ctx context.Context, field gr
 		return ec.fieldContext_ApiKeyEdge_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ApiKeyEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_Campaign(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "promptHash":
+		return ec.fieldContext_Campaign_promptHash(ctx, field)
+	case "operator":
+		return ec.fieldContext_Campaign_operator(ctx, field)
+	case "model":
+		return ec.fieldContext_Campaign_model(ctx, field)
+	case "sessionCount":
+		return ec.fieldContext_Campaign_sessionCount(ctx, field)
+	case "promptCount":
+		return ec.fieldContext_Campaign_promptCount(ctx, field)
+	case "firstSeen":
+		return ec.fieldContext_Campaign_firstSeen(ctx, field)
+	case "lastSeen":
+		return ec.fieldContext_Campaign_lastSeen(ctx, field)
+	case "sessions":
+		return ec.fieldContext_Campaign_sessions(ctx, field)
+	case "addresses":
+		return ec.fieldContext_Campaign_addresses(ctx, field)
+	case "traps":
+		return ec.fieldContext_Campaign_traps(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Campaign", field.Name)
+}
+
+func (ec *executionContext) childFields_CampaignConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_CampaignConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_CampaignConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CampaignConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_CampaignEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "node":
+		return ec.fieldContext_CampaignEdge_node(ctx, field)
+	case "cursor":
+		return ec.fieldContext_CampaignEdge_cursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CampaignEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_CreateApiKeyPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2714,6 +3286,28 @@ func (ec *executionContext) childFields_RotateWebhookSecretPayload(ctx context.C
 	return nil, fmt.Errorf("no field named %q was found under type RotateWebhookSecretPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_ScorePart(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "signal":
+		return ec.fieldContext_ScorePart_signal(ctx, field)
+	case "meaning":
+		return ec.fieldContext_ScorePart_meaning(ctx, field)
+	case "tripwire":
+		return ec.fieldContext_ScorePart_tripwire(ctx, field)
+	case "weight":
+		return ec.fieldContext_ScorePart_weight(ctx, field)
+	case "count":
+		return ec.fieldContext_ScorePart_count(ctx, field)
+	case "points":
+		return ec.fieldContext_ScorePart_points(ctx, field)
+	case "countsOnce":
+		return ec.fieldContext_ScorePart_countsOnce(ctx, field)
+	case "fromUserAgent":
+		return ec.fieldContext_ScorePart_fromUserAgent(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ScorePart", field.Name)
+}
+
 func (ec *executionContext) childFields_Session(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -2758,6 +3352,12 @@ func (ec *executionContext) childFields_Session(ctx context.Context, field graph
 		return ec.fieldContext_Session_signals(ctx, field)
 	case "prompts":
 		return ec.fieldContext_Session_prompts(ctx, field)
+	case "explanation":
+		return ec.fieldContext_Session_explanation(ctx, field)
+	case "signalGroups":
+		return ec.fieldContext_Session_signalGroups(ctx, field)
+	case "traps":
+		return ec.fieldContext_Session_traps(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Session", field.Name)
 }
@@ -2826,6 +3426,28 @@ func (ec *executionContext) childFields_Signal(ctx context.Context, field graphq
 		return ec.fieldContext_Signal_session(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Signal", field.Name)
+}
+
+func (ec *executionContext) childFields_SignalGroup(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "signal":
+		return ec.fieldContext_SignalGroup_signal(ctx, field)
+	case "tripwire":
+		return ec.fieldContext_SignalGroup_tripwire(ctx, field)
+	case "placement":
+		return ec.fieldContext_SignalGroup_placement(ctx, field)
+	case "placementLabel":
+		return ec.fieldContext_SignalGroup_placementLabel(ctx, field)
+	case "count":
+		return ec.fieldContext_SignalGroup_count(ctx, field)
+	case "minDelayMs":
+		return ec.fieldContext_SignalGroup_minDelayMs(ctx, field)
+	case "maxDelayMs":
+		return ec.fieldContext_SignalGroup_maxDelayMs(ctx, field)
+	case "evidence":
+		return ec.fieldContext_SignalGroup_evidence(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SignalGroup", field.Name)
 }
 
 func (ec *executionContext) childFields_Site(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2940,6 +3562,52 @@ func (ec *executionContext) childFields_TrapPreview(ctx context.Context, field g
 		return ec.fieldContext_TrapPreview_path(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TrapPreview", field.Name)
+}
+
+func (ec *executionContext) childFields_TrapRef(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_TrapRef_id(ctx, field)
+	case "name":
+		return ec.fieldContext_TrapRef_name(ctx, field)
+	case "path":
+		return ec.fieldContext_TrapRef_path(ctx, field)
+	case "type":
+		return ec.fieldContext_TrapRef_type(ctx, field)
+	case "deleted":
+		return ec.fieldContext_TrapRef_deleted(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TrapRef", field.Name)
+}
+
+func (ec *executionContext) childFields_VerdictExplanation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "classification":
+		return ec.fieldContext_VerdictExplanation_classification(ctx, field)
+	case "score":
+		return ec.fieldContext_VerdictExplanation_score(ctx, field)
+	case "confidence":
+		return ec.fieldContext_VerdictExplanation_confidence(ctx, field)
+	case "severity":
+		return ec.fieldContext_VerdictExplanation_severity(ctx, field)
+	case "matchesStored":
+		return ec.fieldContext_VerdictExplanation_matchesStored(ctx, field)
+	case "rawScore":
+		return ec.fieldContext_VerdictExplanation_rawScore(ctx, field)
+	case "floor":
+		return ec.fieldContext_VerdictExplanation_floor(ctx, field)
+	case "ceiling":
+		return ec.fieldContext_VerdictExplanation_ceiling(ctx, field)
+	case "rule":
+		return ec.fieldContext_VerdictExplanation_rule(ctx, field)
+	case "ruleText":
+		return ec.fieldContext_VerdictExplanation_ruleText(ctx, field)
+	case "detectionThreshold":
+		return ec.fieldContext_VerdictExplanation_detectionThreshold(ctx, field)
+	case "parts":
+		return ec.fieldContext_VerdictExplanation_parts(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type VerdictExplanation", field.Name)
 }
 
 func (ec *executionContext) childFields_Viewer(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3197,6 +3865,34 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 // endregion ************************** internal!.gotpl ***************************
 
 // region    ***************************** args.gotpl *****************************
+
+func (ec *executionContext) field_Campaign_addresses_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Campaign_sessions_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	return args, nil
+}
 
 func (ec *executionContext) field_Mutation_createApiKey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
@@ -3497,6 +4193,28 @@ func (ec *executionContext) field_Query_apiKeys_args(ctx context.Context, rawArg
 		return nil, err
 	}
 	args["where"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_campaigns_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*entgql.Cursor[string], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -4422,6 +5140,406 @@ func (ec *executionContext) _ApiKeyEdge_cursor(ctx context.Context, field graphq
 }
 func (ec *executionContext) fieldContext_ApiKeyEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ApiKeyEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
+}
+
+func (ec *executionContext) _Campaign_promptHash(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Campaign_promptHash(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PromptHash, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Campaign_promptHash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Campaign_operator(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Campaign_operator(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Operator, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Campaign_operator(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Campaign_model(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Campaign_model(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Model, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Campaign_model(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Campaign_sessionCount(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Campaign_sessionCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SessionCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Campaign_sessionCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Campaign_promptCount(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Campaign_promptCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PromptCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Campaign_promptCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Campaign_firstSeen(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Campaign_firstSeen(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Campaign().FirstSeen(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalNTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Campaign_firstSeen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Campaign", field, true, true, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Campaign_lastSeen(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Campaign_lastSeen(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Campaign().LastSeen(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalNTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Campaign_lastSeen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Campaign", field, true, true, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Campaign_sessions(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Campaign_sessions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Campaign().Sessions(ctx, obj, fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Session) graphql.Marshaler {
+			return ec.marshalNSession2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSessionᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Campaign_sessions(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Campaign",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Session(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Campaign_sessions_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Campaign_addresses(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Campaign_addresses(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Campaign().Addresses(ctx, obj, fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Campaign_addresses(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Campaign",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type String does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Campaign_addresses_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Campaign_traps(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Campaign_traps(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Campaign().Traps(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.TrapRef) graphql.Marshaler {
+			return ec.marshalNTrapRef2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTrapRefᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Campaign_traps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Campaign",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TrapRef(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CampaignConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.CampaignConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CampaignConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.CampaignEdge) graphql.Marshaler {
+			return ec.marshalNCampaignEdge2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaignEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CampaignConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CampaignConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CampaignEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CampaignConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.CampaignConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CampaignConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *entgql.PageInfo[string]) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖentgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CampaignConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CampaignConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CampaignEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.CampaignEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CampaignEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Campaign) graphql.Marshaler {
+			return ec.marshalNCampaign2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaign(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CampaignEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CampaignEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Campaign(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CampaignEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.CampaignEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CampaignEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.Cursor[string]) graphql.Marshaler {
+			return ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CampaignEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CampaignEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
 }
 
 func (ec *executionContext) _CreateApiKeyPayload_key(ctx context.Context, field graphql.CollectedField, obj *model.CreateAPIKeyPayload) (ret graphql.Marshaler) {
@@ -7297,6 +8415,50 @@ func (ec *executionContext) fieldContext_Query_webhookDeliveries(ctx context.Con
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_campaigns(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_campaigns(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Campaigns(ctx, fc.Args["first"].(*int), fc.Args["after"].(*entgql.Cursor[string]))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CampaignConnection) graphql.Marshaler {
+			return ec.marshalNCampaignConnection2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaignConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_campaigns(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CampaignConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_campaigns_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7426,6 +8588,190 @@ func (ec *executionContext) _RotateWebhookSecretPayload_secret(ctx context.Conte
 }
 func (ec *executionContext) fieldContext_RotateWebhookSecretPayload_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RotateWebhookSecretPayload", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ScorePart_signal(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ScorePart_signal(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Signal, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ScorePart_signal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ScorePart", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ScorePart_meaning(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ScorePart_meaning(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Meaning, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ScorePart_meaning(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ScorePart", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ScorePart_tripwire(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ScorePart_tripwire(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tripwire, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ScorePart_tripwire(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ScorePart", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _ScorePart_weight(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ScorePart_weight(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Weight, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ScorePart_weight(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ScorePart", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ScorePart_count(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ScorePart_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ScorePart_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ScorePart", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ScorePart_points(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ScorePart_points(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Points, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ScorePart_points(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ScorePart", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ScorePart_countsOnce(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ScorePart_countsOnce(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CountsOnce, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ScorePart_countsOnce(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ScorePart", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _ScorePart_fromUserAgent(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ScorePart_fromUserAgent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FromUserAgent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ScorePart_fromUserAgent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ScorePart", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _Session_id(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -7950,6 +9296,102 @@ func (ec *executionContext) fieldContext_Session_prompts(_ context.Context, fiel
 	return fc, nil
 }
 
+func (ec *executionContext) _Session_explanation(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Session_explanation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Session().Explanation(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.VerdictExplanation) graphql.Marshaler {
+			return ec.marshalNVerdictExplanation2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐVerdictExplanation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Session_explanation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Session",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_VerdictExplanation(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Session_signalGroups(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Session_signalGroups(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Session().SignalGroups(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.SignalGroup) graphql.Marshaler {
+			return ec.marshalNSignalGroup2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐSignalGroupᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Session_signalGroups(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Session",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SignalGroup(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Session_traps(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Session_traps(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Session().Traps(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.TrapRef) graphql.Marshaler {
+			return ec.marshalNTrapRef2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTrapRefᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Session_traps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Session",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TrapRef(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _SessionConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.SessionConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8467,6 +9909,190 @@ func (ec *executionContext) fieldContext_Signal_session(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _SignalGroup_signal(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SignalGroup_signal(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Signal, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SignalGroup_signal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SignalGroup", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SignalGroup_tripwire(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SignalGroup_tripwire(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tripwire, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SignalGroup_tripwire(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SignalGroup", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _SignalGroup_placement(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SignalGroup_placement(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Placement, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SignalGroup_placement(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SignalGroup", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SignalGroup_placementLabel(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SignalGroup_placementLabel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PlacementLabel, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SignalGroup_placementLabel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SignalGroup", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SignalGroup_count(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SignalGroup_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SignalGroup_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SignalGroup", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _SignalGroup_minDelayMs(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SignalGroup_minDelayMs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinDelayMs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SignalGroup_minDelayMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SignalGroup", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _SignalGroup_maxDelayMs(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SignalGroup_maxDelayMs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaxDelayMs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SignalGroup_maxDelayMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SignalGroup", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _SignalGroup_evidence(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SignalGroup_evidence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Evidence, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SignalGroup_evidence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SignalGroup", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Site_id(ctx context.Context, field graphql.CollectedField, obj *ent.Site) (ret graphql.Marshaler) {
@@ -9365,6 +10991,406 @@ func (ec *executionContext) _TrapPreview_path(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_TrapPreview_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("TrapPreview", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TrapRef_id(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TrapRef_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TrapRef_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TrapRef", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _TrapRef_name(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TrapRef_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TrapRef_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TrapRef", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TrapRef_path(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TrapRef_path(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Path, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TrapRef_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TrapRef", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TrapRef_type(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TrapRef_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TrapRef_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TrapRef", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TrapRef_deleted(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TrapRef_deleted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Deleted, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TrapRef_deleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TrapRef", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _VerdictExplanation_classification(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VerdictExplanation_classification(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Classification, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v session.Classification) graphql.Marshaler {
+			return ec.marshalNClassification2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐClassification(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VerdictExplanation_classification(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Classification does not have child fields"))
+}
+
+func (ec *executionContext) _VerdictExplanation_score(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VerdictExplanation_score(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Score, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VerdictExplanation_score(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _VerdictExplanation_confidence(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VerdictExplanation_confidence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Confidence, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VerdictExplanation_confidence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _VerdictExplanation_severity(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VerdictExplanation_severity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Severity, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v session.Severity) graphql.Marshaler {
+			return ec.marshalNSeverity2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐSeverity(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VerdictExplanation_severity(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Severity does not have child fields"))
+}
+
+func (ec *executionContext) _VerdictExplanation_matchesStored(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VerdictExplanation_matchesStored(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MatchesStored, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VerdictExplanation_matchesStored(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _VerdictExplanation_rawScore(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VerdictExplanation_rawScore(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RawScore, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VerdictExplanation_rawScore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _VerdictExplanation_floor(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VerdictExplanation_floor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Floor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VerdictExplanation_floor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _VerdictExplanation_ceiling(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VerdictExplanation_ceiling(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ceiling, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VerdictExplanation_ceiling(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _VerdictExplanation_rule(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VerdictExplanation_rule(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Rule, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VerdictExplanation_rule(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _VerdictExplanation_ruleText(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VerdictExplanation_ruleText(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RuleText, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VerdictExplanation_ruleText(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _VerdictExplanation_detectionThreshold(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VerdictExplanation_detectionThreshold(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DetectionThreshold, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VerdictExplanation_detectionThreshold(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _VerdictExplanation_parts(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VerdictExplanation_parts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Parts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.ScorePart) graphql.Marshaler {
+			return ec.marshalNScorePart2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐScorePartᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VerdictExplanation_parts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "VerdictExplanation",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ScorePart(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Viewer_orgID(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
@@ -19740,6 +21766,340 @@ func (ec *executionContext) _ApiKeyEdge(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+var campaignImplementors = []string{"Campaign"}
+
+func (ec *executionContext) _Campaign(ctx context.Context, sel ast.SelectionSet, obj *model.Campaign) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, campaignImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Campaign")
+		case "promptHash":
+			out.Values[i] = ec._Campaign_promptHash(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "operator":
+			out.Values[i] = ec._Campaign_operator(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "model":
+			out.Values[i] = ec._Campaign_model(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sessionCount":
+			out.Values[i] = ec._Campaign_sessionCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "promptCount":
+			out.Values[i] = ec._Campaign_promptCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "firstSeen":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Campaign_firstSeen(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "lastSeen":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Campaign_lastSeen(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "sessions":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Campaign_sessions(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "addresses":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Campaign_addresses(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "traps":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Campaign_traps(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var campaignConnectionImplementors = []string{"CampaignConnection"}
+
+func (ec *executionContext) _CampaignConnection(ctx context.Context, sel ast.SelectionSet, obj *model.CampaignConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, campaignConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CampaignConnection")
+		case "edges":
+			out.Values[i] = ec._CampaignConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._CampaignConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var campaignEdgeImplementors = []string{"CampaignEdge"}
+
+func (ec *executionContext) _CampaignEdge(ctx context.Context, sel ast.SelectionSet, obj *model.CampaignEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, campaignEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CampaignEdge")
+		case "node":
+			out.Values[i] = ec._CampaignEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._CampaignEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var createApiKeyPayloadImplementors = []string{"CreateApiKeyPayload"}
 
 func (ec *executionContext) _CreateApiKeyPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateAPIKeyPayload) graphql.Marshaler {
@@ -21098,6 +23458,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "campaigns":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_campaigns(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -21152,6 +23534,79 @@ func (ec *executionContext) _RotateWebhookSecretPayload(ctx context.Context, sel
 			}
 		case "secret":
 			out.Values[i] = ec._RotateWebhookSecretPayload_secret(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var scorePartImplementors = []string{"ScorePart"}
+
+func (ec *executionContext) _ScorePart(ctx context.Context, sel ast.SelectionSet, obj *model.ScorePart) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, scorePartImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ScorePart")
+		case "signal":
+			out.Values[i] = ec._ScorePart_signal(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "meaning":
+			out.Values[i] = ec._ScorePart_meaning(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "tripwire":
+			out.Values[i] = ec._ScorePart_tripwire(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "weight":
+			out.Values[i] = ec._ScorePart_weight(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._ScorePart_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "points":
+			out.Values[i] = ec._ScorePart_points(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "countsOnce":
+			out.Values[i] = ec._ScorePart_countsOnce(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fromUserAgent":
+			out.Values[i] = ec._ScorePart_fromUserAgent(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -21365,6 +23820,120 @@ func (ec *executionContext) _Session(ctx context.Context, sel ast.SelectionSet, 
 				}()
 				res = ec._Session_prompts(ctx, field, obj)
 				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "explanation":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Session_explanation(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "signalGroups":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Session_signalGroups(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "traps":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Session_traps(ctx, field, obj)
+				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -21662,6 +24231,79 @@ func (ec *executionContext) _Signal(ctx context.Context, sel ast.SelectionSet, o
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var signalGroupImplementors = []string{"SignalGroup"}
+
+func (ec *executionContext) _SignalGroup(ctx context.Context, sel ast.SelectionSet, obj *model.SignalGroup) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, signalGroupImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SignalGroup")
+		case "signal":
+			out.Values[i] = ec._SignalGroup_signal(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "tripwire":
+			out.Values[i] = ec._SignalGroup_tripwire(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "placement":
+			out.Values[i] = ec._SignalGroup_placement(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "placementLabel":
+			out.Values[i] = ec._SignalGroup_placementLabel(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._SignalGroup_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "minDelayMs":
+			out.Values[i] = ec._SignalGroup_minDelayMs(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "maxDelayMs":
+			out.Values[i] = ec._SignalGroup_maxDelayMs(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "evidence":
+			out.Values[i] = ec._SignalGroup_evidence(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -22143,6 +24785,157 @@ func (ec *executionContext) _TrapPreview(ctx context.Context, sel ast.SelectionS
 			}
 		case "path":
 			out.Values[i] = ec._TrapPreview_path(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var trapRefImplementors = []string{"TrapRef"}
+
+func (ec *executionContext) _TrapRef(ctx context.Context, sel ast.SelectionSet, obj *model.TrapRef) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, trapRefImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TrapRef")
+		case "id":
+			out.Values[i] = ec._TrapRef_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._TrapRef_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "path":
+			out.Values[i] = ec._TrapRef_path(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "type":
+			out.Values[i] = ec._TrapRef_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleted":
+			out.Values[i] = ec._TrapRef_deleted(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var verdictExplanationImplementors = []string{"VerdictExplanation"}
+
+func (ec *executionContext) _VerdictExplanation(ctx context.Context, sel ast.SelectionSet, obj *model.VerdictExplanation) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, verdictExplanationImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("VerdictExplanation")
+		case "classification":
+			out.Values[i] = ec._VerdictExplanation_classification(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "score":
+			out.Values[i] = ec._VerdictExplanation_score(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "confidence":
+			out.Values[i] = ec._VerdictExplanation_confidence(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "severity":
+			out.Values[i] = ec._VerdictExplanation_severity(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "matchesStored":
+			out.Values[i] = ec._VerdictExplanation_matchesStored(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rawScore":
+			out.Values[i] = ec._VerdictExplanation_rawScore(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "floor":
+			out.Values[i] = ec._VerdictExplanation_floor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "ceiling":
+			out.Values[i] = ec._VerdictExplanation_ceiling(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rule":
+			out.Values[i] = ec._VerdictExplanation_rule(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "ruleText":
+			out.Values[i] = ec._VerdictExplanation_ruleText(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "detectionThreshold":
+			out.Values[i] = ec._VerdictExplanation_detectionThreshold(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "parts":
+			out.Values[i] = ec._VerdictExplanation_parts(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -23130,6 +25923,52 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) marshalNCampaign2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaign(ctx context.Context, sel ast.SelectionSet, v *model.Campaign) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Campaign(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNCampaignConnection2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaignConnection(ctx context.Context, sel ast.SelectionSet, v *model.CampaignConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._CampaignConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNCampaignEdge2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaignEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.CampaignEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNCampaignEdge2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaignEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNCampaignEdge2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaignEdge(ctx context.Context, sel ast.SelectionSet, v *model.CampaignEdge) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._CampaignEdge(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNClassification2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐClassification(ctx context.Context, v any) (session.Classification, error) {
 	var res session.Classification
 	err := res.UnmarshalGQL(v)
@@ -23452,6 +26291,16 @@ func (ec *executionContext) marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPag
 	return ec._PageInfo(ctx, sel, &v)
 }
 
+func (ec *executionContext) marshalNPageInfo2ᚖentgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *entgql.PageInfo[string]) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._PageInfo(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNPrompt2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPrompt(ctx context.Context, sel ast.SelectionSet, v *ent.Prompt) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -23475,6 +26324,48 @@ func (ec *executionContext) marshalNRotateWebhookSecretPayload2ᚖgithubᚗcom�
 		return graphql.Null
 	}
 	return ec._RotateWebhookSecretPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNScorePart2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐScorePartᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ScorePart) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNScorePart2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐScorePart(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNScorePart2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐScorePart(ctx context.Context, sel ast.SelectionSet, v *model.ScorePart) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ScorePart(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNSession2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSessionᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Session) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSession2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSession(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNSession2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSession(ctx context.Context, sel ast.SelectionSet, v *ent.Session) graphql.Marshaler {
@@ -23546,6 +26437,32 @@ func (ec *executionContext) marshalNSignal2ᚖgithubᚗcomᚋflytrapᚋflytrap�
 		return graphql.Null
 	}
 	return ec._Signal(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNSignalGroup2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐSignalGroupᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.SignalGroup) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSignalGroup2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐSignalGroup(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSignalGroup2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐSignalGroup(ctx context.Context, sel ast.SelectionSet, v *model.SignalGroup) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SignalGroup(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNSignalWhereInput2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignalWhereInput(ctx context.Context, v any) (*ent.SignalWhereInput, error) {
@@ -23655,6 +26572,28 @@ func (ec *executionContext) marshalNTime2timeᚐTime(ctx context.Context, sel as
 	return res
 }
 
+func (ec *executionContext) unmarshalNTime2ᚖtimeᚐTime(ctx context.Context, v any) (*time.Time, error) {
+	res, err := graphql.UnmarshalTime(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTime2ᚖtimeᚐTime(ctx context.Context, sel ast.SelectionSet, v *time.Time) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	_ = sel
+	res := graphql.MarshalTime(*v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
 func (ec *executionContext) marshalNTimelineBucket2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTimelineBucketᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.TimelineBucket) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -23727,6 +26666,32 @@ func (ec *executionContext) marshalNTrapPreview2ᚖgithubᚗcomᚋflytrapᚋflyt
 	return ec._TrapPreview(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNTrapRef2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTrapRefᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.TrapRef) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTrapRef2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTrapRef(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNTrapRef2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTrapRef(ctx context.Context, sel ast.SelectionSet, v *model.TrapRef) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._TrapRef(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNTrapType2githubᚗcomᚋflytrapᚋflytrapᚋentᚋtrapᚐType(ctx context.Context, v any) (trap.Type, error) {
 	var res trap.Type
 	err := res.UnmarshalGQL(v)
@@ -23760,6 +26725,16 @@ func (ec *executionContext) unmarshalNUpdateTrapInput2githubᚗcomᚋflytrapᚋf
 func (ec *executionContext) unmarshalNUpdateWebhookEndpointInput2githubᚗcomᚋflytrapᚋflytrapᚋentᚐUpdateWebhookEndpointInput(ctx context.Context, v any) (ent.UpdateWebhookEndpointInput, error) {
 	res, err := ec.unmarshalInputUpdateWebhookEndpointInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNVerdictExplanation2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐVerdictExplanation(ctx context.Context, sel ast.SelectionSet, v *model.VerdictExplanation) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._VerdictExplanation(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNViewer2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐViewer(ctx context.Context, sel ast.SelectionSet, v *model.Viewer) graphql.Marshaler {

@@ -79,6 +79,7 @@ echo "dashboard-tests: starting flytrap on ${url} (traps on ${trap_url})"
 "$tmp/flytrap" serve --db "$tmp/flytrap.db" --api-addr "127.0.0.1:${api_port}" --trap-addr "127.0.0.1:${trap_port}" \
   --jwks-url "${idp_url}/jwks" --jwt-issuer "$idp_url" --jwt-audience "$oidc_audience" \
   --oidc-issuer "$idp_url" --oidc-client-id "$oidc_client_id" \
+  --webhook-allow-private \
   --log-format json >"$tmp/stdout" 2>"$tmp/stderr" &
 server_pid=$!
 

@@ -311,7 +311,7 @@ func isDashboardRoute(p string) bool {
 	}
 	first, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
 	switch first {
-	case "sessions", "traps", "settings":
+	case "sessions", "traps", "settings", "campaigns":
 		return true
 	case "auth": // /auth/callback: the identity provider's redirect back (the app finishes sign-in)
 		return p == "/auth/callback"

@@ -7,6 +7,7 @@ import (
 
 	"entgo.io/contrib/entgql"
 	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -15,6 +16,35 @@ type Analytics struct {
 	Severity *SeverityCounts `json:"severity"`
 	// Hits per hour for the past 24 hours, oldest first, zero-filled; the last bucket is the current hour.
 	Timeline []*TimelineBucket `json:"timeline"`
+}
+
+// Sessions that leaked the same prompt (by hash) with the same extracted operator and model.
+type Campaign struct {
+	// SHA-256 of the normalised leaked prompt.
+	PromptHash   string `json:"promptHash"`
+	Operator     string `json:"operator"`
+	Model        string `json:"model"`
+	SessionCount int    `json:"sessionCount"`
+	// Prompts captured in the campaign.
+	PromptCount int       `json:"promptCount"`
+	FirstSeen   time.Time `json:"firstSeen"`
+	LastSeen    time.Time `json:"lastSeen"`
+	// The campaign's most recent sessions (at most 20).
+	Sessions []*ent.Session `json:"sessions"`
+	// Distinct source addresses of its sessions (at most 20).
+	Addresses []string `json:"addresses"`
+	// The traps its sessions triggered (of its 20 most recent sessions).
+	Traps []*TrapRef `json:"traps"`
+}
+
+type CampaignConnection struct {
+	Edges    []*CampaignEdge          `json:"edges"`
+	PageInfo *entgql.PageInfo[string] `json:"pageInfo"`
+}
+
+type CampaignEdge struct {
+	Node   *Campaign             `json:"node"`
+	Cursor entgql.Cursor[string] `json:"cursor"`
 }
 
 type CreateAPIKeyInput struct {
@@ -69,11 +99,43 @@ type RotateWebhookSecretPayload struct {
 	Secret string `json:"secret"`
 }
 
+// One signal's share of a session's score.
+type ScorePart struct {
+	Signal string `json:"signal"`
+	// What the signal means.
+	Meaning  string `json:"meaning"`
+	Tripwire bool   `json:"tripwire"`
+	// Points of its first occurrence (the engine's weight table).
+	Weight int `json:"weight"`
+	// How often it fired in the session.
+	Count int `json:"count"`
+	// What all its occurrences added: weight, then half of the previous repeat each time (identity signals count once).
+	Points     int  `json:"points"`
+	CountsOnce bool `json:"countsOnce"`
+	// Inferred from the user agent rather than recorded on a hit.
+	FromUserAgent bool `json:"fromUserAgent"`
+}
+
 type SeverityCounts struct {
 	Critical int `json:"critical"`
 	High     int `json:"high"`
 	Medium   int `json:"medium"`
 	Low      int `json:"low"`
+}
+
+// A signal's firings in one session that share a placement.
+type SignalGroup struct {
+	Signal   string `json:"signal"`
+	Tripwire bool   `json:"tripwire"`
+	// The placement as recorded (e.g. callback#0).
+	Placement string `json:"placement"`
+	// The placement in words, e.g. "hidden link in an HTML comment"; empty when the signal has no placement.
+	PlacementLabel string `json:"placementLabel"`
+	Count          int    `json:"count"`
+	MinDelayMs     *int   `json:"minDelayMs,omitempty"`
+	MaxDelayMs     *int   `json:"maxDelayMs,omitempty"`
+	// Up to three distinct pieces of evidence (attacker-controlled text: show it as text).
+	Evidence []string `json:"evidence"`
 }
 
 type Subscription struct {
@@ -94,6 +156,39 @@ type TrapPreview struct {
 	Body string `json:"body"`
 	// The trap's path, where visitors receive this response.
 	Path string `json:"path"`
+}
+
+// A trap as a session refers to it.
+type TrapRef struct {
+	ID string `json:"id"`
+	// Empty when the trap was deleted.
+	Name    string  `json:"name"`
+	Path    *string `json:"path,omitempty"`
+	Type    string  `json:"type"`
+	Deleted bool    `json:"deleted"`
+}
+
+// How the detection engine judged a session.
+type VerdictExplanation struct {
+	// The verdict the engine's rules give today; it matches the stored one unless the engine changed since (matchesStored).
+	Classification session.Classification `json:"classification"`
+	Score          int                    `json:"score"`
+	Confidence     int                    `json:"confidence"`
+	Severity       session.Severity       `json:"severity"`
+	// Whether classification, score, confidence and severity equal what is stored on the session.
+	MatchesStored bool `json:"matchesStored"`
+	// The sum of the signals' points, before the cap at 100 and the class's bounds.
+	RawScore int `json:"rawScore"`
+	// The class's score bounds: the score is the raw score held between them.
+	Floor   int `json:"floor"`
+	Ceiling int `json:"ceiling"`
+	// The number (1–9) of the rule of detect.Judge that chose the class, and the rule in words.
+	Rule     int    `json:"rule"`
+	RuleText string `json:"ruleText"`
+	// From this score a non-human, non-crawler session counts as a detection.
+	DetectionThreshold int `json:"detectionThreshold"`
+	// Each signal's share of the score, largest first.
+	Parts []*ScorePart `json:"parts"`
 }
 
 // The authenticated caller.

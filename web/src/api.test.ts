@@ -66,3 +66,12 @@ describe('gql', () => {
     await expect(gql('{ apiKeys { totalCount } }', undefined, { token: 't', fetch: f })).rejects.toMatchObject({ code: 'FORBIDDEN' });
   });
 });
+
+describe('rate limits', () => {
+  it('keeps extensions.retryAfter', () => {
+    const e = toApiError(200, { errors: [{ message: 'slow down', extensions: { code: 'RATE_LIMITED', retryAfter: 42 } }], data: null });
+    expect(e?.code).toBe('RATE_LIMITED');
+    expect(e?.retryAfter).toBe(42);
+    expect(toApiError(200, { errors: [{ message: 'x', extensions: { code: 'RATE_LIMITED', retryAfter: 'soon' } }] })?.retryAfter).toBeUndefined();
+  });
+});

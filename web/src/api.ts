@@ -17,18 +17,21 @@ export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly field?: string;
-  constructor(message: string, code: ErrorCode, status: number, field?: string) {
+  /** Seconds until a RATE_LIMITED request may succeed (extensions.retryAfter). */
+  readonly retryAfter?: number;
+  constructor(message: string, code: ErrorCode, status: number, field?: string, retryAfter?: number) {
     super(message);
     this.name = 'ApiError';
     this.code = code;
     this.status = status;
     this.field = field;
+    this.retryAfter = retryAfter;
   }
 }
 
 interface GraphQLErrorJSON {
   message?: unknown;
-  extensions?: { code?: unknown; field?: unknown };
+  extensions?: { code?: unknown; field?: unknown; retryAfter?: unknown };
 }
 
 /** Turns an HTTP status and a GraphQL response body into an ApiError, or null when the body has data and no error. */
@@ -39,7 +42,9 @@ export function toApiError(status: number, body: unknown): ApiError | null {
     const code = typeof e.extensions?.code === 'string' ? e.extensions.code : statusCode(status);
     const field = typeof e.extensions?.field === 'string' ? e.extensions.field : undefined;
     const message = typeof e.message === 'string' && e.message ? e.message : defaultMessage(code);
-    return new ApiError(message, status === 401 ? 'UNAUTHENTICATED' : code, status, field);
+    const ra = e.extensions?.retryAfter;
+    const retryAfter = typeof ra === 'number' && Number.isFinite(ra) && ra > 0 ? Math.ceil(ra) : undefined;
+    return new ApiError(message, status === 401 ? 'UNAUTHENTICATED' : code, status, field, retryAfter);
   }
   if (status < 200 || status >= 300) {
     const code = statusCode(status);

@@ -6,10 +6,12 @@ import { match, navigate, useRoute } from './router';
 import { canWrite, identify, looksLikeToken, normaliseToken, type Identity } from './scope';
 import { Inert, Link, Loading } from './ui';
 import { ApiKeysView } from './views/ApiKeys';
+import { CampaignsView } from './views/Campaigns';
 import { OverviewView } from './views/Overview';
 import { SessionDetailView } from './views/SessionDetail';
 import { SessionsView } from './views/Sessions';
 import { TrapsView } from './views/Traps';
+import { WebhooksView } from './views/Webhooks';
 
 type State =
   | { kind: 'checking' }
@@ -224,8 +226,10 @@ function SignIn({ reason, oidc, onSignedIn }: { reason?: string; oidc: OidcConfi
 const NAV = [
   { href: '/', label: 'Overview', test: (p: string) => p === '/' },
   { href: '/sessions', label: 'Sessions', test: (p: string) => p.startsWith('/sessions') },
+  { href: '/campaigns', label: 'Campaigns', test: (p: string) => p.startsWith('/campaigns') },
   { href: '/traps', label: 'Traps', test: (p: string) => p.startsWith('/traps') },
-  { href: '/settings/api-keys', label: 'Settings › API keys', test: (p: string) => p.startsWith('/settings') },
+  { href: '/settings/webhooks', label: 'Webhooks', test: (p: string) => p.startsWith('/settings/webhooks') },
+  { href: '/settings/api-keys', label: 'API keys', test: (p: string) => p === '/settings' || p.startsWith('/settings/api-keys') },
 ];
 
 function Shell({ id, trapURL, onSignOut }: { id: Identity; trapURL: string | null; onSignOut: () => void }) {
@@ -246,6 +250,8 @@ function Shell({ id, trapURL, onSignOut }: { id: Identity; trapURL: string | nul
   else if (route.path === '/sessions') view = <SessionsView search={route.search} />;
   else if ((params = match('/sessions/:id', route.path))) view = <SessionDetailView id={params.id!} />;
   else if (route.path === '/traps') view = <TrapsView canWrite={canWrite(id.scope)} trapURL={trapURL} />;
+  else if (route.path === '/campaigns') view = <CampaignsView />;
+  else if (route.path === '/settings/webhooks') view = <WebhooksView canWrite={canWrite(id.scope)} />;
   else if (route.path === '/settings' || route.path === '/settings/api-keys') view = <ApiKeysView scope={id.scope} />;
   else
     view = (

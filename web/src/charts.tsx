@@ -13,6 +13,11 @@ export const SEVERITY_COLORS: Record<keyof SeverityCounts, string> = {
   low: '#4e8ad6',
 };
 
+/** The theme's muted text colour (light or dark scheme), for the axes drawn on the canvas. */
+function axisColor(): string {
+  return getComputedStyle(document.documentElement).getPropertyValue('--muted').trim() || '#475467';
+}
+
 function useUPlot(build: (width: number) => uPlot.Options, data: uPlot.AlignedData, key: string) {
   const ref = useRef<HTMLDivElement>(null);
   useEffect(() => {
@@ -43,8 +48,8 @@ export function SeverityChart({ counts }: { counts: SeverityCounts }) {
       cursor: { show: false },
       scales: { x: { time: false, range: [-0.5, 3.5] }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
       axes: [
-        { values: (_u, splits) => splits.map((v) => (Number.isInteger(v) ? (names[v] ?? '') : '')), splits: () => [0, 1, 2, 3], stroke: '#475467' },
-        { stroke: '#475467', values: (_u, splits) => splits.map((v) => (Number.isInteger(v) ? formatNumber(v) : '')) },
+        { values: (_u, splits) => splits.map((v) => (Number.isInteger(v) ? (names[v] ?? '') : '')), splits: () => [0, 1, 2, 3], stroke: axisColor() },
+        { stroke: axisColor(), values: (_u, splits) => splits.map((v) => (Number.isInteger(v) ? formatNumber(v) : '')) },
       ],
       series: [
         {},
@@ -89,8 +94,8 @@ export function TimelineChart({ buckets }: { buckets: TimelineBucket[] }) {
       // One more hour on the right: each bar spans its hour, the current one included.
       scales: { x: { range: (_u, min, max) => [min, max + 3600] }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
       axes: [
-        { stroke: '#475467', values: (_u, splits) => splits.map((v) => formatHour(new Date(v * 1000).toISOString())) },
-        { stroke: '#475467', values: (_u, splits) => splits.map((v) => (Number.isInteger(v) ? formatNumber(v) : '')) },
+        { stroke: axisColor(), values: (_u, splits) => splits.map((v) => formatHour(new Date(v * 1000).toISOString())) },
+        { stroke: axisColor(), values: (_u, splits) => splits.map((v) => (Number.isInteger(v) ? formatNumber(v) : '')) },
       ],
       series: [
         {},

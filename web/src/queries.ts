@@ -163,3 +163,129 @@ export const REVOKE_API_KEY = `mutation RevokeApiKey($id: ID!) { revokeApiKey(id
 
 /** Who the token is: its organization and scope, in one request. */
 export const IDENTIFY = `query Identify { organization { id name } viewer { scope } }`;
+
+/** A trap as a session refers to it (name and path; a deleted trap has its id only). */
+export interface TrapRef {
+  id: string;
+  name: string;
+  path: string | null;
+  type: string;
+  deleted: boolean;
+}
+export interface ScorePart {
+  signal: string;
+  meaning: string;
+  tripwire: boolean;
+  weight: number;
+  count: number;
+  points: number;
+  countsOnce: boolean;
+  fromUserAgent: boolean;
+}
+/** How the engine reached the verdict, from its own tables (detect.Explain): nothing here is computed in TypeScript. */
+export interface VerdictExplanation {
+  classification: string;
+  score: number;
+  confidence: number;
+  severity: string;
+  matchesStored: boolean;
+  rawScore: number;
+  floor: number;
+  ceiling: number;
+  rule: number;
+  ruleText: string;
+  detectionThreshold: number;
+  parts: ScorePart[];
+}
+export interface SignalGroup {
+  signal: string;
+  tripwire: boolean;
+  placement: string;
+  placementLabel: string;
+  count: number;
+  minDelayMs: number | null;
+  maxDelayMs: number | null;
+  evidence: string[];
+}
+export interface SessionInsight {
+  traps: TrapRef[];
+  explanation: VerdictExplanation;
+  signalGroups: SignalGroup[];
+}
+export const SESSION_INSIGHT = `query SessionInsight($id: ID!) { node(id: $id) { ... on Session {
+  traps { id name path type deleted }
+  explanation { classification score confidence severity matchesStored rawScore floor ceiling rule ruleText detectionThreshold
+    parts { signal meaning tripwire weight count points countsOnce fromUserAgent } }
+  signalGroups { signal tripwire placement placementLabel count minDelayMs maxDelayMs evidence } } } }`;
+
+export interface Campaign {
+  promptHash: string;
+  operator: string;
+  model: string;
+  sessionCount: number;
+  promptCount: number;
+  firstSeen: string;
+  lastSeen: string;
+  sessions: { id: string; sourceIP: string; userAgent: string; classification: string; severity: string; lastSeen: string }[];
+  addresses: string[];
+  traps: TrapRef[];
+}
+export interface CampaignsData {
+  campaigns: { pageInfo: PageInfo; edges: { cursor: string; node: Campaign }[] };
+}
+export const CAMPAIGNS = `query Campaigns($first: Int!, $after: Cursor) { campaigns(first: $first, after: $after) {
+  pageInfo { hasNextPage endCursor } edges { cursor node { promptHash operator model sessionCount promptCount firstSeen lastSeen
+    sessions(first: 10) { id sourceIP userAgent classification severity lastSeen } addresses(first: 20) traps { id name path type deleted } } } } }`;
+
+export interface WebhookEndpoint {
+  id: string;
+  url: string;
+  description: string;
+  eventTypes: string[];
+  active: boolean;
+  format: string;
+  throttleMinutes: number;
+  previousSecretExpiresAt: string | null;
+  failingSince: string | null;
+  disabledReason: string;
+  createdAt: string;
+  updatedAt: string;
+}
+const ENDPOINT_FIELDS = 'id url description eventTypes active format throttleMinutes previousSecretExpiresAt failingSince disabledReason createdAt updatedAt';
+export interface WebhookEndpointsData {
+  webhookEndpoints: { totalCount: number; edges: { node: WebhookEndpoint }[] };
+}
+export const WEBHOOK_ENDPOINTS = `query WebhookEndpoints { webhookEndpoints(first: 50, orderBy: {field: CREATED_AT, direction: DESC}) { totalCount edges { node { ${ENDPOINT_FIELDS} } } } }`;
+export const CREATE_WEBHOOK = `mutation CreateWebhook($input: CreateWebhookEndpointInput!) { createWebhookEndpoint(input: $input) { secret endpoint { ${ENDPOINT_FIELDS} } } }`;
+export const UPDATE_WEBHOOK = `mutation UpdateWebhook($id: ID!, $input: UpdateWebhookEndpointInput!) { updateWebhookEndpoint(id: $id, input: $input) { ${ENDPOINT_FIELDS} } }`;
+export const DELETE_WEBHOOK = `mutation DeleteWebhook($id: ID!) { deleteWebhookEndpoint(id: $id) { id deleted } }`;
+export const ROTATE_WEBHOOK = `mutation RotateWebhook($id: ID!) { rotateWebhookSecret(id: $id) { secret endpoint { ${ENDPOINT_FIELDS} } } }`;
+export const PING_WEBHOOK = `mutation PingWebhook($id: ID!) { pingWebhookEndpoint(id: $id) { id } }`;
+export const REDELIVER_WEBHOOK = `mutation Redeliver($id: ID!) { redeliverWebhook(deliveryID: $id) { id } }`;
+
+export interface WebhookAttempt {
+  at: string;
+  statusCode: number;
+  latencyMs: number;
+  error: string;
+  response: string;
+}
+export interface WebhookDelivery {
+  id: string;
+  messageID: string;
+  eventType: string;
+  status: string;
+  attemptCount: number;
+  nextAttemptAt: string;
+  deliveredAt: string | null;
+  lastStatusCode: number | null;
+  lastError: string;
+  createdAt: string;
+  attempts: WebhookAttempt[];
+}
+export interface WebhookDeliveriesData {
+  webhookDeliveries: { totalCount: number; pageInfo: PageInfo; edges: { node: WebhookDelivery }[] };
+}
+export const WEBHOOK_DELIVERIES = `query WebhookDeliveries($id: ID!, $after: Cursor) { webhookDeliveries(endpointID: $id, first: 10, after: $after) {
+  totalCount pageInfo { hasNextPage endCursor } edges { node { id messageID eventType status attemptCount nextAttemptAt deliveredAt lastStatusCode lastError createdAt
+    attempts { at statusCode latencyMs error response } } } } }`;

@@ -40,7 +40,7 @@ export function ApiKeysView({ scope }: { scope: string | null }) {
               q.reload();
             }}
           />
-          {created && (
+          {created && keys.some((k) => k.id === created.apiKey.id && !k.revokedAt) && (
             <div class="card new-key" role="alert" data-testid="new-key">
               <h2>Copy your new key now</h2>
               <p>

@@ -17,16 +17,21 @@ const FIGURES: { key: keyof AnalyticsData['analytics']['overview']; label: strin
 export function OverviewView() {
   const q = useQuery<AnalyticsData>(ANALYTICS, undefined, 'analytics');
   const a = q.data?.analytics;
-  // Refresh the figures when a live threat arrives (at most every 3 s).
-  const pending = useRef<number | null>(null);
+  // Live: every threat or trap event refetches the figures and charts, debounced (1 s after
+  // the last event, at most 5 s after the first of a burst), so a flood costs a few queries.
+  const timer = useRef<number | null>(null);
+  const burst = useRef(0);
   const refresh = () => {
-    if (pending.current !== null) return;
-    pending.current = window.setTimeout(() => {
-      pending.current = null;
+    const now = Date.now();
+    if (timer.current === null) burst.current = now;
+    else clearTimeout(timer.current);
+    const wait = Math.max(0, Math.min(1000, burst.current + 5000 - now));
+    timer.current = window.setTimeout(() => {
+      timer.current = null;
       q.reload();
-    }, 3000);
+    }, wait);
   };
-  useEffect(() => () => void (pending.current !== null && clearTimeout(pending.current)), []);
+  useEffect(() => () => void (timer.current !== null && clearTimeout(timer.current)), []);
   return (
     <section aria-labelledby="overview-title">
       <div class="page-head">
@@ -59,7 +64,7 @@ export function OverviewView() {
           </div>
         </>
       )}
-      <LiveFeed onThreat={refresh} />
+      <LiveFeed onChange={refresh} />
     </section>
   );
 }
@@ -73,7 +78,10 @@ interface FeedItem {
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : v === undefined || v === null ? '' : String(v));
 
-function LiveFeed({ onThreat }: { onThreat: () => void }) {
+const THREATS = ['threat.detected', 'threat.escalated'];
+const LIVE_TYPES = [...THREATS, 'trap.created', 'trap.updated', 'trap.deleted'];
+
+function LiveFeed({ onChange }: { onChange: () => void }) {
   const [items, setItems] = useState<FeedItem[] | null>(null);
   const [status, setStatus] = useState<LiveStatus>('connecting');
   const [error, setError] = useState<unknown>(null);
@@ -92,13 +100,13 @@ function LiveFeed({ onThreat }: { onThreat: () => void }) {
         const after = edges.length ? edges[edges.length - 1]!.cursor : null;
         stop = subscribeEvents({
           token,
-          types: ['threat.detected', 'threat.escalated'],
+          types: LIVE_TYPES,
           after,
           onStatus: setStatus,
           onUnauthenticated: signalUnauthenticated,
           onEvent: (e: EventMessage) => {
-            setItems((prev) => [e, ...(prev ?? []).filter((p) => p.id !== e.id)].slice(0, 100));
-            onThreat();
+            if (THREATS.includes(e.type)) setItems((prev) => [e, ...(prev ?? []).filter((p) => p.id !== e.id)].slice(0, 100));
+            onChange();
           },
         });
       },

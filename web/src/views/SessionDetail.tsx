@@ -1,10 +1,17 @@
 import { formatClassification, formatDelay, formatHeaders, formatNumber, formatSignal, formatTime } from '../format';
-import { SESSION, type Hit, type SessionDetail } from '../queries';
+import { SESSION, SESSION_INSIGHT, type Hit, type SessionDetail, type SessionInsight, type SignalGroup, type TrapRef, type VerdictExplanation } from '../queries';
 import { Badge, Empty, ErrorBox, Inert, Link, Loading, useQuery } from '../ui';
+import { TrapName } from './Campaigns';
 
 export function SessionDetailView({ id }: { id: string }) {
   const q = useQuery<{ node: SessionDetail | null }>(SESSION, { id }, id);
   const s = q.data?.node;
+  const iq = useQuery<{ node: SessionInsight | null }>(SESSION_INSIGHT, { id }, `${id} ${q.data ? 'loaded' : ''}`);
+  const insight = iq.data?.node ?? null;
+  const reload = () => {
+    q.reload();
+    iq.reload();
+  };
   return (
     <section aria-labelledby="session-title">
       <p>
@@ -14,7 +21,7 @@ export function SessionDetailView({ id }: { id: string }) {
         <h1 id="session-title">
           Session <code>{id}</code>
         </h1>
-        <button type="button" class="secondary" onClick={q.reload} disabled={q.loading}>
+        <button type="button" class="secondary" onClick={reload} disabled={q.loading}>
           Refresh
         </button>
       </div>
@@ -56,43 +63,21 @@ export function SessionDetailView({ id }: { id: string }) {
               <dt>Operator</dt>
               <dd>{s.extractedOperator ? <Inert text={s.extractedOperator} /> : <span class="muted">not extracted</span>}</dd>
               <dt>Traps triggered</dt>
-              <dd>{s.trapsTriggered.length ? s.trapsTriggered.map((t) => <Inert key={t} text={t} />) : <span class="muted">none</span>}</dd>
+              <dd data-testid="session-traps">
+                {!s.trapsTriggered.length ? (
+                  <span class="muted">none</span>
+                ) : insight ? (
+                  insight.traps.map((t) => <TrapName key={t.id} t={t} />)
+                ) : (
+                  <span class="muted">…</span>
+                )}
+              </dd>
             </dl>
           </div>
 
-          <div class="card">
-            <h2>Signals ({s.signals?.length ?? 0})</h2>
-            {!s.signals?.length ? (
-              <Empty>No signal fired.</Empty>
-            ) : (
-              <div class="table-wrap">
-                <table class="table" data-testid="signals-table">
-                  <thead>
-                    <tr>
-                      <th scope="col">Signal</th>
-                      <th scope="col">Tripwire</th>
-                      <th scope="col">Placement</th>
-                      <th scope="col">Delay</th>
-                      <th scope="col">Evidence</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {s.signals.map((g, i) => (
-                      <tr key={i}>
-                        <td>
-                          <span title={g.name}>{formatSignal(g.name)}</span>
-                        </td>
-                        <td>{g.tripwire ? <Badge kind="high">tripwire</Badge> : <span class="muted">behaviour</span>}</td>
-                        <td>{g.placement ? <Inert text={g.placement} /> : <span class="muted">–</span>}</td>
-                        <td>{formatDelay(g.delayMs)}</td>
-                        <td>{g.detail ? <Inert text={g.detail} block /> : <span class="muted">–</span>}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-            )}
-          </div>
+          {iq.error ? <ErrorBox error={iq.error} retry={iq.reload} /> : null}
+          {insight && <WhyVerdict x={insight.explanation} />}
+          {insight && <SignalGroups groups={insight.signalGroups} />}
 
           <div class="card">
             <h2>Captured prompts ({s.prompts?.length ?? 0})</h2>
@@ -122,8 +107,14 @@ export function SessionDetailView({ id }: { id: string }) {
             )}
           </div>
 
-          <HitList title="Callbacks" hits={s.hits.edges.map((e) => e.node).filter((h) => h.kind === 'callback')} empty="No callback: no hidden link was followed." />
           <HitList
+            title="Callbacks"
+            traps={insight?.traps ?? []}
+            hits={s.hits.edges.map((e) => e.node).filter((h) => h.kind === 'callback')}
+            empty="No callback: no hidden link was followed."
+          />
+          <HitList
+            traps={insight?.traps ?? []}
             title={`Every hit${s.hits.totalCount > s.hits.edges.length ? ` (first ${s.hits.edges.length} of ${s.hits.totalCount})` : ''}`}
             hits={s.hits.edges.map((e) => e.node)}
             empty="No hit recorded."
@@ -134,7 +125,7 @@ export function SessionDetailView({ id }: { id: string }) {
   );
 }
 
-function HitList({ title, hits, empty }: { title: string; hits: Hit[]; empty: string }) {
+function HitList({ title, hits, empty, traps }: { title: string; hits: Hit[]; empty: string; traps: TrapRef[] }) {
   return (
     <div class="card">
       <h2>
@@ -160,7 +151,7 @@ function HitList({ title, hits, empty }: { title: string; hits: Hit[]; empty: st
                     <code>{h.id}</code>
                   </dd>
                   <dt>Trap</dt>
-                  <dd>{h.trapID ? <code>{h.trapID}</code> : <span class="muted">–</span>}</dd>
+                  <dd>{h.trapID ? <HitTrap id={h.trapID} traps={traps} /> : <span class="muted">–</span>}</dd>
                   <dt>Source IP</dt>
                   <dd>
                     <Inert text={h.sourceIP} />
@@ -180,6 +171,129 @@ function HitList({ title, hits, empty }: { title: string; hits: Hit[]; empty: st
             </li>
           ))}
         </ol>
+      )}
+    </div>
+  );
+}
+
+function HitTrap({ id, traps }: { id: string; traps: TrapRef[] }) {
+  const t = traps.find((x) => x.id === id);
+  return t ? <TrapName t={t} /> : <code>{id}</code>;
+}
+
+/** How the engine reached the verdict: every figure comes from the API (detect.Explain). */
+function WhyVerdict({ x }: { x: VerdictExplanation }) {
+  const capped = Math.min(x.rawScore, 100);
+  return (
+    <div class="card" data-testid="why-verdict">
+      <h2>Why this verdict</h2>
+      <p data-testid="verdict-rule">
+        <strong>Rule {x.rule}:</strong> {x.ruleText}
+      </p>
+      <p>
+        Signals add up to <strong>{x.rawScore}</strong> point{x.rawScore === 1 ? '' : 's'}
+        {x.rawScore > 100 ? ', capped at 100' : ''}. {formatClassification(x.classification)} scores between {x.floor} and {x.ceiling}
+        {capped < x.floor || capped > x.ceiling ? `, so the score is held at ${x.score}` : ''}: score <strong>{x.score}</strong>, severity{' '}
+        <Badge kind={x.severity}>{x.severity}</Badge>, confidence <strong>{x.confidence}%</strong>. From {x.detectionThreshold} a
+        non-human session counts as detected.
+      </p>
+      {!x.matchesStored && (
+        <p class="state warn" role="note">
+          The engine's current rules give this verdict; the stored one differs (it was judged by an earlier version).
+        </p>
+      )}
+      {x.parts.length === 0 ? (
+        <Empty>No signal counts toward the score.</Empty>
+      ) : (
+        <div class="table-wrap stack">
+          <table class="table" data-testid="score-table">
+            <caption class="sr-only">Each signal's part of the score</caption>
+            <thead>
+              <tr>
+                <th scope="col">Signal</th>
+                <th scope="col">Weight</th>
+                <th scope="col">Fired</th>
+                <th scope="col">Points</th>
+                <th scope="col">Meaning</th>
+              </tr>
+            </thead>
+            <tbody>
+              {x.parts.map((p) => (
+                <tr key={p.signal} data-testid="score-part">
+                  <td data-label="Signal">
+                    <span title={p.signal}>{formatSignal(p.signal)}</span> {p.tripwire ? <Badge kind="high">tripwire</Badge> : null}
+                  </td>
+                  <td data-label="Weight">{p.weight}</td>
+                  <td data-label="Fired">
+                    {p.fromUserAgent ? 'from the user agent' : `${formatNumber(p.count)}×`}
+                    {p.countsOnce && p.count > 1 ? <span class="muted"> (counts once)</span> : null}
+                  </td>
+                  <td data-label="Points">
+                    <strong>{p.points}</strong>
+                  </td>
+                  <td data-label="Meaning" class="muted">
+                    {p.meaning}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <p class="muted small">Repeats add half of the previous repeat (weight, then ½, ¼, …); identity signals count once.</p>
+    </div>
+  );
+}
+
+function delayRange(g: SignalGroup): string {
+  if (g.minDelayMs === null) return '–';
+  if (g.maxDelayMs === null || g.maxDelayMs === g.minDelayMs) return formatDelay(g.minDelayMs);
+  return `${formatDelay(g.minDelayMs)} – ${formatDelay(g.maxDelayMs)}`;
+}
+
+/** Signals grouped by signal and placement (in words, from the API), with counts. */
+function SignalGroups({ groups }: { groups: SignalGroup[] }) {
+  const total = groups.reduce((n, g) => n + g.count, 0);
+  return (
+    <div class="card">
+      <h2>
+        Signals ({formatNumber(total)} firing{total === 1 ? '' : 's'}, {groups.length} kind{groups.length === 1 ? '' : 's'})
+      </h2>
+      {groups.length === 0 ? (
+        <Empty>No signal fired.</Empty>
+      ) : (
+        <div class="table-wrap stack">
+          <table class="table" data-testid="signals-table">
+            <thead>
+              <tr>
+                <th scope="col">Signal</th>
+                <th scope="col">Times</th>
+                <th scope="col">Placement</th>
+                <th scope="col">Delay</th>
+                <th scope="col">Evidence</th>
+              </tr>
+            </thead>
+            <tbody>
+              {groups.map((g, i) => (
+                <tr key={i} data-testid="signal-group">
+                  <td data-label="Signal">
+                    <span title={g.signal}>{formatSignal(g.signal)}</span> {g.tripwire ? <Badge kind="high">tripwire</Badge> : null}
+                  </td>
+                  <td data-label="Times" data-testid="signal-count">
+                    {formatNumber(g.count)}×
+                  </td>
+                  <td data-label="Placement" data-testid="signal-placement">
+                    {g.placementLabel || <span class="muted">–</span>}
+                  </td>
+                  <td data-label="Delay">{delayRange(g)}</td>
+                  <td data-label="Evidence">
+                    {g.evidence.length ? g.evidence.map((e, j) => <Inert key={j} text={e} block />) : <span class="muted">–</span>}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
     </div>
   );

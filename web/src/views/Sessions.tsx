@@ -100,7 +100,7 @@ export function SessionsView({ search }: { search: string }) {
             {formatNumber(conn.totalCount)} session{conn.totalCount === 1 ? '' : 's'}
             {q.loading ? ' (updating…)' : ''}
           </p>
-          <div class="table-wrap">
+          <div class="table-wrap stack">
             <table class="table" data-testid="sessions-table">
               <thead>
                 <tr>
@@ -117,30 +117,39 @@ export function SessionsView({ search }: { search: string }) {
               </thead>
               <tbody>
                 {conn.edges.map(({ node: s }) => (
-                  <tr key={s.id}>
-                    <td>
+                  // The whole row opens the session: the first cell's link is the keyboard's way in.
+                  <tr
+                    key={s.id}
+                    class="row-link"
+                    data-testid="session-row"
+                    onClick={(e) => {
+                      if ((e.target as HTMLElement).closest('a, button') || getSelection()?.toString()) return;
+                      navigate(`/sessions/${s.id}`);
+                    }}
+                  >
+                    <td data-label="Last seen">
                       <Link href={`/sessions/${s.id}`}>
                         <time dateTime={s.lastSeen} title={formatTime(s.lastSeen)}>
                           {formatAgo(s.lastSeen)}
                         </time>
                       </Link>
                     </td>
-                    <td>{formatClassification(s.classification)}</td>
-                    <td>
+                    <td data-label="Classification">{formatClassification(s.classification)}</td>
+                    <td data-label="Severity">
                       <Badge kind={s.severity}>{s.severity}</Badge>
                     </td>
-                    <td>
+                    <td data-label="Score">
                       {s.score} <span class="muted">({s.confidence}%)</span>
                     </td>
-                    <td>
+                    <td data-label="Source IP">
                       <Inert text={s.sourceIP} />
                     </td>
-                    <td class="ua" title={s.userAgent}>
+                    <td data-label="User agent" class="ua" title={s.userAgent}>
                       <Inert text={truncate(s.userAgent || '(none)', 80)} />
                     </td>
-                    <td>{formatNumber(s.hitCount)}</td>
-                    <td>{formatNumber(s.tripwiresFired)}</td>
-                    <td>{s.extractedModel ? <Inert text={s.extractedModel} /> : <span class="muted">–</span>}</td>
+                    <td data-label="Hits">{formatNumber(s.hitCount)}</td>
+                    <td data-label="Tripwires">{formatNumber(s.tripwiresFired)}</td>
+                    <td data-label="Model">{s.extractedModel ? <Inert text={s.extractedModel} /> : <span class="muted">–</span>}</td>
                   </tr>
                 ))}
               </tbody>

@@ -29,7 +29,8 @@ export function TrapsView({ canWrite, trapURL }: { canWrite: boolean; trapURL: s
   const q = useQuery<TrapsData>(TRAPS, undefined, 'traps');
   const [override, setOverride] = useState<string | null>(savedBase);
   const base = trapBase(trapURL, override, location);
-  const [notice, setNotice] = useState('');
+  // A success notice names the trap it is about and goes when that trap does.
+  const [notice, setNotice] = useState<{ id: string; text: string } | null>(null);
   const traps = q.data?.traps.edges.map((e) => e.node) ?? [];
   return (
     <section aria-labelledby="traps-title">
@@ -42,16 +43,16 @@ export function TrapsView({ canWrite, trapURL }: { canWrite: boolean; trapURL: s
       {canWrite ? (
         <CreateTrap
           onCreated={(t) => {
-            setNotice(`Trap “${t.name}” created at ${t.path ?? t.type}.`);
+            setNotice({ id: t.id, text: `Trap “${t.name}” created at ${t.path ?? t.type}.` });
             q.reload();
           }}
         />
       ) : (
         <p class="muted">Your key is read-only: you can look at traps but not change them.</p>
       )}
-      {notice && (
-        <p class="state ok" role="status">
-          {notice}
+      {notice && traps.some((t) => t.id === notice.id) && (
+        <p class="state ok" role="status" data-testid="trap-notice">
+          {notice.text}
         </p>
       )}
       <div class="card">

@@ -1,0 +1,58 @@
+package decoy
+
+import (
+	"fmt"
+	"testing"
+)
+
+// PlacementWhere must never name the wrong place: for decoys of every type, trap and hit,
+// it answers each placement's true Where or "" (and for the fixed layouts, always the truth).
+func TestPlacementWhereNeverWrong(t *testing.T) {
+	key := Key("0123456789abcdef0123456789abcdef")
+	hits := []string{"hit_01arz3ndektsv4rrffq69g5fav", "hit_01hzzzzzzzzzzzzzzzzzzzzzzz", "hit_01j9q7k2m3n4p5r6s7t8v9w0xy"}
+	for _, typ := range []string{"page", "api", "llms_txt", "robots", "credential", "mcp"} {
+		for i := range 12 {
+			spec := Spec{TrapID: fmt.Sprintf("trp_%d", i), Name: fmt.Sprintf("trap %d", i), Type: typ, Path: fmt.Sprintf("/p/%d", i), Host: "example.test"}
+			for _, h := range hits {
+				for _, pl := range Render(key, spec, h).Placements {
+					got := PlacementWhere(typ, pl.Purpose, pl.Index)
+					if got != "" && got != pl.Where {
+						t.Fatalf("%s %s #%d %s: PlacementWhere %q, truly %q", typ, spec.TrapID, pl.Index, pl.Purpose, got, pl.Where)
+					}
+					if got == "" && (typ == "page" || typ == "api" || typ == "llms_txt") {
+						t.Errorf("%s #%d %s: where unknown, truly %q", typ, pl.Index, pl.Purpose, pl.Where)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestPlacementLabel(t *testing.T) {
+	for _, c := range []struct{ placement, where, want string }{
+		{"callback#0", WhereHTMLComment, "hidden link in an HTML comment"},
+		{"challenge#2", WhereCSSHidden, "hidden instruction to compute a value in an off-screen note"},
+		{"canary#3", "", "hidden instruction to repeat a phrase"},
+		{"sink", "", "hidden invitation to send its instructions"},
+		{"mcp_tool", "", "hidden content in an MCP tool definition"},
+		{"", "", ""},
+		{"<script>#1", "nowhere", ""},
+	} {
+		if got := PlacementLabel(c.placement, c.where); got != c.want {
+			t.Errorf("PlacementLabel(%q, %q) = %q, want %q", c.placement, c.where, got, c.want)
+		}
+	}
+	for w := range whereLabels {
+		if WhereLabel(w) == "" {
+			t.Errorf("no label for %s", w)
+		}
+	}
+	if p, i, ok := ParsePlacement("credential#17"); !ok || p != Credential || i != 17 {
+		t.Errorf("ParsePlacement: %v %d %v", p, i, ok)
+	}
+	for _, bad := range []string{"callback", "callback#x", "callback#300", "nope#1"} {
+		if _, _, ok := ParsePlacement(bad); ok {
+			t.Errorf("ParsePlacement(%q) ok", bad)
+		}
+	}
+}

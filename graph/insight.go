@@ -1,0 +1,227 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	entsql "entgo.io/ent/dialect/sql"
+
+	"github.com/flytrap/flytrap/decoy"
+	"github.com/flytrap/flytrap/detect"
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/signal"
+	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/graph/model"
+)
+
+// What the session views show of a session beyond its stored fields: how the verdict was
+// reached (detect.Explain), its signals grouped with placements in words (decoy's labels),
+// and its traps by name. The tables stay in detect/ and decoy/; nothing is copied here.
+
+const (
+	// evidenceRows bounds the distinct evidence rows read to pick samples from.
+	evidenceRows = 300
+	// evidenceSamples is how many pieces of evidence a signal group shows.
+	evidenceSamples = 3
+	// maxTrapRefs bounds the traps resolved for one session or campaign.
+	maxTrapRefs = 100
+)
+
+var signalMeaning = func() map[string]string {
+	m := map[string]string{}
+	for _, s := range detect.Signals() {
+		m[s.Name] = s.Meaning
+	}
+	return m
+}()
+
+// explainSession runs detect.Explain on the evidence the engine judged the session on.
+func explainSession(s *ent.Session) *model.VerdictExplanation {
+	x := detect.Explain(detect.Evidence{Signals: s.State.Signals, Agent: detect.LookupUA(s.UserAgent), Hits: s.HitCount})
+	v := x.Verdict
+	out := &model.VerdictExplanation{
+		Classification: session.Classification(v.Classification), Score: v.Score, Confidence: v.Confidence,
+		Severity: session.Severity(v.Severity), RawScore: x.Raw, Floor: x.Floor, Ceiling: x.Ceil,
+		Rule: x.Rule, RuleText: x.RuleText, DetectionThreshold: detect.DetectionThreshold,
+		Parts: make([]*model.ScorePart, 0, len(x.Parts)),
+	}
+	out.MatchesStored = string(s.Classification) == v.Classification && s.Score == v.Score &&
+		s.Confidence == v.Confidence && string(s.Severity) == v.Severity
+	for _, p := range x.Parts {
+		out.Parts = append(out.Parts, &model.ScorePart{
+			Signal: p.Name, Meaning: signalMeaning[p.Name], Tripwire: p.Tripwire, Weight: p.Weight, Count: p.Count,
+			Points: p.Points, CountsOnce: p.CountsOnce, FromUserAgent: p.FromUserAgent,
+		})
+	}
+	return out
+}
+
+// signalGroups groups a session's signals by name and placement in words, counted in the
+// database (a session may hold thousands of firings); the source hit's trap type says
+// where a placement stood.
+func (r *Resolver) signalGroups(ctx context.Context, s *ent.Session) ([]*model.SignalGroup, error) {
+	var rows []struct {
+		Name      string            `json:"name"`
+		Placement string            `json:"placement"`
+		TrapType  entsql.NullString `json:"trap_type"`
+		N         int               `json:"n"`
+		MinDelay  entsql.NullInt64  `json:"min_delay"`
+		MaxDelay  entsql.NullInt64  `json:"max_delay"`
+	}
+	c := r.ent(ctx)
+	err := c.Signal.Query().Where(signal.SessionID(s.ID)).Modify(func(q *entsql.Selector) {
+		h := entsql.Table(hit.Table).As("src")
+		t := entsql.Table(trap.Table).As("srct")
+		q.LeftJoin(h).On(q.C(signal.FieldSourceHitID), h.C(hit.FieldID)).
+			LeftJoin(t).On(h.C(hit.FieldTrapID), t.C(trap.FieldID))
+		q.Select(q.C(signal.FieldName), q.C(signal.FieldPlacement), entsql.As(t.C(trap.FieldType), "trap_type"),
+			entsql.As(entsql.Count("*"), "n"),
+			entsql.As(entsql.Min(q.C(signal.FieldDelayMs)), "min_delay"), entsql.As(entsql.Max(q.C(signal.FieldDelayMs)), "max_delay")).
+			GroupBy(q.C(signal.FieldName), q.C(signal.FieldPlacement), t.C(trap.FieldType))
+	}).Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("group signals: %w", err)
+	}
+	type key struct{ name, label string }
+	groups := map[key]*model.SignalGroup{}
+	labelOf := map[[2]string]string{} // (name, placement) → label, for the evidence
+	var order []key
+	for _, row := range rows {
+		where := ""
+		if p, idx, ok := decoy.ParsePlacement(row.Placement); ok && row.TrapType.Valid {
+			where = decoy.PlacementWhere(row.TrapType.String, p, idx)
+		}
+		label := decoy.PlacementLabel(row.Placement, where)
+		labelOf[[2]string{row.Name, row.Placement}] = label
+		k := key{row.Name, label}
+		g := groups[k]
+		if g == nil {
+			g = &model.SignalGroup{Signal: row.Name, Placement: row.Placement, PlacementLabel: label, Evidence: []string{}}
+			groups[k] = g
+			order = append(order, k)
+		} else if g.Placement != row.Placement {
+			g.Placement = placementName(row.Placement) // several indices of one kind
+		}
+		g.Tripwire = detect.IsTripwire(row.Name)
+		g.Count += row.N
+		if row.MinDelay.Valid {
+			d := int(row.MinDelay.Int64)
+			if g.MinDelayMs == nil || d < *g.MinDelayMs {
+				g.MinDelayMs = &d
+			}
+		}
+		if row.MaxDelay.Valid {
+			d := int(row.MaxDelay.Int64)
+			if g.MaxDelayMs == nil || d > *g.MaxDelayMs {
+				g.MaxDelayMs = &d
+			}
+		}
+	}
+	var ev []struct {
+		Name      string `json:"name"`
+		Placement string `json:"placement"`
+		Detail    string `json:"detail"`
+	}
+	err = c.Signal.Query().Where(signal.SessionID(s.ID), signal.DetailNEQ("")).Unique(true).Limit(evidenceRows).
+		Select(signal.FieldName, signal.FieldPlacement, signal.FieldDetail).Scan(ctx, &ev)
+	if err != nil {
+		return nil, fmt.Errorf("signal evidence: %w", err)
+	}
+	for _, e := range ev {
+		g := groups[key{e.Name, labelOf[[2]string{e.Name, e.Placement}]}]
+		if g != nil && len(g.Evidence) < evidenceSamples && !slices.Contains(g.Evidence, e.Detail) {
+			g.Evidence = append(g.Evidence, e.Detail)
+		}
+	}
+	out := make([]*model.SignalGroup, 0, len(order))
+	for _, k := range order {
+		out = append(out, groups[k])
+	}
+	slices.SortStableFunc(out, func(a, b *model.SignalGroup) int {
+		switch {
+		case a.Tripwire != b.Tripwire && a.Tripwire:
+			return -1
+		case a.Tripwire != b.Tripwire:
+			return 1
+		case a.Count != b.Count:
+			return b.Count - a.Count
+		case a.Signal != b.Signal:
+			if a.Signal < b.Signal {
+				return -1
+			}
+			return 1
+		case a.PlacementLabel < b.PlacementLabel:
+			return -1
+		case a.PlacementLabel > b.PlacementLabel:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// placementName is a recorded placement without its index ("callback#3" → "callback").
+func placementName(p string) string {
+	for i := 0; i < len(p); i++ {
+		if p[i] == '#' {
+			return p[:i]
+		}
+	}
+	return p
+}
+
+// trapRefs resolves trap ids to names and paths, in the order given; a deleted trap keeps its id.
+func (r *Resolver) trapRefs(ctx context.Context, ids []string) ([]*model.TrapRef, error) {
+	if len(ids) > maxTrapRefs {
+		ids = ids[:maxTrapRefs]
+	}
+	out := make([]*model.TrapRef, 0, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	traps, err := r.ent(ctx).Trap.Query().Where(trap.IDIn(ids...)).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load traps: %w", err)
+	}
+	byID := map[string]*ent.Trap{}
+	for _, t := range traps {
+		byID[t.ID] = t
+	}
+	for _, id := range ids {
+		t := byID[id]
+		if t == nil {
+			out = append(out, &model.TrapRef{ID: id, Deleted: true})
+			continue
+		}
+		ref := &model.TrapRef{ID: t.ID, Name: t.Name, Type: string(t.Type)}
+		if t.Path != "" {
+			p := t.Path
+			ref.Path = &p
+		}
+		out = append(out, ref)
+	}
+	return out, nil
+}
+
+// Explanation is the resolver for the explanation field.
+func (r *sessionResolver) Explanation(ctx context.Context, obj *ent.Session) (*model.VerdictExplanation, error) {
+	return explainSession(obj), nil
+}
+
+// SignalGroups is the resolver for the signalGroups field.
+func (r *sessionResolver) SignalGroups(ctx context.Context, obj *ent.Session) ([]*model.SignalGroup, error) {
+	return r.signalGroups(ctx, obj)
+}
+
+// Traps is the resolver for the traps field.
+func (r *sessionResolver) Traps(ctx context.Context, obj *ent.Session) ([]*model.TrapRef, error) {
+	return r.trapRefs(ctx, obj.TrapsTriggered)
+}
+
+// Session returns SessionResolver implementation.
+func (r *Resolver) Session() SessionResolver { return &sessionResolver{r} }
+
+type sessionResolver struct{ *Resolver }

@@ -1,0 +1,111 @@
+import { useState } from 'preact/hooks';
+import { formatAgo, formatClassification, formatNumber, formatTime } from '../format';
+import { CAMPAIGNS, type CampaignsData, type TrapRef } from '../queries';
+import { Badge, Empty, ErrorBox, Inert, Link, Loading, useQuery } from '../ui';
+
+const PAGE = 20;
+
+/** A trap by name and path; a deleted one by its id. */
+export function TrapName({ t }: { t: TrapRef }) {
+  if (t.deleted)
+    return (
+      <span class="muted">
+        deleted trap <code>{t.id}</code>
+      </span>
+    );
+  return (
+    <span class="trap-name">
+      <Inert text={t.name} /> {t.path ? <Inert text={t.path} /> : <span class="muted">({t.type})</span>}
+    </span>
+  );
+}
+
+export function CampaignsView() {
+  const [cursors, setCursors] = useState<(string | null)[]>([null]);
+  const after = cursors[cursors.length - 1] ?? null;
+  const q = useQuery<CampaignsData>(CAMPAIGNS, { first: PAGE, after }, String(after));
+  const conn = q.data?.campaigns;
+  return (
+    <section aria-labelledby="campaigns-title">
+      <div class="page-head">
+        <h1 id="campaigns-title">Campaigns</h1>
+        <button type="button" class="secondary" onClick={q.reload} disabled={q.loading}>
+          Refresh
+        </button>
+      </div>
+      <p class="muted">
+        Sessions that leaked the same system prompt (by its hash) with the same extracted operator and model: one agent fleet, however many
+        addresses it uses. Most recently active first.
+      </p>
+      {q.error ? <ErrorBox error={q.error} retry={q.reload} /> : null}
+      {!conn && q.loading && <Loading />}
+      {conn && conn.edges.length === 0 && <Empty>No campaigns yet: no visitor has leaked a prompt.</Empty>}
+      {conn && conn.edges.length > 0 && (
+        <ul class="trap-list" aria-label="Campaigns">
+          {conn.edges.map(({ cursor, node: c }) => (
+            <li key={cursor} class="card" data-testid="campaign">
+              <div class="trap-head">
+                <h2>
+                  {c.operator ? <Inert text={c.operator} /> : <span class="muted">unknown operator</span>} ·{' '}
+                  {c.model ? <Inert text={c.model} /> : <span class="muted">unknown model</span>}
+                </h2>
+              </div>
+              <dl class="facts">
+                <dt>Prompt hash</dt>
+                <dd>
+                  <code title={c.promptHash}>{c.promptHash.slice(0, 16)}…</code>
+                </dd>
+                <dt>Sessions</dt>
+                <dd data-testid="campaign-sessions">
+                  {formatNumber(c.sessionCount)} ({formatNumber(c.promptCount)} prompt{c.promptCount === 1 ? '' : 's'} captured)
+                </dd>
+                <dt>First seen</dt>
+                <dd>{formatTime(c.firstSeen)}</dd>
+                <dt>Last seen</dt>
+                <dd>
+                  {formatTime(c.lastSeen)} <span class="muted">({formatAgo(c.lastSeen)})</span>
+                </dd>
+                <dt>Addresses</dt>
+                <dd>
+                  {c.addresses.map((a) => (
+                    <Inert key={a} text={a} />
+                  ))}
+                  {c.addresses.length >= 20 ? <span class="muted"> and more</span> : null}
+                </dd>
+                <dt>Traps</dt>
+                <dd>{c.traps.length ? c.traps.map((t) => <TrapName key={t.id} t={t} />) : <span class="muted">none</span>}</dd>
+              </dl>
+              <h3 class="sub">Sessions{c.sessionCount > c.sessions.length ? ` (latest ${c.sessions.length})` : ''}</h3>
+              <ul class="campaign-sessions">
+                {c.sessions.map((s) => (
+                  <li key={s.id}>
+                    <Link href={`/sessions/${s.id}`}>
+                      {formatClassification(s.classification)} from <Inert text={s.sourceIP} />
+                    </Link>{' '}
+                    <Badge kind={s.severity}>{s.severity}</Badge> <span class="muted">{formatAgo(s.lastSeen)}</span>
+                  </li>
+                ))}
+              </ul>
+            </li>
+          ))}
+        </ul>
+      )}
+      {conn && (cursors.length > 1 || conn.pageInfo.hasNextPage) && (
+        <nav class="pager" aria-label="Pages">
+          <button type="button" class="secondary" disabled={cursors.length <= 1 || q.loading} onClick={() => setCursors((c) => c.slice(0, -1))}>
+            ← Newer
+          </button>
+          <span class="muted">Page {cursors.length}</span>
+          <button
+            type="button"
+            class="secondary"
+            disabled={!conn.pageInfo.hasNextPage || !conn.pageInfo.endCursor || q.loading}
+            onClick={() => setCursors((c) => [...c, conn.pageInfo.endCursor])}
+          >
+            Older →
+          </button>
+        </nav>
+      )}
+    </section>
+  );
+}
