@@ -84,18 +84,18 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
 	}
 	where := &ent.SessionWhereInput{}
 	if v := q.Get("classification"); v != "" {
-		c := session.Classification(strings.ToUpper(v))
-		if session.ClassificationValidator(c) != nil {
-			return apperr.Invalid("classification", "is not a known classification")
+		c, err := enumValue("classification", "Classification", v, true, nil)
+		if err != nil {
+			return err
 		}
-		where.Classification = &c
+		where.Classification = ptr(session.Classification(c))
 	}
 	if v := q.Get("severity"); v != "" {
-		s := session.Severity(strings.ToLower(v))
-		if session.SeverityValidator(s) != nil {
-			return apperr.Invalid("severity", "must be critical, high, medium or low")
+		s, err := enumValue("severity", "Severity", v, true, nil)
+		if err != nil {
+			return err
 		}
-		where.Severity = &s
+		where.Severity = ptr(session.Severity(s))
 	}
 	if v := q.Get("source_ip"); v != "" {
 		addr, err := netip.ParseAddr(v)
@@ -292,3 +292,5 @@ func nonNil(s []string) []string {
 	}
 	return s
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"entgo.io/contrib/entgql"
 
 	"github.com/flytrap/flytrap/apperr"
-	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/trap"
 	"github.com/flytrap/flytrap/event"
@@ -62,13 +60,13 @@ func (a *API) createTrap(w http.ResponseWriter, r *http.Request) error {
 	if body.Type == nil {
 		return apperr.Invalid("type", "is required")
 	}
-	typ := trap.Type(*body.Type)
-	if err := trap.TypeValidator(typ); err != nil {
-		return apperr.Invalid("type", "must be one of %s", trapTypes())
+	typ, err := enumValue("type", "TrapType", *body.Type, false, nil)
+	if err != nil {
+		return err
 	}
-	in := ent.CreateTrapInput{Name: *body.Name, Path: body.Path, Type: typ, Description: body.Description, SiteID: body.SiteID}
+	in := ent.CreateTrapInput{Name: *body.Name, Path: body.Path, Type: trap.Type(typ), Description: body.Description, SiteID: body.SiteID}
 	var t *ent.Trap
-	err := a.inTx(r.Context(), func(ctx context.Context) (err error) {
+	err = a.inTx(r.Context(), func(ctx context.Context) (err error) {
 		t, err = a.res.Mutation().CreateTrap(ctx, in)
 		return err
 	})
@@ -77,8 +75,6 @@ func (a *API) createTrap(w http.ResponseWriter, r *http.Request) error {
 	}
 	return ok(w, http.StatusCreated, event.TrapData(t))
 }
-
-func trapTypes() string { return strings.Join(decoy.Types, ", ") }
 
 // flag is the document's active flag: 0/1, or true/false.
 type flag bool

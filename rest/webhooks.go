@@ -138,11 +138,11 @@ func (b webhookBody) format() (*webhookendpoint.Format, error) {
 	if b.Format == nil {
 		return nil, nil
 	}
-	f := webhookendpoint.Format(*b.Format)
-	if webhookendpoint.FormatValidator(f) != nil {
-		return nil, apperr.Invalid("format", "must be json, slack, teams or splunk_hec")
+	f, err := enumValue("format", "WebhookFormat", *b.Format, false, nil)
+	if err != nil {
+		return nil, err
 	}
-	return &f, nil
+	return ptr(webhookendpoint.Format(f)), nil
 }
 
 func (b webhookBody) active() *bool {
@@ -292,11 +292,11 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	}
 	var status *webhookdelivery.Status
 	if v := q.Get("status"); v != "" {
-		s := webhookdelivery.Status(strings.ToUpper(v))
-		if webhookdelivery.StatusValidator(s) != nil {
-			return apperr.Invalid("status", "must be pending, succeeded, failed or suppressed")
+		s, err := enumValue("status", "WebhookDeliveryStatus", v, true, strings.ToLower)
+		if err != nil {
+			return err
 		}
-		status = &s
+		status = ptr(webhookdelivery.Status(s))
 	}
 	after, err := cursorParam(q)
 	if err != nil {
