@@ -108,13 +108,22 @@ func (r *mutationResolver) RotateWebhookSecret(ctx context.Context, id string) (
 }
 
 // RedeliverWebhook is the resolver for the redeliverWebhook field: a new delivery of the
-// same message (same webhook-id, so a receiver that already has it can drop it).
-func (r *mutationResolver) RedeliverWebhook(ctx context.Context, deliveryID string) (*ent.WebhookDelivery, error) {
+// same message (same webhook-id, so a receiver that already has it can drop it). Given
+// endpointID, a delivery of another endpoint is not found, as if it did not exist.
+func (r *mutationResolver) RedeliverWebhook(ctx context.Context, deliveryID string, endpointID *string) (*ent.WebhookDelivery, error) {
+	if endpointID != nil {
+		if err := checkWebhookID(*endpointID, ids.Webhook, "endpointID"); err != nil {
+			return nil, err
+		}
+	}
 	if err := checkWebhookID(deliveryID, ids.Delivery, "deliveryID"); err != nil {
 		return nil, err
 	}
 	c := r.ent(ctx)
 	d, err := c.WebhookDelivery.Get(ctx, deliveryID)
+	if endpointID != nil && (ent.IsNotFound(err) || err == nil && d.EndpointID != *endpointID) {
+		return nil, apperr.NotFound("webhook delivery")
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -167,4 +167,3 @@ func (a *API) inTx(ctx context.Context, fn func(ctx context.Context) error) erro
 	}
 	return tx.Commit()
 }
-

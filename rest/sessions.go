@@ -13,9 +13,7 @@ import (
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hit"
-	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/session"
-	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/ids"
 )
@@ -24,8 +22,6 @@ import (
 const (
 	defaultLimit = 50
 	maxLimit     = 100
-	// maxDetailHits bounds the hits a session detail carries (the newest ones).
-	maxDetailHits = 1000
 )
 
 // query checks the query string against the parameters a route accepts, so a typo is an error, not a silent no-op.
@@ -174,51 +170,32 @@ func cursorString(c *entgql.Cursor[string]) string {
 }
 
 func (a *API) getSession(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
-	n, err := a.res.Query().Node(ctx, r.PathValue("id"))
+	d, err := a.res.Query().SessionDetail(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	s, isSession := n.(*ent.Session)
-	if !isSession {
-		return apperr.NotFound("session")
-	}
-	hits, err := s.QueryHits().Order(ent.Desc(hit.FieldReceivedAt), ent.Desc(hit.FieldID)).Limit(maxDetailHits).All(ctx)
-	if err != nil {
-		return err
-	}
-	data := sessionData(s)
-	hs := make([]map[string]any, 0, len(hits))
-	for i := len(hits) - 1; i >= 0; i-- { // oldest first
-		hs = append(hs, hitData(hits[i]))
+	data := sessionData(d.Session)
+	hs := make([]map[string]any, len(d.Hits))
+	callbacks := []map[string]any{}
+	for i, h := range d.Hits {
+		hs[i] = hitData(h)
+		if h.Kind == hit.KindCallback {
+			callbacks = append(callbacks, hs[i])
+		}
 	}
 	data["hits"] = hs
-	prompts, err := s.QueryPrompts().Order(ent.Asc(prompt.FieldCreatedAt), ent.Asc(prompt.FieldID)).Limit(maxDetailHits).All(ctx)
-	if err != nil {
-		return err
-	}
-	signals, err := s.QuerySignals().Order(ent.Asc(signal.FieldCreatedAt), ent.Asc(signal.FieldID)).Limit(maxDetailHits).All(ctx)
-	if err != nil {
-		return err
-	}
-	texts := make([]string, len(prompts))
-	for i, p := range prompts {
+	texts := make([]string, len(d.Prompts))
+	for i, p := range d.Prompts {
 		texts[i] = p.Text
 	}
 	data["extracted"] = map[string]any{
-		"model":    s.ExtractedModel,
-		"operator": s.ExtractedOperator,
+		"model":    d.Session.ExtractedModel,
+		"operator": d.Session.ExtractedOperator,
 		"prompts":  texts,
 	}
-	callbacks := []map[string]any{}
-	for _, h := range hs {
-		if h["kind"] == string(hit.KindCallback) {
-			callbacks = append(callbacks, h)
-		}
-	}
 	data["callbacks"] = callbacks
-	sigs := make([]map[string]any, len(signals))
-	for i, sg := range signals {
+	sigs := make([]map[string]any, len(d.Signals))
+	for i, sg := range d.Signals {
 		sigs[i] = signalData(sg)
 	}
 	data["signals"] = sigs

@@ -258,21 +258,9 @@ func (a *API) pingWebhook(w http.ResponseWriter, r *http.Request) error {
 
 func (a *API) redeliverWebhook(w http.ResponseWriter, r *http.Request) error {
 	id, did := r.PathValue("id"), r.PathValue("delivery_id")
-	if err := graph.CheckID(id, ids.Webhook); err != nil {
-		return err
-	}
 	var d *ent.WebhookDelivery
 	err := a.inTx(r.Context(), func(ctx context.Context) (err error) {
-		// The delivery must be one of this endpoint's.
-		n, err := ent.FromContext(ctx).WebhookDelivery.Query().
-			Where(webhookdelivery.ID(did), webhookdelivery.EndpointID(id)).Count(ctx)
-		if err == nil && n == 0 && ids.Prefix(did) == ids.Delivery {
-			return apperr.NotFound("webhook delivery")
-		}
-		if err != nil {
-			return err
-		}
-		d, err = a.res.Mutation().RedeliverWebhook(ctx, did)
+		d, err = a.res.Mutation().RedeliverWebhook(ctx, did, &id)
 		return err
 	})
 	if err != nil {
