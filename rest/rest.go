@@ -18,6 +18,7 @@ import (
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/wire"
 )
 
 // API serves the REST routes.
@@ -72,12 +73,12 @@ func (a *API) serve(h HandlerFunc) http.Handler {
 
 // Error writes {"success": false, "error": msg} with status.
 func Error(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]any{"success": false, "error": msg})
+	writeJSON(w, status, wire.Failure{Error: msg})
 }
 
 // ok writes the dashboard wrapper {"success": true, "data": data}.
-func ok(w http.ResponseWriter, status int, data any) error {
-	writeJSON(w, status, map[string]any{"success": true, "data": data})
+func ok[T any](w http.ResponseWriter, status int, data T) error {
+	writeJSON(w, status, wire.Success[T]{Data: data, Success: true})
 	return nil
 }
 

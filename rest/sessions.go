@@ -14,8 +14,8 @@ import (
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/session"
-	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/wire"
 )
 
 // Page sizes of the REST lists: the document leaves them open.
@@ -122,9 +122,9 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	data := make([]map[string]any, 0, len(conn.Edges))
+	data := make([]wire.Session, 0, len(conn.Edges))
 	for _, e := range conn.Edges {
-		data = append(data, sessionData(e.Node))
+		data = append(data, wire.SessionOf(e.Node))
 	}
 	return page(w, data, conn.PageInfo)
 }
@@ -143,16 +143,12 @@ func cursorParam(q url.Values) (*entgql.Cursor[string], error) {
 }
 
 // page writes a paginated list: the dashboard wrapper plus {"pagination": {has_more, next_cursor}}.
-func page(w http.ResponseWriter, data []map[string]any, info entgql.PageInfo[string]) error {
+func page[T any](w http.ResponseWriter, data []T, info entgql.PageInfo[string]) error {
 	next := ""
 	if info.EndCursor != nil {
 		next = cursorString(info.EndCursor)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"success":    true,
-		"data":       data,
-		"pagination": map[string]any{"has_more": info.HasNextPage, "next_cursor": next},
-	})
+	writeJSON(w, http.StatusOK, wire.Page[T]{Data: data, Pagination: wire.Pagination{HasMore: info.HasNextPage, NextCursor: next}, Success: true})
 	return nil
 }
 
@@ -174,100 +170,22 @@ func (a *API) getSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	data := sessionData(d.Session)
-	hs := make([]map[string]any, len(d.Hits))
-	callbacks := []map[string]any{}
+	out := wire.SessionDetail{Session: wire.SessionOf(d.Session), Callbacks: []wire.Hit{}, Hits: make([]wire.Hit, len(d.Hits)),
+		Extracted: wire.Extracted{Model: d.Session.ExtractedModel, Operator: d.Session.ExtractedOperator, Prompts: make([]string, len(d.Prompts))},
+		Signals:   make([]wire.Signal, len(d.Signals))}
 	for i, h := range d.Hits {
-		hs[i] = hitData(h)
+		out.Hits[i] = wire.HitOf(h)
 		if h.Kind == hit.KindCallback {
-			callbacks = append(callbacks, hs[i])
+			out.Callbacks = append(out.Callbacks, out.Hits[i])
 		}
 	}
-	data["hits"] = hs
-	texts := make([]string, len(d.Prompts))
 	for i, p := range d.Prompts {
-		texts[i] = p.Text
+		out.Extracted.Prompts[i] = p.Text
 	}
-	data["extracted"] = map[string]any{
-		"model":    d.Session.ExtractedModel,
-		"operator": d.Session.ExtractedOperator,
-		"prompts":  texts,
-	}
-	data["callbacks"] = callbacks
-	sigs := make([]map[string]any, len(d.Signals))
 	for i, sg := range d.Signals {
-		sigs[i] = signalData(sg)
+		out.Signals[i] = wire.SignalOf(sg)
 	}
-	data["signals"] = sigs
-	return ok(w, http.StatusOK, data)
-}
-
-// sessionData is a session as the document shows it, with the extracted model and operator and the traps it triggered.
-func sessionData(s *ent.Session) map[string]any {
-	return map[string]any{
-		"id":                 s.ID,
-		"source_ip":          s.SourceIP,
-		"user_agent":         s.UserAgent,
-		"classification":     string(s.Classification),
-		"score":              s.Score,
-		"confidence":         s.Confidence,
-		"severity":           string(s.Severity),
-		"signals_fired":      nonNil(s.SignalsFired),
-		"first_seen":         event.Millis(s.FirstSeen),
-		"last_seen":          event.Millis(s.LastSeen),
-		"hit_count":          s.HitCount,
-		"extracted_model":    s.ExtractedModel,
-		"extracted_operator": s.ExtractedOperator,
-		"traps_triggered":    nonNil(s.TrapsTriggered),
-	}
-}
-
-func hitData(h *ent.Hit) map[string]any {
-	headers := h.Headers
-	if headers == nil {
-		headers = map[string][]string{}
-	}
-	return map[string]any{
-		"id":             h.ID,
-		"trap_id":        h.TrapID,
-		"method":         h.Method,
-		"path":           h.Path,
-		"query":          h.Query,
-		"headers":        headers,
-		"body":           h.Body,
-		"body_truncated": h.BodyTruncated,
-		"source_ip":      h.SourceIP,
-		"user_agent":     h.UserAgent,
-		"received_at":    event.Millis(h.ReceivedAt),
-		"kind":           string(h.Kind),
-		"status":         h.Status,
-		"signals":        nonNil(h.Signals),
-	}
-}
-
-// signalData is one signal firing with its evidence.
-func signalData(s *ent.Signal) map[string]any {
-	var delay any
-	if s.DelayMs != nil {
-		delay = *s.DelayMs
-	}
-	return map[string]any{
-		"name":          s.Name,
-		"tripwire":      s.Tripwire,
-		"hit_id":        s.HitID,
-		"placement":     s.Placement,
-		"source_hit_id": s.SourceHitID,
-		"delay_ms":      delay,
-		"detail":        s.Detail,
-		"created_at":    event.Millis(s.CreatedAt),
-	}
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
+	return ok(w, http.StatusOK, out)
 }
 
 func ptr[T any](v T) *T { return &v }

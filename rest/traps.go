@@ -10,7 +10,7 @@ import (
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/trap"
-	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/wire"
 )
 
 // maxTrapList bounds GET /dashboard/api/traps, which the document does not paginate.
@@ -22,7 +22,7 @@ func (a *API) listTraps(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx := r.Context()
 	order := &ent.TrapOrder{Field: ent.TrapOrderFieldCreatedAt, Direction: entgql.OrderDirectionAsc}
-	out := []map[string]any{}
+	out := []wire.Trap{}
 	var after *entgql.Cursor[string]
 	for len(out) < maxTrapList {
 		page := 100
@@ -31,7 +31,7 @@ func (a *API) listTraps(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		for _, e := range conn.Edges {
-			out = append(out, event.TrapData(e.Node))
+			out = append(out, wire.TrapOf(e.Node))
 		}
 		if !conn.PageInfo.HasNextPage {
 			break
@@ -73,7 +73,7 @@ func (a *API) createTrap(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return ok(w, http.StatusCreated, event.TrapData(t))
+	return ok(w, http.StatusCreated, wire.TrapOf(t))
 }
 
 // flag is the document's active flag: 0/1, or true/false.
@@ -118,7 +118,7 @@ func (a *API) updateTrap(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return ok(w, http.StatusOK, event.TrapData(t))
+	return ok(w, http.StatusOK, wire.TrapOf(t))
 }
 
 func (a *API) deleteTrap(w http.ResponseWriter, r *http.Request) error {
@@ -130,7 +130,7 @@ func (a *API) deleteTrap(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return ok(w, http.StatusOK, map[string]any{"id": id, "deleted": true})
+	return ok(w, http.StatusOK, wire.Deleted{ID: id, Deleted: true})
 }
 
 var _ json.Unmarshaler = (*flag)(nil)
