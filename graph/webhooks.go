@@ -16,6 +16,7 @@ import (
 	"github.com/flytrap/flytrap/graph/model"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/webhook"
+	"github.com/flytrap/flytrap/wire"
 )
 
 // SecretGrace is how long a rotated-out signing secret stays valid.
@@ -153,13 +154,8 @@ func (r *mutationResolver) PingWebhookEndpoint(ctx context.Context, id string) (
 		return nil, err
 	}
 	msg := ids.New(ids.Delivery)
-	payload := map[string]any{
-		"id":          msg,
-		"type":        PingType,
-		"api_version": event.APIVersion,
-		"created_at":  event.Seconds(r.now()),
-		"data":        map[string]any{"endpoint_id": ep.ID, "org_id": ep.OrgID},
-	}
+	payload := wire.Object(wire.Event{ID: msg, Type: PingType, APIVersion: event.APIVersion, CreatedAt: wire.Seconds(r.now()),
+		Data: map[string]any{"endpoint_id": ep.ID, "org_id": ep.OrgID}})
 	return r.queueDelivery(ctx, ep, msg, msg, PingType, payload)
 }
 
