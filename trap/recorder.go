@@ -22,6 +22,7 @@ import (
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/wire"
 )
 
 // sess is a session being changed by a batch.
@@ -688,24 +689,17 @@ func threatType(s *sess) string {
 	return typ
 }
 
-// ThreatData is the data of threat.* events, as the API document's table gives it.
+// ThreatData is the data of threat.* events: the session's wire.Threat.
 func ThreatData(s *sess) map[string]any {
 	traps := s.traps
 	if traps == nil {
 		traps = []string{}
 	}
-	return map[string]any{
-		"session_id":         s.id,
-		"source_ip":          s.ip,
-		"classification":     strings.ToLower(s.verdict.Classification),
-		"severity":           s.verdict.Severity,
-		"score":              s.verdict.Score,
-		"hit_count":          s.hits,
-		"tripwires_fired":    tripwires(s),
-		"extracted_model":    s.model,
-		"extracted_operator": s.operator,
-		"traps_triggered":    traps,
-	}
+	return wire.Object(wire.Threat{
+		Classification: strings.ToLower(s.verdict.Classification), ExtractedModel: s.model, ExtractedOperator: s.operator,
+		HitCount: s.hits, Score: s.verdict.Score, SessionID: s.id, Severity: s.verdict.Severity, SourceIP: s.ip,
+		TrapsTriggered: traps, TripwiresFired: tripwires(s),
+	})
 }
 
 func tripwires(s *sess) int {
