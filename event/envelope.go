@@ -1,18 +1,10 @@
 package event
 
-import "github.com/flytrap/flytrap/ent"
+import (
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/wire"
+)
 
-// Envelope is an event as integrations receive it: the REST list, the stream and webhooks.
-func Envelope(ev *ent.Event) map[string]any {
-	data := ev.Data
-	if data == nil {
-		data = map[string]any{}
-	}
-	return map[string]any{
-		"id":          ev.ID,
-		"type":        ev.Type,
-		"api_version": ev.APIVersion,
-		"created_at":  Seconds(ev.CreatedAt),
-		"data":        data,
-	}
-}
+// Envelope is an event as integrations receive it (wire.Event), as the object a webhook
+// delivery's payload stores.
+func Envelope(ev *ent.Event) map[string]any { return wire.Object(wire.EventOf(ev)) }

@@ -189,7 +189,7 @@ type ComplexityRoot struct {
 		DeleteTrap            func(childComplexity int, id string) int
 		DeleteWebhookEndpoint func(childComplexity int, id string) int
 		PingWebhookEndpoint   func(childComplexity int, id string) int
-		RedeliverWebhook      func(childComplexity int, deliveryID string) int
+		RedeliverWebhook      func(childComplexity int, deliveryID string, endpointID *string) int
 		RevokeAPIKey          func(childComplexity int, id string) int
 		RotateWebhookSecret   func(childComplexity int, id string) int
 		UpdateOrganization    func(childComplexity int, input ent.UpdateOrganizationInput) int
@@ -241,6 +241,7 @@ type ComplexityRoot struct {
 		Node              func(childComplexity int, id string) int
 		Nodes             func(childComplexity int, ids []string) int
 		Organization      func(childComplexity int) int
+		SessionDetail     func(childComplexity int, id string) int
 		Sessions          func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.SessionOrder, where *ent.SessionWhereInput) int
 		Sites             func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.SiteOrder, where *ent.SiteWhereInput) int
 		TrapPreview       func(childComplexity int, id string) int
@@ -297,6 +298,14 @@ type ComplexityRoot struct {
 		Edges      func(childComplexity int) int
 		PageInfo   func(childComplexity int) int
 		TotalCount func(childComplexity int) int
+	}
+
+	SessionDetail struct {
+		Hits          func(childComplexity int) int
+		HitsTruncated func(childComplexity int) int
+		Prompts       func(childComplexity int) int
+		Session       func(childComplexity int) int
+		Signals       func(childComplexity int) int
 	}
 
 	SessionEdge struct {
@@ -526,7 +535,7 @@ type MutationResolver interface {
 	UpdateWebhookEndpoint(ctx context.Context, id string, input ent.UpdateWebhookEndpointInput) (*ent.WebhookEndpoint, error)
 	DeleteWebhookEndpoint(ctx context.Context, id string) (*model.DeletePayload, error)
 	RotateWebhookSecret(ctx context.Context, id string) (*model.RotateWebhookSecretPayload, error)
-	RedeliverWebhook(ctx context.Context, deliveryID string) (*ent.WebhookDelivery, error)
+	RedeliverWebhook(ctx context.Context, deliveryID string, endpointID *string) (*ent.WebhookDelivery, error)
 	PingWebhookEndpoint(ctx context.Context, id string) (*ent.WebhookDelivery, error)
 }
 type QueryResolver interface {
@@ -542,6 +551,7 @@ type QueryResolver interface {
 	Analytics(ctx context.Context) (*model.Analytics, error)
 	Viewer(ctx context.Context) (*model.Viewer, error)
 	TrapPreview(ctx context.Context, id string) (*model.TrapPreview, error)
+	SessionDetail(ctx context.Context, id string) (*model.SessionDetail, error)
 	WebhookDeliveries(ctx context.Context, endpointID string, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, status *webhookdelivery.Status) (*ent.WebhookDeliveryConnection, error)
 	Campaigns(ctx context.Context, first *int, after *entgql.Cursor[string]) (*model.CampaignConnection, error)
 }
@@ -1154,7 +1164,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.RedeliverWebhook(childComplexity, args["deliveryID"].(string)), true
+		return e.ComplexityRoot.Mutation.RedeliverWebhook(childComplexity, args["deliveryID"].(string), args["endpointID"].(*string)), true
 	case "Mutation.revokeApiKey":
 		if e.ComplexityRoot.Mutation.RevokeAPIKey == nil {
 			break
@@ -1432,6 +1442,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Organization(childComplexity), true
+	case "Query.sessionDetail":
+		if e.ComplexityRoot.Query.SessionDetail == nil {
+			break
+		}
+
+		args, err := ec.field_Query_sessionDetail_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SessionDetail(childComplexity, args["id"].(string)), true
 	case "Query.sessions":
 		if e.ComplexityRoot.Query.Sessions == nil {
 			break
@@ -1735,6 +1756,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SessionConnection.TotalCount(childComplexity), true
+
+	case "SessionDetail.hits":
+		if e.ComplexityRoot.SessionDetail.Hits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SessionDetail.Hits(childComplexity), true
+	case "SessionDetail.hitsTruncated":
+		if e.ComplexityRoot.SessionDetail.HitsTruncated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SessionDetail.HitsTruncated(childComplexity), true
+	case "SessionDetail.prompts":
+		if e.ComplexityRoot.SessionDetail.Prompts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SessionDetail.Prompts(childComplexity), true
+	case "SessionDetail.session":
+		if e.ComplexityRoot.SessionDetail.Session == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SessionDetail.Session(childComplexity), true
+	case "SessionDetail.signals":
+		if e.ComplexityRoot.SessionDetail.Signals == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SessionDetail.Signals(childComplexity), true
 
 	case "SessionEdge.cursor":
 		if e.ComplexityRoot.SessionEdge.Cursor == nil {
@@ -2679,6 +2731,25 @@ extend type Query {
   so tokens in a preview are inert: sending one back is not attributed to anything.
   """
   trapPreview(id: ID!): TrapPreview! @cost(weight: 20)
+  """
+  One session with its evidence, exactly what GET /dashboard/api/sessions/{id} shows. Each list holds
+  the newest items, at most the server's --session-detail-limit (default 1000) of them, oldest first.
+  Its lists are priced at the default of a list; the weight covers reading up to three full lists.
+  """
+  sessionDetail(id: ID!): SessionDetail! @cost(weight: 3000)
+}
+
+"A session and its evidence; each list is the newest items, at most the server's limit, oldest first (by time, then id)."
+type SessionDetail {
+  session: Session!
+  "The newest hits, oldest first (receivedAt, then id)."
+  hits: [Hit!]!
+  "True when the session has more hits than hits holds."
+  hitsTruncated: Boolean!
+  "The newest signal firings, oldest first (createdAt, then id)."
+  signals: [Signal!]!
+  "The newest captured prompts, oldest first (createdAt, then id)."
+  prompts: [Prompt!]!
 }
 
 "The authenticated caller."
@@ -2828,8 +2899,11 @@ extend type Mutation {
   deleteWebhookEndpoint(id: ID!): DeletePayload!
   "Makes a new signing secret; the old one stays valid for 24 hours."
   rotateWebhookSecret(id: ID!): RotateWebhookSecretPayload!
-  "Sends a delivery's event again as a new delivery with the same webhook-id."
-  redeliverWebhook(deliveryID: ID!): WebhookDelivery!
+  """
+  Sends a delivery's event again as a new delivery with the same webhook-id. With endpointID, the
+  delivery must be one of that endpoint's (else NOT_FOUND), as REST's route under the endpoint asks.
+  """
+  redeliverWebhook(deliveryID: ID!, endpointID: ID): WebhookDelivery!
   "Queues a webhook.ping message to the endpoint."
   pingWebhookEndpoint(id: ID!): WebhookDelivery!
 }
@@ -3372,6 +3446,22 @@ func (ec *executionContext) childFields_SessionConnection(ctx context.Context, f
 		return ec.fieldContext_SessionConnection_totalCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SessionConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_SessionDetail(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "session":
+		return ec.fieldContext_SessionDetail_session(ctx, field)
+	case "hits":
+		return ec.fieldContext_SessionDetail_hits(ctx, field)
+	case "hitsTruncated":
+		return ec.fieldContext_SessionDetail_hitsTruncated(ctx, field)
+	case "signals":
+		return ec.fieldContext_SessionDetail_signals(ctx, field)
+	case "prompts":
+		return ec.fieldContext_SessionDetail_prompts(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SessionDetail", field.Name)
 }
 
 func (ec *executionContext) childFields_SessionEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4017,6 +4107,14 @@ func (ec *executionContext) field_Mutation_redeliverWebhook_args(ctx context.Con
 		return nil, err
 	}
 	args["deliveryID"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "endpointID",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["endpointID"] = arg1
 	return args, nil
 }
 
@@ -4297,6 +4395,20 @@ func (ec *executionContext) field_Query_nodes_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["ids"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_sessionDetail_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -7263,7 +7375,7 @@ func (ec *executionContext) _Mutation_redeliverWebhook(ctx context.Context, fiel
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().RedeliverWebhook(ctx, fc.Args["deliveryID"].(string))
+			return ec.Resolvers.Mutation().RedeliverWebhook(ctx, fc.Args["deliveryID"].(string), fc.Args["endpointID"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.WebhookDelivery) graphql.Marshaler {
@@ -8365,6 +8477,50 @@ func (ec *executionContext) fieldContext_Query_trapPreview(ctx context.Context, 
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_trapPreview_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_sessionDetail(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_sessionDetail(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SessionDetail(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SessionDetail) graphql.Marshaler {
+			return ec.marshalNSessionDetail2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐSessionDetail(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_sessionDetail(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SessionDetail(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_sessionDetail_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -9477,6 +9633,157 @@ func (ec *executionContext) _SessionConnection_totalCount(ctx context.Context, f
 }
 func (ec *executionContext) fieldContext_SessionConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SessionConnection", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _SessionDetail_session(ctx context.Context, field graphql.CollectedField, obj *model.SessionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SessionDetail_session(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Session, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Session) graphql.Marshaler {
+			return ec.marshalNSession2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSession(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SessionDetail_session(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SessionDetail",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Session(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SessionDetail_hits(ctx context.Context, field graphql.CollectedField, obj *model.SessionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SessionDetail_hits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Hit) graphql.Marshaler {
+			return ec.marshalNHit2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐHitᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SessionDetail_hits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SessionDetail",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Hit(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SessionDetail_hitsTruncated(ctx context.Context, field graphql.CollectedField, obj *model.SessionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SessionDetail_hitsTruncated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HitsTruncated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SessionDetail_hitsTruncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SessionDetail", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _SessionDetail_signals(ctx context.Context, field graphql.CollectedField, obj *model.SessionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SessionDetail_signals(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Signals, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Signal) graphql.Marshaler {
+			return ec.marshalNSignal2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignalᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SessionDetail_signals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SessionDetail",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Signal(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SessionDetail_prompts(ctx context.Context, field graphql.CollectedField, obj *model.SessionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SessionDetail_prompts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Prompts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Prompt) graphql.Marshaler {
+			return ec.marshalNPrompt2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPromptᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SessionDetail_prompts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SessionDetail",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Prompt(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _SessionEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.SessionEdge) (ret graphql.Marshaler) {
@@ -23436,6 +23743,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "sessionDetail":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_sessionDetail(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "webhookDeliveries":
 			field := field
 
@@ -24006,6 +24335,64 @@ func (ec *executionContext) _SessionConnection(ctx context.Context, sel ast.Sele
 			}
 		case "totalCount":
 			out.Values[i] = ec._SessionConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var sessionDetailImplementors = []string{"SessionDetail"}
+
+func (ec *executionContext) _SessionDetail(ctx context.Context, sel ast.SelectionSet, obj *model.SessionDetail) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sessionDetailImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SessionDetail")
+		case "session":
+			out.Values[i] = ec._SessionDetail_session(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hits":
+			out.Values[i] = ec._SessionDetail_hits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hitsTruncated":
+			out.Values[i] = ec._SessionDetail_hitsTruncated(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "signals":
+			out.Values[i] = ec._SessionDetail_signals(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "prompts":
+			out.Values[i] = ec._SessionDetail_prompts(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -26086,6 +26473,32 @@ func (ec *executionContext) unmarshalNEventWhereInput2ᚖgithubᚗcomᚋflytrap�
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNHit2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐHitᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Hit) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNHit2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐHit(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNHit2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐHit(ctx context.Context, sel ast.SelectionSet, v *ent.Hit) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Hit(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNHitConnection2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐHitConnection(ctx context.Context, sel ast.SelectionSet, v *ent.HitConnection) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -26301,6 +26714,22 @@ func (ec *executionContext) marshalNPageInfo2ᚖentgoᚗioᚋcontribᚋentgqlᚐ
 	return ec._PageInfo(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNPrompt2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPromptᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Prompt) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPrompt2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPrompt(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNPrompt2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPrompt(ctx context.Context, sel ast.SelectionSet, v *ent.Prompt) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -26388,6 +26817,16 @@ func (ec *executionContext) marshalNSessionConnection2ᚖgithubᚗcomᚋflytrap�
 	return ec._SessionConnection(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNSessionDetail2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐSessionDetail(ctx context.Context, sel ast.SelectionSet, v *model.SessionDetail) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SessionDetail(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNSessionOrderField2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSessionOrderField(ctx context.Context, v any) (*ent.SessionOrderField, error) {
 	var res = new(ent.SessionOrderField)
 	err := res.UnmarshalGQL(v)
@@ -26427,6 +26866,22 @@ func (ec *executionContext) marshalNSeverityCounts2ᚖgithubᚗcomᚋflytrapᚋf
 		return graphql.Null
 	}
 	return ec._SeverityCounts(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNSignal2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignalᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Signal) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSignal2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignal(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNSignal2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignal(ctx context.Context, sel ast.SelectionSet, v *ent.Signal) graphql.Marshaler {

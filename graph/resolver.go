@@ -30,6 +30,8 @@ type Resolver struct {
 	Previewer Previewer
 	// Manual limits the deliveries callers ask for per endpoint (pings, redeliveries).
 	Manual ManualLimit
+	// DetailLimit bounds each list of a session's detail (1 to MaxDetailLimit).
+	DetailLimit int
 }
 
 // NewResolver returns the root resolver over client; broker feeds live delivery;
@@ -41,7 +43,7 @@ func NewResolver(client *ent.Client, broker *event.Broker, logger *slog.Logger, 
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Resolver{client: client, broker: broker, logger: logger, now: now, Manual: DefaultManualLimit}
+	return &Resolver{client: client, broker: broker, logger: logger, now: now, Manual: DefaultManualLimit, DetailLimit: DefaultDetailLimit}
 }
 
 func (r *Resolver) log(ctx context.Context, msg string, err error) {

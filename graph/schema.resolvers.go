@@ -107,6 +107,11 @@ func (r *queryResolver) Analytics(ctx context.Context) (*model.Analytics, error)
 	return &model.Analytics{}, nil
 }
 
+// SessionDetail is the resolver for the sessionDetail field.
+func (r *queryResolver) SessionDetail(ctx context.Context, id string) (*model.SessionDetail, error) {
+	return r.sessionDetail(ctx, id)
+}
+
 // Analytics returns AnalyticsResolver implementation.
 func (r *Resolver) Analytics() AnalyticsResolver { return &analyticsResolver{r} }
 

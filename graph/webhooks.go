@@ -16,6 +16,7 @@ import (
 	"github.com/flytrap/flytrap/graph/model"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/webhook"
+	"github.com/flytrap/flytrap/wire"
 )
 
 // SecretGrace is how long a rotated-out signing secret stays valid.
@@ -114,13 +115,22 @@ func (r *mutationResolver) RotateWebhookSecret(ctx context.Context, id string) (
 }
 
 // RedeliverWebhook is the resolver for the redeliverWebhook field: a new delivery of the
-// same message (same webhook-id, so a receiver that already has it can drop it).
-func (r *mutationResolver) RedeliverWebhook(ctx context.Context, deliveryID string) (*ent.WebhookDelivery, error) {
+// same message (same webhook-id, so a receiver that already has it can drop it). Given
+// endpointID, a delivery of another endpoint is not found, as if it did not exist.
+func (r *mutationResolver) RedeliverWebhook(ctx context.Context, deliveryID string, endpointID *string) (*ent.WebhookDelivery, error) {
+	if endpointID != nil {
+		if err := checkWebhookID(*endpointID, ids.Webhook, "endpointID"); err != nil {
+			return nil, err
+		}
+	}
 	if err := checkWebhookID(deliveryID, ids.Delivery, "deliveryID"); err != nil {
 		return nil, err
 	}
 	c := r.ent(ctx)
 	d, err := c.WebhookDelivery.Get(ctx, deliveryID)
+	if endpointID != nil && (ent.IsNotFound(err) || err == nil && d.EndpointID != *endpointID) {
+		return nil, apperr.NotFound("webhook delivery")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -150,13 +160,8 @@ func (r *mutationResolver) PingWebhookEndpoint(ctx context.Context, id string) (
 		return nil, err
 	}
 	msg := ids.New(ids.Delivery)
-	payload := map[string]any{
-		"id":          msg,
-		"type":        PingType,
-		"api_version": event.APIVersion,
-		"created_at":  event.Seconds(r.now()),
-		"data":        map[string]any{"endpoint_id": ep.ID, "org_id": ep.OrgID},
-	}
+	payload := wire.Object(wire.Event{ID: msg, Type: PingType, APIVersion: event.APIVersion, CreatedAt: wire.Seconds(r.now()),
+		Data: map[string]any{"endpoint_id": ep.ID, "org_id": ep.OrgID}})
 	return r.queueDelivery(ctx, ep, msg, msg, PingType, payload)
 }
 

@@ -265,22 +265,24 @@ func agreeSessions(t *testing.T, fx *agreeFixture) {
 // agreeSessionDetail: a session's detail is its GraphQL node with its hits, oldest first.
 func agreeSessionDetail(t *testing.T, fx *agreeFixture) {
 	for _, id := range []string{fx.detail, fx.sessions[0], fx.sessions[1]} {
-		d := gqlData(t, fx.env, fx.a.ReadOnly, `query($id: ID!) { node(id: $id) { ... on Session {
+		// The dashboard's query: one resolver serves it and REST.
+		d := gqlData(t, fx.env, fx.a.ReadOnly, `query($id: ID!) { sessionDetail(id: $id) { session {
 			id sourceIP userAgent classification score confidence severity signalsFired
-			firstSeen lastSeen hitCount extractedModel extractedOperator trapsTriggered
-			hits(first: 100, orderBy: {field: RECEIVED_AT, direction: ASC}) {
-				edges { node { id trapID method path query headers body bodyTruncated sourceIP userAgent receivedAt kind status signals } } }
+			firstSeen lastSeen hitCount extractedModel extractedOperator trapsTriggered }
+			hits { id trapID method path query headers body bodyTruncated sourceIP userAgent receivedAt kind status signals }
 			signals { name tripwire hitID placement sourceHitID delayMs detail createdAt }
-			prompts { text } } } }`,
+			prompts { text } } }`,
 			map[string]any{"id": id})
-		node, _ := d["node"].(map[string]any)
+		detail, _ := d["sessionDetail"].(map[string]any)
+		node, _ := ft.Dig(detail, "session").(map[string]any)
 		if node == nil {
-			t.Fatalf("GraphQL node(%s) is null", id)
+			t.Fatalf("GraphQL sessionDetail(%s) has no session", id)
 		}
+		node["signals"], node["prompts"] = detail["signals"], detail["prompts"]
 		want := gqlSessionAsREST(node)
 		hits := []any{}
-		for _, h := range gqlNodes(node, "hits") {
-			hits = append(hits, gqlHitAsREST(h))
+		for _, h := range detail["hits"].([]any) {
+			hits = append(hits, gqlHitAsREST(h.(map[string]any)))
 		}
 		want["hits"] = hits
 		prompts := []any{}

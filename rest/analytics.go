@@ -3,7 +3,7 @@ package rest
 import (
 	"net/http"
 
-	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/wire"
 )
 
 func (a *API) overview(w http.ResponseWriter, r *http.Request) error {
@@ -36,9 +36,9 @@ func (a *API) timeline(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]map[string]any, len(buckets))
+	out := make([]wire.TimelineBucket, len(buckets))
 	for i, b := range buckets {
-		out[i] = map[string]any{"hour": event.Seconds(b.Hour), "hits": b.Hits}
+		out[i] = wire.TimelineBucket{Hour: wire.Seconds(b.Hour), Hits: b.Hits}
 	}
 	return ok(w, http.StatusOK, out)
 }

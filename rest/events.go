@@ -6,25 +6,10 @@ import (
 	"strings"
 
 	"github.com/flytrap/flytrap/apperr"
-	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/wire"
 )
-
-// EventData is an event as the list and the stream carry it.
-func EventData(ev *ent.Event) map[string]any {
-	data := ev.Data
-	if data == nil {
-		data = map[string]any{}
-	}
-	return map[string]any{
-		"id":          ev.ID,
-		"type":        ev.Type,
-		"api_version": ev.APIVersion,
-		"created_at":  event.Seconds(ev.CreatedAt),
-		"data":        data,
-	}
-}
 
 // typesParam reads the type filter: one event type or a comma-separated list.
 func typesParam(v string) ([]string, error) {
@@ -67,14 +52,10 @@ func (a *API) listEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	events := make([]map[string]any, len(page.Events))
+	events := make([]wire.Event, len(page.Events))
 	for i, ev := range page.Events {
-		events[i] = EventData(ev)
+		events[i] = wire.EventOf(ev)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"events":      events,
-		"has_more":    page.HasMore,
-		"next_cursor": graph.EventCursor(page.Next),
-	})
+	writeJSON(w, http.StatusOK, wire.EventsPage{Events: events, HasMore: page.HasMore, NextCursor: graph.EventCursor(page.Next)})
 	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/wire"
 )
 
 // API serves the REST routes.
@@ -53,18 +53,9 @@ func New(res *graph.Resolver, client *ent.Client, log *slog.Logger, opts Options
 // HandlerFunc is a REST handler: it writes a success or returns the error to report.
 type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-// statusOf maps an error code to the document's HTTP status.
-var statusOf = map[string]int{
-	graph.CodeUnauthenticated: http.StatusUnauthorized,
-	graph.CodeForbidden:       http.StatusForbidden,
-	graph.CodeBadUserInput:    http.StatusBadRequest,
-	graph.CodeNotFound:        http.StatusNotFound,
-	graph.CodeConflict:        http.StatusConflict,
-	graph.CodeInternal:        http.StatusInternalServerError,
-	graph.CodeRateLimited:     http.StatusTooManyRequests,
-}
-
-// serve adapts h to http.Handler, writing its error in the document's shape.
+// serve adapts h to http.Handler, writing its error in the document's shape: graph.Present
+// says what the error is, apperr its status, and the field is spelled as this API's
+// OpenAPI document spells it.
 func (a *API) serve(h HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		err := checkQuery(r.URL.RawQuery)
@@ -74,19 +65,14 @@ func (a *API) serve(h HandlerFunc) http.Handler {
 		if err == nil {
 			return
 		}
-		code, msg, field := graph.Classify(err)
-		if camelCase.MatchString(field) {
-			// The resolvers name fields as GraphQL spells them (siteID); REST spells them site_id.
-			msg = strings.Replace(msg, field, snake(field), 1)
-		}
-		status := statusOf[code]
-		if code == graph.CodeInternal {
+		e := graph.Present(err)
+		if e.Kind == apperr.KindInternal {
 			a.log.ErrorContext(r.Context(), "REST handler failed", "route", r.Pattern, "err", err)
 		}
 		if wait := apperr.RetryAfterSeconds(err); wait > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(wait))
 		}
-		Error(w, status, msg)
+		Error(w, e.Status(), e.Message(FieldName))
 	})
 }
 
@@ -130,12 +116,12 @@ func clip(s string, n int) string {
 
 // Error writes {"success": false, "error": msg} with status.
 func Error(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]any{"success": false, "error": msg})
+	writeJSON(w, status, wire.Failure{Error: msg})
 }
 
 // ok writes the dashboard wrapper {"success": true, "data": data}.
-func ok(w http.ResponseWriter, status int, data any) error {
-	writeJSON(w, status, map[string]any{"success": true, "data": data})
+func ok[T any](w http.ResponseWriter, status int, data T) error {
+	writeJSON(w, status, wire.Success[T]{Data: data, Success: true})
 	return nil
 }
 
@@ -227,21 +213,4 @@ func (a *API) inTx(ctx context.Context, fn func(ctx context.Context) error) erro
 		return err
 	}
 	return tx.Commit()
-}
-
-var camelCase = regexp.MustCompile(`^[a-z]+[A-Z][A-Za-z]*$`)
-
-// snake turns a GraphQL field name (siteID, sourceIP) into the document's spelling (site_id, source_ip).
-func snake(name string) string {
-	var b strings.Builder
-	for i, r := range name {
-		if r >= 'A' && r <= 'Z' {
-			if i > 0 && !(name[i-1] >= 'A' && name[i-1] <= 'Z') {
-				b.WriteByte('_')
-			}
-			r += 'a' - 'A'
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

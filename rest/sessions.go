@@ -13,21 +13,17 @@ import (
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hit"
-	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/session"
-	"github.com/flytrap/flytrap/ent/signal"
-	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/graph/scalar"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/wire"
 )
 
 // Page sizes of the REST lists: the document leaves them open.
 const (
 	defaultLimit = 50
 	maxLimit     = 100
-	// maxDetailHits bounds the hits a session detail carries (the newest ones).
-	maxDetailHits = 1000
 )
 
 // query checks the query string against the parameters a route accepts, so a typo is an error, not a silent no-op.
@@ -90,18 +86,18 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
 	}
 	where := &ent.SessionWhereInput{}
 	if v := q.Get("classification"); v != "" {
-		c := session.Classification(strings.ToUpper(v))
-		if session.ClassificationValidator(c) != nil {
-			return apperr.Invalid("classification", "is not a known classification")
+		c, err := enumValue("classification", "Classification", v, true, nil)
+		if err != nil {
+			return err
 		}
-		where.Classification = &c
+		where.Classification = ptr(session.Classification(c))
 	}
 	if v := q.Get("severity"); v != "" {
-		s := session.Severity(strings.ToLower(v))
-		if session.SeverityValidator(s) != nil {
-			return apperr.Invalid("severity", "must be critical, high, medium or low")
+		s, err := enumValue("severity", "Severity", v, true, nil)
+		if err != nil {
+			return err
 		}
-		where.Severity = &s
+		where.Severity = ptr(session.Severity(s))
 	}
 	if v := q.Get("source_ip"); v != "" {
 		addr, err := netip.ParseAddr(v)
@@ -132,9 +128,9 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	data := make([]map[string]any, 0, len(conn.Edges))
+	data := make([]wire.Session, 0, len(conn.Edges))
 	for _, e := range conn.Edges {
-		data = append(data, sessionData(e.Node))
+		data = append(data, wire.SessionOf(e.Node))
 	}
 	return page(w, data, conn.PageInfo)
 }
@@ -157,16 +153,12 @@ func cursorParam(q url.Values, prefix, order string) (*entgql.Cursor[string], er
 }
 
 // page writes a paginated list: the dashboard wrapper plus {"pagination": {has_more, next_cursor}}.
-func page(w http.ResponseWriter, data []map[string]any, info entgql.PageInfo[string]) error {
+func page[T any](w http.ResponseWriter, data []T, info entgql.PageInfo[string]) error {
 	next := ""
 	if info.EndCursor != nil {
 		next = cursorString(info.EndCursor)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"success":    true,
-		"data":       data,
-		"pagination": map[string]any{"has_more": info.HasNextPage, "next_cursor": next},
-	})
+	writeJSON(w, http.StatusOK, wire.Page[T]{Data: data, Pagination: wire.Pagination{HasMore: info.HasNextPage, NextCursor: next}, Success: true})
 	return nil
 }
 
@@ -184,121 +176,26 @@ func cursorString(c *entgql.Cursor[string]) string {
 }
 
 func (a *API) getSession(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
-	n, err := a.res.Query().Node(ctx, r.PathValue("id"))
+	d, err := a.res.Query().SessionDetail(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	s, isSession := n.(*ent.Session)
-	if !isSession {
-		return apperr.NotFound("session")
-	}
-	hits, err := s.QueryHits().Order(ent.Desc(hit.FieldReceivedAt), ent.Desc(hit.FieldID)).Limit(maxDetailHits).All(ctx)
-	if err != nil {
-		return err
-	}
-	data := sessionData(s)
-	hs := make([]map[string]any, 0, len(hits))
-	for i := len(hits) - 1; i >= 0; i-- { // oldest first
-		hs = append(hs, hitData(hits[i]))
-	}
-	data["hits"] = hs
-	prompts, err := s.QueryPrompts().Order(ent.Asc(prompt.FieldCreatedAt), ent.Asc(prompt.FieldID)).Limit(maxDetailHits).All(ctx)
-	if err != nil {
-		return err
-	}
-	signals, err := s.QuerySignals().Order(ent.Asc(signal.FieldCreatedAt), ent.Asc(signal.FieldID)).Limit(maxDetailHits).All(ctx)
-	if err != nil {
-		return err
-	}
-	texts := make([]string, len(prompts))
-	for i, p := range prompts {
-		texts[i] = p.Text
-	}
-	data["extracted"] = map[string]any{
-		"model":    s.ExtractedModel,
-		"operator": s.ExtractedOperator,
-		"prompts":  texts,
-	}
-	callbacks := []map[string]any{}
-	for _, h := range hs {
-		if h["kind"] == string(hit.KindCallback) {
-			callbacks = append(callbacks, h)
+	out := wire.SessionDetail{Session: wire.SessionOf(d.Session), Callbacks: []wire.Hit{}, Hits: make([]wire.Hit, len(d.Hits)),
+		Extracted: wire.Extracted{Model: d.Session.ExtractedModel, Operator: d.Session.ExtractedOperator, Prompts: make([]string, len(d.Prompts))},
+		Signals:   make([]wire.Signal, len(d.Signals))}
+	for i, h := range d.Hits {
+		out.Hits[i] = wire.HitOf(h)
+		if h.Kind == hit.KindCallback {
+			out.Callbacks = append(out.Callbacks, out.Hits[i])
 		}
 	}
-	data["callbacks"] = callbacks
-	sigs := make([]map[string]any, len(signals))
-	for i, sg := range signals {
-		sigs[i] = signalData(sg)
+	for i, p := range d.Prompts {
+		out.Extracted.Prompts[i] = p.Text
 	}
-	data["signals"] = sigs
-	return ok(w, http.StatusOK, data)
+	for i, sg := range d.Signals {
+		out.Signals[i] = wire.SignalOf(sg)
+	}
+	return ok(w, http.StatusOK, out)
 }
 
-// sessionData is a session as the document shows it, with the extracted model and operator and the traps it triggered.
-func sessionData(s *ent.Session) map[string]any {
-	return map[string]any{
-		"id":                 s.ID,
-		"source_ip":          s.SourceIP,
-		"user_agent":         s.UserAgent,
-		"classification":     string(s.Classification),
-		"score":              s.Score,
-		"confidence":         s.Confidence,
-		"severity":           string(s.Severity),
-		"signals_fired":      nonNil(s.SignalsFired),
-		"first_seen":         event.Millis(s.FirstSeen),
-		"last_seen":          event.Millis(s.LastSeen),
-		"hit_count":          s.HitCount,
-		"extracted_model":    s.ExtractedModel,
-		"extracted_operator": s.ExtractedOperator,
-		"traps_triggered":    nonNil(s.TrapsTriggered),
-	}
-}
-
-func hitData(h *ent.Hit) map[string]any {
-	headers := h.Headers
-	if headers == nil {
-		headers = map[string][]string{}
-	}
-	return map[string]any{
-		"id":             h.ID,
-		"trap_id":        h.TrapID,
-		"method":         h.Method,
-		"path":           h.Path,
-		"query":          h.Query,
-		"headers":        headers,
-		"body":           h.Body,
-		"body_truncated": h.BodyTruncated,
-		"source_ip":      h.SourceIP,
-		"user_agent":     h.UserAgent,
-		"received_at":    event.Millis(h.ReceivedAt),
-		"kind":           string(h.Kind),
-		"status":         h.Status,
-		"signals":        nonNil(h.Signals),
-	}
-}
-
-// signalData is one signal firing with its evidence.
-func signalData(s *ent.Signal) map[string]any {
-	var delay any
-	if s.DelayMs != nil {
-		delay = *s.DelayMs
-	}
-	return map[string]any{
-		"name":          s.Name,
-		"tripwire":      s.Tripwire,
-		"hit_id":        s.HitID,
-		"placement":     s.Placement,
-		"source_hit_id": s.SourceHitID,
-		"delay_ms":      delay,
-		"detail":        s.Detail,
-		"created_at":    event.Millis(s.CreatedAt),
-	}
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
+func ptr[T any](v T) *T { return &v }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/wire"
 )
 
 // streamRetry is the reconnection delay the stream suggests to clients.
@@ -100,7 +101,7 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		},
 	}
 	err = a.res.FollowEvents(ctx, f, func(ev *ent.Event) error {
-		body, err := json.Marshal(EventData(ev))
+		body, err := json.Marshal(wire.EventOf(ev))
 		if err != nil {
 			return err
 		}

@@ -4,15 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"entgo.io/contrib/entgql"
 
 	"github.com/flytrap/flytrap/apperr"
-	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/trap"
-	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/wire"
 )
 
 // maxTrapList bounds GET /dashboard/api/traps, which the document does not paginate.
@@ -24,7 +22,7 @@ func (a *API) listTraps(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx := r.Context()
 	order := &ent.TrapOrder{Field: ent.TrapOrderFieldCreatedAt, Direction: entgql.OrderDirectionAsc}
-	out := []map[string]any{}
+	out := []wire.Trap{}
 	var after *entgql.Cursor[string]
 	for len(out) < maxTrapList {
 		page := 100
@@ -33,7 +31,7 @@ func (a *API) listTraps(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		for _, e := range conn.Edges {
-			out = append(out, event.TrapData(e.Node))
+			out = append(out, wire.TrapOf(e.Node))
 		}
 		if !conn.PageInfo.HasNextPage {
 			break
@@ -62,23 +60,21 @@ func (a *API) createTrap(w http.ResponseWriter, r *http.Request) error {
 	if body.Type == nil {
 		return apperr.Invalid("type", "is required")
 	}
-	typ := trap.Type(*body.Type)
-	if err := trap.TypeValidator(typ); err != nil {
-		return apperr.Invalid("type", "must be one of %s", trapTypes())
+	typ, err := enumValue("type", "TrapType", *body.Type, false, nil)
+	if err != nil {
+		return err
 	}
-	in := ent.CreateTrapInput{Name: *body.Name, Path: body.Path, Type: typ, Description: body.Description, SiteID: body.SiteID}
+	in := ent.CreateTrapInput{Name: *body.Name, Path: body.Path, Type: trap.Type(typ), Description: body.Description, SiteID: body.SiteID}
 	var t *ent.Trap
-	err := a.inTx(r.Context(), func(ctx context.Context) (err error) {
+	err = a.inTx(r.Context(), func(ctx context.Context) (err error) {
 		t, err = a.res.Mutation().CreateTrap(ctx, in)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	return ok(w, http.StatusCreated, event.TrapData(t))
+	return ok(w, http.StatusCreated, wire.TrapOf(t))
 }
-
-func trapTypes() string { return strings.Join(decoy.Types, ", ") }
 
 // flag is the document's active flag: 0/1, or true/false.
 type flag bool
@@ -122,7 +118,7 @@ func (a *API) updateTrap(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return ok(w, http.StatusOK, event.TrapData(t))
+	return ok(w, http.StatusOK, wire.TrapOf(t))
 }
 
 func (a *API) deleteTrap(w http.ResponseWriter, r *http.Request) error {
@@ -134,7 +130,7 @@ func (a *API) deleteTrap(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return ok(w, http.StatusOK, map[string]any{"id": id, "deleted": true})
+	return ok(w, http.StatusOK, wire.Deleted{ID: id, Deleted: true})
 }
 
 var _ json.Unmarshaler = (*flag)(nil)

@@ -4,89 +4,27 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"time"
 
 	"entgo.io/contrib/entgql"
 
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
-	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/ent/webhookendpoint"
-	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/wire"
 )
 
 // maxWebhookList bounds GET /dashboard/api/webhooks.
 const maxWebhookList = 1000
-
-func optTime(t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return event.Millis(*t)
-}
-
-func webhookData(e *ent.WebhookEndpoint) map[string]any {
-	return map[string]any{
-		"id":                         e.ID,
-		"url":                        e.URL,
-		"description":                e.Description,
-		"event_types":                nonNil(e.EventTypes),
-		"active":                     e.Active,
-		"format":                     string(e.Format),
-		"throttle_minutes":           e.ThrottleMinutes,
-		"previous_secret_expires_at": optTime(e.PreviousSecretExpiresAt),
-		"failing_since":              optTime(e.FailingSince),
-		"disabled_reason":            e.DisabledReason,
-		"created_at":                 event.Millis(e.CreatedAt),
-		"updated_at":                 event.Millis(e.UpdatedAt),
-	}
-}
-
-func deliveryData(d *ent.WebhookDelivery) map[string]any {
-	attempts := make([]map[string]any, 0, len(d.Attempts))
-	for _, a := range d.Attempts {
-		attempts = append(attempts, attemptData(a))
-	}
-	var code any
-	if d.LastStatusCode != nil {
-		code = *d.LastStatusCode
-	}
-	return map[string]any{
-		"id":               d.ID,
-		"endpoint_id":      d.EndpointID,
-		"message_id":       d.MessageID,
-		"event_type":       d.EventType,
-		"status":           strings.ToLower(string(d.Status)),
-		"attempt_count":    d.AttemptCount,
-		"next_attempt_at":  event.Millis(d.NextAttemptAt),
-		"delivered_at":     optTime(d.DeliveredAt),
-		"last_status_code": code,
-		"last_error":       d.LastError,
-		"attempts":         attempts,
-		"payload":          d.Payload,
-		"created_at":       event.Millis(d.CreatedAt),
-	}
-}
-
-func attemptData(a schematype.WebhookAttempt) map[string]any {
-	return map[string]any{
-		"at":          event.Millis(a.At),
-		"status_code": a.StatusCode,
-		"latency_ms":  a.LatencyMs,
-		"error":       a.Error,
-		"response":    a.Response,
-	}
-}
 
 func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 	if _, err := query(r); err != nil {
 		return err
 	}
 	order := &ent.WebhookEndpointOrder{Field: ent.WebhookEndpointOrderFieldCreatedAt, Direction: entgql.OrderDirectionAsc}
-	out := []map[string]any{}
+	out := []wire.WebhookEndpoint{}
 	var after *entgql.Cursor[string]
 	for len(out) < maxWebhookList {
 		page := 100
@@ -95,7 +33,7 @@ func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		for _, e := range conn.Edges {
-			out = append(out, webhookData(e.Node))
+			out = append(out, wire.WebhookEndpointOf(e.Node))
 		}
 		if !conn.PageInfo.HasNextPage {
 			break
@@ -121,7 +59,7 @@ func (a *API) getWebhook(w http.ResponseWriter, r *http.Request) error {
 	if !isEndpoint {
 		return apperr.NotFound("webhook endpoint")
 	}
-	return ok(w, http.StatusOK, webhookData(e))
+	return ok(w, http.StatusOK, wire.WebhookEndpointOf(e))
 }
 
 type webhookBody struct {
@@ -138,11 +76,11 @@ func (b webhookBody) format() (*webhookendpoint.Format, error) {
 	if b.Format == nil {
 		return nil, nil
 	}
-	f := webhookendpoint.Format(*b.Format)
-	if webhookendpoint.FormatValidator(f) != nil {
-		return nil, apperr.Invalid("format", "must be json, slack, teams or splunk_hec")
+	f, err := enumValue("format", "WebhookFormat", *b.Format, false, nil)
+	if err != nil {
+		return nil, err
 	}
-	return &f, nil
+	return ptr(webhookendpoint.Format(f)), nil
 }
 
 func (b webhookBody) active() *bool {
@@ -170,14 +108,13 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if body.EventTypes != nil {
 		in.EventTypes = *body.EventTypes
 	}
-	var out map[string]any
+	var out wire.WebhookEndpointWithSecret
 	err = a.inTx(r.Context(), func(ctx context.Context) error {
 		p, err := a.res.Mutation().CreateWebhookEndpoint(ctx, in)
 		if err != nil {
 			return err
 		}
-		out = webhookData(p.Endpoint)
-		out["secret"] = p.Secret
+		out = wire.WebhookEndpointWithSecret{WebhookEndpoint: wire.WebhookEndpointOf(p.Endpoint), Secret: p.Secret}
 		return nil
 	})
 	if err != nil {
@@ -212,7 +149,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return ok(w, http.StatusOK, webhookData(e))
+	return ok(w, http.StatusOK, wire.WebhookEndpointOf(e))
 }
 
 func (a *API) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
@@ -224,18 +161,17 @@ func (a *API) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return ok(w, http.StatusOK, map[string]any{"id": id, "deleted": true})
+	return ok(w, http.StatusOK, wire.Deleted{ID: id, Deleted: true})
 }
 
 func (a *API) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) error {
-	var out map[string]any
+	var out wire.WebhookEndpointWithSecret
 	err := a.inTx(r.Context(), func(ctx context.Context) error {
 		p, err := a.res.Mutation().RotateWebhookSecret(ctx, r.PathValue("id"))
 		if err != nil {
 			return err
 		}
-		out = webhookData(p.Endpoint)
-		out["secret"] = p.Secret
+		out = wire.WebhookEndpointWithSecret{WebhookEndpoint: wire.WebhookEndpointOf(p.Endpoint), Secret: p.Secret}
 		return nil
 	})
 	if err != nil {
@@ -253,32 +189,20 @@ func (a *API) pingWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return ok(w, http.StatusAccepted, deliveryData(d))
+	return ok(w, http.StatusAccepted, wire.WebhookDeliveryOf(d))
 }
 
 func (a *API) redeliverWebhook(w http.ResponseWriter, r *http.Request) error {
 	id, did := r.PathValue("id"), r.PathValue("delivery_id")
-	if err := graph.CheckID(id, ids.Webhook); err != nil {
-		return err
-	}
 	var d *ent.WebhookDelivery
 	err := a.inTx(r.Context(), func(ctx context.Context) (err error) {
-		// The delivery must be one of this endpoint's.
-		n, err := ent.FromContext(ctx).WebhookDelivery.Query().
-			Where(webhookdelivery.ID(did), webhookdelivery.EndpointID(id)).Count(ctx)
-		if err == nil && n == 0 && ids.Prefix(did) == ids.Delivery {
-			return apperr.NotFound("webhook delivery")
-		}
-		if err != nil {
-			return err
-		}
-		d, err = a.res.Mutation().RedeliverWebhook(ctx, did)
+		d, err = a.res.Mutation().RedeliverWebhook(ctx, did, &id)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	return ok(w, http.StatusAccepted, deliveryData(d))
+	return ok(w, http.StatusAccepted, wire.WebhookDeliveryOf(d))
 }
 
 func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) error {
@@ -292,11 +216,11 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	}
 	var status *webhookdelivery.Status
 	if v := q.Get("status"); v != "" {
-		s := webhookdelivery.Status(strings.ToUpper(v))
-		if webhookdelivery.StatusValidator(s) != nil {
-			return apperr.Invalid("status", "must be pending, succeeded, failed or suppressed")
+		s, err := enumValue("status", "WebhookDeliveryStatus", v, true, strings.ToLower)
+		if err != nil {
+			return err
 		}
-		status = &s
+		status = ptr(webhookdelivery.Status(s))
 	}
 	after, err := cursorParam(q, ids.Delivery, ent.WebhookDeliveryOrderFieldCreatedAt.String())
 	if err != nil {
@@ -306,9 +230,9 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	data := make([]map[string]any, 0, len(conn.Edges))
+	data := make([]wire.WebhookDelivery, 0, len(conn.Edges))
 	for _, e := range conn.Edges {
-		data = append(data, deliveryData(e.Node))
+		data = append(data, wire.WebhookDeliveryOf(e.Node))
 	}
 	return page(w, data, conn.PageInfo)
 }

@@ -35,6 +35,8 @@ type Config struct {
 	Webhook          webhook.Config
 	// WebhookManual limits pings and redeliveries per endpoint.
 	WebhookManual graph.ManualLimit
+	// SessionDetailLimit bounds each list of a session's detail (hits, signals, prompts).
+	SessionDetailLimit int
 
 	EventPollInterval time.Duration
 	StreamHeartbeat   time.Duration
@@ -82,6 +84,8 @@ func DefaultConfig() Config {
 		JWT:              JWTConfig{OrgClaim: "org_id", ScopeClaim: "scope"},
 		Webhook:          webhook.DefaultConfig(),
 		WebhookManual:    graph.DefaultManualLimit,
+
+		SessionDetailLimit: graph.DefaultDetailLimit,
 
 		EventPollInterval: time.Second,
 		StreamHeartbeat:   15 * time.Second,
@@ -166,6 +170,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	})
 	fs.Float64Var(&c.WebhookManual.PerMinute, "webhook-manual-rate", c.WebhookManual.PerMinute, "pings and redeliveries a minute one webhook endpoint may be sent; more get 429 / RATE_LIMITED")
 	fs.IntVar(&c.WebhookManual.Burst, "webhook-manual-burst", c.WebhookManual.Burst, "pings and redeliveries one webhook endpoint may be sent at once before webhook-manual-rate applies")
+	fs.IntVar(&c.SessionDetailLimit, "session-detail-limit", c.SessionDetailLimit, "newest hits, signals and prompts a session's detail shows, each (1 to 1000; REST and GraphQL alike)")
 	fs.IntVar(&c.Webhook.Workers, "webhook-workers", c.Webhook.Workers, "webhook deliveries sent at once per instance")
 	fs.DurationVar(&c.Webhook.Timeout, "webhook-timeout", c.Webhook.Timeout, "time limit of one webhook attempt")
 	fs.DurationVar(&c.Webhook.Poll, "webhook-poll-interval", c.Webhook.Poll, "how often due webhook deliveries are looked for besides the wake-up on commit")
@@ -240,6 +245,9 @@ func (c Config) Validate() error {
 	}
 	if c.ComplexityLimit < 1 || c.DepthLimit < 1 {
 		errs = append(errs, errors.New("complexity-limit and depth-limit: must be positive"))
+	}
+	if c.SessionDetailLimit < 1 || c.SessionDetailLimit > graph.MaxDetailLimit {
+		errs = append(errs, fmt.Errorf("session-detail-limit: must be between 1 and %d (sessionDetail's GraphQL cost assumes it)", graph.MaxDetailLimit))
 	}
 	if c.MaxSelections < 10 || c.MaxSelections > 5000 {
 		errs = append(errs, errors.New("max-selections: must be between 10 and 5000 (validation cost grows with its square)"))

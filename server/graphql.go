@@ -22,7 +22,7 @@ import (
 	"github.com/flytrap/flytrap/viewer"
 )
 
-// GraphQL error codes (extensions.code), as graph.Classify assigns them.
+// GraphQL error codes (extensions.code), as apperr assigns them.
 const (
 	CodeUnauthenticated = graph.CodeUnauthenticated
 	CodeForbidden       = graph.CodeForbidden
@@ -214,15 +214,20 @@ func selectionDepth(set ast.SelectionSet, depth, fragments int) int {
 }
 
 // presentError gives every error a code and a message safe to show; causes the
-// caller cannot act on are logged and shown as "internal error".
+// caller cannot act on are logged and shown as "internal error". graph.Present says
+// what an error is, apperr its code; fields are spelled as the schema spells them.
 func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	gqlErr := graphql.DefaultErrorPresenter(ctx, err)
 	cause := err
 	if ge := (*gqlerror.Error)(nil); errors.As(err, &ge) && ge.Unwrap() != nil {
 		cause = ge.Unwrap() // gqlgen's wrapper adds the position to the text; the path says it already
 	}
-	code, msg, field := graph.Classify(cause)
-	if code == CodeInternal {
+	e := graph.Present(cause)
+	code, msg, field := e.Code(), e.Message(graph.GraphQLName), ""
+	if e.Field != "" {
+		field = graph.GraphQLName(e.Field)
+	}
+	if e.Kind == apperr.KindInternal {
 		var ge *gqlerror.Error
 		if errors.As(err, &ge) && ge.Unwrap() == nil {
 			// gqlgen's own parse and validation errors.
@@ -236,7 +241,8 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 			return gqlErr
 		}
 		if fc := graphql.GetFieldContext(ctx); fc != nil && fc.Args == nil && fc.Field.Field != nil && len(fc.Field.Arguments) > 0 {
-			// The field's arguments could not be read (a malformed cursor, a number for a string).
+			// The field's arguments could not be read (a malformed cursor, a number for a string):
+			// gqlgen reports them as untyped errors, "input: " and the decoder's words.
 			code, msg = CodeBadUserInput, strings.TrimPrefix(err.Error(), "input: ")
 			if strings.Contains(msg, "cannot decode cursor") {
 				msg = "is not a cursor this API issued"

@@ -72,6 +72,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.resolver = graph.NewResolver(db.Client, s.broker, log, time.Now)
 	s.resolver.SetMaxStreamsPerOrg(cfg.MaxStreamsPerOrg)
 	s.resolver.Manual = cfg.WebhookManual
+	s.resolver.DetailLimit = cfg.SessionDetailLimit
 	s.ws = newWSTransport(s)
 	engine, err := trap.New(ctx, cfg.Trap, db.Client, db.Dialect, log)
 	if err != nil {

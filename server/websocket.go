@@ -370,8 +370,8 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 		return
 	}
 	if err := c.t.admit(ctx); err != nil {
-		code, msg, _ := graph.Classify(err)
-		c.sendErrors(o.id, gqlerror.List{coded(msg, code)})
+		e := graph.Present(err)
+		c.sendErrors(o.id, gqlerror.List{coded(e.Message(graph.GraphQLName), e.Code())})
 		c.finish(o, false)
 		return
 	}

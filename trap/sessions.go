@@ -15,6 +15,7 @@ import (
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/wire"
 )
 
 // sess is a session being changed by a batch: what the engine knows of it
@@ -240,18 +241,11 @@ func ThreatData(s *sess) map[string]any {
 	if traps == nil {
 		traps = []string{}
 	}
-	return map[string]any{
-		"session_id":         s.id,
-		"source_ip":          s.ip,
-		"classification":     strings.ToLower(s.verdict.Classification),
-		"severity":           s.verdict.Severity,
-		"score":              s.verdict.Score,
-		"hit_count":          s.Hits,
-		"tripwires_fired":    tripwires(s),
-		"extracted_model":    s.Model,
-		"extracted_operator": s.Operator,
-		"traps_triggered":    traps,
-	}
+	return wire.Object(wire.Threat{
+		Classification: strings.ToLower(s.verdict.Classification), ExtractedModel: s.Model, ExtractedOperator: s.Operator,
+		HitCount: s.Hits, Score: s.verdict.Score, SessionID: s.id, Severity: s.verdict.Severity, SourceIP: s.ip,
+		TrapsTriggered: traps, TripwiresFired: tripwires(s),
+	})
 }
 
 func tripwires(s *sess) int {

@@ -116,6 +116,19 @@ type ScorePart struct {
 	FromUserAgent bool `json:"fromUserAgent"`
 }
 
+// A session and its evidence; each list is the newest items, at most the server's limit, oldest first (by time, then id).
+type SessionDetail struct {
+	Session *ent.Session `json:"session"`
+	// The newest hits, oldest first (receivedAt, then id).
+	Hits []*ent.Hit `json:"hits"`
+	// True when the session has more hits than hits holds.
+	HitsTruncated bool `json:"hitsTruncated"`
+	// The newest signal firings, oldest first (createdAt, then id).
+	Signals []*ent.Signal `json:"signals"`
+	// The newest captured prompts, oldest first (createdAt, then id).
+	Prompts []*ent.Prompt `json:"prompts"`
+}
+
 type SeverityCounts struct {
 	Critical int `json:"critical"`
 	High     int `json:"high"`

@@ -1,0 +1,57 @@
+package graph
+
+import (
+	"context"
+	"slices"
+
+	"github.com/flytrap/flytrap/apperr"
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/prompt"
+	"github.com/flytrap/flytrap/ent/signal"
+	"github.com/flytrap/flytrap/graph/model"
+)
+
+// DefaultDetailLimit bounds each list of a session's detail (hits, signals, prompts).
+const DefaultDetailLimit = 1000
+
+// MaxDetailLimit is the largest DetailLimit: sessionDetail's @cost assumes it.
+const MaxDetailLimit = 1000
+
+// sessionDetail is one session with its evidence, the one definition both the GraphQL
+// sessionDetail query and REST's GET /dashboard/api/sessions/{id} serve: each list holds
+// the newest DetailLimit items, oldest first, ties broken by id. An id of another kind
+// of object is a missing session, as REST has always answered.
+func (r *Resolver) sessionDetail(ctx context.Context, id string) (*model.SessionDetail, error) {
+	n, err := r.Query().Node(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s, isSession := n.(*ent.Session)
+	if !isSession {
+		return nil, apperr.NotFound("session")
+	}
+	limit := r.DetailLimit
+	if limit < 1 || limit > MaxDetailLimit {
+		limit = DefaultDetailLimit
+	}
+	hits, err := s.QueryHits().Order(ent.Desc(hit.FieldReceivedAt), ent.Desc(hit.FieldID)).Limit(limit + 1).All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	truncated := len(hits) > limit
+	hits = hits[:min(len(hits), limit)]
+	signals, err := s.QuerySignals().Order(ent.Desc(signal.FieldCreatedAt), ent.Desc(signal.FieldID)).Limit(limit).All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prompts, err := s.QueryPrompts().Order(ent.Desc(prompt.FieldCreatedAt), ent.Desc(prompt.FieldID)).Limit(limit).All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Read newest first to keep the newest; shown oldest first.
+	slices.Reverse(hits)
+	slices.Reverse(signals)
+	slices.Reverse(prompts)
+	return &model.SessionDetail{Session: s, Hits: hits, HitsTruncated: truncated, Signals: signals, Prompts: prompts}, nil
+}
