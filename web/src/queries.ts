@@ -104,15 +104,27 @@ export interface Prompt {
   createdAt: string;
 }
 export interface SessionDetail extends SessionRow {
-  hits: { totalCount: number; edges: { node: Hit }[] };
+  /** The newest hits, oldest first, as REST's session detail has them (one resolver serves both). */
+  hits: Hit[];
+  hitsTruncated: boolean;
   signals: Signal[] | null;
   prompts: Prompt[] | null;
 }
-export const SESSION = `query Session($id: ID!) { node(id: $id) { ... on Session { ${SESSION_FIELDS}
-  hits(first: 100, orderBy: {field: RECEIVED_AT, direction: ASC}) { totalCount edges { node {
-    id trapID method path query headers body bodyTruncated sourceIP userAgent receivedAt kind status signals } } }
+export interface SessionDetailData {
+  session: SessionRow;
+  hits: Hit[];
+  hitsTruncated: boolean;
+  signals: Signal[];
+  prompts: Prompt[];
+}
+/** A session's detail from sessionDetail, the resolver REST's session detail calls too. */
+export function sessionDetail(d: SessionDetailData): SessionDetail {
+  return { ...d.session, hits: d.hits, hitsTruncated: d.hitsTruncated, signals: d.signals, prompts: d.prompts };
+}
+export const SESSION = `query Session($id: ID!) { sessionDetail(id: $id) { session { ${SESSION_FIELDS} } hitsTruncated
+  hits { id trapID method path query headers body bodyTruncated sourceIP userAgent receivedAt kind status signals }
   signals { name tripwire placement delayMs detail hitID sourceHitID createdAt }
-  prompts { text model operator source hitID createdAt } } } }`;
+  prompts { text model operator source hitID createdAt } } }`;
 
 export interface Trap {
   id: string;

@@ -1,11 +1,11 @@
 import { formatClassification, formatDelay, formatHeaders, formatNumber, formatSignal, formatTime } from '../format';
-import { SESSION, SESSION_INSIGHT, type Hit, type SessionDetail, type SessionInsight, type SignalGroup, type TrapRef, type VerdictExplanation } from '../queries';
+import { SESSION, SESSION_INSIGHT, sessionDetail, type Hit, type SessionDetailData, type SessionInsight, type SignalGroup, type TrapRef, type VerdictExplanation } from '../queries';
 import { Badge, Empty, ErrorBox, Inert, Link, Loading, useQuery } from '../ui';
 import { TrapName } from './Campaigns';
 
 export function SessionDetailView({ id }: { id: string }) {
-  const q = useQuery<{ node: SessionDetail | null }>(SESSION, { id }, id);
-  const s = q.data?.node;
+  const q = useQuery<{ sessionDetail: SessionDetailData | null }>(SESSION, { id }, id);
+  const s = q.data?.sessionDetail ? sessionDetail(q.data.sessionDetail) : null;
   const iq = useQuery<{ node: SessionInsight | null }>(SESSION_INSIGHT, { id }, `${id} ${q.data ? 'loaded' : ''}`);
   const insight = iq.data?.node ?? null;
   const reload = () => {
@@ -110,13 +110,13 @@ export function SessionDetailView({ id }: { id: string }) {
           <HitList
             title="Callbacks"
             traps={insight?.traps ?? []}
-            hits={s.hits.edges.map((e) => e.node).filter((h) => h.kind === 'callback')}
+            hits={s.hits.filter((h) => h.kind === 'callback')}
             empty="No callback: no hidden link was followed."
           />
           <HitList
             traps={insight?.traps ?? []}
-            title={`Every hit${s.hits.totalCount > s.hits.edges.length ? ` (first ${s.hits.edges.length} of ${s.hits.totalCount})` : ''}`}
-            hits={s.hits.edges.map((e) => e.node)}
+            title={`Every hit${s.hitsTruncated ? ` (the newest ${s.hits.length} of ${s.hitCount})` : ''}`}
+            hits={s.hits}
             empty="No hit recorded."
           />
         </>
