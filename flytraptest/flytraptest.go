@@ -220,6 +220,16 @@ func (e *Env) MustGraphQL(token, query string, vars map[string]any) map[string]a
 	return r.Data
 }
 
+// CreateTrap creates a trap of type typ named name as the holder of token, through
+// GraphQL as a client would, and returns its id.
+func (e *Env) CreateTrap(token, name, typ string) string {
+	e.T.Helper()
+	d := e.MustGraphQL(token, `mutation($n: String!, $t: TrapType!) { createTrap(input: {name: $n, type: $t}) { id } }`,
+		map[string]any{"n": name, "t": typ})
+	id, _ := Dig(d, "createTrap", "id").(string)
+	return id
+}
+
 // Get fetches a path of the API with an optional bearer token.
 func (e *Env) Get(token, path string) (*http.Response, []byte) {
 	e.T.Helper()

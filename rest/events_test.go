@@ -106,7 +106,7 @@ func TestEventsNoGapUnderConcurrentWriters(t *testing.T) {
 func TestEventsListParameters(t *testing.T) {
 	env := ft.Start(t, ft.Backends()[0])
 	a := env.Tenant("acme")
-	id := createTrap(t, env, a.ReadWrite, "x")
+	id := env.CreateTrap(a.ReadWrite, "x", "api")
 	env.MustGraphQL(a.ReadWrite, `mutation($id: ID!) { updateTrap(id: $id, input: {active: false}) { id } }`, map[string]any{"id": id})
 	env.MustGraphQL(a.ReadWrite, `mutation($id: ID!) { deleteTrap(id: $id) { id } }`, map[string]any{"id": id})
 
@@ -123,7 +123,7 @@ func TestEventsListParameters(t *testing.T) {
 	if later := listEvents(t, env, a.ReadOnly, url.Values{"cursor": {l.NextCursor}}); len(later.Events) != 0 || later.NextCursor != l.NextCursor {
 		t.Fatalf("poll at the end: %d events, cursor %q", len(later.Events), later.NextCursor)
 	}
-	id2 := createTrap(t, env, a.ReadWrite, "y")
+	id2 := env.CreateTrap(a.ReadWrite, "y", "api")
 	later := listEvents(t, env, a.ReadOnly, url.Values{"cursor": {l.NextCursor}})
 	if len(later.Events) != 1 || later.Events[0].Data["id"] != id2 {
 		t.Fatalf("poll after a new trap: %+v", later)

@@ -3,7 +3,6 @@ package rest_test
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -80,12 +79,6 @@ func nextEvent(t *testing.T, c <-chan sseMsg) sseMsg {
 	}
 }
 
-func createTrap(t *testing.T, env *ft.Env, key, name string) string {
-	t.Helper()
-	d := env.MustGraphQL(key, fmt.Sprintf(`mutation { createTrap(input:{name:%q, type: api}) { id } }`, name), nil)
-	return ft.Dig(d, "createTrap", "id").(string)
-}
-
 // overHTTP2 is env served over TLS with HTTP/2, where a stream cannot take its
 // connection over and is written through the response writer instead.
 func overHTTP2(t *testing.T, env *ft.Env) *ft.Env {
@@ -116,7 +109,7 @@ func TestStreamLiveAndResume(t *testing.T) {
 func testStreamLiveAndResume(t *testing.T, env *ft.Env, proto string) {
 	a := env.Tenant("acme-" + proto)
 	other := env.Tenant("other-" + proto)
-	createTrap(t, env, a.ReadWrite, "before")
+	env.CreateTrap(a.ReadWrite, "before", "api")
 
 	res, c := openStream(t, env, a.ReadOnly, "", "")
 	if res.Proto != proto {
@@ -133,8 +126,8 @@ func testStreamLiveAndResume(t *testing.T, env *ft.Env, proto string) {
 		t.Fatalf("first message %+v, want a retry hint", first)
 	}
 	// A new reader starts at the head: the earlier trap's event is not replayed.
-	createTrap(t, env, other.ReadWrite, "someone else's")
-	id1 := createTrap(t, env, a.ReadWrite, "live-1")
+	env.CreateTrap(other.ReadWrite, "someone else's", "api")
+	id1 := env.CreateTrap(a.ReadWrite, "live-1", "api")
 	m1 := nextEvent(t, c)
 	if !strings.Contains(m1.Data, id1) || !strings.Contains(m1.Data, `"type":"trap.created"`) {
 		t.Fatalf("first live event %+v, want trap.created of %s", m1, id1)
@@ -149,15 +142,15 @@ func testStreamLiveAndResume(t *testing.T, env *ft.Env, proto string) {
 		}
 	}
 	// Resume after m1 on a new connection: events written in between arrive once, in order.
-	id2 := createTrap(t, env, a.ReadWrite, "gap-2")
-	id3 := createTrap(t, env, a.ReadWrite, "gap-3")
+	id2 := env.CreateTrap(a.ReadWrite, "gap-2", "api")
+	id3 := env.CreateTrap(a.ReadWrite, "gap-3", "api")
 	_, c2 := openStream(t, env, a.ReadOnly, "", m1.ID)
 	for _, want := range []string{id2, id3} {
 		if m := nextEvent(t, c2); !strings.Contains(m.Data, want) {
 			t.Fatalf("resumed stream gave %s, want %s", m.Data, want)
 		}
 	}
-	id4 := createTrap(t, env, a.ReadWrite, "live-4")
+	id4 := env.CreateTrap(a.ReadWrite, "live-4", "api")
 	if m := nextEvent(t, c2); !strings.Contains(m.Data, id4) {
 		t.Fatalf("after resume got %s, want %s", m.Data, id4)
 	}

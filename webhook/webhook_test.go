@@ -181,11 +181,6 @@ func createEndpoint(t testing.TB, env *ft.Env, token string, input map[string]an
 	return ft.Dig(data, "createWebhookEndpoint", "endpoint", "id").(string), ft.Dig(data, "createWebhookEndpoint", "secret").(string)
 }
 
-func createTrap(t *testing.T, env *ft.Env, token, name string) {
-	t.Helper()
-	env.MustGraphQL(token, `mutation($n: String!) { createTrap(input: {name: $n, type: page}) { id } }`, map[string]any{"n": name})
-}
-
 // appendEvent writes an event as the detection engine does, in a transaction of its own.
 func appendEvent(t testing.TB, env *ft.Env, org, typ string, data map[string]any) *ent.Event {
 	t.Helper()
@@ -263,7 +258,7 @@ func TestRetriedToSuccess(t *testing.T) {
 		// The receiver is on loopback: its answers are kept only because the organization opted in.
 		env.DB.Client.Organization.UpdateOne(a.Org).SetWebhookShowPrivateResponses(true).ExecX(ft.System())
 		ep, secret := createEndpoint(t, env, a.ReadWrite, map[string]any{"url": rc.URL + "/hook", "eventTypes": []string{"trap.*"}})
-		createTrap(t, env, a.ReadWrite, "Pricing")
+		env.CreateTrap(a.ReadWrite, "Pricing", "page")
 		waitFor(t, "the delivery", settled(t, env, ep, 1))
 		ds := deliveries(t, env, ep)
 		d := ds[0]
@@ -322,7 +317,7 @@ func TestGiveUpRetryAfterAndGone(t *testing.T) {
 		goneEP, _ := createEndpoint(t, env, a.ReadWrite, map[string]any{"url": gone.URL, "eventTypes": []string{"trap.created"}})
 		watcher := newReceiver(t, nil)
 		watchEP, _ := createEndpoint(t, env, a.ReadWrite, map[string]any{"url": watcher.URL, "eventTypes": []string{"webhook.*"}})
-		createTrap(t, env, a.ReadWrite, "Pricing")
+		env.CreateTrap(a.ReadWrite, "Pricing", "page")
 		waitFor(t, "retries to run out", settled(t, env, ep, 1))
 		d := deliveries(t, env, ep)[0]
 		if d.Status != webhookdelivery.StatusFAILED || d.AttemptCount != 5 {

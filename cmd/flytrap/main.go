@@ -172,6 +172,28 @@ func openDB(ctx context.Context, fs *flag.FlagSet) (*store.DB, error) {
 	return store.Open(ctx, fs.Lookup("db").Value.String())
 }
 
+// parseIDArgs parses the flags of a command that takes one id, accepted before or after them.
+func parseIDArgs(fs *flag.FlagSet, args []string, env server.Env, usage string) (string, error) {
+	var id string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		id, args = args[0], args[1:]
+	}
+	positional := 0
+	if id == "" {
+		positional = 1
+	}
+	if err := parseArgs(fs, args, env, positional); err != nil {
+		return "", err
+	}
+	if id == "" && fs.NArg() == 1 {
+		id = fs.Arg(0)
+	}
+	if id == "" {
+		return "", errors.New(usage)
+	}
+	return id, nil
+}
+
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -327,22 +349,9 @@ func sites(ctx context.Context, args []string, stdout, stderr io.Writer, env ser
 		return nil
 	case "verify", "unverify":
 		fs := newFlagSet("flytrap sites "+sub, stderr)
-		var id string
-		if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-			id, rest = rest[0], rest[1:]
-		}
-		positional := 0
-		if id == "" {
-			positional = 1
-		}
-		if err := parseArgs(fs, rest, env, positional); err != nil {
+		id, err := parseIDArgs(fs, rest, env, "usage: flytrap sites "+sub+" SITE_ID")
+		if err != nil {
 			return err
-		}
-		if id == "" && fs.NArg() == 1 {
-			id = fs.Arg(0)
-		}
-		if id == "" {
-			return fmt.Errorf("usage: flytrap sites %s SITE_ID", sub)
 		}
 		if ids.Prefix(id) != ids.Site {
 			return fmt.Errorf("SITE_ID: %q is not a site id (site_…)", id)
@@ -432,23 +441,9 @@ func keys(ctx context.Context, args []string, stdout, stderr io.Writer, env serv
 		return nil
 	case "revoke":
 		fs := newFlagSet("flytrap keys revoke", stderr)
-		// Accept the key id before or after the flags.
-		var id string
-		if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-			id, rest = rest[0], rest[1:]
-		}
-		positional := 0
-		if id == "" {
-			positional = 1
-		}
-		if err := parseArgs(fs, rest, env, positional); err != nil {
+		id, err := parseIDArgs(fs, rest, env, "usage: flytrap keys revoke KEY_ID")
+		if err != nil {
 			return err
-		}
-		if id == "" && fs.NArg() == 1 {
-			id = fs.Arg(0)
-		}
-		if id == "" {
-			return errors.New("usage: flytrap keys revoke KEY_ID")
 		}
 		if ids.Prefix(id) != ids.APIKey {
 			return fmt.Errorf("KEY_ID: %q is not an API key id (key_…)", id)
