@@ -153,3 +153,32 @@ export function Inert({ text, block }: { text: string; block?: boolean }) {
   const shown = revealInvisible(text);
   return block ? <pre class="inert">{shown}</pre> : <code class="inert">{shown}</code>;
 }
+
+/**
+ * Newer/Older buttons over a stack of cursors ([null] is the first page; pushing a page's
+ * endCursor goes one page older).
+ */
+export function Pager(props: {
+  cursors: (string | null)[];
+  setCursors: (f: (c: (string | null)[]) => (string | null)[]) => void;
+  pageInfo: { hasNextPage: boolean; endCursor: string | null };
+  loading: boolean;
+}) {
+  const { cursors, setCursors, pageInfo, loading } = props;
+  return (
+    <nav class="pager" aria-label="Pages">
+      <button type="button" class="secondary" disabled={cursors.length <= 1 || loading} onClick={() => setCursors((c) => c.slice(0, -1))}>
+        ← Newer
+      </button>
+      <span class="muted">Page {cursors.length}</span>
+      <button
+        type="button"
+        class="secondary"
+        disabled={!pageInfo.hasNextPage || !pageInfo.endCursor || loading}
+        onClick={() => setCursors((c) => [...c, pageInfo.endCursor])}
+      >
+        Older →
+      </button>
+    </nav>
+  );
+}

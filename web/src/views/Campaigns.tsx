@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { formatAgo, formatClassification, formatNumber, formatTime } from '../format';
 import { CAMPAIGNS, type CampaignsData, type TrapRef } from '../queries';
-import { Badge, Empty, ErrorBox, Inert, Link, Loading, useQuery } from '../ui';
+import { Badge, Empty, ErrorBox, Inert, Link, Loading, Pager, useQuery } from '../ui';
 
 const PAGE = 20;
 
@@ -91,20 +91,7 @@ export function CampaignsView() {
         </ul>
       )}
       {conn && (cursors.length > 1 || conn.pageInfo.hasNextPage) && (
-        <nav class="pager" aria-label="Pages">
-          <button type="button" class="secondary" disabled={cursors.length <= 1 || q.loading} onClick={() => setCursors((c) => c.slice(0, -1))}>
-            ← Newer
-          </button>
-          <span class="muted">Page {cursors.length}</span>
-          <button
-            type="button"
-            class="secondary"
-            disabled={!conn.pageInfo.hasNextPage || !conn.pageInfo.endCursor || q.loading}
-            onClick={() => setCursors((c) => [...c, conn.pageInfo.endCursor])}
-          >
-            Older →
-          </button>
-        </nav>
+        <Pager cursors={cursors} setCursors={setCursors} pageInfo={conn.pageInfo} loading={q.loading} />
       )}
     </section>
   );

@@ -3,7 +3,7 @@ import { CLASSIFICATIONS, SEVERITIES, WINDOWS, filtersFromSearch, filtersToSearc
 import { formatAgo, formatClassification, formatNumber, formatTime, truncate } from '../format';
 import { navigate } from '../router';
 import { SESSIONS, TRAPS, type SessionsData, type TrapsData } from '../queries';
-import { Badge, Empty, ErrorBox, Inert, Link, Loading, useQuery } from '../ui';
+import { Badge, Empty, ErrorBox, Inert, Link, Loading, Pager, useQuery } from '../ui';
 
 const PAGE = 25;
 
@@ -155,20 +155,7 @@ export function SessionsView({ search }: { search: string }) {
               </tbody>
             </table>
           </div>
-          <nav class="pager" aria-label="Pages">
-            <button type="button" class="secondary" disabled={cursors.length <= 1 || q.loading} onClick={() => setCursors((c) => c.slice(0, -1))}>
-              ← Newer
-            </button>
-            <span class="muted">Page {cursors.length}</span>
-            <button
-              type="button"
-              class="secondary"
-              disabled={!conn.pageInfo.hasNextPage || !conn.pageInfo.endCursor || q.loading}
-              onClick={() => setCursors((c) => [...c, conn.pageInfo.endCursor])}
-            >
-              Older →
-            </button>
-          </nav>
+          <Pager cursors={cursors} setCursors={setCursors} pageInfo={conn.pageInfo} loading={q.loading} />
         </>
       )}
     </section>
