@@ -8,6 +8,9 @@ import (
 	"hash"
 	"strconv"
 	"strings"
+
+	"github.com/flytrap/flytrap/ids"
+	"github.com/oklog/ulid/v2"
 )
 
 // Key is the installation's secret (32 random bytes) that signs tokens.
@@ -88,24 +91,15 @@ const b32Alphabet = "abcdefghijklmnopqrstuvwxyz234567"
 // b32Fold does the same for upper case too (FindTokens is case-insensitive).
 var b32Dec, b32Fold [256]byte
 
-const crockAlphabet = "0123456789abcdefghjkmnpqrstvwxyz"
-
-var crockDec [256]byte
-
 func init() {
 	for i := range b32Dec {
-		b32Dec[i], b32Fold[i], crockDec[i] = 0xff, 0xff, 0xff
+		b32Dec[i], b32Fold[i] = 0xff, 0xff
 	}
 	for i := 0; i < 32; i++ {
 		c := b32Alphabet[i]
 		b32Dec[c], b32Fold[c] = byte(i), byte(i)
 		if c >= 'a' {
 			b32Fold[c-'a'+'A'] = byte(i)
-		}
-		d := crockAlphabet[i]
-		crockDec[d] = byte(i)
-		if d >= 'a' {
-			crockDec[d-'a'+'A'] = byte(i)
 		}
 	}
 }
@@ -192,58 +186,16 @@ func decodeToken(s string, dec *[256]byte) (raw [rawLen]byte, ok bool) {
 }
 
 // parseHitID returns the 16 ULID bytes of a hit id "hit_<26 Crockford base32 characters>".
-func parseHitID(id string) (u [16]byte, ok bool) {
-	if len(id) != len(hitPrefix)+26 || id[:len(hitPrefix)] != hitPrefix {
-		return u, false
-	}
-	s := id[len(hitPrefix):]
-	var acc uint64
-	nbits, j := 0, 0
-	for i := 0; i < 26; i++ {
-		v := crockDec[s[i]]
-		if v == 0xff || (i == 0 && v > 7) {
-			return u, false
-		}
-		if i == 0 {
-			acc, nbits = uint64(v), 3
-			continue
-		}
-		acc = acc<<5 | uint64(v)
-		nbits += 5
-		if nbits >= 8 {
-			nbits -= 8
-			u[j] = byte(acc >> nbits)
-			j++
-			acc &= 1<<nbits - 1
-		}
-	}
-	return u, true
+func parseHitID(id string) ([16]byte, bool) {
+	u, ok := ids.Parse(id, ids.Hit)
+	return u, ok
 }
 
 // formatHitID is the inverse of parseHitID (lower case, as the ids package writes them).
-func formatHitID(u *[16]byte) string {
-	var out [len(hitPrefix) + 26]byte
-	copy(out[:], hitPrefix)
-	o := out[len(hitPrefix):]
-	o[0] = crockAlphabet[u[0]>>5]
-	acc, nbits, k := uint64(u[0]&31), 5, 1
-	for i := 1; i < 26; i++ {
-		if nbits < 5 {
-			acc = acc<<8 | uint64(u[k])
-			k++
-			nbits += 8
-		}
-		nbits -= 5
-		o[i] = crockAlphabet[(acc>>nbits)&31]
-		acc &= 1<<nbits - 1
-	}
-	return string(out[:])
-}
+func formatHitID(u *[16]byte) string { return ids.Format(ids.Hit, *u) }
 
 // hitTime is the creation time of a hit id, in Unix milliseconds (the ULID's first 48 bits).
-func hitTime(u *[16]byte) int64 {
-	return int64(u[0])<<40 | int64(u[1])<<32 | int64(u[2])<<24 | int64(u[3])<<16 | int64(u[4])<<8 | int64(u[5])
-}
+func hitTime(u *[16]byte) int64 { return int64(ulid.ULID(*u).Time()) }
 
 // NewToken makes the token of placement index of the response that hit hitID served:
 // 48 characters of lower-case base32 (a-z, 2-7) that encrypt and authenticate (HMAC-SHA256,

@@ -59,3 +59,17 @@ func Valid(id string) bool {
 	_, err := ulid.ParseStrict(strings.ToUpper(rest))
 	return err == nil
 }
+
+// Parse returns the ULID of an id with the given prefix ("hit_01…" for Hit), and whether
+// id is one.
+func Parse(id, prefix string) (ulid.ULID, bool) {
+	rest, ok := strings.CutPrefix(id, prefix+"_")
+	if !ok || len(rest) != ulid.EncodedSize {
+		return ulid.ULID{}, false
+	}
+	u, err := ulid.ParseStrict(strings.ToUpper(rest))
+	return u, err == nil
+}
+
+// Format is the id of prefix and u, as New writes it.
+func Format(prefix string, u ulid.ULID) string { return prefix + "_" + strings.ToLower(u.String()) }
