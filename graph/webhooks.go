@@ -161,7 +161,7 @@ func (r *mutationResolver) PingWebhookEndpoint(ctx context.Context, id string) (
 	}
 	msg := ids.New(ids.Delivery)
 	payload := wire.Object(wire.Event{ID: msg, Type: PingType, APIVersion: event.APIVersion, CreatedAt: wire.Seconds(r.now()),
-		Data: map[string]any{"endpoint_id": ep.ID, "org_id": ep.OrgID}})
+		Data: wire.Object(wire.Ping{EndpointID: ep.ID, OrgID: ep.OrgID})})
 	return r.queueDelivery(ctx, ep, msg, msg, PingType, payload)
 }
 

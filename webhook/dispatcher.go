@@ -28,6 +28,7 @@ import (
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/ent/webhookendpoint"
 	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/wire"
 )
 
 // DefaultSchedule is the wait before each retry: 8 attempts over about 31.5 hours.
@@ -478,11 +479,9 @@ func (d *Dispatcher) record(ctx context.Context, dl *ent.WebhookDelivery, ep *en
 			return err
 		}
 		if off > 0 {
-			if _, err := event.Append(ctx, tx, ep.OrgID, event.WebhookEndpointDisabled, map[string]any{
-				"endpoint_id": ep.ID,
-				"url":         RedactURL(ep.URL),
-				"reason":      disable,
-			}); err != nil {
+			if _, err := event.Append(ctx, tx, ep.OrgID, event.WebhookEndpointDisabled, wire.Object(wire.EndpointDisabled{
+				EndpointID: ep.ID, Reason: disable, URL: RedactURL(ep.URL),
+			})); err != nil {
 				return err
 			}
 			d.log.Warn("webhook endpoint disabled", "endpoint", ep.ID, "reason", disable)

@@ -18,6 +18,7 @@ import (
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/ent/webhookendpoint"
 	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/wire"
 )
 
 // Outbox, a hook on event creation, turns a new event into a delivery for every active endpoint of its
@@ -137,15 +138,13 @@ func alertContext(ctx context.Context, c *ent.Client, org, id string) (map[strin
 	if err != nil {
 		return nil, fmt.Errorf("read the session for a webhook alert: %w", err)
 	}
-	signals := make([]any, 0, len(s.SignalsFired))
+	ac := wire.AlertContext{UserAgent: boundText(s.UserAgent, alertMaxUA), Signals: []wire.AlertSignal{}, Traps: []wire.AlertTrap{}}
 	for _, name := range s.SignalsFired {
-		n := s.State.Signals[name]
-		signals = append(signals, map[string]any{"name": name, "count": max(n, 1)})
+		ac.Signals = append(ac.Signals, wire.AlertSignal{Name: name, Count: max(s.State.Signals[name], 1)})
 	}
 	ids := s.TrapsTriggered
-	more := 0
 	if len(ids) > alertMaxTraps {
-		ids, more = ids[:alertMaxTraps], len(ids)-alertMaxTraps
+		ids, ac.TrapsMore = ids[:alertMaxTraps], len(ids)-alertMaxTraps
 	}
 	rows, err := c.Trap.Query().Where(enttrap.IDIn(ids...), enttrap.OrgID(org)).
 		Select(enttrap.FieldID, enttrap.FieldName, enttrap.FieldPath).All(ctx)
@@ -156,23 +155,14 @@ func alertContext(ctx context.Context, c *ent.Client, org, id string) (map[strin
 	for _, t := range rows {
 		byID[t.ID] = t
 	}
-	traps := make([]any, 0, len(ids))
 	for _, tid := range ids { // in the order the session triggered them; a deleted trap keeps its id
-		t := map[string]any{"id": tid, "name": "", "path": ""}
+		t := wire.AlertTrap{ID: tid}
 		if row := byID[tid]; row != nil {
-			t["name"], t["path"] = boundText(row.Name, alertMaxName), boundText(row.Path, alertMaxPath)
+			t.Name, t.Path = boundText(row.Name, alertMaxName), boundText(row.Path, alertMaxPath)
 		}
-		traps = append(traps, t)
+		ac.Traps = append(ac.Traps, t)
 	}
-	out := map[string]any{
-		"user_agent": boundText(s.UserAgent, alertMaxUA),
-		"signals":    signals,
-		"traps":      traps,
-	}
-	if more > 0 {
-		out["traps_more"] = more
-	}
-	return out, nil
+	return wire.Object(ac), nil
 }
 
 // boundText cuts s to at most n bytes on a character boundary, marking the cut with "…".

@@ -313,6 +313,41 @@ type Threat struct {
 	TripwiresFired    int      `json:"tripwires_fired"`
 }
 
+// Ping is the data of a webhook.ping message.
+type Ping struct {
+	EndpointID string `json:"endpoint_id"`
+	OrgID      string `json:"org_id"`
+}
+
+// EndpointDisabled is the data of webhook_endpoint.disabled events.
+type EndpointDisabled struct {
+	EndpointID string `json:"endpoint_id"`
+	Reason     string `json:"reason"`
+	URL        string `json:"url"` // redacted: no credentials, query or fragment
+}
+
+// AlertContext is what a threat alert carries besides the event's data, all of it bounded:
+// the session's signals with their counts, its traps by name, its user agent.
+type AlertContext struct {
+	Signals   []AlertSignal `json:"signals"`
+	Traps     []AlertTrap   `json:"traps"`
+	TrapsMore int           `json:"traps_more,omitempty"` // traps left out past the bound
+	UserAgent string        `json:"user_agent"`
+}
+
+// AlertSignal is a signal of an alert's session and how often it fired.
+type AlertSignal struct {
+	Count int    `json:"count"`
+	Name  string `json:"name"`
+}
+
+// AlertTrap is a trap an alert's session touched; a deleted trap keeps its id only.
+type AlertTrap struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Path string `json:"path"`
+}
+
 // Object is v as the JSON object the event log stores (ent's JSON column holds a
 // map): numbers become float64, exactly as the row reads back.
 func Object(v any) map[string]any {
