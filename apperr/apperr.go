@@ -22,6 +22,9 @@ const (
 	KindUnauthenticated                 // 401, UNAUTHENTICATED
 	KindForbidden                       // 403, FORBIDDEN
 	KindInternal                        // 500, INTERNAL: the cause is logged, never shown
+	KindTooLarge                        // 413, BAD_USER_INPUT: a body over the limit
+	KindMethod                          // 405, BAD_USER_INPUT: a method the route does not take
+	KindTimeout                         // 503, TIMEOUT: past the request's server-side deadline
 )
 
 // GraphQL error codes (extensions.code).
@@ -33,6 +36,7 @@ const (
 	CodeConflict        = "CONFLICT"
 	CodeInternal        = "INTERNAL"
 	CodeRateLimited     = "RATE_LIMITED"
+	CodeTimeout         = "TIMEOUT"
 )
 
 // kinds is the one table of kind → HTTP status → GraphQL code.
@@ -47,6 +51,9 @@ var kinds = map[Kind]struct {
 	KindUnauthenticated: {http.StatusUnauthorized, CodeUnauthenticated},
 	KindForbidden:       {http.StatusForbidden, CodeForbidden},
 	KindInternal:        {http.StatusInternalServerError, CodeInternal},
+	KindTooLarge:        {http.StatusRequestEntityTooLarge, CodeBadUserInput},
+	KindMethod:          {http.StatusMethodNotAllowed, CodeBadUserInput},
+	KindTimeout:         {http.StatusServiceUnavailable, CodeTimeout},
 }
 
 // Status is the HTTP status of errors of kind k; an unknown kind is internal.
@@ -120,6 +127,9 @@ func TooMany(format string, a ...any) error {
 func TooManyFor(wait time.Duration, format string, a ...any) error {
 	return &Error{Kind: KindTooMany, Msg: fmt.Sprintf(format, a...), RetryAfter: wait}
 }
+
+// New is an error of kind k with message msg.
+func New(k Kind, msg string) *Error { return &Error{Kind: k, Msg: msg} }
 
 // Internal is the error shown for a failure the caller cannot act on; its cause is logged.
 func Internal(msg string) *Error { return &Error{Kind: KindInternal, Msg: msg} }

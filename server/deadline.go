@@ -8,10 +8,12 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
+
+	"github.com/flytrap/flytrap/apperr"
 )
 
 // CodeTimeout is the GraphQL error code of a request that ran past the server-side deadline.
-const CodeTimeout = "TIMEOUT"
+const CodeTimeout = apperr.CodeTimeout
 
 // deadline gives a request cfg.RequestTimeout to complete. Its context ends then,
 // which ends the database statements that honour it; and whatever the handler is
@@ -62,7 +64,7 @@ func (s *Server) deadline(next http.Handler, fail errorWriter) http.Handler {
 			if bw.abandon() {
 				if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 					s.log.WarnContext(ctx, "request past its deadline", "request_id", RequestID(ctx), "timeout", timeout)
-					fail(w, http.StatusServiceUnavailable, CodeTimeout, msg)
+					fail(w, apperr.New(apperr.KindTimeout, msg))
 				}
 				return // otherwise the client went away
 			}
@@ -74,7 +76,7 @@ func (s *Server) deadline(next http.Handler, fail errorWriter) http.Handler {
 		}
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) && (bw.status >= 500 || bw.timedOut()) {
 			// It failed because its deadline cut a statement short: say so, not "internal error".
-			fail(w, http.StatusServiceUnavailable, CodeTimeout, msg)
+			fail(w, apperr.New(apperr.KindTimeout, msg))
 			return
 		}
 		bw.copyTo(w)

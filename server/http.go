@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/rest"
 	"github.com/flytrap/flytrap/viewer"
 )
@@ -62,11 +63,12 @@ func (s *Server) routes() http.Handler {
 	return s.requestID(s.logRequests(s.recoverPanics(apiVersion(s.limitBody(mux)))))
 }
 
-// errorWriter writes an error in the shape of one API.
-type errorWriter func(w http.ResponseWriter, status int, code, msg string)
+// errorWriter writes an error in the shape of one API; its kind gives the status and code.
+type errorWriter func(w http.ResponseWriter, e *apperr.Error)
 
 // graphQLErrors writes a GraphQL response carrying only errors.
-func graphQLErrors(w http.ResponseWriter, status int, code, msg string) {
+func graphQLErrors(w http.ResponseWriter, e *apperr.Error) {
+	status, code, msg := e.Status(), e.Code(), e.Message(nil)
 	writeJSON(w, status, map[string]any{
 		"errors": []map[string]any{{"message": msg, "extensions": map[string]any{"code": code}}},
 		"data":   nil,
@@ -76,7 +78,7 @@ func graphQLErrors(w http.ResponseWriter, status int, code, msg string) {
 // restError writes the REST shape {"success": false, "error": "…"}.
 func restError(w http.ResponseWriter, status int, msg string) { rest.Error(w, status, msg) }
 
-func restErrors(w http.ResponseWriter, status int, _, msg string) { restError(w, status, msg) }
+func restErrors(w http.ResponseWriter, e *apperr.Error) { restError(w, e.Status(), e.Message(nil)) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
@@ -91,26 +93,26 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		header := r.Header.Get("Authorization")
 		if isWebsocketUpgrade(r) && !s.ws.upgrader.CheckOrigin(r) {
-			fail(w, http.StatusForbidden, CodeForbidden, "this origin may not open WebSockets here")
+			fail(w, apperr.New(apperr.KindForbidden, "this origin may not open WebSockets here"))
 			return
 		}
 		if header == "" && isWebsocketUpgrade(r) {
 			if s.fails.blocked(w, r) { // its connection_init would be refused anyway
-				fail(w, http.StatusTooManyRequests, CodeRateLimited, "too many failed authentications from this address; retry after the time in Retry-After")
+				fail(w, errTooManyFailures)
 				return
 			}
 			next.ServeHTTP(w, r)
 			return
 		}
-		refuse := func(w http.ResponseWriter, status int, code, msg string) {
+		refuse := func(w http.ResponseWriter, e *apperr.Error) {
 			if r.ContentLength != 0 {
 				// The body is refused unread: net/http would read it before answering, unless the connection ends.
 				w.Header().Set("Connection", "close")
 			}
-			fail(w, status, code, msg)
+			fail(w, e)
 		}
 		if s.fails.blocked(w, r) {
-			refuse(w, http.StatusTooManyRequests, CodeRateLimited, "too many failed authentications from this address; retry after the time in Retry-After")
+			refuse(w, errTooManyFailures)
 			return
 		}
 		v, err := s.auth.Authenticate(r.Context(), header)
@@ -118,16 +120,16 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 			if errors.Is(err, ErrUnauthenticated) {
 				s.fails.failed(r)
 				w.Header().Set("WWW-Authenticate", `Bearer realm="flytrap"`)
-				refuse(w, http.StatusUnauthorized, CodeUnauthenticated, err.Error())
+				refuse(w, apperr.New(apperr.KindUnauthenticated, err.Error()))
 				return
 			}
 			s.log.ErrorContext(r.Context(), "authentication failed", "err", err)
-			refuse(w, http.StatusInternalServerError, CodeInternal, "internal error")
+			refuse(w, apperr.Internal("internal error"))
 			return
 		}
 		s.gate.authenticated(r.Context())
 		if !s.limiter.allow(w, v) {
-			refuse(w, http.StatusTooManyRequests, CodeRateLimited, "rate limit exceeded; retry after the time in Retry-After")
+			refuse(w, apperr.New(apperr.KindTooMany, "rate limit exceeded; retry after the time in Retry-After"))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(viewer.NewContext(r.Context(), v)))
@@ -154,9 +156,9 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 func (s *Server) bodyTooLarge(w http.ResponseWriter, r *http.Request) {
 	msg := fmt.Sprintf("request body too large (at most %d bytes)", s.cfg.MaxBodyBytes)
 	if strings.HasPrefix(r.URL.Path, "/graphql") {
-		graphQLErrors(w, http.StatusRequestEntityTooLarge, CodeBadUserInput, msg)
+		graphQLErrors(w, apperr.New(apperr.KindTooLarge, msg))
 	} else {
-		restError(w, http.StatusRequestEntityTooLarge, msg)
+		restErrors(w, apperr.New(apperr.KindTooLarge, msg))
 	}
 }
 
@@ -297,3 +299,6 @@ func truncateForLog(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// errTooManyFailures answers an address whose failed authentications used up its allowance.
+var errTooManyFailures = apperr.New(apperr.KindTooMany, "too many failed authentications from this address; retry after the time in Retry-After")

@@ -94,7 +94,7 @@ func apiVersion(next http.Handler) http.Handler {
 			w.Header().Set(VersionHeader, event.APIVersion)
 			msg := fmt.Sprintf("%s %q is not a version of this API (supported: %s)", VersionHeader, truncateForLog(v, 40), strings.Join(event.SupportedVersions, ", "))
 			if strings.HasPrefix(r.URL.Path, "/graphql") {
-				graphQLErrors(w, http.StatusBadRequest, CodeBadUserInput, msg)
+				graphQLErrors(w, apperr.New(apperr.KindInvalid, msg))
 			} else {
 				restError(w, http.StatusBadRequest, msg)
 			}
