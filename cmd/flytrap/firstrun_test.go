@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flytrap/flytrap/apikey"
+	ft "github.com/flytrap/flytrap/flytraptest"
 )
 
 var (
@@ -52,8 +53,10 @@ func flytrapBinary(t *testing.T) string {
 	return builtBin
 }
 
+// TestMain removes the built binary, and says which tests were skipped or ran on
+// SQLite only, and how to enable them.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := ft.Run(m)
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
 	}
