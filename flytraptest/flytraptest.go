@@ -265,3 +265,17 @@ func Dig(v any, path ...any) any {
 	}
 	return v
 }
+
+// Skip skips t as one of a group of tests that need something this machine may lack;
+// how says how to enable them (testdb.Skip). Main's summary names the group.
+func Skip(t testing.TB, group, how, reason string) {
+	t.Helper()
+	testdb.Skip(t, group, how, reason)
+}
+
+// Main runs a package's tests and then prints one line per group of tests that were
+// skipped or ran in part, with how to enable them. Call it from TestMain.
+func Main(m *testing.M) { testdb.Main(m) }
+
+// Run is Main without the exit, for a TestMain with more to do.
+func Run(m *testing.M) int { return testdb.Run(m) }

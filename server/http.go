@@ -26,9 +26,11 @@ import (
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	gql := s.graphQLHandler()
+	compress := compressor()
 	// A body is read only once its sender has authenticated (limitBody refuses a
-	// declared oversize one before); every request but a stream or WebSocket has a deadline.
-	mux.Handle("/graphql", s.deadline(s.authenticate(s.readBody(gql), graphQLErrors), graphQLErrors))
+	// declared oversize one before); every request but a stream or WebSocket has a deadline
+	// and a compressed answer when the client accepts one.
+	mux.Handle("/graphql", compress(s.deadline(s.authenticate(s.readBody(gql), graphQLErrors), graphQLErrors)))
 	api := rest.New(s.resolver, s.db.Client, s.log, rest.Options{
 		Stopping:  s.stopping,
 		Heartbeat: s.cfg.StreamHeartbeat,
@@ -36,12 +38,12 @@ func (s *Server) routes() http.Handler {
 	for _, rt := range api.Routes() {
 		h := s.authenticate(s.readBody(rt.Handler), restErrors)
 		if rt.Pattern != rest.StreamRoute {
-			h = s.deadline(h, restErrors)
+			h = compress(s.deadline(h, restErrors))
 		}
 		mux.Handle(rt.Pattern, h)
 	}
 	for _, rt := range api.PublicRoutes() {
-		mux.Handle(rt.Pattern, s.deadline(s.readBody(rt.Handler), restErrors))
+		mux.Handle(rt.Pattern, compress(s.deadline(s.readBody(rt.Handler), restErrors)))
 	}
 	for _, rt := range api.MethodNotAllowed() {
 		mux.Handle(rt.Pattern, rt.Handler)
@@ -59,7 +61,7 @@ func (s *Server) routes() http.Handler {
 			restError(w, http.StatusMethodNotAllowed, "method "+r.Method+" is not allowed here (allowed: GET, HEAD)")
 		})
 	}
-	mux.Handle("/", s.dashboard()) // the embedded dashboard (server/web.go); JSON 404 for unknown API routes
+	mux.Handle("/", compress(s.dashboard())) // the embedded dashboard (server/web.go); JSON 404 for unknown API routes
 	return s.requestID(s.logRequests(s.recoverPanics(apiVersion(s.limitBody(mux)))))
 }
 

@@ -18,7 +18,7 @@ import (
 // (FLYTRAP_TEST_PG_RESTART=1; .ci/run does, on its own).
 func TestPostgresRestartLosesNothing(t *testing.T) {
 	if os.Getenv("FLYTRAP_TEST_PG_RESTART") != "1" {
-		t.Skip("FLYTRAP_TEST_PG_RESTART is not 1: skipping the test that restarts the PostgreSQL server")
+		ft.Skip(t, "PostgreSQL restart", "set FLYTRAP_TEST_PG_RESTART=1 with FLYTRAP_TEST_POSTGRES_URL (it restarts the server, disturbing its other users; .ci/run does it on its own)", "FLYTRAP_TEST_PG_RESTART is not 1")
 	}
 	restart := os.Getenv("FLYTRAP_TEST_PG_RESTART_CMD")
 	if restart == "" {

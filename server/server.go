@@ -158,20 +158,47 @@ func (s *Server) Stop() {
 	s.ws.Close()
 }
 
+// Listeners are the API and trap listeners of an instance, bound before anything
+// else happens so that a taken port stops a first start before it writes anything.
+type Listeners struct {
+	API, Trap net.Listener
+}
+
+// Listen binds cfg.APIAddr and cfg.TrapAddr.
+func Listen(cfg Config) (*Listeners, error) {
+	apiLn, err := net.Listen("tcp", cfg.APIAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (--api-addr): %w", cfg.APIAddr, err)
+	}
+	trapLn, err := net.Listen("tcp", cfg.TrapAddr)
+	if err != nil {
+		apiLn.Close()
+		return nil, fmt.Errorf("listen on %s (--trap-addr): %w", cfg.TrapAddr, err)
+	}
+	return &Listeners{API: apiLn, Trap: trapLn}, nil
+}
+
+// Close closes both listeners (Serve does it when it ends).
+func (l *Listeners) Close() {
+	l.API.Close()
+	l.Trap.Close()
+}
+
 // Run serves the API on cfg.APIAddr and the traps on cfg.TrapAddr until ctx ends,
 // then stops gracefully: listeners stop taking requests, requests in flight finish
 // (their hits are written), the hit queue is drained, streams end.
 // ready, if set, receives the bound addresses once both listeners are up.
 func (s *Server) Run(ctx context.Context, ready func(api, trap net.Addr)) error {
-	apiLn, err := net.Listen("tcp", s.cfg.APIAddr)
+	ln, err := Listen(s.cfg)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.cfg.APIAddr, err)
+		return err
 	}
-	trapLn, err := net.Listen("tcp", s.cfg.TrapAddr)
-	if err != nil {
-		apiLn.Close()
-		return fmt.Errorf("listen on %s: %w", s.cfg.TrapAddr, err)
-	}
+	return s.Serve(ctx, ln, ready)
+}
+
+// Serve is Run on listeners bound beforehand with Listen.
+func (s *Server) Serve(ctx context.Context, ln *Listeners, ready func(api, trap net.Addr)) error {
+	apiLn, trapLn := ln.API, ln.Trap
 	apiSrv := s.APIServer()
 	apiSrv.RegisterOnShutdown(s.Stop)
 	trapSrv := s.TrapServer()

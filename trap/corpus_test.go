@@ -1280,21 +1280,26 @@ func checkAnalytics(t *testing.T, c *corpus) {
 // Chromium opens a trap page, scrolls, clicks a visible link, and must end HUMAN with no
 // tripwire. It needs /usr/bin/chromium, node and tests/browser/node_modules, all of which
 // `bash scripts/install-chromium.sh` provides (CI runs it); without them it skips.
+const (
+	browserGroup = "real browser (Chromium)"
+	browserHow   = "run `bash scripts/install-chromium.sh` (Chromium, node, tests/browser/node_modules; CI does)"
+)
+
 func TestBrowserPerson(t *testing.T) {
 	const chromium = "/usr/bin/chromium"
 	if _, err := os.Stat(chromium); err != nil {
-		t.Skipf("%s is missing: run `bash scripts/install-chromium.sh` to run the real-browser person (CI does)", chromium)
+		ft.Skip(t, browserGroup, browserHow, chromium+" is missing")
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed: the real-browser person needs it (and `bash scripts/install-chromium.sh`)")
+		ft.Skip(t, browserGroup, browserHow, "node is not installed")
 	}
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "tests", "browser", "node_modules", "playwright-core")); err != nil {
-		t.Skip("tests/browser/node_modules is missing: run `bash scripts/install-chromium.sh` (npm ci --prefix tests/browser)")
+		ft.Skip(t, browserGroup, browserHow, "tests/browser/node_modules is missing")
 	}
 	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
 		env := ft.Start(t, b)

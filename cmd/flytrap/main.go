@@ -94,28 +94,43 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, env ser
 		return err
 	}
 	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	// The ports come first: a start that cannot listen must not bootstrap an empty
+	// database, or the admin key it made would never be shown (and later starts make none).
+	ln, err := server.Listen(cfg)
+	if err != nil {
+		return err
+	}
+	served := false
+	defer func() {
+		if !served {
+			ln.Close()
+		}
+	}()
 	db, err := store.Open(ctx, cfg.DB)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	boot, err := bootstrap(ctx, db.Client)
-	if err != nil {
-		return err
-	}
 	srv, err := server.New(ctx, cfg, db, log)
 	if err != nil {
 		return err
 	}
-	return srv.Run(ctx, func(api, traps net.Addr) {
-		if boot != nil {
-			printBootstrap(stdout, boot, api.String(), traps.String())
-			log.Info("created the first organization", "org_id", boot.OrgID, "site_id", boot.SiteID, "key_id", boot.KeyID)
-		}
-	})
+	// Everything that can fail before serving has succeeded: only now is the first
+	// organization made, and its key printed at once.
+	boot, err := bootstrap(ctx, db.Client)
+	if err != nil {
+		return err
+	}
+	if boot != nil {
+		printBootstrap(stdout, boot, ln.API.Addr(), ln.Trap.Addr())
+		log.Info("created the first organization", "org_id", boot.OrgID, "site_id", boot.SiteID, "key_id", boot.KeyID)
+	}
+	served = true
+	return srv.Serve(ctx, ln, nil)
 }
 
-func printBootstrap(w io.Writer, b *bootstrapped, addr, traps string) {
+func printBootstrap(w io.Writer, b *bootstrapped, api, traps net.Addr) {
+	addr := browsable(api)
 	fmt.Fprintf(w, `
 ================================================================================
  Flytrap created organization %s with an admin API key.
@@ -123,14 +138,31 @@ func printBootstrap(w io.Writer, b *bootstrapped, addr, traps string) {
 
    %s
 
+ Dashboard:  http://%s/   (sign in with the key)
+
  Try it:  curl -s -H 'Authorization: Bearer %s' \
             -H 'Content-Type: application/json' \
             -d '{"query":"{ organization { id name } }"}' http://%s/graphql
 
  Traps you create answer on http://%s
+ Lost the key? "flytrap orgs list", then "flytrap keys create --org ORG_ID
+ --name NAME --scope admin" on the same --db.
 ================================================================================
 
-`, b.OrgID, b.Key, b.Key, addr, traps)
+`, b.OrgID, b.Key, addr, b.Key, addr, browsable(traps))
+}
+
+// browsable is addr as a browser on this machine reaches it: a listener on every
+// interface (0.0.0.0, [::]) is named by the loopback address.
+func browsable(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 func newLogger(w io.Writer, format, level string) *slog.Logger {

@@ -37,6 +37,9 @@ func Backends() []Backend {
 // ForEachBackend runs f as a subtest on every backend.
 func ForEachBackend(t *testing.T, f func(t *testing.T, b Backend)) {
 	t.Helper()
+	if os.Getenv(PostgresEnv) == "" {
+		note(GroupPostgres, postgresHow, t.Name(), true)
+	}
 	for _, b := range Backends() {
 		t.Run(b.Name, func(t *testing.T) { f(t, b) })
 	}
@@ -53,7 +56,7 @@ func PostgresDSN(t testing.TB) string {
 	t.Helper()
 	admin := os.Getenv(PostgresEnv)
 	if admin == "" {
-		t.Skipf("%s is not set: skipping the PostgreSQL run (CI sets it)", PostgresEnv)
+		Skip(t, GroupPostgres, postgresHow, PostgresEnv+" is not set: skipping the PostgreSQL run (CI sets it)")
 	}
 	name := "flytrap_test_" + strings.ToLower(rand.Text()[:12])
 	db, err := sql.Open("postgres", admin)
