@@ -13,28 +13,15 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-die() { printf 'dashboard-tests: %s\n' "$*" >&2; exit 1; }
-
-for tool in go node npm; do
-  command -v "$tool" >/dev/null || die "$tool is not installed"
-done
-node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)' \
-  || die "Node $(node --version) is too old: tests/dashboard needs >= 20.19"
+name=dashboard-tests
+tmp=$(mktemp -d)
+# shellcheck source=lib/flytrap.sh
+. scripts/lib/flytrap.sh
+check_node tests/dashboard
 chromium_path=${CHROMIUM_PATH:-/usr/bin/chromium}
 [[ -x "$chromium_path" ]] || die "$chromium_path is missing: run bash scripts/install-chromium.sh"
 
-tmp=$(mktemp -d)
-server_pid=""
 idp_pid=""
-stop_server() {
-  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    local code=0
-    wait "$server_pid" || code=$?
-    [[ "$code" == 0 ]] || printf 'dashboard-tests: flytrap exited with status %s after SIGTERM\n' "$code" >&2
-  fi
-  server_pid=""
-}
 cleanup() {
   stop_server
   if [[ -n "$idp_pid" ]] && kill -0 "$idp_pid" 2>/dev/null; then
@@ -49,13 +36,7 @@ echo "dashboard-tests: building flytrap"
 go build -o "$tmp/flytrap" ./cmd/flytrap
 
 # Two free ports: bind port 0 twice and report what the kernel chose.
-read -r api_port trap_port < <(node -e '
-const net = require("net");
-const a = net.createServer().listen(0, "127.0.0.1", () => {
-  const b = net.createServer().listen(0, "127.0.0.1", () => {
-    console.log(a.address().port, b.address().port); a.close(); b.close();
-  });
-});')
+read -r api_port trap_port < <(free_ports)
 url="http://127.0.0.1:${api_port}"
 trap_url="http://127.0.0.1:${trap_port}"
 
@@ -76,30 +57,12 @@ done
 echo "dashboard-tests: fake identity provider at ${idp_url}"
 
 echo "dashboard-tests: starting flytrap on ${url} (traps on ${trap_url})"
-"$tmp/flytrap" serve --db "$tmp/flytrap.db" --api-addr "127.0.0.1:${api_port}" --trap-addr "127.0.0.1:${trap_port}" \
+start_flytrap --db "$tmp/flytrap.db" --api-addr "127.0.0.1:${api_port}" --trap-addr "127.0.0.1:${trap_port}" \
   --jwks-url "${idp_url}/jwks" --jwt-issuer "$idp_url" --jwt-audience "$oidc_audience" \
   --oidc-issuer "$idp_url" --oidc-client-id "$oidc_client_id" \
   --webhook-allow-private \
-  --log-format json >"$tmp/stdout" 2>"$tmp/stderr" &
-server_pid=$!
-
-fail_server() {
-  printf 'dashboard-tests: %s\n--- flytrap stdout ---\n' "$*" >&2
-  cat "$tmp/stdout" >&2 || true
-  printf -- '--- flytrap stderr (last 50 lines) ---\n' >&2
-  tail -n 50 "$tmp/stderr" >&2 || true
-  exit 1
-}
-
-# The admin key of the new organization is printed once, alone on an indented banner line.
-key=""
-for _ in $(seq 1 300); do
-  key=$(sed -n 's/^[[:space:]]\{1,\}\(ftk_[A-Za-z0-9_]\{1,\}\)[[:space:]]*$/\1/p' "$tmp/stdout" | head -n 1)
-  [[ -n "$key" ]] && break
-  kill -0 "$server_pid" 2>/dev/null || fail_server "flytrap exited before printing its admin key"
-  sleep 0.1
-done
-[[ -n "$key" ]] || fail_server "flytrap printed no admin key within 30 s"
+  --log-format json
+wait_for_key
 # "Flytrap created organization org_… with an admin API key." — the org the IdP's tokens name.
 org=$(sed -n 's/.*created organization \(org_[A-Za-z0-9]\{1,\}\).*/\1/p' "$tmp/stdout" | head -n 1)
 [[ -n "$org" ]] || fail_server "flytrap printed no organization id"

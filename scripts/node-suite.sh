@@ -14,24 +14,10 @@ shift
 name="node-suite[$suite]"
 [[ -d "tests/$suite" ]] || { printf '%s: no tests/%s\n' "$name" "$suite" >&2; exit 1; }
 
-die() { printf '%s: %s\n' "$name" "$*" >&2; exit 1; }
-for tool in go node npm; do
-  command -v "$tool" >/dev/null || die "$tool is not installed"
-done
-node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)' \
-  || die "Node $(node --version) is too old: tests/$suite needs >= 20.19"
-
 tmp=$(mktemp -d)
-server_pid=""
-stop_server() {
-  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    local code=0
-    wait "$server_pid" || code=$?
-    [[ "$code" == 0 ]] || printf '%s: flytrap exited with status %s after SIGTERM\n' "$name" "$code" >&2
-  fi
-  server_pid=""
-}
+# shellcheck source=lib/flytrap.sh
+. scripts/lib/flytrap.sh
+check_node "tests/$suite"
 cleanup() {
   stop_server
   rm -rf "$tmp"
@@ -41,40 +27,13 @@ trap cleanup EXIT
 echo "$name: building flytrap"
 go build -o "$tmp/flytrap" ./cmd/flytrap
 
-# Two free ports (API and trap listeners): bind port 0 twice at once and report what the kernel chose.
-read -r port trap_port < <(node -e '
-  const net = require("net");
-  const a = net.createServer().listen(0, "127.0.0.1", () => {
-    const b = net.createServer().listen(0, "127.0.0.1", () => {
-      console.log(a.address().port, b.address().port);
-      a.close(); b.close();
-    });
-  });')
+read -r port trap_port < <(free_ports)
 [[ -n "$port" && -n "$trap_port" ]] || die "could not find free ports"
 url="http://127.0.0.1:${port}"
 
 echo "$name: starting flytrap on ${url}"
-"$tmp/flytrap" serve --db "$tmp/flytrap.db" --api-addr "127.0.0.1:${port}" --trap-addr "127.0.0.1:${trap_port}" --log-format json "$@" \
-  >"$tmp/stdout" 2>"$tmp/stderr" &
-server_pid=$!
-
-fail_server() {
-  printf '%s: %s\n--- flytrap stdout ---\n' "$name" "$*" >&2
-  cat "$tmp/stdout" >&2 || true
-  printf -- '--- flytrap stderr (last 50 lines) ---\n' >&2
-  tail -n 50 "$tmp/stderr" >&2 || true
-  exit 1
-}
-
-# The admin key of the new organization is printed once, alone on an indented banner line.
-key=""
-for _ in $(seq 1 300); do
-  key=$(sed -n 's/^[[:space:]]\{1,\}\(ftk_[A-Za-z0-9_]\{1,\}\)[[:space:]]*$/\1/p' "$tmp/stdout" | head -n 1)
-  [[ -n "$key" ]] && break
-  kill -0 "$server_pid" 2>/dev/null || fail_server "flytrap exited before printing its admin key"
-  sleep 0.1
-done
-[[ -n "$key" ]] || fail_server "flytrap printed no admin key within 30 s"
+start_flytrap --db "$tmp/flytrap.db" --api-addr "127.0.0.1:${port}" --trap-addr "127.0.0.1:${trap_port}" --log-format json "$@"
+wait_for_key
 
 ready() {
   node -e 'fetch(process.argv[1], { signal: AbortSignal.timeout(2000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "$url/readyz"
