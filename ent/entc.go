@@ -12,7 +12,11 @@ import (
 )
 
 func main() {
+	// Our pagination helper replaces entgql's (see the template): its templates come after entgql's.
+	paginate := gen.MustParse(gen.NewTemplate("flytrap_pagination").Funcs(entgql.TemplateFuncs).
+		ParseFiles("ent/template/pagination.tmpl"))
 	ex, err := entgql.NewExtension(
+		entgql.WithTemplates(append(entgql.AllTemplates, paginate)...),
 		entgql.WithConfigPath("gqlgen.yml"),
 		entgql.WithSchemaGenerator(),
 		entgql.WithSchemaPath("graph/ent.graphqls"),

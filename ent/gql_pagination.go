@@ -283,7 +283,7 @@ func (_m *APIKeyQuery) Paginate(
 	}
 	conn := &ApiKeyConnection{Edges: []*ApiKeyEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if countRequested(ctx, ignoredEdges) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -597,7 +597,7 @@ func (_m *EventQuery) Paginate(
 	}
 	conn := &EventConnection{Edges: []*EventEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if countRequested(ctx, ignoredEdges) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -911,7 +911,7 @@ func (_m *HitQuery) Paginate(
 	}
 	conn := &HitConnection{Edges: []*HitEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if countRequested(ctx, ignoredEdges) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -1207,7 +1207,7 @@ func (_m *OrganizationQuery) Paginate(
 	}
 	conn := &OrganizationConnection{Edges: []*OrganizationEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if countRequested(ctx, ignoredEdges) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -1503,7 +1503,7 @@ func (_m *PromptQuery) Paginate(
 	}
 	conn := &PromptConnection{Edges: []*PromptEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if countRequested(ctx, ignoredEdges) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -1752,7 +1752,7 @@ func (_m *SessionQuery) Paginate(
 	}
 	conn := &SessionConnection{Edges: []*SessionEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if countRequested(ctx, ignoredEdges) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -2102,7 +2102,7 @@ func (_m *SignalQuery) Paginate(
 	}
 	conn := &SignalConnection{Edges: []*SignalEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if countRequested(ctx, ignoredEdges) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -2351,7 +2351,7 @@ func (_m *SiteQuery) Paginate(
 	}
 	conn := &SiteConnection{Edges: []*SiteEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if countRequested(ctx, ignoredEdges) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -2665,7 +2665,7 @@ func (_m *TrapQuery) Paginate(
 	}
 	conn := &TrapConnection{Edges: []*TrapEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if countRequested(ctx, ignoredEdges) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -3033,7 +3033,7 @@ func (_m *WebhookDeliveryQuery) Paginate(
 	}
 	conn := &WebhookDeliveryConnection{Edges: []*WebhookDeliveryEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if countRequested(ctx, ignoredEdges) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
@@ -3329,7 +3329,7 @@ func (_m *WebhookEndpointQuery) Paginate(
 	}
 	conn := &WebhookEndpointConnection{Edges: []*WebhookEndpointEdge{}}
 	ignoredEdges := !hasCollectedField(ctx, edgesField)
-	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+	if countRequested(ctx, ignoredEdges) {
 		hasPagination := after != nil || first != nil || before != nil || last != nil
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
