@@ -28,6 +28,7 @@ const (
 	KindAutomation                // HTTP clients, scripts, crawling frameworks, generic bots
 	KindHeadless                  // headless or driven browsers
 	KindScanner                   // vulnerability and internet-wide scanners
+	KindLinkPreview               // chat and social apps unfurling a shared link: never AI
 )
 
 var kindNames = [...]string{
@@ -41,6 +42,7 @@ var kindNames = [...]string{
 	KindAutomation:    "automation",
 	KindHeadless:      "headless",
 	KindScanner:       "scanner",
+	KindLinkPreview:   "link_preview",
 }
 
 // String returns the kind's lower-case name, which is also the Category of
@@ -58,15 +60,19 @@ func (k Kind) IsAI() bool {
 }
 
 // tier orders kinds when a user agent names several: AI > scanner > search >
-// headless > automation. An AI token is the most specific claim a user agent
-// can make; scanners often embed a crawler's name to look harmless.
+// link preview > headless > automation. An AI token is the most specific claim
+// a user agent can make; scanners often embed a crawler's name to look
+// harmless; previewers often name the HTTP library they are built on
+// (LinkedInBot's "Apache-HttpClient").
 func (k Kind) tier() int {
 	switch {
 	case k.IsAI():
-		return 5
+		return 6
 	case k == KindScanner:
-		return 4
+		return 5
 	case k == KindSearchCrawler:
+		return 4
+	case k == KindLinkPreview:
 		return 3
 	case k == KindHeadless:
 		return 2
@@ -290,7 +296,40 @@ func LookupUA(ua string) Agent {
 		// "Mozilla/5.0" and nothing else: no browser sends that.
 		return Agent{Kind: KindAutomation, Name: "Mozilla (bare)", Category: KindAutomation.String()}
 	}
+	if !browserShaped(ua) {
+		// On no list and not what a browser sends: a client someone wrote.
+		s := toks[0]
+		end := min(int(s.end), int(s.start)+maxUnlistedName)
+		return Agent{Kind: KindAutomation, Name: ua[s.start:end], Category: KindAutomation.String()}
+	}
 	return Agent{Kind: KindUnknown}
+}
+
+// maxUnlistedName bounds the name kept for a client on no list (its first token).
+const maxUnlistedName = 64
+
+// browserShaped reports whether a user agent on no list looks like a browser's:
+// "Mozilla/<version> (<platform>…" — every browser, in-app browser and web view
+// of the last twenty years sends that — or the old "Opera/<version> (…". Anything
+// else ("MyTool/1.0", "Dalvik/2.1.0 (Linux…)", "okhttp-like/3") is automation.
+func browserShaped(ua string) bool {
+	ua = strings.TrimSpace(ua)
+	for _, p := range [...]string{"Mozilla/", "Opera/"} {
+		if len(ua) < len(p) || !strings.EqualFold(ua[:len(p)], p) {
+			continue
+		}
+		rest := ua[len(p):]
+		i := 0
+		for i < len(rest) && (rest[i] >= '0' && rest[i] <= '9' || rest[i] == '.') {
+			i++
+		}
+		if i == 0 {
+			return false
+		}
+		rest = strings.TrimLeft(rest[i:], " ")
+		return strings.HasPrefix(rest, "(") && strings.Contains(rest, ")")
+	}
+	return false
 }
 
 // nameCut returns where a name ends inside a token that carries a version or

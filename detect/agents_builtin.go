@@ -11,10 +11,11 @@ package detect
 // as a product token ("node/20.1", or the whole user agent) and only when no
 // other, specific name matched.
 //
-// Two built-ins deliberately replace an ai.robots.txt entry with the same
+// Three built-ins deliberately replace an ai.robots.txt entry with the same
 // token (see overriddenByBuiltin): Applebot is Apple's search crawler (its AI
-// use has its own token, Applebot-Extended) and Scrapy is a general crawling
-// framework whose default user agent says nothing about AI.
+// use has its own token, Applebot-Extended), Scrapy is a general crawling
+// framework whose default user agent says nothing about AI, and
+// facebookexternalhit is Meta's link previewer.
 
 type builtin struct {
 	kind     Kind
@@ -56,6 +57,18 @@ var builtinAgents = []builtin{
 	{kind: KindSearchCrawler, name: "Daumoa", operator: "Kakao", match: []string{"Daumoa"}},
 	{kind: KindSearchCrawler, name: "360Spider", operator: "Qihoo 360", match: []string{"360Spider", "HaosouSpider"}},
 	{kind: KindSearchCrawler, name: "YisouSpider", operator: "Alibaba", match: []string{"YisouSpider"}},
+
+	// Link previewers: a chat or social app fetching a link someone shared, to show
+	// its title and image. Never AI (facebookexternalhit replaces the ai.robots.txt
+	// entry that calls it an AI crawler: Meta documents it as its sharing fetcher and
+	// uses meta-externalagent and FacebookBot for AI).
+	{kind: KindLinkPreview, name: "facebookexternalhit", operator: "Meta", match: []string{"facebookexternalhit", "facebookcatalog"}},
+	{kind: KindLinkPreview, name: "Slackbot-LinkExpanding", operator: "Slack", match: []string{"Slackbot-LinkExpanding", "Slack-ImgProxy"}},
+	{kind: KindLinkPreview, name: "WhatsApp", operator: "Meta", match: []string{"WhatsApp"}},
+	{kind: KindLinkPreview, name: "LinkedInBot", operator: "LinkedIn", match: []string{"LinkedInBot"}},
+	{kind: KindLinkPreview, name: "Discordbot", operator: "Discord", match: []string{"Discordbot"}},
+	{kind: KindLinkPreview, name: "Twitterbot", operator: "X", match: []string{"Twitterbot"}},
+	{kind: KindLinkPreview, name: "TelegramBot", operator: "Telegram", match: []string{"TelegramBot"}},
 
 	// HTTP client libraries, command-line tools and crawling frameworks.
 	{kind: KindAutomation, name: "curl", match: []string{"curl", "PycURL"}},
@@ -146,7 +159,7 @@ var weakAINames = map[string]bool{
 // overriddenByBuiltin lists the ai.robots.txt match keys a built-in entry is
 // expected to replace. A data refresh that collides with any other built-in
 // fails the tests, so each new collision gets a decision.
-var overriddenByBuiltin = map[string]bool{"applebot": true, "scrapy": true}
+var overriddenByBuiltin = map[string]bool{"applebot": true, "scrapy": true, "facebookexternalhit": true}
 
 // genericBotExclusions are tokens that look like bot names to the generic
 // "…bot / …spider / …crawler" rule but belong to people's devices.

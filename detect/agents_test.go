@@ -34,7 +34,6 @@ var uaCases = []struct {
 	{"CCBot/2.0 (https://commoncrawl.org/faq/)", KindAICrawler, "CCBot", "Common Crawl Foundation"},
 	{"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/119.0.0.0 Safari/537.36 (Amazonbot/0.1; +https://developer.amazon.com/support/amazonbot)", KindAICrawler, "Amazonbot", "Amazon"},
 	{"meta-externalagent/1.1 (+https://developers.facebook.com/docs/sharing/webmasters/crawler)", KindAICrawler, "meta-externalagent", "Meta"},
-	{"facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)", KindAICrawler, "facebookexternalhit", ""},
 	{"DuckAssistBot/1.2; (+http://duckduckgo.com/duckassistbot.html)", KindAIAssistant, "DuckAssistBot", ""},
 	{"Mozilla/5.0 (compatible;PetalBot;+https://webmaster.petalsearch.com/site/petalbot)", KindAISearch, "PetalBot", "Huawei"},
 	{"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36 Manus-User/1.0", KindAIAgent, "Manus-User", "Butterfly Effect"},
@@ -43,6 +42,17 @@ var uaCases = []struct {
 	{"claude-code/1.0.51 (external, cli)", KindAIAgent, "Claude-Code", ""},
 	{"iaskspider/2.0(+https://iask.ai)", KindAIAgent, "iaskspider", "iAsk"},
 	{"Mozilla/5.0 (compatible; Linguee Bot/1.0)", KindAICrawler, "Linguee Bot", "Linguee"},
+
+	// Link previewers: their own kind, never AI (facebookexternalhit overrides ai.robots.txt).
+	{"facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)", KindLinkPreview, "facebookexternalhit", "Meta"},
+	{"facebookexternalhit/1.1", KindLinkPreview, "facebookexternalhit", "Meta"},
+	{"Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)", KindLinkPreview, "Slackbot-LinkExpanding", "Slack"},
+	{"WhatsApp/2.23.20.0 A", KindLinkPreview, "WhatsApp", "Meta"},
+	{"WhatsApp/2.2407.3 i", KindLinkPreview, "WhatsApp", "Meta"},
+	{"LinkedInBot/1.0 (compatible; Mozilla/5.0; Apache-HttpClient +http://www.linkedin.com)", KindLinkPreview, "LinkedInBot", "LinkedIn"},
+	{"Mozilla/5.0 (compatible; Discordbot/2.0; +https://discordapp.com)", KindLinkPreview, "Discordbot", "Discord"},
+	{"Twitterbot/1.0", KindLinkPreview, "Twitterbot", "X"},
+	{"TelegramBot (like TwitterBot)", KindLinkPreview, "TelegramBot", "Telegram"},
 
 	// Search engines.
 	{"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", KindSearchCrawler, "Googlebot", "Google"},
@@ -140,6 +150,15 @@ var uaCases = []struct {
 	{"Mozilla/5.0 (Linux; Android 14; Pixel 8 Build/AP2A.240605.024; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/126.0.6478.71 Mobile Safari/537.36 Instagram 337.0.0.35.102 Android", KindUnknown, "", ""},
 	{"Mozilla/5.0 (Windows NT 6.1; WOW64; Trident/7.0; rv:11.0) like Gecko", KindUnknown, "", ""},
 
+	// On no list and not browser-shaped: automation, named by its first token.
+	{"acme-sync/2.4 (internal)", KindAutomation, "acme-sync", ""},
+	{"MyCompanyMonitor", KindAutomation, "MyCompanyMonitor", ""},
+	{"Dalvik/2.1.0 (Linux; U; Android 14; Pixel 8 Build/AP2A.240605.024)", KindAutomation, "Dalvik", ""},
+	{"Mozilla/5.0 MyTool", KindAutomation, "Mozilla", ""},
+	{"Mozilla/ (X11)", KindAutomation, "Mozilla", ""},
+	{"Opera/9.80 (Windows NT 6.1; WOW64) Presto/2.12.388 Version/12.18", KindUnknown, "", ""},
+	{"mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36", KindUnknown, "", ""},
+
 	// Nothing at all.
 	{"", KindEmpty, "", ""},
 	{"   ", KindEmpty, "", ""},
@@ -180,7 +199,7 @@ func TestLookupUABoundsInput(t *testing.T) {
 	}
 	// A name cut by the bound is not recognised by its prefix.
 	cut := strings.Repeat(" ", MaxUALength-3) + "GPTBot"
-	if got := LookupUA(cut); got.Kind != KindUnknown {
+	if got := LookupUA(cut); got.Kind.IsAI() || got.Name == "GPTBot" {
 		t.Errorf("cut name %q matched %+v", cut[MaxUALength-3:MaxUALength], got)
 	}
 }

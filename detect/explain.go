@@ -5,14 +5,14 @@ import "sort"
 // Explanation is how Judge reached its verdict on some evidence, for people: what
 // each signal added to the score, the rule that chose the class and the bounds that
 // held the score. It reads the same tables Judge does (Weights, countsOnce,
-// classBounds), so the dashboard never keeps a copy of them.
+// classBounds, actedBounds), so the dashboard never keeps a copy of them.
 type Explanation struct {
 	Verdict Verdict
 	// Parts are the signals that count, largest contribution first.
 	Parts []Part
 	// Raw is the sum of the parts before the cap at 100 and the class's bounds.
 	Raw int
-	// Rule is the number (1–9) of Judge's rule that chose the class; RuleText says it in words.
+	// Rule is the number (1–11) of Judge's rule that chose the class; RuleText says it in words.
 	Rule     int
 	RuleText string
 	// Floor and Ceil bound the class's score.
@@ -35,15 +35,17 @@ type Part struct {
 
 // ruleTexts are Judge's rules in words, by number (see Judge's documentation).
 var ruleTexts = [...]string{
-	1: "A tripwire only a malicious agent trips fired (SYSTEM_PROMPT_LEAKED, CREDENTIAL_USED or TOOL_INVOKED): AI agent (malicious).",
-	2: "The visitor followed a hidden instruction (INJECTION_FOLLOWED): AI agent.",
-	3: "A scanner user agent or systematic probing (SCANNER_UA, SYSTEMATIC_PROBING): scanner.",
-	4: "It claimed a crawler identity its address does not back (UNVERIFIED_BOT_CLAIM): bot, whatever the user agent says.",
-	5: "A known AI user agent: AI agent, AI assistant or AI crawler by the agent's category.",
-	6: "A search-engine crawler's user agent: crawler (also when it follows hidden links).",
-	7: "A parser followed a link only hidden content held (CALLBACK_HIT): bot.",
-	8: "An automation, headless-browser or empty user agent: bot.",
-	9: "Nothing above applies: human.",
+	1:  "A leaked system prompt (SYSTEM_PROMPT_LEAKED), or a planted credential used or a decoy tool called (CREDENTIAL_USED, TOOL_INVOKED) with AI evidence: AI agent (malicious).",
+	2:  "A planted credential used or a decoy tool called (CREDENTIAL_USED, TOOL_INVOKED) with no AI evidence (no followed injection, leaked prompt, AI user agent or LLM-speed follow-up): a malicious scanner or bot, high.",
+	3:  "The visitor followed a hidden instruction (INJECTION_FOLLOWED): AI agent.",
+	4:  "A scanner user agent or systematic probing (SCANNER_UA, SYSTEMATIC_PROBING): scanner.",
+	5:  "It claimed a crawler identity its address does not back (UNVERIFIED_BOT_CLAIM): bot, whatever the user agent says.",
+	6:  "A known AI user agent: AI agent, AI assistant or AI crawler by the agent's category.",
+	7:  "A search-engine crawler's user agent: crawler (also when it follows hidden links).",
+	8:  "A parser followed a link only hidden content held (CALLBACK_HIT): bot.",
+	9:  "A link previewer's user agent (a chat or social app fetching a shared link): crawler, never an AI class.",
+	10: "An automation, headless-browser or empty user agent: bot.",
+	11: "Nothing above applies: human.",
 }
 
 // RuleText is Judge's rule n in words, "" for an unknown number.
@@ -57,10 +59,9 @@ func RuleText(n int) string {
 // Explain judges e as Judge does and says how. It does not change Judge's answer:
 // Explain(e).Verdict == Judge(e).
 func Explain(e Evidence) Explanation {
-	v, rule := judge(e)
+	v, rule, b := judge(e)
 	var x Explanation
 	x.Verdict, x.Rule, x.RuleText = v, rule, RuleText(rule)
-	b := classBounds[v.Classification]
 	x.Floor, x.Ceil = b.floor, b.ceil
 	for name, n := range e.Signals {
 		if n <= 0 {

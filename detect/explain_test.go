@@ -6,24 +6,27 @@ import "testing"
 // raw score the bounds then clamp, and the rule whose class the verdict has.
 func TestExplainAgreesWithJudge(t *testing.T) {
 	ruleClass := map[int][]string{
-		1: {ClassAIAgentMalicious}, 2: {ClassAIAgent}, 3: {ClassScanner}, 4: {ClassBot},
-		5: {ClassAIAgent, ClassAIAssistant, ClassAICrawler}, 6: {ClassCrawler}, 7: {ClassBot}, 8: {ClassBot}, 9: {ClassHuman},
+		1: {ClassAIAgentMalicious}, 2: {ClassBot, ClassScanner}, 3: {ClassAIAgent}, 4: {ClassScanner}, 5: {ClassBot},
+		6: {ClassAIAgent, ClassAIAssistant, ClassAICrawler}, 7: {ClassCrawler}, 8: {ClassBot}, 9: {ClassCrawler}, 10: {ClassBot}, 11: {ClassHuman},
 	}
 	cases := []struct {
 		name string
 		e    Evidence
 		rule int
 	}{
-		{"person", ev(uaChrome, 3, nil), 9},
-		{"person, robots ignored", ev(uaChrome, 3, sig{SignalRobotsDisallowIgnored: 2}), 9},
-		{"googlebot", ev(uaGooglebot, 4, sig{SignalSearchCrawlerUA: 4}), 6},
-		{"fake googlebot", ev(uaGooglebot, 3, sig{SignalUnverifiedBotClaim: 3}), 4},
-		{"curl, UA signal not recorded", ev(uaCurl, 1, nil), 8},
-		{"regex crawler", ev(uaRequests, 9, sig{SignalCallbackHit: 5, SignalMachineSpeedFollowup: 5}), 7},
-		{"sqlmap", ev(uaSqlmap, 40, sig{SignalScannerUA: 40, SignalSystematicProbing: 1}), 3},
-		{"GPTBot", ev(uaGPTBot, 2, sig{SignalKnownAICrawlerUA: 2}), 5},
-		{"agent follows injection", ev(uaManus, 4, sig{SignalInjectionFollowed: 2, SignalLLMSpeedFollowup: 2}), 2},
+		{"person", ev(uaChrome, 3, nil), 11},
+		{"person, robots ignored", ev(uaChrome, 3, sig{SignalRobotsDisallowIgnored: 2}), 11},
+		{"googlebot", ev(uaGooglebot, 4, sig{SignalSearchCrawlerUA: 4}), 7},
+		{"fake googlebot", ev(uaGooglebot, 3, sig{SignalUnverifiedBotClaim: 3}), 5},
+		{"curl, UA signal not recorded", ev(uaCurl, 1, nil), 10},
+		{"regex crawler", ev(uaRequests, 9, sig{SignalCallbackHit: 5, SignalMachineSpeedFollowup: 5}), 8},
+		{"sqlmap", ev(uaSqlmap, 40, sig{SignalScannerUA: 40, SignalSystematicProbing: 1}), 4},
+		{"GPTBot", ev(uaGPTBot, 2, sig{SignalKnownAICrawlerUA: 2}), 6},
+		{"agent follows injection", ev(uaManus, 4, sig{SignalInjectionFollowed: 2, SignalLLMSpeedFollowup: 2}), 3},
 		{"prompt leaked", ev(uaChrome, 5, sig{SignalSystemPromptLeaked: 1, SignalInjectionFollowed: 1, SignalCallbackHit: 3}), 1},
+		{"curl uses a planted key", ev(uaCurl, 2, sig{SignalCredentialUsed: 1}), 2},
+		{"sqlmap calls a decoy tool", ev(uaSqlmap, 20, sig{SignalToolInvoked: 1, SignalSystematicProbing: 1}), 2},
+		{"link previewer", ev(uaSlackPreview, 1, nil), 9},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -73,7 +76,7 @@ func TestExplainRepeatsAndInferredUserAgent(t *testing.T) {
 	if p := got[SignalAutomationClientUA]; !p.FromUserAgent || p.Points != Weights[SignalAutomationClientUA] || !p.CountsOnce {
 		t.Errorf("inferred AUTOMATION_CLIENT_UA: %+v", p)
 	}
-	if RuleText(0) != "" || RuleText(10) != "" {
+	if RuleText(0) != "" || RuleText(12) != "" {
 		t.Error("RuleText of an unknown rule")
 	}
 }

@@ -48,6 +48,7 @@ const (
 	UseCanary                    // a phrase to echo
 	UseSink                      // an endpoint to post instructions to
 	UseCredential                // a planted secret
+	UseTool                      // a decoy tool's argument (MCP authorization_ref)
 	UseOther
 )
 
@@ -156,18 +157,26 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 		case UseCanary:
 			f.Name, f.Detail = SignalInjectionFollowed, "echoed the canary phrase"
 		case UseSink:
-			if o.Method != "GET" && o.Method != "HEAD" && o.Body != "" {
-				f.Name, f.Detail = SignalInjectionFollowed, "posted to the sink it was told to"
-			}
+			// Only a system prompt proves the instruction was understood and
+			// followed; "test" or a URL's own bytes sent there are a callback.
+			n := len(out.Prompts)
 			for _, c := range promptCandidates(o) {
 				if p, ok := AnalyzePrompt(c.text); ok {
 					out.Prompts = append(out.Prompts, CapturedPrompt{Prompt: p, Source: c.source})
 				}
 			}
+			if len(out.Prompts) > n {
+				f.Name, f.Detail = SignalInjectionFollowed, "sent its instructions to the sink it was told to"
+			}
 		case UseCredential:
 			f.Name, f.Detail = SignalCredentialUsed, "used the planted credential"
 		}
 		fire(f)
+		if t.Use == UseCredential || t.Use == UseTool {
+			// Using a secret or a tool's argument is not following a hidden link: a
+			// person at a terminal does it at LLM speed too. Its delay stays on the firing.
+			continue
+		}
 		if sig := FollowUpSignal(time.Duration(delay) * time.Millisecond); sig != "" {
 			fire(Firing{Name: sig, Source: t.SourceHit, Delay: &delay})
 		}

@@ -43,6 +43,8 @@ func TestObserveRules(t *testing.T) {
 	answered.Answered, answered.Answer = true, "4417"
 	sink := request("/s", 3*time.Minute, token(detect.UseSink))
 	sink.Method, sink.Body = "POST", `{"system": `+fmt.Sprintf("%q", prompt)+`}`
+	sinkTest := request("/s", 20*time.Second, token(detect.UseSink))
+	sinkTest.Method, sinkTest.Body = "POST", "test"
 	for _, tt := range []struct {
 		name string
 		obs  detect.Observation
@@ -52,7 +54,12 @@ func TestObserveRules(t *testing.T) {
 		{"challenge not answered", request("/c", 3*time.Minute, token(detect.UseChallenge)), []string{detect.SignalCallbackHit, detect.SignalHumanSpeedFollowup}},
 		{"challenge answered", request("/c", 3*time.Minute, answered), []string{detect.SignalInjectionFollowed, detect.SignalHumanSpeedFollowup}},
 		{"canary echoed", request("/c", 3*time.Minute, token(detect.UseCanary)), []string{detect.SignalInjectionFollowed, detect.SignalHumanSpeedFollowup}},
-		{"credential used", request("/c", 3*time.Minute, token(detect.UseCredential)), []string{detect.SignalCredentialUsed, detect.SignalHumanSpeedFollowup}},
+		// Using a credential or calling a tool is not following a hidden link: its delay is
+		// kept as evidence but fires no follow-up timing signal (which is AI evidence at LLM speed).
+		{"credential used", request("/c", 3*time.Minute, token(detect.UseCredential)), []string{detect.SignalCredentialUsed}},
+		{"credential used at LLM speed", request("/c", 20*time.Second, token(detect.UseCredential)), []string{detect.SignalCredentialUsed}},
+		{"decoy tool token at LLM speed", request("/mcp", 20*time.Second, token(detect.UseTool)), []string{detect.SignalCallbackHit}},
+		{"a sink post that is not a prompt is a callback", sinkTest, []string{detect.SignalCallbackHit, detect.SignalLLMSpeedFollowup}},
 		{"prompt posted to the sink", sink, []string{detect.SignalInjectionFollowed, detect.SignalHumanSpeedFollowup, detect.SignalSystemPromptLeaked}},
 		{"nothing of ours", request("/about", time.Second), nil},
 	} {
@@ -88,6 +95,53 @@ func TestObserveRules(t *testing.T) {
 			t.Fatalf("verdict %+v", out.Verdict)
 		}
 	})
+}
+
+// A tool call or a credential use without AI evidence is a malicious bot, not an AI class;
+// with AI evidence (a followed injection, a hidden link at LLM speed) it is an AI agent.
+func TestObserveActingNeedsAIEvidence(t *testing.T) {
+	tool := func(ua string, at time.Duration) detect.Observation {
+		o := request("/mcp", at, token(detect.UseTool))
+		o.Method, o.UA, o.Tool, o.ToolArgs = "POST", ua, "lookup_customer", `{"query":"x"}`
+		return o
+	}
+	cred := func(ua string, at time.Duration) detect.Observation {
+		o := request("/v1/customers", at, token(detect.UseCredential))
+		o.UA = ua
+		return o
+	}
+	sinkTest := func(ua string, at time.Duration) detect.Observation {
+		o := request("/s", at, token(detect.UseSink))
+		o.Method, o.Body, o.UA = "POST", "test", ua
+		return o
+	}
+	for _, tt := range []struct {
+		name, ua string
+		obs      []detect.Observation
+		class    string
+		severity string
+	}{
+		{"curl calls a decoy tool at LLM speed", "curl/8.5.0", []detect.Observation{tool("curl/8.5.0", 20*time.Second)}, detect.ClassBot, detect.SeverityHigh},
+		{"a person's curl uses a planted key a minute later", "curl/8.5.0", []detect.Observation{cred("curl/8.5.0", time.Minute)}, detect.ClassBot, detect.SeverityHigh},
+		{"curl posts test to a sink", "curl/8.5.0", []detect.Observation{sinkTest("curl/8.5.0", 30*time.Second)}, detect.ClassBot, detect.SeverityMedium},
+		{"browser posts test to a sink", chrome, []detect.Observation{sinkTest(chrome, 30*time.Second)}, detect.ClassBot, detect.SeverityMedium},
+		{"a hidden link at LLM speed, then a tool call", chrome, []detect.Observation{request("/c", 12*time.Second, token(detect.UseCallback)), tool(chrome, 30*time.Second)}, detect.ClassAIAgentMalicious, detect.SeverityCritical},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSession(tt.ua)
+			var out detect.Outcome
+			for _, o := range tt.obs {
+				s, out = detect.Observe(s, o)
+			}
+			v := out.Verdict
+			if v.Classification != tt.class || v.Severity != tt.severity || !detect.Detected(v) {
+				t.Fatalf("%+v (signals %v), want %s %s", v, s.Fired, tt.class, tt.severity)
+			}
+			if s.State.Signals[detect.SignalInjectionFollowed] > 0 && tt.class != detect.ClassAIAgentMalicious {
+				t.Fatalf("INJECTION_FOLLOWED fired: %v", s.Fired)
+			}
+		})
+	}
 }
 
 // Behaviour across requests: robots.txt, probing, once-only signals.

@@ -38,14 +38,17 @@ const (
 	SeverityCritical = "critical"
 )
 
+// bounds is the range a score is kept inside.
+type bounds struct{ floor, ceil int }
+
 // classBounds keeps each class's score inside a range that matches what the
 // class can mean: a person never nears the detection threshold, a search
-// crawler never triggers an event, a bot or an AI crawler is at most medium,
-// scanners and AI agents at most high, and only a malicious AI agent reaches
-// critical. The ceilings rise along the order in which tripwires move a
-// session (HUMAN/CRAWLER → BOT/AI_* → AI_AGENT → AI_AGENT_MALICIOUS), so
+// crawler or link previewer never triggers an event, a bot or an AI crawler is
+// at most medium, scanners and AI agents at most high, and only a malicious AI
+// agent reaches critical. The ceilings rise along the order in which tripwires
+// move a session (HUMAN/CRAWLER → BOT/AI_* → AI_AGENT → AI_AGENT_MALICIOUS), so
 // adding a tripwire never lowers a score.
-var classBounds = map[string]struct{ floor, ceil int }{
+var classBounds = map[string]bounds{
 	ClassHuman:            {0, 25},
 	ClassCrawler:          {0, 35},
 	ClassBot:              {0, 69},
@@ -55,6 +58,14 @@ var classBounds = map[string]struct{ floor, ceil int }{
 	ClassAIAgent:          {0, 89},
 	ClassAIAgentMalicious: {70, 100},
 }
+
+// actedBounds replace a BOT's or SCANNER's classBounds when it used a planted
+// credential or called a decoy tool without any AI evidence (Judge's rule 2): it
+// acted against the site, so it is high whatever else, but without evidence that
+// a model was involved it is not critical, which only a malicious AI agent is.
+// The range lies between the plain classes' and AI_AGENT_MALICIOUS's, so adding AI
+// evidence to such a session (which makes it AI_AGENT_MALICIOUS) never lowers it.
+var actedBounds = bounds{70, 89}
 
 // DetectionThreshold is the score from which a non-human, non-crawler
 // session counts as detected (see Detected).
@@ -101,29 +112,68 @@ func SeverityRank(s string) int {
 
 // Judge classifies a session. The first rule that applies wins:
 //
-//  1. SYSTEM_PROMPT_LEAKED, CREDENTIAL_USED or TOOL_INVOKED → AI_AGENT_MALICIOUS.
-//  2. INJECTION_FOLLOWED → AI_AGENT.
-//  3. SCANNER_UA or SYSTEMATIC_PROBING → SCANNER.
-//  4. UNVERIFIED_BOT_CLAIM → BOT: the claimed identity is false, so nothing
+//  1. SYSTEM_PROMPT_LEAKED, or CREDENTIAL_USED or TOOL_INVOKED with AI evidence
+//     → AI_AGENT_MALICIOUS.
+//  2. CREDENTIAL_USED or TOOL_INVOKED without AI evidence → SCANNER (with
+//     SCANNER_UA or SYSTEMATIC_PROBING) or BOT, kept high (actedBounds): a
+//     person or a script with curl acted against the site, but nothing says a
+//     model did.
+//  3. INJECTION_FOLLOWED → AI_AGENT.
+//  4. SCANNER_UA or SYSTEMATIC_PROBING → SCANNER.
+//  5. UNVERIFIED_BOT_CLAIM → BOT: the claimed identity is false, so nothing
 //     the user agent says is believed.
-//  5. A known AI user agent → AI_AGENT, AI_ASSISTANT or AI_CRAWLER by its
+//  6. A known AI user agent → AI_AGENT, AI_ASSISTANT or AI_CRAWLER by its
 //     category (ai_search is AI_CRAWLER), with or without CALLBACK_HIT.
-//  6. A search-crawler user agent → CRAWLER (also when it follows hidden
+//  7. A search-crawler user agent → CRAWLER (also when it follows hidden
 //     links: search engines do).
-//  7. CALLBACK_HIT → BOT: a parser followed a link no person can see.
-//  8. An automation, headless or empty user agent → BOT.
-//  9. Otherwise HUMAN.
+//  8. CALLBACK_HIT → BOT: a parser followed a link no person can see.
+//  9. A link-preview user agent → CRAWLER: a chat or social app fetching a
+//     link someone shared; never an AI class.
+//  10. An automation, headless or empty user agent → BOT.
+//  11. Otherwise HUMAN.
+//
+// AI evidence (AIEvidence) is what a regex or a person at a terminal does not
+// produce: INJECTION_FOLLOWED, SYSTEM_PROMPT_LEAKED, a known AI user agent, or
+// a hidden link followed at LLM speed (LLM_SPEED_FOLLOWUP, which Observe fires
+// only for hidden content followed, never for the credential or tool use itself).
 //
 // The user agent's signal (UASignal of e.Agent) counts even when the engine
 // did not put it in e.Signals. Judge does not allocate and is safe for
 // concurrent use.
 func Judge(e Evidence) Verdict {
-	v, _ := judge(e)
+	v, _, _ := judge(e)
 	return v
 }
 
-// judge is Judge, also saying which of its rules (1–9) chose the class, for Explain.
-func judge(e Evidence) (v Verdict, rule int) {
+// AIEvidence reports whether the evidence shows a model at work (see Judge).
+func AIEvidence(e Evidence) bool {
+	return aiEvidence(e, aiKindOf(e))
+}
+
+func aiEvidence(e Evidence, aiKind Kind) bool {
+	return e.Signals[SignalInjectionFollowed] > 0 || e.Signals[SignalSystemPromptLeaked] > 0 ||
+		e.Signals[SignalLLMSpeedFollowup] > 0 || aiKind.IsAI()
+}
+
+// aiKindOf is the AI kind the user agent or its recorded signal claims, or the agent's kind.
+func aiKindOf(e Evidence) Kind {
+	k := e.Agent.Kind
+	if !k.IsAI() {
+		switch {
+		case e.Signals[SignalKnownAIAgentUA] > 0:
+			k = KindAIAgent
+		case e.Signals[SignalKnownAIAssistantUA] > 0:
+			k = KindAIAssistant
+		case e.Signals[SignalKnownAICrawlerUA] > 0:
+			k = KindAICrawler
+		}
+	}
+	return k
+}
+
+// judge is Judge, also saying which of its rules (1–11) chose the class and the
+// bounds that held the score, for Explain.
+func judge(e Evidence) (v Verdict, rule int, b bounds) {
 	has := func(name string) bool { return e.Signals[name] > 0 }
 	uaSig := UASignal(e.Agent)
 	hasUA := func(name string) bool { return uaSig == name || has(name) }
@@ -136,26 +186,21 @@ func judge(e Evidence) (v Verdict, rule int) {
 		raw += weigh(uaSig, 1)
 	}
 
-	malicious := 0
-	for _, t := range []string{SignalSystemPromptLeaked, SignalCredentialUsed, SignalToolInvoked} {
+	acted := 0 // credential used, tool called
+	for _, t := range []string{SignalCredentialUsed, SignalToolInvoked} {
 		if has(t) {
-			malicious++
+			acted++
 		}
 	}
-	aiKind := e.Agent.Kind
-	if !aiKind.IsAI() {
-		switch {
-		case has(SignalKnownAIAgentUA):
-			aiKind = KindAIAgent
-		case has(SignalKnownAIAssistantUA):
-			aiKind = KindAIAssistant
-		case has(SignalKnownAICrawlerUA):
-			aiKind = KindAICrawler
-		}
+	aiKind := aiKindOf(e)
+	aiEv := aiEvidence(e, aiKind)
+	malicious := acted
+	if has(SignalSystemPromptLeaked) {
+		malicious++
 	}
 
 	switch {
-	case malicious > 0:
+	case has(SignalSystemPromptLeaked) || acted > 0 && aiEv:
 		rule = 1
 		v.Classification = ClassAIAgentMalicious
 		v.Confidence = 90
@@ -169,8 +214,20 @@ func judge(e Evidence) (v Verdict, rule int) {
 		if has(SignalInjectionFollowed) {
 			v.Confidence += 2
 		}
-	case has(SignalInjectionFollowed):
+	case acted > 0:
 		rule = 2
+		// Sure it acted against the site; the class says only what kind of
+		// client did, and nothing says a model was involved.
+		v.Confidence = 85
+		if has(SignalCredentialUsed) {
+			v.Confidence = 90
+		}
+		v.Classification = ClassBot
+		if hasUA(SignalScannerUA) || has(SignalSystematicProbing) {
+			v.Classification = ClassScanner
+		}
+	case has(SignalInjectionFollowed):
+		rule = 3
 		v.Classification = ClassAIAgent
 		v.Confidence = 90
 		if aiKind == KindAIAgent {
@@ -180,7 +237,7 @@ func judge(e Evidence) (v Verdict, rule int) {
 			v.Confidence += 3
 		}
 	case hasUA(SignalScannerUA) || has(SignalSystematicProbing):
-		rule = 3
+		rule = 4
 		v.Classification = ClassScanner
 		switch {
 		case hasUA(SignalScannerUA) && has(SignalSystematicProbing):
@@ -191,11 +248,11 @@ func judge(e Evidence) (v Verdict, rule int) {
 			v.Confidence = 70
 		}
 	case has(SignalUnverifiedBotClaim):
-		rule = 4
+		rule = 5
 		v.Classification = ClassBot
 		v.Confidence = 80
 	case aiKind.IsAI():
-		rule = 5
+		rule = 6
 		switch aiKind {
 		case KindAIAgent:
 			v.Classification = ClassAIAgent
@@ -212,14 +269,14 @@ func judge(e Evidence) (v Verdict, rule int) {
 			v.Confidence += 20 // its address matched the operator's ranges
 		}
 	case hasUA(SignalSearchCrawlerUA):
-		rule = 6
+		rule = 7
 		v.Classification = ClassCrawler
 		v.Confidence = 65
 		if Verifiable(e.Agent) {
 			v.Confidence = 95
 		}
 	case has(SignalCallbackHit):
-		rule = 7
+		rule = 8
 		v.Classification = ClassBot
 		v.Confidence = 85
 		if e.Agent.Kind == KindUnknown && !has(SignalMachineSpeedFollowup) && !has(SignalLLMSpeedFollowup) {
@@ -227,15 +284,19 @@ func judge(e Evidence) (v Verdict, rule int) {
 			// person reading the page source: a BOT, but not a sure one.
 			v.Confidence = 55
 		}
+	case hasUA(SignalLinkPreviewUA):
+		rule = 9
+		v.Classification = ClassCrawler
+		v.Confidence = 65 // a user agent is only a claim, and previewers publish no ranges
 	case hasUA(SignalAutomationClientUA) || hasUA(SignalHeadlessBrowserUA) || hasUA(SignalEmptyUA):
-		rule = 8
+		rule = 10
 		v.Classification = ClassBot
 		v.Confidence = 70
 		if hasUA(SignalEmptyUA) {
 			v.Confidence = 60
 		}
 	default:
-		rule = 9
+		rule = 11
 		v.Classification = ClassHuman
 		// How sure we are there is nothing: more quiet hits, more certainty;
 		// each behavioural oddity takes some away.
@@ -250,13 +311,16 @@ func judge(e Evidence) (v Verdict, rule int) {
 	}
 	v.Confidence = min(v.Confidence, 99)
 
-	b := classBounds[v.Classification]
+	b = classBounds[v.Classification]
+	if rule == 2 {
+		b = actedBounds
+	}
 	v.Score = min(max(min(raw, 100), b.floor), b.ceil)
 	v.Severity = severityFor(v.Score)
 	if v.Classification == ClassAIAgentMalicious && SeverityRank(v.Severity) < SeverityRank(SeverityHigh) {
 		v.Severity = SeverityHigh
 	}
-	return v, rule
+	return v, rule, b
 }
 
 // weigh is a signal's contribution for n occurrences: w + w/2 + w/4 + …

@@ -8,18 +8,21 @@ import (
 )
 
 const (
-	uaChrome    = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36"
-	uaSafariIOS = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1"
-	uaGPTBot    = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
-	uaSearchBot = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; OAI-SearchBot/1.0; +https://openai.com/searchbot"
-	uaClaudeBot = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)"
-	uaChatGPT   = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; ChatGPT-User/1.0; +https://openai.com/bot"
-	uaManus     = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36 Manus-User/1.0"
-	uaGooglebot = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
-	uaCurl      = "curl/8.5.0"
-	uaRequests  = "python-requests/2.31.0"
-	uaHeadless  = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/124.0.6367.60 Safari/537.36"
-	uaSqlmap    = "sqlmap/1.8.2#stable (https://sqlmap.org)"
+	uaChrome       = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36"
+	uaSafariIOS    = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1"
+	uaGPTBot       = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
+	uaSearchBot    = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; OAI-SearchBot/1.0; +https://openai.com/searchbot"
+	uaClaudeBot    = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)"
+	uaChatGPT      = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; ChatGPT-User/1.0; +https://openai.com/bot"
+	uaManus        = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36 Manus-User/1.0"
+	uaGooglebot    = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+	uaCurl         = "curl/8.5.0"
+	uaRequests     = "python-requests/2.31.0"
+	uaHeadless     = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/124.0.6367.60 Safari/537.36"
+	uaSqlmap       = "sqlmap/1.8.2#stable (https://sqlmap.org)"
+	uaFacebook     = "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)"
+	uaSlackPreview = "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)"
+	uaOwnTool      = "acme-sync/2.4 (internal)"
 )
 
 type sig = map[string]int
@@ -57,6 +60,15 @@ func TestJudgeClasses(t *testing.T) {
 		{"browser UA, hidden link followed at machine speed", ev(uaChrome, 5, sig{SignalCallbackHit: 3, SignalMachineSpeedFollowup: 3}), ClassBot, SeverityMedium, true, 85, 0},
 		{"browser UA, one hidden link followed slowly (source reader?)", ev(uaChrome, 2, sig{SignalCallbackHit: 1, SignalHumanSpeedFollowup: 1}), ClassBot, SeverityLow, false, 55, 40},
 
+		// Link previewers: their own kind, never AI, never an event.
+		{"facebookexternalhit unfurls a shared link", ev(uaFacebook, 2, nil), ClassCrawler, SeverityLow, false, 60, 1},
+		{"Slack unfurls a shared link", ev(uaSlackPreview, 1, nil), ClassCrawler, SeverityLow, false, 60, 1},
+		{"a link previewer ignoring robots.txt", ev(uaFacebook, 3, sig{SignalRobotsDisallowIgnored: 2}), ClassCrawler, SeverityLow, false, 60, 36},
+		{"a link previewer following a hidden link", ev(uaFacebook, 3, sig{SignalCallbackHit: 1}), ClassBot, SeverityLow, false, 85, 40},
+
+		// A client on no list that is not browser-shaped is automation, not a person.
+		{"unrecognised non-browser user agent", ev(uaOwnTool, 1, nil), ClassBot, SeverityLow, false, 70, 40},
+
 		// Scanners.
 		{"sqlmap", ev(uaSqlmap, 50, nil), ClassScanner, SeverityMedium, true, 70, 0},
 		{"browser UA probing a wordlist", ev(uaChrome, 60, sig{SignalSystematicProbing: 1}), ClassScanner, SeverityMedium, true, 75, 0},
@@ -78,8 +90,19 @@ func TestJudgeClasses(t *testing.T) {
 		{"injection followed by an AI crawler UA", ev(uaGPTBot, 3, sig{SignalInjectionFollowed: 1}), ClassAIAgent, SeverityHigh, true, 90, 90},
 		{"injection followed by a scanner", ev(uaSqlmap, 3, sig{SignalInjectionFollowed: 1}), ClassAIAgent, SeverityHigh, true, 90, 90},
 		{"system prompt leaked", ev(uaChrome, 4, sig{SignalSystemPromptLeaked: 1}), ClassAIAgentMalicious, SeverityCritical, true, 95, 0},
-		{"credential used", ev(uaCurl, 1, sig{SignalCredentialUsed: 1}), ClassAIAgentMalicious, SeverityCritical, true, 97, 0},
-		{"tool invoked", ev(uaChrome, 2, sig{SignalToolInvoked: 1}), ClassAIAgentMalicious, SeverityHigh, true, 90, 90},
+		{"credential used by an AI crawler's user agent", ev(uaGPTBot, 1, sig{SignalCredentialUsed: 1}), ClassAIAgentMalicious, SeverityCritical, true, 97, 0},
+		{"tool invoked by a known agent", ev(uaManus, 2, sig{SignalToolInvoked: 1}), ClassAIAgentMalicious, SeverityCritical, true, 90, 0},
+		{"hidden link at LLM speed, then a credential", ev(uaChrome, 3, sig{SignalCallbackHit: 1, SignalLLMSpeedFollowup: 1, SignalCredentialUsed: 1}), ClassAIAgentMalicious, SeverityCritical, true, 97, 0},
+		{"injection followed, then a tool call", ev(uaRequests, 3, sig{SignalInjectionFollowed: 1, SignalToolInvoked: 1}), ClassAIAgentMalicious, SeverityCritical, true, 92, 0},
+
+		// Acting without AI evidence: a person or a script with curl is malicious, not AI.
+		{"curl uses a planted credential", ev(uaCurl, 1, sig{SignalCredentialUsed: 1}), ClassBot, SeverityHigh, true, 90, 90},
+		{"curl calls a decoy tool", ev(uaCurl, 3, sig{SignalToolInvoked: 1, SignalCallbackHit: 1}), ClassBot, SeverityHigh, true, 85, 90},
+		{"browser user agent calls a decoy tool", ev(uaChrome, 2, sig{SignalToolInvoked: 1}), ClassBot, SeverityHigh, true, 85, 90},
+		{"script repeats a planted key many times", ev(uaRequests, 40, sig{SignalCredentialUsed: 30, SignalToolInvoked: 5, SignalMachineSpeedFollowup: 9}), ClassBot, SeverityHigh, true, 90, 90},
+		{"sqlmap tries a planted key", ev(uaSqlmap, 30, sig{SignalCredentialUsed: 1, SignalSystematicProbing: 1}), ClassScanner, SeverityHigh, true, 90, 90},
+		{"browser user agent probing, then a tool call", ev(uaChrome, 30, sig{SignalSystematicProbing: 1, SignalToolInvoked: 1}), ClassScanner, SeverityHigh, true, 85, 90},
+		{"hidden link followed slowly, then a credential", ev(uaCurl, 3, sig{SignalCallbackHit: 1, SignalHumanSpeedFollowup: 1, SignalCredentialUsed: 1}), ClassBot, SeverityHigh, true, 90, 90},
 		{"full agent run", ev(uaChrome, 7, sig{SignalCallbackHit: 3, SignalInjectionFollowed: 2, SignalSystemPromptLeaked: 1, SignalLLMSpeedFollowup: 3}), ClassAIAgentMalicious, SeverityCritical, true, 97, 0},
 		{"scanner that leaks a prompt", ev(uaSqlmap, 40, sig{SignalSystematicProbing: 1, SignalSystemPromptLeaked: 1}), ClassAIAgentMalicious, SeverityCritical, true, 95, 0},
 	}
@@ -173,7 +196,7 @@ func TestRepeatsDiminish(t *testing.T) {
 // starting evidence: every subset of supporting signals, every user-agent
 // kind, every subset of tripwires already fired.
 func TestMonotonicInTripwires(t *testing.T) {
-	uas := []string{"", uaChrome, uaGPTBot, uaSearchBot, uaChatGPT, uaManus, uaGooglebot, uaCurl, uaHeadless, uaSqlmap}
+	uas := []string{"", uaChrome, uaGPTBot, uaSearchBot, uaChatGPT, uaManus, uaGooglebot, uaCurl, uaHeadless, uaSqlmap, uaFacebook, uaOwnTool}
 	supporting := []string{SignalRobotsDisallowIgnored, SignalMachineSpeedFollowup, SignalLLMSpeedFollowup,
 		SignalHumanSpeedFollowup, SignalSystematicProbing, SignalUnverifiedBotClaim}
 	tripwires := []string{SignalCallbackHit, SignalInjectionFollowed, SignalSystemPromptLeaked, SignalCredentialUsed, SignalToolInvoked}

@@ -16,6 +16,7 @@ const (
 	SignalKnownAIAssistantUA    = "KNOWN_AI_ASSISTANT_UA"
 	SignalKnownAICrawlerUA      = "KNOWN_AI_CRAWLER_UA"
 	SignalSearchCrawlerUA       = "SEARCH_CRAWLER_UA"
+	SignalLinkPreviewUA         = "LINK_PREVIEW_UA"
 	SignalAutomationClientUA    = "AUTOMATION_CLIENT_UA"
 	SignalHeadlessBrowserUA     = "HEADLESS_BROWSER_UA"
 	SignalEmptyUA               = "EMPTY_UA"
@@ -48,11 +49,11 @@ var signalTable = []SignalInfo{
 	// An agent handing over its own instructions: critical on its own.
 	{SignalSystemPromptLeaked, true, 95, false, "The visitor sent text that reads as its own system prompt or instructions to a sink the hidden content invited it to use."},
 	// Only a reader of the hidden content has the credential.
-	{SignalCredentialUsed, true, 90, false, "A planted fake credential from a decoy was presented later."},
+	{SignalCredentialUsed, true, 90, false, "A planted fake credential from a decoy was presented later. Without AI evidence it makes a malicious BOT or SCANNER (high), not an AI class."},
 	// Acting on a decoy tool is acting against the site.
-	{SignalToolInvoked, true, 85, false, "A decoy tool (e.g. on a decoy MCP endpoint) was called."},
+	{SignalToolInvoked, true, 85, false, "A decoy tool (e.g. on a decoy MCP endpoint) was called. Without AI evidence it makes a malicious BOT or SCANNER (high), not an AI class."},
 	// What marks an AI agent; high on its own.
-	{SignalInjectionFollowed, true, 75, false, "The visitor carried out a plain-language instruction from hidden content that a regex crawler cannot: a conditional, a computed value, an echoed canary phrase."},
+	{SignalInjectionFollowed, true, 75, false, "The visitor carried out a plain-language instruction from hidden content that a regex crawler cannot: a computed value, an echoed canary phrase, a system prompt sent to the sink (anything else sent there is a CALLBACK_HIT)."},
 	// A parser followed a hidden link: automation, not yet AI.
 	{SignalCallbackHit, true, 30, false, "A URL that appeared only in a decoy's hidden content was requested (from any address). Proves a parser followed a link; alone it makes a BOT."},
 	// An autonomous agent on a trap is worth an event.
@@ -63,7 +64,9 @@ var signalTable = []SignalInfo{
 	{SignalKnownAICrawlerUA, false, 25, true, "User agent of an AI training, data or AI-search crawler (GPTBot, ClaudeBot, CCBot, OAI-SearchBot, PerplexityBot)."},
 	// Search engines are welcome.
 	{SignalSearchCrawlerUA, false, 0, true, "User agent of a search-engine crawler (Googlebot, bingbot, …)."},
-	{SignalAutomationClientUA, false, 15, true, "User agent of an HTTP library, command-line tool, crawling framework or self-declared bot."},
+	// A chat or social app unfurling a link someone shared: never an AI class, never an event.
+	{SignalLinkPreviewUA, false, 0, true, "User agent of a link previewer fetching a shared link for a chat or social app (facebookexternalhit, Slackbot-LinkExpanding, WhatsApp, LinkedInBot, Discordbot, Twitterbot, TelegramBot)."},
+	{SignalAutomationClientUA, false, 15, true, "User agent of an HTTP library, command-line tool, crawling framework or self-declared bot, or any user agent on no list that is not browser-shaped."},
 	{SignalHeadlessBrowserUA, false, 20, true, "User agent of a headless or driven browser (HeadlessChrome, PhantomJS, Selenium, …)."},
 	{SignalEmptyUA, false, 15, true, "No user agent at all."},
 	// A scanner announcing itself is worth an event.
@@ -73,7 +76,7 @@ var signalTable = []SignalInfo{
 	{SignalRobotsDisallowIgnored, false, 20, false, "A path that robots.txt disallows was requested."},
 	{SignalMachineSpeedFollowup, false, 15, false, "A hidden link was followed less than 1 s after the decoy was served."},
 	// A model read the page before acting.
-	{SignalLLMSpeedFollowup, false, 20, false, "A hidden link was followed 1–90 s after the decoy was served."},
+	{SignalLLMSpeedFollowup, false, 20, false, "A hidden link was followed 1–90 s after the decoy was served. AI evidence: with it, a used credential or a called tool makes an AI_AGENT_MALICIOUS."},
 	// Slow follow-ups say nothing against a person.
 	{SignalHumanSpeedFollowup, false, 0, false, "A hidden link was followed more than 90 s after the decoy was served."},
 	// Wordlist behaviour, whatever the user agent says.
@@ -127,6 +130,8 @@ func UASignal(a Agent) string {
 		return SignalKnownAICrawlerUA
 	case KindSearchCrawler:
 		return SignalSearchCrawlerUA
+	case KindLinkPreview:
+		return SignalLinkPreviewUA
 	case KindAutomation:
 		return SignalAutomationClientUA
 	case KindHeadless:

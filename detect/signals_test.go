@@ -8,7 +8,7 @@ import (
 func TestIsTripwire(t *testing.T) {
 	tripwire := []string{SignalCallbackHit, SignalInjectionFollowed, SignalSystemPromptLeaked, SignalCredentialUsed, SignalToolInvoked}
 	supporting := []string{
-		SignalKnownAIAgentUA, SignalKnownAIAssistantUA, SignalKnownAICrawlerUA, SignalSearchCrawlerUA,
+		SignalKnownAIAgentUA, SignalKnownAIAssistantUA, SignalKnownAICrawlerUA, SignalSearchCrawlerUA, SignalLinkPreviewUA,
 		SignalAutomationClientUA, SignalHeadlessBrowserUA, SignalEmptyUA, SignalScannerUA, SignalUnverifiedBotClaim,
 		SignalRobotsDisallowIgnored, SignalMachineSpeedFollowup, SignalLLMSpeedFollowup, SignalHumanSpeedFollowup,
 		SignalSystematicProbing,
@@ -70,6 +70,7 @@ func TestUASignal(t *testing.T) {
 		KindAutomation:    SignalAutomationClientUA,
 		KindHeadless:      SignalHeadlessBrowserUA,
 		KindScanner:       SignalScannerUA,
+		KindLinkPreview:   SignalLinkPreviewUA,
 	}
 	for k, want := range cases {
 		if got := UASignal(Agent{Kind: k}); got != want {

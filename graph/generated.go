@@ -2931,7 +2931,7 @@ type VerdictExplanation {
   "The class's score bounds: the score is the raw score held between them."
   floor: Int!
   ceiling: Int!
-  "The number (1–9) of the rule of detect.Judge that chose the class, and the rule in words."
+  "The number (1–11) of the rule of detect.Judge that chose the class, and the rule in words."
   rule: Int!
   ruleText: String!
   "From this score a non-human, non-crawler session counts as a detection."

@@ -88,8 +88,8 @@ func TestSessionInsight(t *testing.T) {
 		if x["matchesStored"] != true || x["classification"] != s["classification"] || num(x["score"]) != num(s["score"]) {
 			t.Errorf("explanation %v does not match the stored verdict %v", x, s)
 		}
-		if num(x["rule"]) != 7 || !strings.Contains(str(x["ruleText"]), "CALLBACK_HIT") {
-			t.Errorf("rule %v %q, want 7 (callback hit → bot)", x["rule"], x["ruleText"])
+		if num(x["rule"]) != 8 || !strings.Contains(str(x["ruleText"]), "CALLBACK_HIT") {
+			t.Errorf("rule %v %q, want 8 (callback hit → bot)", x["rule"], x["ruleText"])
 		}
 		var cb map[string]any
 		sum := 0

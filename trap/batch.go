@@ -148,6 +148,8 @@ func (e *Engine) observation(rec *hitRecord, sources map[string]sourceHit) detec
 			t.Use = detect.UseSink
 		case decoy.Credential:
 			t.Use = detect.UseCredential
+		case decoy.Tool:
+			t.Use = detect.UseTool
 		default:
 			t.Use = detect.UseOther
 		}

@@ -57,6 +57,11 @@ const (
 	uaCredAPI     = "Go-http-client/1.1"
 	uaMCP         = "node"
 	uaRobots      = "Scrapy/2.11.2 (+https://scrapy.org)"
+	uaCurl        = "curl/8.11.1"
+	uaClaudeCode  = "claude-code/1.0.51 (external, cli)"
+	uaFacebook    = "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)"
+	uaSlack       = "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)"
+	uaOwnTool     = "acme-uptime/3.1 (ops@acme.example)"
 )
 
 // The system prompt the LLM-style agent leaks.
@@ -834,9 +839,12 @@ func TestCorpus(t *testing.T) {
 			plain.check(t)
 		})
 
+		// A script (or a person with curl) that uses a planted key has acted against the
+		// site, but nothing says a model did: a malicious BOT, high, never an AI class.
 		t.Run("planted credential used", func(t *testing.T) {
-			env := c.visitor("credential from .env", uaCredEnv, "198.51.100.70", want{class: detect.ClassAIAgentMalicious,
-				signals: []string{detect.SignalCredentialUsed}, severities: []string{"high", "critical"}, event: true})
+			env := c.visitor("credential from .env", uaCredEnv, "198.51.100.70", want{class: detect.ClassBot,
+				signals: []string{detect.SignalCredentialUsed}, absent: []string{detect.SignalLLMSpeedFollowup, detect.SignalInjectionFollowed},
+				severities: []string{"high"}, event: true})
 			r := env.get(t, "/config/.env.production")
 			cred := ""
 			for _, line := range strings.Split(r.body, "\n") {
@@ -852,8 +860,8 @@ func TestCorpus(t *testing.T) {
 			env.do(t, http.MethodGet, "/v1/customers?limit=3", "", map[string]string{"Authorization": "Bearer " + cred})
 			env.check(t)
 
-			api := c.visitor("credential from api", uaCredAPI, "198.51.100.71", want{class: detect.ClassAIAgentMalicious,
-				signals: []string{detect.SignalCredentialUsed}, event: true})
+			api := c.visitor("credential from api", uaCredAPI, "198.51.100.71", want{class: detect.ClassBot,
+				signals: []string{detect.SignalCredentialUsed}, severities: []string{"high"}, event: true})
 			r = api.get(t, "/api/internal/v1/customers")
 			var doc struct {
 				Debug struct {
@@ -868,45 +876,46 @@ func TestCorpus(t *testing.T) {
 			api.check(t)
 		})
 
+		// A script calling a decoy tool is a malicious BOT (high); an AI agent's user agent
+		// doing the same is AI evidence, so that one is AI_AGENT_MALICIOUS.
 		t.Run("MCP client calling a decoy tool", func(t *testing.T) {
-			v := c.visitor("MCP client", uaMCP, "198.51.100.80", want{class: detect.ClassAIAgentMalicious,
-				signals: []string{detect.SignalToolInvoked}, event: true})
-			rpc := func(body string) reply {
-				return v.do(t, http.MethodPost, "/mcp", body, map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+			v := c.visitor("MCP client", uaMCP, "198.51.100.80", want{class: detect.ClassBot,
+				signals: []string{detect.SignalToolInvoked}, absent: []string{detect.SignalLLMSpeedFollowup, detect.SignalInjectionFollowed},
+				severities: []string{"high"}, event: true})
+			callDecoyTool(t, v)
+			a := c.visitor("MCP coding agent", uaClaudeCode, "198.51.100.81", want{class: detect.ClassAIAgentMalicious,
+				signals: []string{detect.SignalToolInvoked, detect.SignalKnownAIAgentUA}, severities: []string{"critical"}, event: true})
+			callDecoyTool(t, a)
+		})
+
+		t.Run("curl posting test to a sink", func(t *testing.T) {
+			// Someone read the page source and tried the sink by hand: the sink was reached
+			// (a callback), but no instruction was understood, so no INJECTION_FOLLOWED.
+			v := c.visitor("curl sink test", uaCurl, "198.51.100.85", want{class: detect.ClassBot,
+				signals: []string{detect.SignalCallbackHit}, absent: []string{detect.SignalInjectionFollowed, detect.SignalSystemPromptLeaked},
+				severities: []string{"low", "medium"}, event: true})
+			plan := readLikeAnLLM(t, v.get(t, page1).body)
+			if r := v.do(t, http.MethodPost, plan.sinkPath, "test", map[string]string{"Content-Type": "text/plain"}); r.status != 200 {
+				t.Errorf("POST sink: %d", r.status)
 			}
-			if r := rpc(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`); !strings.Contains(r.body, `"protocolVersion"`) {
-				t.Fatalf("initialize: %d %s", r.status, r.body)
+			v.check(t)
+		})
+
+		t.Run("link previewers", func(t *testing.T) {
+			for i, ua := range []string{uaFacebook, uaSlack} {
+				v := c.visitor("link previewer "+ua[:12], ua, fmt.Sprintf("198.51.100.%d", 110+i), want{class: detect.ClassCrawler,
+					signals: []string{detect.SignalLinkPreviewUA}, absent: []string{detect.SignalKnownAICrawlerUA}, noTripwire: true, severities: []string{"low"}})
+				v.get(t, page1)
+				v.get(t, "/favicon.ico")
+				v.check(t)
 			}
-			r := rpc(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-			var list struct {
-				Result struct {
-					Tools []struct {
-						Name        string `json:"name"`
-						InputSchema struct {
-							Properties map[string]struct {
-								Default string `json:"default"`
-							} `json:"properties"`
-						} `json:"inputSchema"`
-					} `json:"tools"`
-				} `json:"result"`
-			}
-			if err := json.Unmarshal([]byte(r.body), &list); err != nil || len(list.Result.Tools) == 0 {
-				t.Fatalf("tools/list: %v: %s", err, r.body)
-			}
-			tool := list.Result.Tools[0]
-			args, _ := json.Marshal(map[string]any{"query": "plan:enterprise", "authorization_ref": tool.InputSchema.Properties["authorization_ref"].Default})
-			call := fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, tool.Name, args)
-			if r := rpc(call); !strings.Contains(r.body, `"content"`) {
-				t.Errorf("tools/call: %s", r.body)
-			}
-			s := v.check(t)
-			found := false
-			for _, sg := range s.Signals {
-				found = found || sg.Name == detect.SignalToolInvoked && sg.Tripwire
-			}
-			if !found {
-				t.Errorf("no TOOL_INVOKED tripwire row: %+v", s.Signals)
-			}
+		})
+
+		t.Run("unrecognised non-browser user agent", func(t *testing.T) {
+			v := c.visitor("own tool", uaOwnTool, "198.51.100.120", want{class: detect.ClassBot,
+				signals: []string{detect.SignalAutomationClientUA}, noTripwire: true, severities: []string{"low"}})
+			v.get(t, page2)
+			v.check(t)
 		})
 
 		t.Run("robots.txt disallow ignored", func(t *testing.T) {
@@ -934,6 +943,49 @@ func TestCorpus(t *testing.T) {
 		t.Run("events", func(t *testing.T) { checkEvents(t, c) })
 		t.Run("analytics", func(t *testing.T) { checkAnalytics(t, c) })
 	})
+}
+
+// callDecoyTool speaks MCP to the decoy as a client does: initialize, tools/list, then
+// tools/call of the first tool with the authorization_ref its schema gives; it checks
+// the session against v's want and that TOOL_INVOKED is stored as a tripwire.
+func callDecoyTool(t *testing.T, v *visitor) {
+	t.Helper()
+	rpc := func(body string) reply {
+		return v.do(t, http.MethodPost, "/mcp", body, map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+	}
+	if r := rpc(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`); !strings.Contains(r.body, `"protocolVersion"`) {
+		t.Fatalf("initialize: %d %s", r.status, r.body)
+	}
+	r := rpc(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	var list struct {
+		Result struct {
+			Tools []struct {
+				Name        string `json:"name"`
+				InputSchema struct {
+					Properties map[string]struct {
+						Default string `json:"default"`
+					} `json:"properties"`
+				} `json:"inputSchema"`
+			} `json:"tools"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &list); err != nil || len(list.Result.Tools) == 0 {
+		t.Fatalf("tools/list: %v: %s", err, r.body)
+	}
+	tool := list.Result.Tools[0]
+	args, _ := json.Marshal(map[string]any{"query": "plan:enterprise", "authorization_ref": tool.InputSchema.Properties["authorization_ref"].Default})
+	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, tool.Name, args)
+	if r := rpc(call); !strings.Contains(r.body, `"content"`) {
+		t.Errorf("tools/call: %s", r.body)
+	}
+	s := v.check(t)
+	found := false
+	for _, sg := range s.Signals {
+		found = found || sg.Name == detect.SignalToolInvoked && sg.Tripwire
+	}
+	if !found {
+		t.Errorf("no TOOL_INVOKED tripwire row: %+v", s.Signals)
+	}
 }
 
 // checkSignalEvidence checks the evidence kept with the agent's tripwires: the hit that

@@ -195,7 +195,7 @@ type VerdictExplanation struct {
 	// The class's score bounds: the score is the raw score held between them.
 	Floor   int `json:"floor"`
 	Ceiling int `json:"ceiling"`
-	// The number (1–9) of the rule of detect.Judge that chose the class, and the rule in words.
+	// The number (1–11) of the rule of detect.Judge that chose the class, and the rule in words.
 	Rule     int    `json:"rule"`
 	RuleText string `json:"ruleText"`
 	// From this score a non-human, non-crawler session counts as a detection.
