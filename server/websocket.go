@@ -217,8 +217,7 @@ func (c *wsConn) handle(m wsMessage) bool {
 			c.closeWith(closeTooManyInits, "Too many initialisation requests")
 			return false
 		}
-		header := authorization(m.Payload)
-		ctx, code, err := c.authenticate(header)
+		ctx, header, code, err := c.authenticate(m.Payload)
 		if err != nil {
 			if code == closeUnauthorized {
 				c.t.authFailed(c.remoteAddr)
@@ -274,15 +273,16 @@ func (c *wsConn) handle(m wsMessage) bool {
 // authenticate checks connection_init's credentials on a goroutine of its own: the
 // check goes deep (down to the database), and the reader's stack, which every idle
 // connection keeps, would stay that deep.
-func (c *wsConn) authenticate(header string) (ctx context.Context, code int, err error) {
+func (c *wsConn) authenticate(payload json.RawMessage) (ctx context.Context, header string, code int, err error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer c.recoverPanic("authenticating", func() { code, err = closeInternal, errors.New("internal error") })
+		header = authorization(payload) // decoding JSON goes deep too
 		ctx, code, err = c.t.auth(c.ctx, header)
 	}()
 	<-done
-	return ctx, code, err
+	return ctx, header, code, err
 }
 
 // authorization reads the Authorization of a connection_init payload.
