@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/store"
 )
@@ -21,26 +23,7 @@ import (
 // TestJWTThroughAPI signs in to the real API with identity-provider tokens.
 func TestJWTThroughAPI(t *testing.T) {
 	key := newRSAKey(t, "k1", jwt.SigningMethodRS256, "RS256")
-	idp := newTestIdP(t, key)
-
-	db, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "jwt.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	sys := privacy.DecisionContext(t.Context(), privacy.Allow)
-	org := db.Client.Organization.Create().SetName("acme").SaveX(sys)
-	db.Client.Site.Create().SetOrgID(org.ID).SetName("default").SaveX(sys)
-
-	cfg := DefaultConfig()
-	cfg.JWT = idp.config()
-	cfg.JWT.OrgClaim, cfg.JWT.ScopeClaim = "org_id", "scope"
-	srv, err := New(t.Context(), cfg, db, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
+	_, hs, org := jwtServer(t, key, func(cfg *Config) { cfg.JWT.OrgClaim, cfg.JWT.ScopeClaim = "org_id", "scope" })
 
 	post := func(token, query string) (int, map[string]any) {
 		body, _ := json.Marshal(map[string]any{"query": query})
@@ -150,4 +133,34 @@ func TestJWTRefusalsAreStable(t *testing.T) {
 	if !strings.Contains(logs.String(), "token is expired") {
 		t.Errorf("the cause of a refusal is not logged:\n%s", logs.String())
 	}
+}
+
+// jwtServer serves the real router over a fresh SQLite file with one organization,
+// signing in with JWTs of an identity provider publishing key; its background work runs
+// until the test ends.
+func jwtServer(t *testing.T, key testKey, configure func(*Config)) (*Server, *httptest.Server, *ent.Organization) {
+	t.Helper()
+	idp := newTestIdP(t, key)
+	db, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "jwt.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	sys := privacy.DecisionContext(t.Context(), privacy.Allow)
+	org := db.Client.Organization.Create().SetName("acme").SaveX(sys)
+	db.Client.Site.Create().SetOrgID(org.ID).SetName("default").SaveX(sys)
+	cfg := DefaultConfig()
+	cfg.JWT = idp.config()
+	if configure != nil {
+		configure(&cfg)
+	}
+	srv, err := New(t.Context(), cfg, db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	wait := srv.Start(ctx)
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { hs.Close(); srv.Stop(); cancel(); wait() })
+	return srv, hs, org
 }

@@ -1,50 +1,20 @@
 package server
 
 import (
-	"context"
-	"io"
-	"log/slog"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/gorilla/websocket"
-
-	"github.com/flytrap/flytrap/ent/privacy"
-	"github.com/flytrap/flytrap/store"
 )
 
 // A JWT stops working on an open WebSocket when it expires, as it does over HTTP:
 // new operations are refused and running subscriptions end at their next heartbeat.
 func TestJWTExpiresOnOpenWebsocket(t *testing.T) {
 	key := newRSAKey(t, "k1", jwt.SigningMethodRS256, "RS256")
-	idp := newTestIdP(t, key)
-	db, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "jwt.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	sys := privacy.DecisionContext(t.Context(), privacy.Allow)
-	org := db.Client.Organization.Create().SetName("acme").SaveX(sys)
-	db.Client.Site.Create().SetOrgID(org.ID).SetName("default").SaveX(sys)
-	cfg := DefaultConfig()
-	cfg.JWT = idp.config()
-	cfg.StreamHeartbeat = 100 * time.Millisecond
-	srv, err := New(t.Context(), cfg, db, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, hs, org := jwtServer(t, key, func(cfg *Config) { cfg.StreamHeartbeat = 100 * time.Millisecond })
 	srv.resolver.CredentialCheck = 100 * time.Millisecond
-	ctx, cancel := context.WithCancel(t.Context())
-	wait := srv.Start(ctx)
-	defer wait()
-	defer cancel()
-	defer srv.Stop()
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
 
 	// Accepted for one or two more seconds: exp is within the leeway.
 	claims := validClaims()
