@@ -118,7 +118,15 @@ const (
 // session showed before, and judges the session anew. It is pure: s is not changed; the
 // session after the request is returned.
 func Observe(s Session, o Observation) (Session, Outcome) {
-	s = s.Clone()
+	// Only the counts map is changed in place: the lists are clipped, so an append copies
+	// them instead of writing into the caller's arrays. A hit costs no copy of a session's
+	// linked paths (up to 256) unless it adds one.
+	s.State.Signals = maps.Clone(s.State.Signals)
+	if s.State.Signals == nil {
+		s.State.Signals = map[string]int{}
+	}
+	s.Fired, s.Traps = slices.Clip(s.Fired), slices.Clip(s.Traps)
+	s.State.Linked, s.State.ProbePaths = slices.Clip(s.State.Linked), slices.Clip(s.State.ProbePaths)
 	var out Outcome
 	fire := func(f Firing) {
 		out.Changed = true

@@ -200,3 +200,19 @@ func TestObserveAcrossRequests(t *testing.T) {
 		}
 	})
 }
+
+// Observe copies nothing it does not change, yet two requests observed from one state
+// never write into each other's lists.
+func TestObserveSharesNoListItChanges(t *testing.T) {
+	base := newSession(chrome)
+	base.State.Linked = make([]string, 1, 8) // spare capacity an append could write into
+	base.State.Linked[0] = "/a"
+	o1, o2 := request("/p1", time.Minute), request("/p2", time.Minute)
+	o1.Kind, o1.Linked = "decoy", []string{"/x"}
+	o2.Kind, o2.Linked = "decoy", []string{"/y"}
+	s1, _ := detect.Observe(base, o1)
+	s2, _ := detect.Observe(base, o2)
+	if !slices.Equal(s1.State.Linked, []string{"/a", "/x"}) || !slices.Equal(s2.State.Linked, []string{"/a", "/y"}) || len(base.State.Linked) != 1 {
+		t.Fatalf("linked: %v %v, base %v", s1.State.Linked, s2.State.Linked, base.State.Linked)
+	}
+}
