@@ -2986,8 +2986,9 @@ extend type Query {
   """
   Sessions grouped into campaigns by the leaked prompt's hash and the operator and model
   extracted from it: one agent fleet instead of many sessions. Most recently active first.
+  An aggregate over the organization's captured prompts, priced like the analytics figures.
   """
-  campaigns(first: Int, after: Cursor): CampaignConnection! @cost(weight: 10)
+  campaigns(first: Int, after: Cursor): CampaignConnection! @cost(weight: 1000)
 }
 
 type CampaignConnection {
