@@ -203,8 +203,9 @@ func TestWebsocketProtocolErrors(t *testing.T) {
 	c.WriteJSON(wsMsg{ID: "s", Type: "complete"})
 	waitSubscribers(t, env, 0)
 	c.WriteJSON(wsMsg{ID: "q", Type: "subscribe", Payload: map[string]any{"query": "{ organization { id } }"}})
-	if got := ft.Dig(readUntil(t, c, "next").Payload, "data", "organization", "id"); got != a.Org.ID {
-		t.Fatalf("query after complete: %v", got)
+	m := readUntil(t, c, "next")
+	if got := ft.Dig(m.Payload, "data", "organization", "id"); got != a.Org.ID {
+		t.Fatalf("query after complete: %v (message %+v)", got, m)
 	}
 }
 
