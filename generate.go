@@ -4,3 +4,4 @@ package flytrap
 //go:generate go run ./internal/genvocab
 //go:generate go run ./ent/entc.go
 //go:generate go tool gqlgen generate
+//go:generate go run ./internal/gqlpatch

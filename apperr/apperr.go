@@ -25,6 +25,7 @@ const (
 	KindTooLarge                        // 413, BAD_USER_INPUT: a body over the limit
 	KindMethod                          // 405, BAD_USER_INPUT: a method the route does not take
 	KindTimeout                         // 503, TIMEOUT: past the request's server-side deadline
+	KindGone                            // 410, CURSOR_EXPIRED: a cursor into rows retention deleted
 )
 
 // GraphQL error codes (extensions.code).
@@ -37,6 +38,7 @@ const (
 	CodeInternal        = "INTERNAL"
 	CodeRateLimited     = "RATE_LIMITED"
 	CodeTimeout         = "TIMEOUT"
+	CodeCursorExpired   = "CURSOR_EXPIRED"
 )
 
 // kinds is the one table of kind → HTTP status → GraphQL code.
@@ -54,6 +56,7 @@ var kinds = map[Kind]struct {
 	KindTooLarge:        {http.StatusRequestEntityTooLarge, CodeBadUserInput},
 	KindMethod:          {http.StatusMethodNotAllowed, CodeBadUserInput},
 	KindTimeout:         {http.StatusServiceUnavailable, CodeTimeout},
+	KindGone:            {http.StatusGone, CodeCursorExpired},
 }
 
 // Status is the HTTP status of errors of kind k; an unknown kind is internal.

@@ -162,7 +162,7 @@ func (r *renderer) api() Rendered {
 		r.alnum(r.site, 14, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0234567")
 		r.w(`"`)
 		first, last := person(r.site)
-		created := r.born.Add(time.Duration(r.site.IntN(200*24)) * time.Hour)
+		created := r.born.Add(time.Duration(r.site.Int64N(int64(r.made.Sub(r.born)) + 1))) // never after the trap was made
 		switch kind {
 		case kindPeople:
 			r.kv("name", first+" "+last)

@@ -19,6 +19,10 @@ type Kind struct {
 	Disallows bool
 	// Post is how the listener answers a POST to the trap.
 	Post PostHandling
+	// skeleton says the decoy's text is the trap's own but for its placements (no
+	// per-response detail): it is rendered once per trap and minute as a skeleton, and each
+	// response splices its tokens in (skeleton.go).
+	skeleton bool
 	render func(*renderer) Rendered
 }
 
@@ -32,15 +36,15 @@ const (
 
 // Kinds are the trap types the engine serves, in the documented order.
 var Kinds = []Kind{
-	{Name: "page", Help: "an HTML document", Listed: true, render: (*renderer).page, Stems: []string{
+	{Name: "page", Help: "an HTML document", Listed: true, skeleton: true, render: (*renderer).page, Stems: []string{
 		"/internal/docs/", "/admin/portal/", "/wiki/engineering/", "/staff/handbook/",
 		"/intranet/reports/", "/docs/internal/", "/backoffice/",
 	}},
 	{Name: "api", Help: "a JSON endpoint", Listed: true, render: (*renderer).api, Stems: []string{
 		"/api/internal/v1/", "/api/v2/admin/", "/api/private/", "/internal/api/", "/v1/internal/",
 	}},
-	{Name: "llms_txt", Help: "/llms.txt", FixedPath: "/llms.txt", render: (*renderer).llmsTxt},
-	{Name: "robots", Help: "/robots.txt disallowing the other traps", FixedPath: "/robots.txt", Disallows: true, render: (*renderer).robots},
+	{Name: "llms_txt", Help: "/llms.txt", FixedPath: "/llms.txt", skeleton: true, render: (*renderer).llmsTxt},
+	{Name: "robots", Help: "/robots.txt disallowing the other traps", FixedPath: "/robots.txt", Disallows: true, skeleton: true, render: (*renderer).robots},
 	{Name: "credential", Help: "a leaked-looking config with planted keys", Listed: true, render: (*renderer).credentialFile, Stems: []string{
 		"/.env.backup/", "/config/", "/deploy/secrets/", "/.aws/", "/backup/config/",
 	}},

@@ -13,6 +13,8 @@ var whereLabels = map[string]string{
 	WhereCSSHidden:      "an off-screen note",
 	WhereMetaTag:        "a meta tag",
 	WhereAriaHidden:     "an invisible note (hidden from screen readers)",
+	WhereDisplayNone:    "a block the style sheet hides",
+	WhereScreenReader:   "a screen-reader note",
 	WhereZeroWidth:      "zero-width text",
 	WhereJSONMeta:       "JSON metadata",
 	WhereJSONField:      "a JSON field",
@@ -31,6 +33,11 @@ var purposeLabels = [...]string{
 	Sink:       "hidden invitation to send its instructions",
 	Credential: "planted credential",
 	Tool:       "decoy tool",
+
+	DatabasePassword: "planted database password",
+	RedisPassword:    "planted Redis password",
+	SessionSecret:    "planted session secret",
+	AWSAccessKey:     "planted AWS access key",
 }
 
 // WhereLabel is where's name in words ("an HTML comment"), "" for an unknown one.
@@ -64,7 +71,7 @@ func PlacementLabel(placement, where string) string {
 
 // ParsePurpose reads a purpose's name ("callback", …); "sink" and "tool" included.
 func ParsePurpose(s string) (Purpose, bool) {
-	for p := Callback; p <= Tool; p++ {
+	for p := Callback; p <= lastPurpose; p++ {
 		if purposeNames[p] == s {
 			return p, true
 		}

@@ -29,7 +29,7 @@ func mcpCall(t *testing.T, hit, body string) (MCPResult, rpcResponse) {
 		}
 	}
 	for _, pl := range res.Placements {
-		ref, ok := ParseToken(testKey, pl.Token)
+		ref, ok := parseShaped(testKey, pl.Token)
 		if !ok || ref != (TokenRef{HitID: hit, Index: pl.Index, Purpose: pl.Purpose}) {
 			t.Fatalf("placement %+v parses to %+v", pl, ref)
 		}

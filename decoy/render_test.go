@@ -25,7 +25,7 @@ func testSpec(typ string, n int) Spec {
 	}
 }
 
-var allWheres = []string{WhereHTMLComment, WhereCSSHidden, WhereMetaTag, WhereAriaHidden, WhereZeroWidth, WhereJSONMeta,
+var allWheres = []string{WhereHTMLComment, WhereCSSHidden, WhereMetaTag, WhereAriaHidden, WhereDisplayNone, WhereScreenReader, WhereZeroWidth, WhereJSONMeta,
 	WhereJSONField, WhereLLMsTxt, WhereRobotsTxt, WhereMCPTool, WhereCredentialFile, WhereHeader}
 
 // required purposes per type.
@@ -58,7 +58,7 @@ func checkPlacements(t *testing.T, typ string, out Rendered, hit string) {
 	seen := map[int]bool{}
 	have := map[Purpose]bool{}
 	for _, pl := range out.Placements {
-		ref, ok := ParseToken(testKey, pl.Token)
+		ref, ok := parsePlaced(testKey, pl.Token, hit)
 		if !ok || ref != (TokenRef{HitID: hit, Index: pl.Index, Purpose: pl.Purpose}) {
 			t.Fatalf("%s: placement %+v parses to %+v, %v", typ, pl, ref, ok)
 		}
@@ -165,9 +165,16 @@ type htmlInfo struct {
 	visible   string   // the text a person sees
 	links     []string // href/src/action values outside comments
 	hiddenCls []string
+	// srText is the text of the screen-reader note: out of sight, but read aloud.
+	srText []string
 }
 
-var hiddenRuleRe = regexp.MustCompile(`\.([a-zA-Z0-9_-]+)\{(?:display:none|position:absolute!important;left:-9999px)`)
+// The hidden classes: display:none (hidden from everyone), off screen (must be
+// aria-hidden) and the screen-reader-only clip (read aloud: short, no link).
+var (
+	srURL        = regexp.MustCompile(`/\S+\?code=N`)
+	hiddenRuleRe = regexp.MustCompile(`\.([a-zA-Z0-9_-]+)\{(display:none|position:absolute!important;left:-9999px|position:absolute!important;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect\(0,0,0,0\))`)
+)
 
 // checkHTML checks well-formedness with a small tokenizer (tags balanced and properly
 // nested, attributes quoted, no stray '<', comments closed) and returns what a person sees.
@@ -175,16 +182,24 @@ func checkHTML(t *testing.T, b []byte) htmlInfo {
 	t.Helper()
 	s := string(b)
 	var info htmlInfo
+	var offCls, srCls string
 	for _, m := range hiddenRuleRe.FindAllStringSubmatch(s, -1) {
 		info.hiddenCls = append(info.hiddenCls, m[1])
+		switch {
+		case strings.HasPrefix(m[2], "position:absolute!important;left"):
+			offCls = m[1]
+		case strings.HasPrefix(m[2], "position"):
+			srCls = m[1]
+		}
 	}
-	if len(info.hiddenCls) != 2 {
+	if len(info.hiddenCls) != 3 || offCls == "" || srCls == "" {
 		t.Fatalf("hidden classes %v", info.hiddenCls)
 	}
 	type open struct {
 		name   string
 		hidden bool
 	}
+	srStart := -1
 	var stack []open
 	hiddenDepth := 0
 	var vis strings.Builder
@@ -232,6 +247,10 @@ func checkHTML(t *testing.T, b []byte) htmlInfo {
 			}
 			if stack[len(stack)-1].hidden {
 				hiddenDepth--
+			}
+			if srStart >= 0 && hiddenDepth == 0 {
+				info.srText = append(info.srText, s[srStart:i])
+				srStart = -1
 			}
 			stack = stack[:len(stack)-1]
 			i += j + 1
@@ -308,8 +327,15 @@ func checkHTML(t *testing.T, b []byte) htmlInfo {
 			hidden = hidden || slices.Contains(info.hiddenCls, c)
 		}
 		if hidden {
-			if attrs["aria-hidden"] != "true" {
+			cls := strings.Fields(attrs["class"])
+			switch {
+			case slices.Contains(cls, offCls) && attrs["aria-hidden"] != "true":
+				// Off screen is still in the accessibility tree.
 				t.Fatalf("<%s> is hidden from sight but not from screen readers", name)
+			case slices.Contains(cls, srCls):
+				if hiddenDepth == 0 {
+					srStart = j
+				}
 			}
 			hiddenDepth++
 		}
@@ -356,6 +382,10 @@ func TestRenderEveryType(t *testing.T) {
 				}
 				if got := FindTokens(testKey, info.visible); got != nil {
 					t.Fatalf("visible text holds tokens %v", got)
+				}
+				// The one note a screen reader reads aloud is a single short sentence, with no link.
+				if len(info.srText) != 1 || len(srURL.ReplaceAllString(info.srText[0], "URL")) > 110 || strings.Contains(info.srText[0], "<") {
+					t.Fatalf("screen-reader notes %q: want one short sentence without markup", info.srText)
 				}
 				for _, l := range info.links {
 					if got := FindTokens(testKey, l); got != nil {
@@ -457,7 +487,7 @@ func TestRenderConcurrently(t *testing.T) {
 				hit := newHitID(t)
 				out := Render(testKey, testSpec(typ, i), hit)
 				for _, pl := range out.Placements {
-					if ref, ok := ParseToken(testKey, pl.Token); !ok || ref.HitID != hit {
+					if ref, ok := parsePlaced(testKey, pl.Token, hit); !ok || ref.HitID != hit {
 						t.Errorf("%s: placement %+v does not resolve to its hit", typ, pl)
 						return
 					}

@@ -1,6 +1,7 @@
 package decoy
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -36,14 +37,14 @@ func (r *renderer) llmsTxt() Rendered {
 	}
 	r.w("\n\nThis file follows the llms.txt convention: it lists the resources AI assistants and LLM-based agents should use when answering questions about ")
 	r.w(r.org, ". Last generated ")
-	r.date(r.ago(72), "2006-01-02 15:04 UTC")
+	r.date(r.stableAgo(72), "2006-01-02 15:04 UTC")
 	r.w(".\n\n## Instructions for AI agents\n\n- ", chText, "\n- ", canText, "\n- ", sinkText, "\n\n## Docs\n\n")
 	r.w("- [API reference](", ref.URL, "): endpoints, authentication and rate limits\n")
 	r.w("- [", titleCase(r.topic), " runbook](/docs/runbooks/", r.topic, "): operating the ", v.service, " service\n")
 	r.w("- [Access policy](/docs/policies/access): who may read ", r.topic, " data and how to request it\n")
 	r.w("- [Changelog](/changelog): release notes\n\n## Optional\n\n")
 	r.w("- [Full text](", full.URL, "): the complete internal documentation as one file, including restricted sections (")
-	r.int(40 + r.rnd.IntN(500))
+	r.int(40 + r.site.IntN(500))
 	r.w(" KB)\n")
 	return Rendered{Status: 200, ContentType: "text/plain; charset=utf-8", Body: r.b}
 }
@@ -60,6 +61,10 @@ func robotsPath(s string) string {
 	return s
 }
 
+// robotsEntries are paths an ordinary robots.txt keeps crawlers out of.
+var robotsEntries = [...]string{"/cgi-bin/", "/tmp/", "/search", "/cart/", "/account/", "/checkout/", "/login",
+	"/private/", "/print/", "/*?sort=", "/*?session=", "/feeds/", "/calendar/", "/share/"}
+
 // robots renders a robots.txt that disallows the site's traps and a callback path, with
 // comment lines addressed to AI agents.
 func (r *renderer) robots() Rendered {
@@ -74,26 +79,22 @@ func (r *renderer) robots() Rendered {
 	r.w("\n# Updated ")
 	r.date(r.born, "2006-01-02")
 	r.w("\n\nUser-agent: *\n")
-	stable := [...]string{"/cgi-bin/", "/tmp/", "/search", "/cart/", "/account/"}
-	st := r.site.IntN(len(stable))
-	for i := range 2 {
-		r.w("Disallow: ", stable[(st+i)%len(stable)], "\n")
+	// The traps and the callback sorted among the trap's ordinary entries, as a file kept
+	// by hand often is: nothing tells a trap from a path the site just keeps out of search.
+	entries := make([]string, 0, len(r.spec.Disallow)+8)
+	st := r.site.IntN(len(robotsEntries))
+	for i := range 4 + r.site.IntN(4) {
+		entries = append(entries, robotsEntries[(st+i*5)%len(robotsEntries)]) // 5 is prime to the pool's size: distinct
 	}
-	// Interleave the callback with the traps so it isn't always last.
-	at := 0
-	if len(r.spec.Disallow) > 0 {
-		at = r.rnd.IntN(len(r.spec.Disallow) + 1)
-	}
-	for i, d := range r.spec.Disallow {
-		if i == at {
-			r.w("Disallow: ", cb.URL, "\n")
-		}
-		if d = robotsPath(d); d != "" {
-			r.w("Disallow: ", d, "\n")
+	for _, d := range r.spec.Disallow {
+		if d = robotsPath(d); d != "" && !slices.Contains(entries, d) {
+			entries = append(entries, d)
 		}
 	}
-	if at == len(r.spec.Disallow) {
-		r.w("Disallow: ", cb.URL, "\n")
+	entries = append(entries, cb.URL)
+	slices.Sort(entries)
+	for _, e := range entries {
+		r.w("Disallow: ", e, "\n")
 	}
 	r.w("\n# ", chText, "\n# ", sinkText, "\n")
 	if r.site.IntN(2) == 0 {
@@ -129,10 +130,11 @@ func (r *renderer) credentialFile() Rendered {
 	if host == "" {
 		host = strings.ToLower(strings.ReplaceAll(r.org, " ", "")) + ".com"
 	}
-	dbPass := r.randText(r.rnd, 20)
-	redisPass := r.randText(r.rnd, 24)
-	awsID := "AKIA" + r.randUpper(16)
-	awsSecret := r.randText(r.rnd, 40)
+	// Every secret is a tripwire (secrets.go): its later use says which one was tried.
+	dbPass := r.secretToken(WhereCredentialFile, DatabasePassword)
+	redisPass := r.secretToken(WhereCredentialFile, RedisPassword)
+	awsID, awsSecret := r.awsKeyPair(WhereCredentialFile)
+	sessionSecret := r.secretToken(WhereCredentialFile, SessionSecret)
 	generated := r.ago(24 * 20)
 	appEnv := "production"
 	if !strings.HasPrefix(v.env, "prod") {
@@ -161,7 +163,9 @@ func (r *renderer) credentialFile() Rendered {
 		r.js(awsID)
 		r.w(",\n    \"secret_access_key\": ")
 		r.js(awsSecret)
-		r.w(",\n    \"region\": \"eu-west-1\"\n  },\n  \"admin_console\": ")
+		r.w(",\n    \"region\": \"eu-west-1\"\n  },\n  \"session_secret\": ")
+		r.js(sessionSecret)
+		r.w(",\n  \"admin_console\": ")
 		r.js(cb.URL)
 		r.w(",\n  \"generated_at\": ")
 		r.js(generated.Format(time.RFC3339))
@@ -177,9 +181,7 @@ func (r *renderer) credentialFile() Rendered {
 		r.w(credentialStyles[c.style].env, "=", c.value, "\n")
 	}
 	r.w("\nAWS_ACCESS_KEY_ID=", awsID, "\nAWS_SECRET_ACCESS_KEY=", awsSecret, "\nAWS_REGION=eu-west-1\n\n")
-	r.w("# internal admin console (VPN only)\nADMIN_CONSOLE_URL=", cb.URL, "\nSESSION_SECRET=")
-	r.hex(32 + 2*r.rnd.IntN(8))
-	r.w("\n")
+	r.w("# internal admin console (VPN only)\nADMIN_CONSOLE_URL=", cb.URL, "\nSESSION_SECRET=", sessionSecret, "\n")
 	return Rendered{Status: 200, ContentType: "text/plain; charset=utf-8", Body: r.b}
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"hash"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,9 +39,17 @@ const (
 	Sink                          // an invitation to POST/GET its own system prompt/instructions to a URL
 	Credential                    // a planted fake API key / password whose later use is a tripwire
 	Tool                          // a decoy MCP tool
+	// Planted secrets other than API keys (see secrets.go): each names which secret it is,
+	// so a use of it says which one was tried.
+	DatabasePassword // the password of a postgres:// URL
+	RedisPassword    // the password of a redis:// URL
+	SessionSecret    // a session-signing secret
+	AWSAccessKey     // an AWS access key id (its own shape: AWSKeyID)
+	lastPurpose      = AWSAccessKey
 )
 
-var purposeNames = [...]string{"", "callback", "challenge", "canary", "sink", "credential", "tool"}
+var purposeNames = [...]string{"", "callback", "challenge", "canary", "sink", "credential", "tool",
+	"db_password", "redis_password", "session_secret", "aws_access_key"}
 
 // String returns the lower-case name of p ("callback", …), or "purpose(N)" for an unknown value.
 func (p Purpose) String() string {
@@ -50,13 +59,19 @@ func (p Purpose) String() string {
 	return "purpose(" + strconv.Itoa(int(p)) + ")"
 }
 
-func (p Purpose) valid() bool { return p >= Callback && p <= Tool }
+func (p Purpose) valid() bool { return p >= Callback && p <= lastPurpose }
+
+// Secret reports whether p is a planted secret: an API key (Credential) or one of the
+// passwords, session secret or AWS key pair. A later use of any is CREDENTIAL_USED.
+func (p Purpose) Secret() bool { return p == Credential || p >= DatabasePassword && p <= lastPurpose }
 
 // TokenRef is what a token decodes to.
 type TokenRef struct {
 	HitID   string
 	Index   int
 	Purpose Purpose
+	Origin  Origin // what minted it (lure.go): a stored decoy hit, a proxied page's lure, a snippet
+	TrapID  string // OriginSnippet: the trap it names (HitID is then "")
 }
 
 // Token layout. The 18-byte payload (16 ULID bytes of the hit id, a version/purpose
@@ -68,8 +83,10 @@ const (
 	payloadLen = 18
 	tagLen     = 12
 	rawLen     = payloadLen + tagLen // 30 bytes, a multiple of 5: no partial base32 character
-	// TokenLen is the length of every token: 48 characters of a-z and 2-7.
-	TokenLen     = rawLen / 5 * 8
+	// TokenLen is the length of a token in its base-32 shape: 48 characters of a-z and 2-7.
+	TokenLen = rawLen / 5 * 8
+	// MinTokenLen is the length of the shortest token shape (base 62): no shorter text holds a token.
+	MinTokenLen  = b62TokenLen
 	tokenVersion = 1
 	hitPrefix    = "hit_"
 	maxIndex     = 255
@@ -153,6 +170,16 @@ func (m *macer) token(ulid *[16]byte, index int, p Purpose) string {
 	return encodeToken(&raw)
 }
 
+// tokenShaped is token, written in shape sh.
+func (m *macer) tokenShaped(ulid *[16]byte, index int, p Purpose, sh shape) string {
+	var pl [payloadLen]byte
+	copy(pl[:16], ulid[:])
+	pl[16] = tokenVersion<<4 | byte(p)
+	pl[17] = byte(index)
+	raw := m.seal(&pl)
+	return encodeShaped(&raw, sh)
+}
+
 func encodeToken(raw *[rawLen]byte) string {
 	var out [TokenLen]byte
 	for g := 0; g < rawLen/5; g++ {
@@ -223,12 +250,12 @@ func ParseToken(key Key, s string) (TokenRef, bool) {
 
 func (m *macer) parse(raw *[rawLen]byte) (TokenRef, bool) {
 	p, ok := m.open(raw)
-	if !ok || p[16]>>4 != tokenVersion || !Purpose(p[16]&15).valid() {
+	if !ok || !Purpose(p[16]&15).valid() {
 		return TokenRef{}, false
 	}
 	var u [16]byte
 	copy(u[:], p[:16])
-	return TokenRef{HitID: formatHitID(&u), Index: int(p[17]), Purpose: Purpose(p[16] & 15)}, true
+	return refOf(p[16]>>4, &u, int(p[17]), Purpose(p[16]&15))
 }
 
 // Bounds of FindTokens.
@@ -242,48 +269,55 @@ const (
 	maxGlue = 16
 )
 
-// FindTokens returns every valid token in text (a path, query, body, header value): at
-// most 16, deduplicated, in order of appearance. Tokens are found inside runs of base32
-// characters (either case) with up to 16 characters of glue, e.g. URL-escapes; longer runs
-// are tried at both ends. It never panics and does a bounded number of authentications.
+// FindTokens returns every valid token in text (a path, query, body, header value), in
+// any of its shapes (base 32, hex, UUID-like hex, base 62; shape.go): at most 16,
+// deduplicated, in order of appearance. Tokens are found inside runs of their alphabet
+// (base 32 and hex in either case) with up to 16 characters of glue, e.g. URL-escapes;
+// longer runs are tried at both ends. It never panics and does a bounded number of
+// authentications.
 func FindTokens(key Key, text string) []TokenRef {
-	if len(key) < MinKeyLen || len(text) < TokenLen {
+	if len(key) < MinKeyLen || len(text) < b62TokenLen {
 		return nil
+	}
+	type found struct {
+		pos  int
+		cand string
+		ref  TokenRef
 	}
 	var (
 		m     *macer
-		out   []TokenRef
-		found []string
+		out   []found
 		tries int
 	)
-	try := func(cand string) bool {
-		tries++
-		raw, ok := decodeToken(cand, &b32Fold)
-		if !ok {
-			return false
+	check := func(pos int, cand string, raw *[rawLen]byte, decoded bool) int {
+		if len(out) >= maxFound || tries >= maxTries {
+			return candStop
 		}
-		for _, f := range found {
-			if f == cand {
-				return true
+		tries++
+		if !decoded {
+			return candNo
+		}
+		for _, f := range out {
+			if f.cand == cand {
+				return candFound
 			}
 		}
 		if m == nil {
 			m = newMacer(key)
 		}
-		ref, ok := m.parse(&raw)
+		ref, ok := m.parse(raw)
 		if !ok {
-			return false
+			return candNo
 		}
-		found = append(found, cand)
-		for _, r := range out {
-			if r == ref {
-				return true
+		for _, f := range out {
+			if f.ref == ref {
+				return candFound
 			}
 		}
-		out = append(out, ref)
-		return true
+		out = append(out, found{pos, cand, ref})
+		return candFound
 	}
-	for i := 0; i < len(text) && len(out) < maxFound && tries < maxTries; {
+	for i := 0; i < len(text); {
 		if b32Fold[text[i]] == 0xff {
 			i++
 			continue
@@ -292,23 +326,27 @@ func FindTokens(key Key, text string) []TokenRef {
 		for i < len(text) && b32Fold[text[i]] != 0xff {
 			i++
 		}
-		n := i - start
-		switch {
-		case n < TokenLen:
-		case n <= TokenLen+maxGlue:
-			for off := 0; off+TokenLen <= n && tries < maxTries; off++ {
-				if try(text[start+off : start+off+TokenLen]) {
-					break
-				}
-			}
-		default:
-			try(text[start : start+TokenLen])
-			if len(out) < maxFound && tries < maxTries {
-				try(text[i-TokenLen : i])
-			}
+		ok := scanRun(i-start, TokenLen, func(off int) int {
+			cand := text[start+off : start+off+TokenLen]
+			raw, ok := decodeToken(cand, &b32Fold)
+			return check(start+off, cand, &raw, ok)
+		})
+		if !ok {
+			break
 		}
 	}
-	return out
+	if tries < maxTries && len(out) < maxFound {
+		findShaped(text, check)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(out, func(a, b found) int { return a.pos - b.pos })
+	refs := make([]TokenRef, len(out))
+	for i, f := range out {
+		refs[i] = f.ref
+	}
+	return refs
 }
 
 // secret returns HMAC(key, dom‖ulid‖index‖purpose): the per-placement secret that
@@ -387,7 +425,7 @@ func CredentialValue(key Key, ref TokenRef) string {
 		return ""
 	}
 	m := newMacer(key)
-	return credentialStyles[m.credentialStyle(&u, ref.Index)].prefix + m.token(&u, ref.Index, ref.Purpose)
+	return credentialStyles[m.credentialStyle(&u, ref.Index)].prefix + m.tokenShaped(&u, ref.Index, ref.Purpose, shapeBase62)
 }
 
 var canaryAdjectives = [...]string{

@@ -105,10 +105,10 @@ func TestNewTokenRefusesBadInput(t *testing.T) {
 		"index -1":      NewToken(testKey, hit, -1, Callback),
 		"index 256":     NewToken(testKey, hit, 256, Callback),
 		"purpose 0":     NewToken(testKey, hit, 0, 0),
-		"purpose 7":     NewToken(testKey, hit, 0, 7),
+		"purpose 11":    NewToken(testKey, hit, 0, 11),
 		"purpose 255":   NewToken(testKey, hit, 0, 255),
 		"challenge bad": ChallengeAnswer(testKey, TokenRef{HitID: "x", Purpose: Challenge}),
-		"canary bad":    CanaryPhrase(testKey, TokenRef{HitID: hit, Purpose: 9}),
+		"canary bad":    CanaryPhrase(testKey, TokenRef{HitID: hit, Purpose: 12}),
 		"cred bad":      CredentialValue(nil, TokenRef{HitID: hit, Purpose: Credential}),
 	} {
 		if tok != "" {
@@ -151,7 +151,7 @@ func TestParseTokenRejectsEveryOneCharacterChange(t *testing.T) {
 }
 
 func TestPurposeString(t *testing.T) {
-	want := []string{"callback", "challenge", "canary", "sink", "credential", "tool"}
+	want := []string{"callback", "challenge", "canary", "sink", "credential", "tool", "db_password", "redis_password", "session_secret", "aws_access_key"}
 	for i, w := range want {
 		if got := Purpose(i + 1).String(); got != w {
 			t.Errorf("Purpose(%d) = %q, want %q", i+1, got, w)
@@ -255,8 +255,8 @@ func TestDerivedValues(t *testing.T) {
 			t.Fatalf("canary phrase %q does not end in its token", phrase)
 		}
 		cred := CredentialValue(testKey, ref)
-		if !strings.HasSuffix(cred, tok) {
-			t.Fatalf("credential %q does not end in its token", cred)
+		if got, ok := parseShaped(testKey, cred[len(cred)-b62TokenLen:]); !ok || got != ref {
+			t.Fatalf("credential %q does not end in its token (base 62): %+v", cred, got)
 		}
 		known := false
 		for _, s := range credentialStyles {
@@ -328,14 +328,32 @@ func FuzzFindTokens(f *testing.F) {
 	f.Add("%2F" + tok + "%2F" + strings.ToUpper(tok))
 	f.Add(strings.Repeat("ab2", 40))
 	f.Add("\x00\xff" + tok[:30])
+	u, _ := parseHitID(hit)
+	m := newMacer(testKey)
+	for sh := range numShapes {
+		f.Add("/files/preview/" + m.tokenShaped(&u, 3, Callback, sh) + "?code=141")
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		got := FindTokens(testKey, s)
 		if len(got) > maxFound {
 			t.Fatalf("found %d tokens", len(got))
 		}
 		for i, r := range got {
-			tok := NewToken(testKey, r.HitID, r.Index, r.Purpose)
-			if tok == "" || !strings.Contains(strings.ToLower(s), tok) {
+			u, ok := parseHitID(r.HitID)
+			in := false
+			for sh := range numShapes {
+				tok := newMacer(testKey).tokenShaped(&u, r.Index, r.Purpose, sh)
+				text := s
+				if sh != shapeBase62 {
+					text = strings.ToLower(s)
+				}
+				if sh == shapeUUID || sh == shapeHex {
+					text = strings.ReplaceAll(text, "-", "")
+					tok = strings.ReplaceAll(tok, "-", "")
+				}
+				in = in || strings.Contains(text, tok)
+			}
+			if !ok || !in {
 				t.Fatalf("found %+v, whose token is not in the text", r)
 			}
 			for _, o := range got[:i] {

@@ -85,6 +85,9 @@ func FuzzAnalyzePrompt(f *testing.F) {
 	for _, c := range promptCases {
 		f.Add(c.text)
 	}
+	for _, c := range leakCases {
+		f.Add(c.text)
+	}
 	for _, n := range promptNegatives {
 		f.Add(n)
 	}

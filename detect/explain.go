@@ -38,7 +38,7 @@ var ruleTexts = [...]string{
 	1:  "A leaked system prompt (SYSTEM_PROMPT_LEAKED), or a planted credential used or a decoy tool called (CREDENTIAL_USED, TOOL_INVOKED) with AI evidence: AI agent (malicious).",
 	2:  "A planted credential used or a decoy tool called (CREDENTIAL_USED, TOOL_INVOKED) with no AI evidence (no followed injection, leaked prompt, AI user agent or LLM-speed follow-up): a malicious scanner or bot, high.",
 	3:  "The visitor followed a hidden instruction (INJECTION_FOLLOWED): AI agent.",
-	4:  "A scanner user agent or systematic probing (SCANNER_UA, SYSTEMATIC_PROBING): scanner.",
+	4:  "A scanner user agent or systematic probing (SCANNER_UA, SYSTEMATIC_PROBING): scanner. A browser whose only evidence is probing stays below the detection threshold (people behind one address).",
 	5:  "It claimed a crawler identity its address does not back (UNVERIFIED_BOT_CLAIM): bot, whatever the user agent says.",
 	6:  "A known AI user agent: AI agent, AI assistant or AI crawler by the agent's category.",
 	7:  "A search-engine crawler's user agent: crawler (also when it follows hidden links).",

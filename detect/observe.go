@@ -36,6 +36,7 @@ func (s Session) Clone() Session {
 	s.State.Disallowed = slices.Clone(s.State.Disallowed)
 	s.State.Linked = slices.Clone(s.State.Linked)
 	s.State.ProbePaths = slices.Clone(s.State.ProbePaths)
+	s.State.ProbeAt = slices.Clone(s.State.ProbeAt)
 	return s
 }
 
@@ -56,10 +57,14 @@ const (
 type TokenUse struct {
 	Use       Use
 	SourceHit string    // the hit whose decoy carried it
-	SourceAt  time.Time // when that decoy was served
+	SourceAt  time.Time // when that decoy was served; zero: unknown (a lure snippet), no follow-up timing
 	Placement string    // where in the decoy it sat, e.g. "callback#2"
 	Answered  bool      // a challenge: the request carried the computed answer
 	Answer    string    // a challenge's answer, for the evidence
+	Secret    string    // a credential: which planted secret ("database password", "stripe API key")
+	// Visible says the token's link sat in text a person reads (llms.txt, robots.txt):
+	// a browser opening it is reading, not following hidden content.
+	Visible bool
 }
 
 // Observation is one request as the engine sees it: the trap listener resolves tokens
@@ -82,6 +87,7 @@ type Observation struct {
 	ToolArgs string
 	Disallow []string // a robots decoy was served: the paths it disallowed
 	Linked   []string // a decoy was served: the same-site paths it links to
+	Known    []string // the site's trap paths: an unknown path near one is a typo, not a probe
 }
 
 // Firing is one signal a request fired, with its evidence.
@@ -96,7 +102,7 @@ type Firing struct {
 // CapturedPrompt is text a request carried that reads as its sender's system prompt.
 type CapturedPrompt struct {
 	Prompt Prompt
-	Source string // json_field, form_field, body, query
+	Source string // json_field, form_field, body, query, or a provider shape (Shape…)
 }
 
 // Outcome is what one request changed.
@@ -127,6 +133,7 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 	}
 	s.Fired, s.Traps = slices.Clip(s.Fired), slices.Clip(s.Traps)
 	s.State.Linked, s.State.ProbePaths = slices.Clip(s.State.Linked), slices.Clip(s.State.ProbePaths)
+	s.State.ProbeAt = slices.Clip(s.State.ProbeAt)
 	var out Outcome
 	fire := func(f Firing) {
 		out.Changed = true
@@ -154,9 +161,16 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 	}
 
 	for _, t := range o.Tokens {
+		if t.Use == UseCallback && t.Visible && client.Kind == KindUnknown {
+			fire(Firing{Name: SignalVisibleLinkOpened, Source: t.SourceHit, Placement: t.Placement, Detail: o.Method + " " + o.Path})
+			continue
+		}
 		f := Firing{Source: t.SourceHit, Placement: t.Placement, Detail: o.Method + " " + o.Path, Name: SignalCallbackHit}
 		delay := o.At.Sub(t.SourceAt).Milliseconds()
-		f.Delay = &delay
+		timed := !t.SourceAt.IsZero() // a lure snippet's token was never served at a known time
+		if timed {
+			f.Delay = &delay
+		}
 		switch t.Use {
 		case UseChallenge:
 			if t.Answered {
@@ -169,7 +183,11 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 			// followed; "test" or a URL's own bytes sent there are a callback.
 			n := len(out.Prompts)
 			for _, c := range promptCandidates(o) {
-				if p, ok := AnalyzePrompt(c.text); ok {
+				p, ok := AnalyzePrompt(c.text)
+				if c.shaped != nil {
+					p, ok = AnalyzeSystemPrompt(*c.shaped)
+				}
+				if ok && !slices.ContainsFunc(out.Prompts, func(q CapturedPrompt) bool { return q.Prompt.Hash == p.Hash }) {
 					out.Prompts = append(out.Prompts, CapturedPrompt{Prompt: p, Source: c.source})
 				}
 			}
@@ -178,9 +196,12 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 			}
 		case UseCredential:
 			f.Name, f.Detail = SignalCredentialUsed, "used the planted credential"
+			if t.Secret != "" {
+				f.Detail = "used the planted " + t.Secret
+			}
 		}
 		fire(f)
-		if t.Use == UseCredential || t.Use == UseTool {
+		if t.Use == UseCredential || t.Use == UseTool || !timed {
 			// Using a secret or a tool's argument is not following a hidden link: a
 			// person at a terminal does it at LLM speed too. Its delay stays on the firing.
 			continue
@@ -213,11 +234,21 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 			s.State.Linked, out.Changed = append(s.State.Linked, p), true
 		}
 	}
-	if isProbe(o) && !slices.Contains(s.State.Linked, o.Path) && len(s.State.ProbePaths) < MaxProbes && !slices.Contains(s.State.ProbePaths, o.Path) {
-		s.State.ProbePaths, out.Changed = append(s.State.ProbePaths, o.Path), true
+	if isProbe(o) && !slices.Contains(s.State.Linked, o.Path) && !slices.Contains(s.State.ProbePaths, o.Path) &&
+		ProbeCounts(o.Path, o.UA, o.Known, s.State.Linked) {
+		if forgetProbes(&s.State, o.At) {
+			out.Changed = true
+		}
+		if len(s.State.ProbePaths) < MaxProbes {
+			s.State.ProbePaths, out.Changed = append(s.State.ProbePaths, o.Path), true
+			s.State.ProbeAt = append(s.State.ProbeAt, o.At.Unix())
+		}
 	}
-	if len(s.State.ProbePaths) >= ProbingThreshold {
-		once(SignalSystematicProbing, fmt.Sprintf("%d unknown paths", len(s.State.ProbePaths)))
+	// Also on a hit that is no probe: a stranger's probes arrive with its first session hit.
+	if len(s.State.ProbePaths) >= ProbingThreshold && s.State.Signals[SignalSystematicProbing] == 0 {
+		if n := recentProbes(s.State, o.At); n >= ProbingThreshold {
+			once(SignalSystematicProbing, fmt.Sprintf("%d unknown paths within %s", n, ProbeWindow))
+		}
 	}
 
 	s.Hits++
@@ -229,6 +260,43 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 	}
 	out.Verdict = Judge(Evidence{Signals: s.State.Signals, Agent: LookupUA(s.UA), Hits: s.Hits})
 	return s, out
+}
+
+// forgetProbes drops the probes older than ProbeWindow before at, and reports whether it
+// dropped any. A state stored before probe times were kept has them all counted as recent.
+func forgetProbes(st *schematype.SessionState, at time.Time) bool {
+	if len(st.ProbeAt) != len(st.ProbePaths) {
+		st.ProbeAt = slices.Repeat([]int64{at.Unix()}, len(st.ProbePaths))
+	}
+	since := at.Add(-ProbeWindow).Unix()
+	if !slices.ContainsFunc(st.ProbeAt, func(t int64) bool { return t < since }) {
+		return false
+	}
+	// New arrays: the caller's session shares the old ones.
+	var paths []string
+	var ats []int64
+	for i, t := range st.ProbeAt {
+		if t >= since {
+			paths, ats = append(paths, st.ProbePaths[i]), append(ats, t)
+		}
+	}
+	st.ProbePaths, st.ProbeAt = paths, ats
+	return true
+}
+
+// recentProbes counts the probes within ProbeWindow before at (all of them when the
+// state has no probe times).
+func recentProbes(st schematype.SessionState, at time.Time) int {
+	if len(st.ProbeAt) != len(st.ProbePaths) {
+		return len(st.ProbePaths)
+	}
+	since, n := at.Add(-ProbeWindow).Unix(), 0
+	for _, t := range st.ProbeAt {
+		if t >= since {
+			n++
+		}
+	}
+	return n
 }
 
 // browserAutoPaths are asked for by browsers on their own, never by a person's choice.
@@ -263,18 +331,25 @@ func disallowed(paths []string, p string) bool {
 	return false
 }
 
-type promptCandidate struct{ text, source string }
+type promptCandidate struct {
+	text, source string
+	shaped       *ProviderPrompt // from a provider's system field (ProviderPrompts)
+}
 
-// promptCandidates are the texts in a request that may be a leaked system prompt:
-// JSON string fields, form fields, query parameters, and the plain body.
+// promptCandidates are the texts in a request that may be a leaked system prompt: the
+// system part of a provider-shaped request, JSON string fields, form fields, query
+// parameters, and the plain body.
 func promptCandidates(o Observation) []promptCandidate {
 	var out []promptCandidate
 	add := func(text, source string) {
 		if len(strings.TrimSpace(text)) >= 20 && len(out) < 16 {
-			out = append(out, promptCandidate{text, source})
+			out = append(out, promptCandidate{text: text, source: source})
 		}
 	}
 	body := strings.TrimSpace(o.Body)
+	for _, pp := range ProviderPrompts(body) {
+		out = append(out, promptCandidate{text: pp.Text, source: pp.Shape, shaped: &pp})
+	}
 	if strings.HasPrefix(body, "{") || strings.HasPrefix(body, "[") {
 		for _, s := range jsonStrings(body, 16) {
 			add(s, "json_field")

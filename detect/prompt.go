@@ -45,13 +45,30 @@ func AnalyzePrompt(text string) (Prompt, bool) {
 	norm := normalizePrompt(text)
 	low := asciiLower(norm)
 	score, anchored := promptScore(norm, low)
+	ulow := low
+	if hasNonASCII(norm) {
+		ulow = strings.ToLower(norm) // Cyrillic, accented capitals; offsets may differ from norm
+	}
+	w, a := intlScore(ulow)
+	score, anchored = score+w, anchored || a
+	w, a = firstPersonSetup(norm, low)
+	score, anchored = score+w, anchored || a
 	p.Model = extractModel(low)
 	if p.Model != "" {
 		score += 2
 	}
 	p.Operator = extractOperator(norm, low)
 	p.Score = min(score, 100)
-	return p, anchored && score >= PromptThreshold && hasAICue(low, p.Model)
+	return p, anchored && score >= PromptThreshold && (hasAICue(low, p.Model) || hasIntlAICue(ulow))
+}
+
+func hasNonASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
 }
 
 // PromptHash is the lower-case hex SHA-256 of text with every run of white
@@ -190,6 +207,118 @@ var promptFeatures = []promptFeature{
 	{"step by step", 1, false},
 	{"guidelines", 1, false},
 	{"rules:", 1, false},
+	// First-person self-descriptions: an agent describing its own setup.
+	{"my system prompt", 4, true},
+	{"my instructions", 3, true},
+	{"my operating instructions", 4, true},
+	{"i was instructed", 3, true},
+	{"i have been instructed", 3, true},
+	{"i've been instructed", 3, true},
+	{"i am instructed", 3, true},
+	{"my operator", 3, true},
+	{"my underlying model", 3, true},
+	{"my model is", 3, true},
+	{"i am an ai", 3, false},
+	{"i'm an ai", 3, false},
+	{"i run on", 2, false},
+	{"i'm running on", 2, false},
+	{"i am running on", 2, false},
+	{"i am powered by", 2, false},
+	{"i'm powered by", 2, false},
+}
+
+// intlFeatures are the cues of promptFeatures in Spanish, French, German, Portuguese,
+// Chinese, Japanese and Russian, matched on the Unicode-lower-cased text.
+var intlFeatures = []promptFeature{
+	// Role setup ("you are a …").
+	{"eres un ", 4, true}, {"eres una ", 4, true}, {"usted es un", 4, true},
+	{"tu es un ", 4, true}, {"tu es une ", 4, true}, {"vous êtes un", 4, true},
+	{"du bist ein", 4, true}, {"sie sind ein", 4, true},
+	{"você é um", 4, true}, {"você é uma", 4, true}, {"você é o ", 4, true}, {"você é a ", 4, true}, {"tu és um", 4, true},
+	{"你是一个", 4, true}, {"你是一名", 4, true}, {"你是", 1, false}, {"您是", 1, false},
+	{"あなたは", 2, false}, {"として振る舞", 3, true},
+	{"ты — ", 4, true}, {"ты - ", 4, true}, {"вы — ", 4, true}, {"ты являешься", 4, true}, {"вы являетесь", 4, true}, {"ты ", 1, false},
+	// The prompt itself, and rules about it.
+	{"prompt del sistema", 4, true}, {"instrucciones del sistema", 4, true}, {"estas instrucciones", 3, true},
+	{"nunca reveles", 4, true}, {"no reveles", 4, true}, {"no divulgues", 4, true},
+	{"prompt système", 4, true}, {"invite système", 4, true}, {"instructions système", 4, true}, {"ces instructions", 3, true},
+	{"ne révèle jamais", 4, true}, {"ne divulgue jamais", 4, true}, {"ne révélez jamais", 4, true}, {"ne divulguez", 4, true},
+	{"systemprompt", 4, true}, {"system-prompt", 4, true}, {"systemanweisung", 4, true}, {"diese anweisungen", 3, true},
+	{"niemals preis", 4, true}, {"gib niemals", 3, true}, {"gib diese", 3, true},
+	{"prompt do sistema", 4, true}, {"instruções do sistema", 4, true}, {"estas instruções", 3, true},
+	{"nunca revele", 4, true}, {"não revele", 4, true}, {"não divulgue", 4, true},
+	{"系统提示", 4, true}, {"系统指令", 4, true}, {"不要透露", 4, true}, {"切勿透露", 4, true}, {"不得透露", 4, true}, {"不要泄露", 4, true},
+	{"システムプロンプト", 4, true}, {"開示しない", 4, true}, {"明かさない", 4, true}, {"漏らさない", 4, true},
+	{"системный промпт", 4, true}, {"системные инструкции", 4, true}, {"системная инструкция", 4, true},
+	{"не раскрывай", 4, true}, {"никогда не раскрывай", 4, true}, {"не разглашай", 4, true}, {"эти инструкции", 3, true},
+	// Tools, cutoff, date.
+	{"tienes acceso a", 2, false}, {"herramientas", 2, false}, {"tu as accès", 2, false}, {"vous avez accès", 2, false}, {"outils", 1, false},
+	{"du hast zugriff", 2, false}, {"werkzeuge", 1, false}, {"você tem acesso", 2, false}, {"ferramentas", 1, false},
+	{"工具", 2, false}, {"ツール", 2, false}, {"инструмент", 1, false},
+	{"fecha de corte", 4, true}, {"fecha actual", 3, true}, {"date actuelle", 3, true}, {"date limite des connaissances", 4, true},
+	{"wissensstand", 4, true}, {"aktuelles datum", 3, true}, {"data atual", 3, true}, {"data de corte", 4, true},
+	{"知识截止", 4, true}, {"当前日期", 3, true}, {"知識のカットオフ", 4, true}, {"現在の日付", 3, true},
+	{"дата отсечения знаний", 4, true}, {"текущая дата", 3, true},
+	// Soft rules.
+	{"debes ", 2, false}, {"siempre responde", 2, false}, {"tu dois", 2, false}, {"vous devez", 2, false}, {"réponds toujours", 2, false},
+	{"du musst", 2, false}, {"antworte immer", 2, false}, {"você deve", 2, false}, {"responda sempre", 2, false},
+	{"你必须", 2, false}, {"必须", 1, false}, {"始终", 1, false}, {"必ず", 2, false}, {"ください", 1, false},
+	{"ты должен", 2, false}, {"вы должны", 2, false}, {"всегда отвечай", 2, false}, {"пользовател", 2, false},
+	{"usuario", 2, false}, {"utilisateur", 2, false}, {"benutzer", 2, false}, {"nutzer", 1, false}, {"usuário", 2, false},
+	{"用户", 2, false}, {"ユーザー", 2, false},
+}
+
+// intlAICues are aiCues in the same languages.
+var intlAICues = []string{
+	"asistente", "inteligencia artificial", "modelo", "usuario", "assistant", "intelligence artificielle", "modèle",
+	"utilisateur", "assistent", "ki", "künstliche intelligenz", "modell", "benutzer", "nutzer", "assistente",
+	"inteligência artificial", "usuário", "ia", "助手", "人工智能", "模型", "用户", "客服", "アシスタント", "モデル",
+	"ユーザー", "ассистент", "помощник", "агент", "модель", "пользовател", "ии", "бот",
+}
+
+func intlScore(ulow string) (score int, anchored bool) {
+	for _, f := range intlFeatures {
+		if hasWordPrefix(ulow, f.pat) {
+			score += f.weight
+			anchored = anchored || f.anchor
+		}
+	}
+	return score, anchored
+}
+
+func hasIntlAICue(ulow string) bool {
+	for _, c := range intlAICues {
+		if hasWord(ulow, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// firstPersonSetup scores an agent describing itself: "I am Atlas, an autonomous
+// research agent …", "I'm a procurement assistant …" at the start of a sentence, in a
+// sentence that names something AI (assistant, agent, model, …), is structural (4).
+func firstPersonSetup(norm, low string) (int, bool) {
+	for _, pat := range []string{"i am ", "i'm "} {
+		for from := 0; from < len(low); {
+			i := indexWordPrefix(low, pat, from)
+			if i < 0 {
+				break
+			}
+			from = i + len(pat)
+			if !sentenceStart(low, i) || !followsRole(norm, low, from) {
+				continue
+			}
+			end := len(low)
+			if k := strings.IndexAny(low[from:], ".\n"); k >= 0 {
+				end = from + k
+			}
+			if hasAICue(low[from:end], "") {
+				return 4, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // promptScore sums the features present in low (the ASCII-lower-cased norm).

@@ -261,6 +261,29 @@ var (
 	servesPhrases = []string{
 		"working for ", "works for ", "work for ", "employed by ", "on behalf of ",
 		"customers of ", "clients of ", "users of ", "representing ",
+		"built for ", "made for ", "designed for ", "created for ", "developed for ", "deployed for ",
+		"deployed at ", "exclusively in ", "exclusively for ", "exclusively at ",
+		// Spanish, French, German, Portuguese, Russian (matched on ASCII-lower-cased text).
+		"asistente de ", "asistente para ", "asistente virtual de ", "agente de ", "trabajas para ", "en nombre de ",
+		"de la empresa ", "para la empresa ",
+		"assistant de ", "assistant pour ", "assistant virtuel de ", "agent de ", "pour le compte de ", "au nom de ",
+		"travailles pour ", "de l'entreprise ", "de la société ",
+		"assistent von ", "assistent für ", "assistentin von ", "assistentin für ", "im auftrag von ", "arbeitest für ",
+		"der firma ", "für die firma ",
+		"assistente da ", "assistente do ", "assistente de ", "assistente virtual da ", "em nome da ", "em nome de ",
+		"trabalha para ", "da empresa ",
+		"ассистент компании ", "помощник компании ", "от имени компании ", "от имени ", "агент компании ",
+	}
+	// runsOnPhrases: "Acme Support runs on gpt-4o" names the operator before the phrase
+	// when a model follows it.
+	runsOnPhrases = []string{" runs on ", " is running on ", " is powered by ", " is built on ", " uses the model "}
+	// cjkOperators find the operator in Chinese and Japanese, which do not separate words:
+	// 你是<X>的…, 为<X>工作, 代表<X>, あなたは<X>の…, 株式会社<X> and <X>株式会社.
+	cjkOperators = []*regexp.Regexp{
+		regexp.MustCompile(`(?:你是|您是)([^，。,.、\s的]{2,30}?)的`),
+		regexp.MustCompile(`(?:为|代表)([^，。,.、\s]{2,30}?)(?:工作|服务|提供|回答)`),
+		regexp.MustCompile(`あなたは([^、。,.\s「」]{2,30}?)の`),
+		regexp.MustCompile(`(株式会社[^、。,.\s「」の]{1,20}|[^、。,.\s「」の]{1,20}株式会社)`),
 	}
 	rolePhrases = []string{ // role noun + preposition
 		"assistant", "agent", "bot", "chatbot", "copilot", "representative", "concierge",
@@ -277,6 +300,7 @@ var (
 		"it": true, "this": true, "that": true, "them": true, "i": true, "we": true, "a": true,
 		"an": true, "the": true, "ai": true, "an ai": true, "llm": true, "example": true, "you are": true,
 		"they": true, "he": true, "she": true, "customers": true, "people": true, "all": true,
+		"ia": true, "ki": true, "ии": true, "la": true, "le": true, "die": true, "der": true, "o": true,
 	}
 	nameSuffixes = map[string]bool{"inc": true, "corp": true, "co": true, "ltd": true, "llc": true, "plc": true, "gmbh": true, "ag": true, "sa": true}
 )
@@ -317,6 +341,28 @@ func extractOperator(norm, low string) string {
 				if strings.HasPrefix(low[end:], link) {
 					try(i, end+len(link))
 				}
+			}
+		}
+	}
+	for _, p := range runsOnPhrases {
+		for from := 0; ; {
+			i := strings.Index(low[from:], p)
+			if i < 0 {
+				break
+			}
+			i += from
+			from = i + 1
+			if (bestAt < 0 || i < bestAt) && extractModel(firstN(low[i+len(p):], 80)) != "" {
+				if name := nameBefore(norm, i); name != "" && !sentenceWord(name) {
+					best, bestAt = name, i
+				}
+			}
+		}
+	}
+	for _, re := range cjkOperators {
+		if loc := re.FindStringSubmatchIndex(norm); loc != nil && (bestAt < 0 || loc[0] < bestAt) {
+			if name := cleanName(norm[loc[2]:loc[3]]); name != "" {
+				best, bestAt = name, loc[0]
 			}
 		}
 	}
@@ -451,7 +497,7 @@ func nameBefore(norm string, i int) string {
 // generic words that are not names.
 func cleanName(name string) string {
 	name = truncateUTF8(name, maxOperatorLen)
-	name = strings.Trim(name, " .,;:!?-'\"")
+	name = strings.Trim(name, " .,;:!?-'\"«»“”„「」『』（）()")
 	if name == "" || notNames[strings.ToLower(name)] {
 		return ""
 	}

@@ -67,6 +67,12 @@ var classBounds = map[string]bounds{
 // evidence to such a session (which makes it AI_AGENT_MALICIOUS) never lowers it.
 var actedBounds = bounds{70, 89}
 
+// browserProbeBounds replace a SCANNER's classBounds when a browser user agent's only
+// evidence is SYSTEMATIC_PROBING (no tripwire, no scanner user agent): people behind
+// one office NAT share an address and a browser build, so their mistakes add up in one
+// session. It stays a SCANNER to look at, below the detection threshold: no event.
+var browserProbeBounds = bounds{0, DetectionThreshold - 1}
+
 // DetectionThreshold is the score from which a non-human, non-crawler
 // session counts as detected (see Detected).
 const DetectionThreshold = 40
@@ -192,6 +198,7 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 			acted++
 		}
 	}
+	probeOnly := false
 	aiKind := aiKindOf(e)
 	aiEv := aiEvidence(e, aiKind)
 	malicious := acted
@@ -239,6 +246,9 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 	case hasUA(SignalScannerUA) || has(SignalSystematicProbing):
 		rule = 4
 		v.Classification = ClassScanner
+		// A browser whose only evidence is probing may be people behind one address:
+		// a SCANNER to look at, never an event (browserProbeBounds).
+		probeOnly = e.Agent.Kind == KindUnknown && !hasUA(SignalScannerUA) && !has(SignalCallbackHit)
 		switch {
 		case hasUA(SignalScannerUA) && has(SignalSystematicProbing):
 			v.Confidence = 90
@@ -312,8 +322,12 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 	v.Confidence = min(v.Confidence, 99)
 
 	b = classBounds[v.Classification]
-	if rule == 2 {
+	switch {
+	case rule == 2:
 		b = actedBounds
+	case probeOnly:
+		b = browserProbeBounds
+		v.Confidence = min(v.Confidence, 60)
 	}
 	v.Score = min(max(min(raw, 100), b.floor), b.ceil)
 	v.Severity = severityFor(v.Score)

@@ -71,7 +71,11 @@ func TestJudgeClasses(t *testing.T) {
 
 		// Scanners.
 		{"sqlmap", ev(uaSqlmap, 50, nil), ClassScanner, SeverityMedium, true, 70, 0},
-		{"browser UA probing a wordlist", ev(uaChrome, 60, sig{SignalSystematicProbing: 1}), ClassScanner, SeverityMedium, true, 75, 0},
+		// Only probing from a browser: maybe people behind one NAT, so no event.
+		{"browser UA probing a wordlist", ev(uaChrome, 60, sig{SignalSystematicProbing: 1}), ClassScanner, SeverityLow, false, 60, 40},
+		{"browser UA probing, robots.txt ignored", ev(uaChrome, 60, sig{SignalSystematicProbing: 1, SignalRobotsDisallowIgnored: 3}), ClassScanner, SeverityLow, false, 60, 40},
+		{"browser UA probing and following hidden links", ev(uaChrome, 60, sig{SignalSystematicProbing: 1, SignalCallbackHit: 1}), ClassScanner, SeverityHigh, true, 75, 0},
+		{"curl probing a wordlist", ev(uaCurl, 60, sig{SignalSystematicProbing: 1}), ClassScanner, SeverityMedium, true, 75, 0},
 		{"scanner UA and probing", ev(uaSqlmap, 60, sig{SignalSystematicProbing: 1, SignalRobotsDisallowIgnored: 5}), ClassScanner, SeverityHigh, true, 90, 90},
 
 		// AI by user agent.

@@ -27,6 +27,7 @@ const (
 	SignalLLMSpeedFollowup      = "LLM_SPEED_FOLLOWUP"
 	SignalHumanSpeedFollowup    = "HUMAN_SPEED_FOLLOWUP"
 	SignalSystematicProbing     = "SYSTEMATIC_PROBING"
+	SignalVisibleLinkOpened     = "VISIBLE_LINK_OPENED"
 )
 
 // SignalInfo is one signal: everything the engine, the documentation and the dashboard
@@ -49,7 +50,7 @@ var signalTable = []SignalInfo{
 	// An agent handing over its own instructions: critical on its own.
 	{SignalSystemPromptLeaked, true, 95, false, "The visitor sent text that reads as its own system prompt or instructions to a sink the hidden content invited it to use."},
 	// Only a reader of the hidden content has the credential.
-	{SignalCredentialUsed, true, 90, false, "A planted fake credential from a decoy was presented later. Without AI evidence it makes a malicious BOT or SCANNER (high), not an AI class."},
+	{SignalCredentialUsed, true, 90, false, "A planted secret from a decoy (an API key, a database or Redis password, a session secret, an AWS access key id) was presented later, anywhere in a request; the detail names which. Without AI evidence it makes a malicious BOT or SCANNER (high), not an AI class."},
 	// Acting on a decoy tool is acting against the site.
 	{SignalToolInvoked, true, 85, false, "A decoy tool (e.g. on a decoy MCP endpoint) was called. Without AI evidence it makes a malicious BOT or SCANNER (high), not an AI class."},
 	// What marks an AI agent; high on its own.
@@ -80,7 +81,9 @@ var signalTable = []SignalInfo{
 	// Slow follow-ups say nothing against a person.
 	{SignalHumanSpeedFollowup, false, 0, false, "A hidden link was followed more than 90 s after the decoy was served."},
 	// Wordlist behaviour, whatever the user agent says.
-	{SignalSystematicProbing, false, 45, true, "ProbingThreshold (8) or more distinct unknown paths requested in one session."},
+	{SignalSystematicProbing, false, 45, true, "ProbingThreshold (8) or more distinct unknown paths within ProbeWindow (10 min) in one session, typos of known paths never counted; from a browser user agent only wordlist paths (.env, wp-admin, .git/config, …) count, and probing alone never raises an event for it."},
+	// Reading, not parsing: a person opens the links llms.txt and robots.txt show.
+	{SignalVisibleLinkOpened, false, 0, false, "A browser opened a link that llms.txt or robots.txt shows in plain text: a person can read it, so it is not a hidden link followed (no CALLBACK_HIT)."},
 }
 
 // signalsByName indexes signalTable.
@@ -174,7 +177,7 @@ func FollowUpSignal(delay time.Duration) string {
 }
 
 // ProbingThreshold is the number of distinct unknown paths within one
-// session that marks systematic probing. Eight is well above what a person
+// session (and ProbeWindow, typos aside: see ProbeCounts) that marks systematic probing. Eight is well above what a person
 // produces by mistyping or following stale links (one to three) and well
 // below a scanner's wordlist, which tries hundreds.
 const ProbingThreshold = 8

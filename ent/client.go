@@ -16,8 +16,10 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/flytrap/flytrap/ent/apikey"
+	"github.com/flytrap/flytrap/ent/counter"
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/hithour"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/secret"
@@ -39,10 +41,14 @@ type Client struct {
 	Schema *migrate.Schema
 	// APIKey is the client for interacting with the APIKey builders.
 	APIKey *APIKeyClient
+	// Counter is the client for interacting with the Counter builders.
+	Counter *CounterClient
 	// Event is the client for interacting with the Event builders.
 	Event *EventClient
 	// Hit is the client for interacting with the Hit builders.
 	Hit *HitClient
+	// HitHour is the client for interacting with the HitHour builders.
+	HitHour *HitHourClient
 	// Organization is the client for interacting with the Organization builders.
 	Organization *OrganizationClient
 	// Prompt is the client for interacting with the Prompt builders.
@@ -75,8 +81,10 @@ func NewClient(opts ...Option) *Client {
 func (c *Client) init() {
 	c.Schema = migrate.NewSchema(c.driver)
 	c.APIKey = NewAPIKeyClient(c.config)
+	c.Counter = NewCounterClient(c.config)
 	c.Event = NewEventClient(c.config)
 	c.Hit = NewHitClient(c.config)
+	c.HitHour = NewHitHourClient(c.config)
 	c.Organization = NewOrganizationClient(c.config)
 	c.Prompt = NewPromptClient(c.config)
 	c.Secret = NewSecretClient(c.config)
@@ -180,8 +188,10 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		ctx:             ctx,
 		config:          cfg,
 		APIKey:          NewAPIKeyClient(cfg),
+		Counter:         NewCounterClient(cfg),
 		Event:           NewEventClient(cfg),
 		Hit:             NewHitClient(cfg),
+		HitHour:         NewHitHourClient(cfg),
 		Organization:    NewOrganizationClient(cfg),
 		Prompt:          NewPromptClient(cfg),
 		Secret:          NewSecretClient(cfg),
@@ -212,8 +222,10 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		ctx:             ctx,
 		config:          cfg,
 		APIKey:          NewAPIKeyClient(cfg),
+		Counter:         NewCounterClient(cfg),
 		Event:           NewEventClient(cfg),
 		Hit:             NewHitClient(cfg),
+		HitHour:         NewHitHourClient(cfg),
 		Organization:    NewOrganizationClient(cfg),
 		Prompt:          NewPromptClient(cfg),
 		Secret:          NewSecretClient(cfg),
@@ -253,8 +265,9 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.APIKey, c.Event, c.Hit, c.Organization, c.Prompt, c.Secret, c.Sequence,
-		c.Session, c.Signal, c.Site, c.Trap, c.WebhookDelivery, c.WebhookEndpoint,
+		c.APIKey, c.Counter, c.Event, c.Hit, c.HitHour, c.Organization, c.Prompt,
+		c.Secret, c.Sequence, c.Session, c.Signal, c.Site, c.Trap, c.WebhookDelivery,
+		c.WebhookEndpoint,
 	} {
 		n.Use(hooks...)
 	}
@@ -264,8 +277,9 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.APIKey, c.Event, c.Hit, c.Organization, c.Prompt, c.Secret, c.Sequence,
-		c.Session, c.Signal, c.Site, c.Trap, c.WebhookDelivery, c.WebhookEndpoint,
+		c.APIKey, c.Counter, c.Event, c.Hit, c.HitHour, c.Organization, c.Prompt,
+		c.Secret, c.Sequence, c.Session, c.Signal, c.Site, c.Trap, c.WebhookDelivery,
+		c.WebhookEndpoint,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -276,10 +290,14 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 	switch m := m.(type) {
 	case *APIKeyMutation:
 		return c.APIKey.mutate(ctx, m)
+	case *CounterMutation:
+		return c.Counter.mutate(ctx, m)
 	case *EventMutation:
 		return c.Event.mutate(ctx, m)
 	case *HitMutation:
 		return c.Hit.mutate(ctx, m)
+	case *HitHourMutation:
+		return c.HitHour.mutate(ctx, m)
 	case *OrganizationMutation:
 		return c.Organization.mutate(ctx, m)
 	case *PromptMutation:
@@ -452,6 +470,140 @@ func (c *APIKeyClient) mutate(ctx context.Context, m *APIKeyMutation) (Value, er
 		return (&APIKeyDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown APIKey mutation op: %q", m.Op())
+	}
+}
+
+// CounterClient is a client for the Counter schema.
+type CounterClient struct {
+	config
+}
+
+// NewCounterClient returns a client for the Counter from the given config.
+func NewCounterClient(c config) *CounterClient {
+	return &CounterClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `counter.Hooks(f(g(h())))`.
+func (c *CounterClient) Use(hooks ...Hook) {
+	c.hooks.Counter = append(c.hooks.Counter, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `counter.Intercept(f(g(h())))`.
+func (c *CounterClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Counter = append(c.inters.Counter, interceptors...)
+}
+
+// Create returns a builder for creating a Counter entity.
+func (c *CounterClient) Create() *CounterCreate {
+	mutation := newCounterMutation(c.config, OpCreate)
+	return &CounterCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Counter entities.
+func (c *CounterClient) CreateBulk(builders ...*CounterCreate) *CounterCreateBulk {
+	return &CounterCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *CounterClient) MapCreateBulk(slice any, setFunc func(*CounterCreate, int)) *CounterCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &CounterCreateBulk{err: fmt.Errorf("calling to CounterClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*CounterCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &CounterCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Counter.
+func (c *CounterClient) Update() *CounterUpdate {
+	mutation := newCounterMutation(c.config, OpUpdate)
+	return &CounterUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *CounterClient) UpdateOne(_m *Counter) *CounterUpdateOne {
+	mutation := newCounterMutation(c.config, OpUpdateOne, withCounter(_m))
+	return &CounterUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *CounterClient) UpdateOneID(id int) *CounterUpdateOne {
+	mutation := newCounterMutation(c.config, OpUpdateOne, withCounterID(id))
+	return &CounterUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Counter.
+func (c *CounterClient) Delete() *CounterDelete {
+	mutation := newCounterMutation(c.config, OpDelete)
+	return &CounterDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *CounterClient) DeleteOne(_m *Counter) *CounterDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *CounterClient) DeleteOneID(id int) *CounterDeleteOne {
+	builder := c.Delete().Where(counter.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &CounterDeleteOne{builder}
+}
+
+// Query returns a query builder for Counter.
+func (c *CounterClient) Query() *CounterQuery {
+	return &CounterQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeCounter},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Counter entity by its id.
+func (c *CounterClient) Get(ctx context.Context, id int) (*Counter, error) {
+	return c.Query().Where(counter.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *CounterClient) GetX(ctx context.Context, id int) *Counter {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *CounterClient) Hooks() []Hook {
+	hooks := c.hooks.Counter
+	return append(hooks[:len(hooks):len(hooks)], counter.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *CounterClient) Interceptors() []Interceptor {
+	return c.inters.Counter
+}
+
+func (c *CounterClient) mutate(ctx context.Context, m *CounterMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&CounterCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&CounterUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&CounterUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&CounterDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Counter mutation op: %q", m.Op())
 	}
 }
 
@@ -768,6 +920,140 @@ func (c *HitClient) mutate(ctx context.Context, m *HitMutation) (Value, error) {
 		return (&HitDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown Hit mutation op: %q", m.Op())
+	}
+}
+
+// HitHourClient is a client for the HitHour schema.
+type HitHourClient struct {
+	config
+}
+
+// NewHitHourClient returns a client for the HitHour from the given config.
+func NewHitHourClient(c config) *HitHourClient {
+	return &HitHourClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `hithour.Hooks(f(g(h())))`.
+func (c *HitHourClient) Use(hooks ...Hook) {
+	c.hooks.HitHour = append(c.hooks.HitHour, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `hithour.Intercept(f(g(h())))`.
+func (c *HitHourClient) Intercept(interceptors ...Interceptor) {
+	c.inters.HitHour = append(c.inters.HitHour, interceptors...)
+}
+
+// Create returns a builder for creating a HitHour entity.
+func (c *HitHourClient) Create() *HitHourCreate {
+	mutation := newHitHourMutation(c.config, OpCreate)
+	return &HitHourCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of HitHour entities.
+func (c *HitHourClient) CreateBulk(builders ...*HitHourCreate) *HitHourCreateBulk {
+	return &HitHourCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *HitHourClient) MapCreateBulk(slice any, setFunc func(*HitHourCreate, int)) *HitHourCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &HitHourCreateBulk{err: fmt.Errorf("calling to HitHourClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*HitHourCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &HitHourCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for HitHour.
+func (c *HitHourClient) Update() *HitHourUpdate {
+	mutation := newHitHourMutation(c.config, OpUpdate)
+	return &HitHourUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *HitHourClient) UpdateOne(_m *HitHour) *HitHourUpdateOne {
+	mutation := newHitHourMutation(c.config, OpUpdateOne, withHitHour(_m))
+	return &HitHourUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *HitHourClient) UpdateOneID(id int) *HitHourUpdateOne {
+	mutation := newHitHourMutation(c.config, OpUpdateOne, withHitHourID(id))
+	return &HitHourUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for HitHour.
+func (c *HitHourClient) Delete() *HitHourDelete {
+	mutation := newHitHourMutation(c.config, OpDelete)
+	return &HitHourDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *HitHourClient) DeleteOne(_m *HitHour) *HitHourDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *HitHourClient) DeleteOneID(id int) *HitHourDeleteOne {
+	builder := c.Delete().Where(hithour.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &HitHourDeleteOne{builder}
+}
+
+// Query returns a query builder for HitHour.
+func (c *HitHourClient) Query() *HitHourQuery {
+	return &HitHourQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeHitHour},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a HitHour entity by its id.
+func (c *HitHourClient) Get(ctx context.Context, id int) (*HitHour, error) {
+	return c.Query().Where(hithour.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *HitHourClient) GetX(ctx context.Context, id int) *HitHour {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *HitHourClient) Hooks() []Hook {
+	hooks := c.hooks.HitHour
+	return append(hooks[:len(hooks):len(hooks)], hithour.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *HitHourClient) Interceptors() []Interceptor {
+	return c.inters.HitHour
+}
+
+func (c *HitHourClient) mutate(ctx context.Context, m *HitHourMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&HitHourCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&HitHourUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&HitHourUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&HitHourDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown HitHour mutation op: %q", m.Op())
 	}
 }
 
@@ -2466,12 +2752,12 @@ func (c *WebhookEndpointClient) mutate(ctx context.Context, m *WebhookEndpointMu
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		APIKey, Event, Hit, Organization, Prompt, Secret, Sequence, Session, Signal,
-		Site, Trap, WebhookDelivery, WebhookEndpoint []ent.Hook
+		APIKey, Counter, Event, Hit, HitHour, Organization, Prompt, Secret, Sequence,
+		Session, Signal, Site, Trap, WebhookDelivery, WebhookEndpoint []ent.Hook
 	}
 	inters struct {
-		APIKey, Event, Hit, Organization, Prompt, Secret, Sequence, Session, Signal,
-		Site, Trap, WebhookDelivery, WebhookEndpoint []ent.Interceptor
+		APIKey, Counter, Event, Hit, HitHour, Organization, Prompt, Secret, Sequence,
+		Session, Signal, Site, Trap, WebhookDelivery, WebhookEndpoint []ent.Interceptor
 	}
 )
 

@@ -13,8 +13,10 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/flytrap/flytrap/ent/apikey"
+	"github.com/flytrap/flytrap/ent/counter"
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/hithour"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/secret"
@@ -86,8 +88,10 @@ func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
 			apikey.Table:          apikey.ValidColumn,
+			counter.Table:         counter.ValidColumn,
 			event.Table:           event.ValidColumn,
 			hit.Table:             hit.ValidColumn,
+			hithour.Table:         hithour.ValidColumn,
 			organization.Table:    organization.ValidColumn,
 			prompt.Table:          prompt.ValidColumn,
 			secret.Table:          secret.ValidColumn,

@@ -4,8 +4,10 @@ package ent
 
 import (
 	"github.com/flytrap/flytrap/ent/apikey"
+	"github.com/flytrap/flytrap/ent/counter"
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/hithour"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/predicate"
 	"github.com/flytrap/flytrap/ent/prompt"
@@ -26,7 +28,7 @@ import (
 
 // schemaGraph holds a representation of ent/schema at runtime.
 var schemaGraph = func() *sqlgraph.Schema {
-	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 13)}
+	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 15)}
 	graph.Nodes[0] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   apikey.Table,
@@ -50,6 +52,22 @@ var schemaGraph = func() *sqlgraph.Schema {
 	}
 	graph.Nodes[1] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
+			Table:   counter.Table,
+			Columns: counter.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeInt,
+				Column: counter.FieldID,
+			},
+		},
+		Type: "Counter",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			counter.FieldOrgID: {Type: field.TypeString, Column: counter.FieldOrgID},
+			counter.FieldName:  {Type: field.TypeString, Column: counter.FieldName},
+			counter.FieldValue: {Type: field.TypeInt64, Column: counter.FieldValue},
+		},
+	}
+	graph.Nodes[2] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
 			Table:   event.Table,
 			Columns: event.Columns,
 			ID: &sqlgraph.FieldSpec{
@@ -68,7 +86,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			event.FieldData:       {Type: field.TypeJSON, Column: event.FieldData},
 		},
 	}
-	graph.Nodes[2] = &sqlgraph.Node{
+	graph.Nodes[3] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   hit.Table,
 			Columns: hit.Columns,
@@ -85,7 +103,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			hit.FieldMethod:        {Type: field.TypeString, Column: hit.FieldMethod},
 			hit.FieldPath:          {Type: field.TypeString, Column: hit.FieldPath},
 			hit.FieldQuery:         {Type: field.TypeString, Column: hit.FieldQuery},
-			hit.FieldHeaders:       {Type: field.TypeJSON, Column: hit.FieldHeaders},
+			hit.FieldHeaders:       {Type: field.TypeOther, Column: hit.FieldHeaders},
 			hit.FieldBody:          {Type: field.TypeString, Column: hit.FieldBody},
 			hit.FieldBodyTruncated: {Type: field.TypeBool, Column: hit.FieldBodyTruncated},
 			hit.FieldSourceIP:      {Type: field.TypeString, Column: hit.FieldSourceIP},
@@ -97,7 +115,24 @@ var schemaGraph = func() *sqlgraph.Schema {
 			hit.FieldSignals:       {Type: field.TypeJSON, Column: hit.FieldSignals},
 		},
 	}
-	graph.Nodes[3] = &sqlgraph.Node{
+	graph.Nodes[4] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
+			Table:   hithour.Table,
+			Columns: hithour.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeInt,
+				Column: hithour.FieldID,
+			},
+		},
+		Type: "HitHour",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			hithour.FieldOrgID:  {Type: field.TypeString, Column: hithour.FieldOrgID},
+			hithour.FieldTrapID: {Type: field.TypeString, Column: hithour.FieldTrapID},
+			hithour.FieldHour:   {Type: field.TypeInt64, Column: hithour.FieldHour},
+			hithour.FieldHits:   {Type: field.TypeInt64, Column: hithour.FieldHits},
+		},
+	}
+	graph.Nodes[5] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   organization.Table,
 			Columns: organization.Columns,
@@ -115,7 +150,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			organization.FieldCreatedAt:                   {Type: field.TypeTime, Column: organization.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[4] = &sqlgraph.Node{
+	graph.Nodes[6] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   prompt.Table,
 			Columns: prompt.Columns,
@@ -137,7 +172,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			prompt.FieldCreatedAt: {Type: field.TypeTime, Column: prompt.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[5] = &sqlgraph.Node{
+	graph.Nodes[7] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   secret.Table,
 			Columns: secret.Columns,
@@ -151,7 +186,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			secret.FieldValue: {Type: field.TypeBytes, Column: secret.FieldValue},
 		},
 	}
-	graph.Nodes[6] = &sqlgraph.Node{
+	graph.Nodes[8] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   sequence.Table,
 			Columns: sequence.Columns,
@@ -165,7 +200,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			sequence.FieldValue: {Type: field.TypeInt64, Column: sequence.FieldValue},
 		},
 	}
-	graph.Nodes[7] = &sqlgraph.Node{
+	graph.Nodes[9] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   session.Table,
 			Columns: session.Columns,
@@ -196,7 +231,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			session.FieldState:             {Type: field.TypeJSON, Column: session.FieldState},
 		},
 	}
-	graph.Nodes[8] = &sqlgraph.Node{
+	graph.Nodes[10] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   signal.Table,
 			Columns: signal.Columns,
@@ -219,7 +254,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			signal.FieldCreatedAt:   {Type: field.TypeTime, Column: signal.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[9] = &sqlgraph.Node{
+	graph.Nodes[11] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   site.Table,
 			Columns: site.Columns,
@@ -234,10 +269,11 @@ var schemaGraph = func() *sqlgraph.Schema {
 			site.FieldName:         {Type: field.TypeString, Column: site.FieldName},
 			site.FieldHost:         {Type: field.TypeString, Column: site.FieldHost},
 			site.FieldHostVerified: {Type: field.TypeBool, Column: site.FieldHostVerified},
+			site.FieldLures:        {Type: field.TypeJSON, Column: site.FieldLures},
 			site.FieldCreatedAt:    {Type: field.TypeTime, Column: site.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[10] = &sqlgraph.Node{
+	graph.Nodes[12] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   trap.Table,
 			Columns: trap.Columns,
@@ -259,7 +295,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			trap.FieldUpdatedAt:   {Type: field.TypeTime, Column: trap.FieldUpdatedAt},
 		},
 	}
-	graph.Nodes[11] = &sqlgraph.Node{
+	graph.Nodes[13] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   webhookdelivery.Table,
 			Columns: webhookdelivery.Columns,
@@ -287,7 +323,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			webhookdelivery.FieldCreatedAt:      {Type: field.TypeTime, Column: webhookdelivery.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[12] = &sqlgraph.Node{
+	graph.Nodes[14] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   webhookendpoint.Table,
 			Columns: webhookendpoint.Columns,
@@ -731,6 +767,61 @@ func (f *APIKeyFilter) WhereHasOrganizationWith(preds ...predicate.Organization)
 }
 
 // addPredicate implements the predicateAdder interface.
+func (_q *CounterQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the CounterQuery builder.
+func (_q *CounterQuery) Filter() *CounterFilter {
+	return &CounterFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *CounterMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the CounterMutation builder.
+func (m *CounterMutation) Filter() *CounterFilter {
+	return &CounterFilter{config: m.config, predicateAdder: m}
+}
+
+// CounterFilter provides a generic filtering capability at runtime for CounterQuery.
+type CounterFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *CounterFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[1].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql int predicate on the id field.
+func (f *CounterFilter) WhereID(p entql.IntP) {
+	f.Where(p.Field(counter.FieldID))
+}
+
+// WhereOrgID applies the entql string predicate on the org_id field.
+func (f *CounterFilter) WhereOrgID(p entql.StringP) {
+	f.Where(p.Field(counter.FieldOrgID))
+}
+
+// WhereName applies the entql string predicate on the name field.
+func (f *CounterFilter) WhereName(p entql.StringP) {
+	f.Where(p.Field(counter.FieldName))
+}
+
+// WhereValue applies the entql int64 predicate on the value field.
+func (f *CounterFilter) WhereValue(p entql.Int64P) {
+	f.Where(p.Field(counter.FieldValue))
+}
+
+// addPredicate implements the predicateAdder interface.
 func (_q *EventQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
 }
@@ -759,7 +850,7 @@ type EventFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *EventFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[1].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[2].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -848,7 +939,7 @@ type HitFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *HitFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[2].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[3].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -889,8 +980,8 @@ func (f *HitFilter) WhereQuery(p entql.StringP) {
 	f.Where(p.Field(hit.FieldQuery))
 }
 
-// WhereHeaders applies the entql json.RawMessage predicate on the headers field.
-func (f *HitFilter) WhereHeaders(p entql.BytesP) {
+// WhereHeaders applies the entql other predicate on the headers field.
+func (f *HitFilter) WhereHeaders(p entql.OtherP) {
 	f.Where(p.Field(hit.FieldHeaders))
 }
 
@@ -968,6 +1059,66 @@ func (f *HitFilter) WhereHasSessionWith(preds ...predicate.Session) {
 }
 
 // addPredicate implements the predicateAdder interface.
+func (_q *HitHourQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the HitHourQuery builder.
+func (_q *HitHourQuery) Filter() *HitHourFilter {
+	return &HitHourFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *HitHourMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the HitHourMutation builder.
+func (m *HitHourMutation) Filter() *HitHourFilter {
+	return &HitHourFilter{config: m.config, predicateAdder: m}
+}
+
+// HitHourFilter provides a generic filtering capability at runtime for HitHourQuery.
+type HitHourFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *HitHourFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[4].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql int predicate on the id field.
+func (f *HitHourFilter) WhereID(p entql.IntP) {
+	f.Where(p.Field(hithour.FieldID))
+}
+
+// WhereOrgID applies the entql string predicate on the org_id field.
+func (f *HitHourFilter) WhereOrgID(p entql.StringP) {
+	f.Where(p.Field(hithour.FieldOrgID))
+}
+
+// WhereTrapID applies the entql string predicate on the trap_id field.
+func (f *HitHourFilter) WhereTrapID(p entql.StringP) {
+	f.Where(p.Field(hithour.FieldTrapID))
+}
+
+// WhereHour applies the entql int64 predicate on the hour field.
+func (f *HitHourFilter) WhereHour(p entql.Int64P) {
+	f.Where(p.Field(hithour.FieldHour))
+}
+
+// WhereHits applies the entql int64 predicate on the hits field.
+func (f *HitHourFilter) WhereHits(p entql.Int64P) {
+	f.Where(p.Field(hithour.FieldHits))
+}
+
+// addPredicate implements the predicateAdder interface.
 func (_q *OrganizationQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
 }
@@ -996,7 +1147,7 @@ type OrganizationFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *OrganizationFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[3].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[5].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1173,7 +1324,7 @@ type PromptFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *PromptFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[4].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[6].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1286,7 +1437,7 @@ type SecretFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SecretFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[5].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[7].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1331,7 +1482,7 @@ type SequenceFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SequenceFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[6].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[8].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1376,7 +1527,7 @@ type SessionFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SessionFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[7].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[9].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1562,7 +1713,7 @@ type SignalFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SignalFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[8].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[10].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1680,7 +1831,7 @@ type SiteFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SiteFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[9].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[11].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1709,6 +1860,11 @@ func (f *SiteFilter) WhereHost(p entql.StringP) {
 // WhereHostVerified applies the entql bool predicate on the host_verified field.
 func (f *SiteFilter) WhereHostVerified(p entql.BoolP) {
 	f.Where(p.Field(site.FieldHostVerified))
+}
+
+// WhereLures applies the entql json.RawMessage predicate on the lures field.
+func (f *SiteFilter) WhereLures(p entql.BytesP) {
+	f.Where(p.Field(site.FieldLures))
 }
 
 // WhereCreatedAt applies the entql time.Time predicate on the created_at field.
@@ -1773,7 +1929,7 @@ type TrapFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *TrapFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[10].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[12].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1886,7 +2042,7 @@ type WebhookDeliveryFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *WebhookDeliveryFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[11].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[13].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2015,7 +2171,7 @@ type WebhookEndpointFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *WebhookEndpointFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[12].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[14].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})

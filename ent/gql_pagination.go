@@ -288,7 +288,7 @@ func (_m *APIKeyQuery) Paginate(
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
 			c.ctx.Fields = nil
-			if conn.TotalCount, err = c.Count(ctx); err != nil {
+			if conn.TotalCount, err = countOf(ctx, "ApiKey", c.Count); err != nil {
 				return nil, err
 			}
 			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
@@ -602,7 +602,7 @@ func (_m *EventQuery) Paginate(
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
 			c.ctx.Fields = nil
-			if conn.TotalCount, err = c.Count(ctx); err != nil {
+			if conn.TotalCount, err = countOf(ctx, "Event", c.Count); err != nil {
 				return nil, err
 			}
 			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
@@ -916,7 +916,7 @@ func (_m *HitQuery) Paginate(
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
 			c.ctx.Fields = nil
-			if conn.TotalCount, err = c.Count(ctx); err != nil {
+			if conn.TotalCount, err = countOf(ctx, "Hit", c.Count); err != nil {
 				return nil, err
 			}
 			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
@@ -1212,7 +1212,7 @@ func (_m *OrganizationQuery) Paginate(
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
 			c.ctx.Fields = nil
-			if conn.TotalCount, err = c.Count(ctx); err != nil {
+			if conn.TotalCount, err = countOf(ctx, "Organization", c.Count); err != nil {
 				return nil, err
 			}
 			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
@@ -1508,7 +1508,7 @@ func (_m *PromptQuery) Paginate(
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
 			c.ctx.Fields = nil
-			if conn.TotalCount, err = c.Count(ctx); err != nil {
+			if conn.TotalCount, err = countOf(ctx, "Prompt", c.Count); err != nil {
 				return nil, err
 			}
 			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
@@ -1757,7 +1757,7 @@ func (_m *SessionQuery) Paginate(
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
 			c.ctx.Fields = nil
-			if conn.TotalCount, err = c.Count(ctx); err != nil {
+			if conn.TotalCount, err = countOf(ctx, "Session", c.Count); err != nil {
 				return nil, err
 			}
 			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
@@ -2107,7 +2107,7 @@ func (_m *SignalQuery) Paginate(
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
 			c.ctx.Fields = nil
-			if conn.TotalCount, err = c.Count(ctx); err != nil {
+			if conn.TotalCount, err = countOf(ctx, "Signal", c.Count); err != nil {
 				return nil, err
 			}
 			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
@@ -2356,7 +2356,7 @@ func (_m *SiteQuery) Paginate(
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
 			c.ctx.Fields = nil
-			if conn.TotalCount, err = c.Count(ctx); err != nil {
+			if conn.TotalCount, err = countOf(ctx, "Site", c.Count); err != nil {
 				return nil, err
 			}
 			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
@@ -2670,7 +2670,7 @@ func (_m *TrapQuery) Paginate(
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
 			c.ctx.Fields = nil
-			if conn.TotalCount, err = c.Count(ctx); err != nil {
+			if conn.TotalCount, err = countOf(ctx, "Trap", c.Count); err != nil {
 				return nil, err
 			}
 			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
@@ -3038,7 +3038,7 @@ func (_m *WebhookDeliveryQuery) Paginate(
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
 			c.ctx.Fields = nil
-			if conn.TotalCount, err = c.Count(ctx); err != nil {
+			if conn.TotalCount, err = countOf(ctx, "WebhookDelivery", c.Count); err != nil {
 				return nil, err
 			}
 			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
@@ -3334,7 +3334,7 @@ func (_m *WebhookEndpointQuery) Paginate(
 		if hasPagination || ignoredEdges {
 			c := _m.Clone()
 			c.ctx.Fields = nil
-			if conn.TotalCount, err = c.Count(ctx); err != nil {
+			if conn.TotalCount, err = countOf(ctx, "WebhookEndpoint", c.Count); err != nil {
 				return nil, err
 			}
 			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0

@@ -12,6 +12,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/organization"
+	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ent/session"
 )
 
@@ -33,7 +34,7 @@ type Hit struct {
 	// Query holds the value of the "query" field.
 	Query string `json:"query,omitempty"`
 	// Headers holds the value of the "headers" field.
-	Headers map[string][]string `json:"headers,omitempty"`
+	Headers schematype.Headers `json:"headers,omitempty"`
 	// Body holds the value of the "body" field.
 	Body string `json:"body,omitempty"`
 	// BodyTruncated holds the value of the "body_truncated" field.
@@ -98,8 +99,10 @@ func (*Hit) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case hit.FieldHeaders, hit.FieldSignals:
+		case hit.FieldSignals:
 			values[i] = new([]byte)
+		case hit.FieldHeaders:
+			values[i] = new(schematype.Headers)
 		case hit.FieldBodyTruncated:
 			values[i] = new(sql.NullBool)
 		case hit.FieldReceivedHour, hit.FieldStatus:
@@ -166,12 +169,10 @@ func (_m *Hit) assignValues(columns []string, values []any) error {
 				_m.Query = value.String
 			}
 		case hit.FieldHeaders:
-			if value, ok := values[i].(*[]byte); !ok {
+			if value, ok := values[i].(*schematype.Headers); !ok {
 				return fmt.Errorf("unexpected type %T for field headers", values[i])
-			} else if value != nil && len(*value) > 0 {
-				if err := json.Unmarshal(*value, &_m.Headers); err != nil {
-					return fmt.Errorf("unmarshal field headers: %w", err)
-				}
+			} else if value != nil {
+				_m.Headers = *value
 			}
 		case hit.FieldBody:
 			if value, ok := values[i].(*sql.NullString); !ok {

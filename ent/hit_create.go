@@ -14,6 +14,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/organization"
+	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ent/session"
 )
 
@@ -78,7 +79,7 @@ func (_c *HitCreate) SetNillableQuery(v *string) *HitCreate {
 }
 
 // SetHeaders sets the "headers" field.
-func (_c *HitCreate) SetHeaders(v map[string][]string) *HitCreate {
+func (_c *HitCreate) SetHeaders(v schematype.Headers) *HitCreate {
 	_c.mutation.SetHeaders(v)
 	return _c
 }
@@ -453,7 +454,7 @@ func (_c *HitCreate) createSpec() (*Hit, *sqlgraph.CreateSpec) {
 		_node.Query = value
 	}
 	if value, ok := _c.mutation.Headers(); ok {
-		_spec.SetField(hit.FieldHeaders, field.TypeJSON, value)
+		_spec.SetField(hit.FieldHeaders, field.TypeOther, value)
 		_node.Headers = value
 	}
 	if value, ok := _c.mutation.Body(); ok {

@@ -12,8 +12,10 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"github.com/flytrap/flytrap/ent/apikey"
+	"github.com/flytrap/flytrap/ent/counter"
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/hithour"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/predicate"
 	"github.com/flytrap/flytrap/ent/prompt"
@@ -39,8 +41,10 @@ const (
 
 	// Node types.
 	TypeAPIKey          = "APIKey"
+	TypeCounter         = "Counter"
 	TypeEvent           = "Event"
 	TypeHit             = "Hit"
+	TypeHitHour         = "HitHour"
 	TypeOrganization    = "Organization"
 	TypePrompt          = "Prompt"
 	TypeSecret          = "Secret"
@@ -871,6 +875,476 @@ func (m *APIKeyMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown APIKey edge %s", name)
 }
 
+// CounterMutation represents an operation that mutates the Counter nodes in the graph.
+type CounterMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *int
+	org_id        *string
+	name          *string
+	value         *int64
+	addvalue      *int64
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*Counter, error)
+	predicates    []predicate.Counter
+}
+
+var _ ent.Mutation = (*CounterMutation)(nil)
+
+// counterOption allows management of the mutation configuration using functional options.
+type counterOption func(*CounterMutation)
+
+// newCounterMutation creates new mutation for the Counter entity.
+func newCounterMutation(c config, op Op, opts ...counterOption) *CounterMutation {
+	m := &CounterMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeCounter,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withCounterID sets the ID field of the mutation.
+func withCounterID(id int) counterOption {
+	return func(m *CounterMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Counter
+		)
+		m.oldValue = func(ctx context.Context) (*Counter, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Counter.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withCounter sets the old Counter of the mutation.
+func withCounter(node *Counter) counterOption {
+	return func(m *CounterMutation) {
+		m.oldValue = func(context.Context) (*Counter, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m CounterMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m CounterMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *CounterMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *CounterMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Counter.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetOrgID sets the "org_id" field.
+func (m *CounterMutation) SetOrgID(s string) {
+	m.org_id = &s
+}
+
+// OrgID returns the value of the "org_id" field in the mutation.
+func (m *CounterMutation) OrgID() (r string, exists bool) {
+	v := m.org_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOrgID returns the old "org_id" field's value of the Counter entity.
+// If the Counter object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CounterMutation) OldOrgID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOrgID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOrgID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOrgID: %w", err)
+	}
+	return oldValue.OrgID, nil
+}
+
+// ResetOrgID resets all changes to the "org_id" field.
+func (m *CounterMutation) ResetOrgID() {
+	m.org_id = nil
+}
+
+// SetName sets the "name" field.
+func (m *CounterMutation) SetName(s string) {
+	m.name = &s
+}
+
+// Name returns the value of the "name" field in the mutation.
+func (m *CounterMutation) Name() (r string, exists bool) {
+	v := m.name
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldName returns the old "name" field's value of the Counter entity.
+// If the Counter object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CounterMutation) OldName(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldName is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldName requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldName: %w", err)
+	}
+	return oldValue.Name, nil
+}
+
+// ResetName resets all changes to the "name" field.
+func (m *CounterMutation) ResetName() {
+	m.name = nil
+}
+
+// SetValue sets the "value" field.
+func (m *CounterMutation) SetValue(i int64) {
+	m.value = &i
+	m.addvalue = nil
+}
+
+// Value returns the value of the "value" field in the mutation.
+func (m *CounterMutation) Value() (r int64, exists bool) {
+	v := m.value
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldValue returns the old "value" field's value of the Counter entity.
+// If the Counter object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CounterMutation) OldValue(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldValue is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldValue requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldValue: %w", err)
+	}
+	return oldValue.Value, nil
+}
+
+// AddValue adds i to the "value" field.
+func (m *CounterMutation) AddValue(i int64) {
+	if m.addvalue != nil {
+		*m.addvalue += i
+	} else {
+		m.addvalue = &i
+	}
+}
+
+// AddedValue returns the value that was added to the "value" field in this mutation.
+func (m *CounterMutation) AddedValue() (r int64, exists bool) {
+	v := m.addvalue
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetValue resets all changes to the "value" field.
+func (m *CounterMutation) ResetValue() {
+	m.value = nil
+	m.addvalue = nil
+}
+
+// Where appends a list predicates to the CounterMutation builder.
+func (m *CounterMutation) Where(ps ...predicate.Counter) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the CounterMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *CounterMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Counter, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *CounterMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *CounterMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Counter).
+func (m *CounterMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *CounterMutation) Fields() []string {
+	fields := make([]string, 0, 3)
+	if m.org_id != nil {
+		fields = append(fields, counter.FieldOrgID)
+	}
+	if m.name != nil {
+		fields = append(fields, counter.FieldName)
+	}
+	if m.value != nil {
+		fields = append(fields, counter.FieldValue)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *CounterMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case counter.FieldOrgID:
+		return m.OrgID()
+	case counter.FieldName:
+		return m.Name()
+	case counter.FieldValue:
+		return m.Value()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *CounterMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case counter.FieldOrgID:
+		return m.OldOrgID(ctx)
+	case counter.FieldName:
+		return m.OldName(ctx)
+	case counter.FieldValue:
+		return m.OldValue(ctx)
+	}
+	return nil, fmt.Errorf("unknown Counter field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CounterMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case counter.FieldOrgID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOrgID(v)
+		return nil
+	case counter.FieldName:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetName(v)
+		return nil
+	case counter.FieldValue:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetValue(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Counter field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *CounterMutation) AddedFields() []string {
+	var fields []string
+	if m.addvalue != nil {
+		fields = append(fields, counter.FieldValue)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *CounterMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case counter.FieldValue:
+		return m.AddedValue()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CounterMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case counter.FieldValue:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddValue(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Counter numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *CounterMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *CounterMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *CounterMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown Counter nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *CounterMutation) ResetField(name string) error {
+	switch name {
+	case counter.FieldOrgID:
+		m.ResetOrgID()
+		return nil
+	case counter.FieldName:
+		m.ResetName()
+		return nil
+	case counter.FieldValue:
+		m.ResetValue()
+		return nil
+	}
+	return fmt.Errorf("unknown Counter field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *CounterMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *CounterMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *CounterMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *CounterMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *CounterMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *CounterMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *CounterMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown Counter unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *CounterMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown Counter edge %s", name)
+}
+
 // EventMutation represents an operation that mutates the Event nodes in the graph.
 type EventMutation struct {
 	config
@@ -1673,7 +2147,7 @@ type HitMutation struct {
 	method              *string
 	_path               *string
 	query               *string
-	headers             *map[string][]string
+	headers             *schematype.Headers
 	body                *string
 	body_truncated      *bool
 	source_ip           *string
@@ -2030,12 +2504,12 @@ func (m *HitMutation) ResetQuery() {
 }
 
 // SetHeaders sets the "headers" field.
-func (m *HitMutation) SetHeaders(value map[string][]string) {
-	m.headers = &value
+func (m *HitMutation) SetHeaders(s schematype.Headers) {
+	m.headers = &s
 }
 
 // Headers returns the value of the "headers" field in the mutation.
-func (m *HitMutation) Headers() (r map[string][]string, exists bool) {
+func (m *HitMutation) Headers() (r schematype.Headers, exists bool) {
 	v := m.headers
 	if v == nil {
 		return
@@ -2046,7 +2520,7 @@ func (m *HitMutation) Headers() (r map[string][]string, exists bool) {
 // OldHeaders returns the old "headers" field's value of the Hit entity.
 // If the Hit object wasn't provided to the builder, the object is fetched from the database.
 // An error is returned if the mutation operation is not UpdateOne, or the database query fails.
-func (m *HitMutation) OldHeaders(ctx context.Context) (v map[string][]string, err error) {
+func (m *HitMutation) OldHeaders(ctx context.Context) (v schematype.Headers, err error) {
 	if !m.op.Is(OpUpdateOne) {
 		return v, errors.New("OldHeaders is only allowed on UpdateOne operations")
 	}
@@ -2741,7 +3215,7 @@ func (m *HitMutation) SetField(name string, value ent.Value) error {
 		m.SetQuery(v)
 		return nil
 	case hit.FieldHeaders:
-		v, ok := value.(map[string][]string)
+		v, ok := value.(schematype.Headers)
 		if !ok {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
@@ -3043,6 +3517,563 @@ func (m *HitMutation) ResetEdge(name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown Hit edge %s", name)
+}
+
+// HitHourMutation represents an operation that mutates the HitHour nodes in the graph.
+type HitHourMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *int
+	org_id        *string
+	trap_id       *string
+	hour          *int64
+	addhour       *int64
+	hits          *int64
+	addhits       *int64
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*HitHour, error)
+	predicates    []predicate.HitHour
+}
+
+var _ ent.Mutation = (*HitHourMutation)(nil)
+
+// hithourOption allows management of the mutation configuration using functional options.
+type hithourOption func(*HitHourMutation)
+
+// newHitHourMutation creates new mutation for the HitHour entity.
+func newHitHourMutation(c config, op Op, opts ...hithourOption) *HitHourMutation {
+	m := &HitHourMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeHitHour,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withHitHourID sets the ID field of the mutation.
+func withHitHourID(id int) hithourOption {
+	return func(m *HitHourMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *HitHour
+		)
+		m.oldValue = func(ctx context.Context) (*HitHour, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().HitHour.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withHitHour sets the old HitHour of the mutation.
+func withHitHour(node *HitHour) hithourOption {
+	return func(m *HitHourMutation) {
+		m.oldValue = func(context.Context) (*HitHour, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m HitHourMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m HitHourMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *HitHourMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *HitHourMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().HitHour.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetOrgID sets the "org_id" field.
+func (m *HitHourMutation) SetOrgID(s string) {
+	m.org_id = &s
+}
+
+// OrgID returns the value of the "org_id" field in the mutation.
+func (m *HitHourMutation) OrgID() (r string, exists bool) {
+	v := m.org_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOrgID returns the old "org_id" field's value of the HitHour entity.
+// If the HitHour object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *HitHourMutation) OldOrgID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOrgID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOrgID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOrgID: %w", err)
+	}
+	return oldValue.OrgID, nil
+}
+
+// ResetOrgID resets all changes to the "org_id" field.
+func (m *HitHourMutation) ResetOrgID() {
+	m.org_id = nil
+}
+
+// SetTrapID sets the "trap_id" field.
+func (m *HitHourMutation) SetTrapID(s string) {
+	m.trap_id = &s
+}
+
+// TrapID returns the value of the "trap_id" field in the mutation.
+func (m *HitHourMutation) TrapID() (r string, exists bool) {
+	v := m.trap_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTrapID returns the old "trap_id" field's value of the HitHour entity.
+// If the HitHour object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *HitHourMutation) OldTrapID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTrapID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTrapID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTrapID: %w", err)
+	}
+	return oldValue.TrapID, nil
+}
+
+// ResetTrapID resets all changes to the "trap_id" field.
+func (m *HitHourMutation) ResetTrapID() {
+	m.trap_id = nil
+}
+
+// SetHour sets the "hour" field.
+func (m *HitHourMutation) SetHour(i int64) {
+	m.hour = &i
+	m.addhour = nil
+}
+
+// Hour returns the value of the "hour" field in the mutation.
+func (m *HitHourMutation) Hour() (r int64, exists bool) {
+	v := m.hour
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHour returns the old "hour" field's value of the HitHour entity.
+// If the HitHour object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *HitHourMutation) OldHour(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHour is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHour requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHour: %w", err)
+	}
+	return oldValue.Hour, nil
+}
+
+// AddHour adds i to the "hour" field.
+func (m *HitHourMutation) AddHour(i int64) {
+	if m.addhour != nil {
+		*m.addhour += i
+	} else {
+		m.addhour = &i
+	}
+}
+
+// AddedHour returns the value that was added to the "hour" field in this mutation.
+func (m *HitHourMutation) AddedHour() (r int64, exists bool) {
+	v := m.addhour
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetHour resets all changes to the "hour" field.
+func (m *HitHourMutation) ResetHour() {
+	m.hour = nil
+	m.addhour = nil
+}
+
+// SetHits sets the "hits" field.
+func (m *HitHourMutation) SetHits(i int64) {
+	m.hits = &i
+	m.addhits = nil
+}
+
+// Hits returns the value of the "hits" field in the mutation.
+func (m *HitHourMutation) Hits() (r int64, exists bool) {
+	v := m.hits
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHits returns the old "hits" field's value of the HitHour entity.
+// If the HitHour object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *HitHourMutation) OldHits(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHits is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHits requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHits: %w", err)
+	}
+	return oldValue.Hits, nil
+}
+
+// AddHits adds i to the "hits" field.
+func (m *HitHourMutation) AddHits(i int64) {
+	if m.addhits != nil {
+		*m.addhits += i
+	} else {
+		m.addhits = &i
+	}
+}
+
+// AddedHits returns the value that was added to the "hits" field in this mutation.
+func (m *HitHourMutation) AddedHits() (r int64, exists bool) {
+	v := m.addhits
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetHits resets all changes to the "hits" field.
+func (m *HitHourMutation) ResetHits() {
+	m.hits = nil
+	m.addhits = nil
+}
+
+// Where appends a list predicates to the HitHourMutation builder.
+func (m *HitHourMutation) Where(ps ...predicate.HitHour) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the HitHourMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *HitHourMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.HitHour, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *HitHourMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *HitHourMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (HitHour).
+func (m *HitHourMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *HitHourMutation) Fields() []string {
+	fields := make([]string, 0, 4)
+	if m.org_id != nil {
+		fields = append(fields, hithour.FieldOrgID)
+	}
+	if m.trap_id != nil {
+		fields = append(fields, hithour.FieldTrapID)
+	}
+	if m.hour != nil {
+		fields = append(fields, hithour.FieldHour)
+	}
+	if m.hits != nil {
+		fields = append(fields, hithour.FieldHits)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *HitHourMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case hithour.FieldOrgID:
+		return m.OrgID()
+	case hithour.FieldTrapID:
+		return m.TrapID()
+	case hithour.FieldHour:
+		return m.Hour()
+	case hithour.FieldHits:
+		return m.Hits()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *HitHourMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case hithour.FieldOrgID:
+		return m.OldOrgID(ctx)
+	case hithour.FieldTrapID:
+		return m.OldTrapID(ctx)
+	case hithour.FieldHour:
+		return m.OldHour(ctx)
+	case hithour.FieldHits:
+		return m.OldHits(ctx)
+	}
+	return nil, fmt.Errorf("unknown HitHour field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *HitHourMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case hithour.FieldOrgID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOrgID(v)
+		return nil
+	case hithour.FieldTrapID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTrapID(v)
+		return nil
+	case hithour.FieldHour:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHour(v)
+		return nil
+	case hithour.FieldHits:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHits(v)
+		return nil
+	}
+	return fmt.Errorf("unknown HitHour field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *HitHourMutation) AddedFields() []string {
+	var fields []string
+	if m.addhour != nil {
+		fields = append(fields, hithour.FieldHour)
+	}
+	if m.addhits != nil {
+		fields = append(fields, hithour.FieldHits)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *HitHourMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case hithour.FieldHour:
+		return m.AddedHour()
+	case hithour.FieldHits:
+		return m.AddedHits()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *HitHourMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case hithour.FieldHour:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddHour(v)
+		return nil
+	case hithour.FieldHits:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddHits(v)
+		return nil
+	}
+	return fmt.Errorf("unknown HitHour numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *HitHourMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *HitHourMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *HitHourMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown HitHour nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *HitHourMutation) ResetField(name string) error {
+	switch name {
+	case hithour.FieldOrgID:
+		m.ResetOrgID()
+		return nil
+	case hithour.FieldTrapID:
+		m.ResetTrapID()
+		return nil
+	case hithour.FieldHour:
+		m.ResetHour()
+		return nil
+	case hithour.FieldHits:
+		m.ResetHits()
+		return nil
+	}
+	return fmt.Errorf("unknown HitHour field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *HitHourMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *HitHourMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *HitHourMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *HitHourMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *HitHourMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *HitHourMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *HitHourMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown HitHour unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *HitHourMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown HitHour edge %s", name)
 }
 
 // OrganizationMutation represents an operation that mutates the Organization nodes in the graph.
@@ -8691,6 +9722,7 @@ type SiteMutation struct {
 	name                *string
 	host                *string
 	host_verified       *bool
+	lures               **schematype.LureConfig
 	created_at          *time.Time
 	clearedFields       map[string]struct{}
 	organization        *string
@@ -8964,6 +9996,55 @@ func (m *SiteMutation) ResetHostVerified() {
 	m.host_verified = nil
 }
 
+// SetLures sets the "lures" field.
+func (m *SiteMutation) SetLures(sc *schematype.LureConfig) {
+	m.lures = &sc
+}
+
+// Lures returns the value of the "lures" field in the mutation.
+func (m *SiteMutation) Lures() (r *schematype.LureConfig, exists bool) {
+	v := m.lures
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLures returns the old "lures" field's value of the Site entity.
+// If the Site object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SiteMutation) OldLures(ctx context.Context) (v *schematype.LureConfig, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLures is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLures requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLures: %w", err)
+	}
+	return oldValue.Lures, nil
+}
+
+// ClearLures clears the value of the "lures" field.
+func (m *SiteMutation) ClearLures() {
+	m.lures = nil
+	m.clearedFields[site.FieldLures] = struct{}{}
+}
+
+// LuresCleared returns if the "lures" field was cleared in this mutation.
+func (m *SiteMutation) LuresCleared() bool {
+	_, ok := m.clearedFields[site.FieldLures]
+	return ok
+}
+
+// ResetLures resets all changes to the "lures" field.
+func (m *SiteMutation) ResetLures() {
+	m.lures = nil
+	delete(m.clearedFields, site.FieldLures)
+}
+
 // SetCreatedAt sets the "created_at" field.
 func (m *SiteMutation) SetCreatedAt(t time.Time) {
 	m.created_at = &t
@@ -9128,7 +10209,7 @@ func (m *SiteMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *SiteMutation) Fields() []string {
-	fields := make([]string, 0, 5)
+	fields := make([]string, 0, 6)
 	if m.organization != nil {
 		fields = append(fields, site.FieldOrgID)
 	}
@@ -9140,6 +10221,9 @@ func (m *SiteMutation) Fields() []string {
 	}
 	if m.host_verified != nil {
 		fields = append(fields, site.FieldHostVerified)
+	}
+	if m.lures != nil {
+		fields = append(fields, site.FieldLures)
 	}
 	if m.created_at != nil {
 		fields = append(fields, site.FieldCreatedAt)
@@ -9160,6 +10244,8 @@ func (m *SiteMutation) Field(name string) (ent.Value, bool) {
 		return m.Host()
 	case site.FieldHostVerified:
 		return m.HostVerified()
+	case site.FieldLures:
+		return m.Lures()
 	case site.FieldCreatedAt:
 		return m.CreatedAt()
 	}
@@ -9179,6 +10265,8 @@ func (m *SiteMutation) OldField(ctx context.Context, name string) (ent.Value, er
 		return m.OldHost(ctx)
 	case site.FieldHostVerified:
 		return m.OldHostVerified(ctx)
+	case site.FieldLures:
+		return m.OldLures(ctx)
 	case site.FieldCreatedAt:
 		return m.OldCreatedAt(ctx)
 	}
@@ -9217,6 +10305,13 @@ func (m *SiteMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetHostVerified(v)
+		return nil
+	case site.FieldLures:
+		v, ok := value.(*schematype.LureConfig)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLures(v)
 		return nil
 	case site.FieldCreatedAt:
 		v, ok := value.(time.Time)
@@ -9258,6 +10353,9 @@ func (m *SiteMutation) ClearedFields() []string {
 	if m.FieldCleared(site.FieldHost) {
 		fields = append(fields, site.FieldHost)
 	}
+	if m.FieldCleared(site.FieldLures) {
+		fields = append(fields, site.FieldLures)
+	}
 	return fields
 }
 
@@ -9274,6 +10372,9 @@ func (m *SiteMutation) ClearField(name string) error {
 	switch name {
 	case site.FieldHost:
 		m.ClearHost()
+		return nil
+	case site.FieldLures:
+		m.ClearLures()
 		return nil
 	}
 	return fmt.Errorf("unknown Site nullable field %s", name)
@@ -9294,6 +10395,9 @@ func (m *SiteMutation) ResetField(name string) error {
 		return nil
 	case site.FieldHostVerified:
 		m.ResetHostVerified()
+		return nil
+	case site.FieldLures:
+		m.ResetLures()
 		return nil
 	case site.FieldCreatedAt:
 		m.ResetCreatedAt()

@@ -3,6 +3,7 @@
 package ent
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"github.com/flytrap/flytrap/ent/organization"
+	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ent/site"
 )
 
@@ -26,6 +28,8 @@ type Site struct {
 	Host *string `json:"host,omitempty"`
 	// HostVerified holds the value of the "host_verified" field.
 	HostVerified bool `json:"host_verified,omitempty"`
+	// Lures holds the value of the "lures" field.
+	Lures *schematype.LureConfig `json:"lures,omitempty"`
 	// CreatedAt holds the value of the "created_at" field.
 	CreatedAt time.Time `json:"created_at,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -72,6 +76,8 @@ func (*Site) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
+		case site.FieldLures:
+			values[i] = new([]byte)
 		case site.FieldHostVerified:
 			values[i] = new(sql.NullBool)
 		case site.FieldID, site.FieldOrgID, site.FieldName, site.FieldHost:
@@ -123,6 +129,14 @@ func (_m *Site) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field host_verified", values[i])
 			} else if value.Valid {
 				_m.HostVerified = value.Bool
+			}
+		case site.FieldLures:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field lures", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.Lures); err != nil {
+					return fmt.Errorf("unmarshal field lures: %w", err)
+				}
 			}
 		case site.FieldCreatedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
@@ -189,6 +203,9 @@ func (_m *Site) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("host_verified=")
 	builder.WriteString(fmt.Sprintf("%v", _m.HostVerified))
+	builder.WriteString(", ")
+	builder.WriteString("lures=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Lures))
 	builder.WriteString(", ")
 	builder.WriteString("created_at=")
 	builder.WriteString(_m.CreatedAt.Format(time.ANSIC))

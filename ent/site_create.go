@@ -13,6 +13,7 @@ import (
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
 	"github.com/flytrap/flytrap/ent/organization"
+	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
 )
@@ -62,6 +63,12 @@ func (_c *SiteCreate) SetNillableHostVerified(v *bool) *SiteCreate {
 	if v != nil {
 		_c.SetHostVerified(*v)
 	}
+	return _c
+}
+
+// SetLures sets the "lures" field.
+func (_c *SiteCreate) SetLures(v *schematype.LureConfig) *SiteCreate {
+	_c.mutation.SetLures(v)
 	return _c
 }
 
@@ -262,6 +269,10 @@ func (_c *SiteCreate) createSpec() (*Site, *sqlgraph.CreateSpec) {
 		_spec.SetField(site.FieldHostVerified, field.TypeBool, value)
 		_node.HostVerified = value
 	}
+	if value, ok := _c.mutation.Lures(); ok {
+		_spec.SetField(site.FieldLures, field.TypeJSON, value)
+		_node.Lures = value
+	}
 	if value, ok := _c.mutation.CreatedAt(); ok {
 		_spec.SetField(site.FieldCreatedAt, field.TypeTime, value)
 		_node.CreatedAt = value
@@ -393,6 +404,24 @@ func (u *SiteUpsert) UpdateHostVerified() *SiteUpsert {
 	return u
 }
 
+// SetLures sets the "lures" field.
+func (u *SiteUpsert) SetLures(v *schematype.LureConfig) *SiteUpsert {
+	u.Set(site.FieldLures, v)
+	return u
+}
+
+// UpdateLures sets the "lures" field to the value that was provided on create.
+func (u *SiteUpsert) UpdateLures() *SiteUpsert {
+	u.SetExcluded(site.FieldLures)
+	return u
+}
+
+// ClearLures clears the value of the "lures" field.
+func (u *SiteUpsert) ClearLures() *SiteUpsert {
+	u.SetNull(site.FieldLures)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create except the ID field.
 // Using this option is equivalent to using:
 //
@@ -493,6 +522,27 @@ func (u *SiteUpsertOne) SetHostVerified(v bool) *SiteUpsertOne {
 func (u *SiteUpsertOne) UpdateHostVerified() *SiteUpsertOne {
 	return u.Update(func(s *SiteUpsert) {
 		s.UpdateHostVerified()
+	})
+}
+
+// SetLures sets the "lures" field.
+func (u *SiteUpsertOne) SetLures(v *schematype.LureConfig) *SiteUpsertOne {
+	return u.Update(func(s *SiteUpsert) {
+		s.SetLures(v)
+	})
+}
+
+// UpdateLures sets the "lures" field to the value that was provided on create.
+func (u *SiteUpsertOne) UpdateLures() *SiteUpsertOne {
+	return u.Update(func(s *SiteUpsert) {
+		s.UpdateLures()
+	})
+}
+
+// ClearLures clears the value of the "lures" field.
+func (u *SiteUpsertOne) ClearLures() *SiteUpsertOne {
+	return u.Update(func(s *SiteUpsert) {
+		s.ClearLures()
 	})
 }
 
@@ -763,6 +813,27 @@ func (u *SiteUpsertBulk) SetHostVerified(v bool) *SiteUpsertBulk {
 func (u *SiteUpsertBulk) UpdateHostVerified() *SiteUpsertBulk {
 	return u.Update(func(s *SiteUpsert) {
 		s.UpdateHostVerified()
+	})
+}
+
+// SetLures sets the "lures" field.
+func (u *SiteUpsertBulk) SetLures(v *schematype.LureConfig) *SiteUpsertBulk {
+	return u.Update(func(s *SiteUpsert) {
+		s.SetLures(v)
+	})
+}
+
+// UpdateLures sets the "lures" field to the value that was provided on create.
+func (u *SiteUpsertBulk) UpdateLures() *SiteUpsertBulk {
+	return u.Update(func(s *SiteUpsert) {
+		s.UpdateLures()
+	})
+}
+
+// ClearLures clears the value of the "lures" field.
+func (u *SiteUpsertBulk) ClearLures() *SiteUpsertBulk {
+	return u.Update(func(s *SiteUpsert) {
+		s.ClearLures()
 	})
 }
 

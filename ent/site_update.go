@@ -11,6 +11,7 @@ import (
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
 	"github.com/flytrap/flytrap/ent/predicate"
+	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
 )
@@ -74,6 +75,18 @@ func (_u *SiteUpdate) SetNillableHostVerified(v *bool) *SiteUpdate {
 	if v != nil {
 		_u.SetHostVerified(*v)
 	}
+	return _u
+}
+
+// SetLures sets the "lures" field.
+func (_u *SiteUpdate) SetLures(v *schematype.LureConfig) *SiteUpdate {
+	_u.mutation.SetLures(v)
+	return _u
+}
+
+// ClearLures clears the value of the "lures" field.
+func (_u *SiteUpdate) ClearLures() *SiteUpdate {
+	_u.mutation.ClearLures()
 	return _u
 }
 
@@ -193,6 +206,12 @@ func (_u *SiteUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if value, ok := _u.mutation.HostVerified(); ok {
 		_spec.SetField(site.FieldHostVerified, field.TypeBool, value)
 	}
+	if value, ok := _u.mutation.Lures(); ok {
+		_spec.SetField(site.FieldLures, field.TypeJSON, value)
+	}
+	if _u.mutation.LuresCleared() {
+		_spec.ClearField(site.FieldLures, field.TypeJSON)
+	}
 	if _u.mutation.TrapsCleared() {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.O2M,
@@ -305,6 +324,18 @@ func (_u *SiteUpdateOne) SetNillableHostVerified(v *bool) *SiteUpdateOne {
 	if v != nil {
 		_u.SetHostVerified(*v)
 	}
+	return _u
+}
+
+// SetLures sets the "lures" field.
+func (_u *SiteUpdateOne) SetLures(v *schematype.LureConfig) *SiteUpdateOne {
+	_u.mutation.SetLures(v)
+	return _u
+}
+
+// ClearLures clears the value of the "lures" field.
+func (_u *SiteUpdateOne) ClearLures() *SiteUpdateOne {
+	_u.mutation.ClearLures()
 	return _u
 }
 
@@ -453,6 +484,12 @@ func (_u *SiteUpdateOne) sqlSave(ctx context.Context) (_node *Site, err error) {
 	}
 	if value, ok := _u.mutation.HostVerified(); ok {
 		_spec.SetField(site.FieldHostVerified, field.TypeBool, value)
+	}
+	if value, ok := _u.mutation.Lures(); ok {
+		_spec.SetField(site.FieldLures, field.TypeJSON, value)
+	}
+	if _u.mutation.LuresCleared() {
+		_spec.ClearField(site.FieldLures, field.TypeJSON)
 	}
 	if _u.mutation.TrapsCleared() {
 		edge := &sqlgraph.EdgeSpec{

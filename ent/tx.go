@@ -16,10 +16,14 @@ type Tx struct {
 	config
 	// APIKey is the client for interacting with the APIKey builders.
 	APIKey *APIKeyClient
+	// Counter is the client for interacting with the Counter builders.
+	Counter *CounterClient
 	// Event is the client for interacting with the Event builders.
 	Event *EventClient
 	// Hit is the client for interacting with the Hit builders.
 	Hit *HitClient
+	// HitHour is the client for interacting with the HitHour builders.
+	HitHour *HitHourClient
 	// Organization is the client for interacting with the Organization builders.
 	Organization *OrganizationClient
 	// Prompt is the client for interacting with the Prompt builders.
@@ -172,8 +176,10 @@ func (tx *Tx) Client() *Client {
 
 func (tx *Tx) init() {
 	tx.APIKey = NewAPIKeyClient(tx.config)
+	tx.Counter = NewCounterClient(tx.config)
 	tx.Event = NewEventClient(tx.config)
 	tx.Hit = NewHitClient(tx.config)
+	tx.HitHour = NewHitHourClient(tx.config)
 	tx.Organization = NewOrganizationClient(tx.config)
 	tx.Prompt = NewPromptClient(tx.config)
 	tx.Secret = NewSecretClient(tx.config)

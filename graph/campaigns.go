@@ -24,6 +24,12 @@ import (
 // maxCampaignList bounds a campaign's sessions and addresses lists.
 const maxCampaignList = 20
 
+// campaignWindow is how many of the organization's newest captured prompts campaigns are
+// grouped from: a bound on the GROUP BY, so the list costs the same however many prompts
+// the organization has captured (docs/counters.md). A campaign whose prompts are all older
+// is not listed; the counts of one that is cover its prompts within the window.
+const campaignWindow = 10000
+
 // Campaigns is the resolver for the campaigns field.
 func (r *queryResolver) Campaigns(ctx context.Context, first *int, after *entgql.Cursor[string]) (*model.CampaignConnection, error) {
 	n := 50
@@ -38,7 +44,17 @@ func (r *queryResolver) Campaigns(ctx context.Context, first *int, after *entgql
 		Prompts  int    `json:"prompts"`
 		Last     string `json:"last"`
 	}
-	err := r.ent(ctx).Prompt.Query().Modify(func(q *entsql.Selector) {
+	c := r.ent(ctx)
+	var window []predicate.Prompt
+	// The oldest prompt of the window, read along the (org_id, id) index.
+	oldest, err := c.Prompt.Query().Order(ent.Desc(prompt.FieldID)).Offset(campaignWindow - 1).Limit(1).IDs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("bound campaigns: %w", err)
+	}
+	if len(oldest) == 1 {
+		window = append(window, prompt.IDGTE(oldest[0]))
+	}
+	err = c.Prompt.Query().Where(window...).Modify(func(q *entsql.Selector) {
 		last := entsql.Max(q.C(prompt.FieldID))
 		q.Select(q.C(prompt.FieldHash), q.C(prompt.FieldOperator), q.C(prompt.FieldModel),
 			entsql.As(entsql.Count("DISTINCT "+q.C(prompt.FieldSessionID)), "sessions"),

@@ -49,8 +49,15 @@ func (r *queryResolver) Events(ctx context.Context, after *entgql.Cursor[string]
 	if err := CheckCursors(after, before, ids.Event, orderName(orderBy.Field != nil, func() string { return orderBy.Field.String() })); err != nil {
 		return nil, err
 	}
-	return r.ent(ctx).Event.Query().Paginate(ctx, after, first, before, last,
+	conn, err := r.ent(ctx).Event.Query().Paginate(ctx, after, first, before, last,
 		ent.WithEventOrder(orderBy), ent.WithEventFilter(where.Filter))
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkEventsAfter(ctx, conn, after, orderBy); err != nil {
+		return nil, err
+	}
+	return conn, nil
 }
 
 // Sessions is the resolver for the sessions field.
@@ -60,6 +67,15 @@ func (r *queryResolver) Sessions(ctx context.Context, after *entgql.Cursor[strin
 	}
 	if err := CheckCursors(after, before, ids.Session, orderName(orderBy.Field != nil, func() string { return orderBy.Field.String() })); err != nil {
 		return nil, err
+	}
+	where, err := r.sessionsOnTrap(ctx, where)
+	if err != nil {
+		return nil, err
+	}
+	if count, ok := r.sessionCount(where); ok {
+		ctx = ent.WithCount(ctx, "Session", count)
+	} else {
+		ctx = ent.WithCount(ctx, "Session", r.sessionRows(where))
 	}
 	return r.ent(ctx).Session.Query().Paginate(ctx, after, first, before, last,
 		ent.WithSessionOrder(orderBy), ent.WithSessionFilter(where.Filter))

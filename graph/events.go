@@ -2,14 +2,20 @@ package graph
 
 import (
 	"context"
+
 	"encoding/base64"
 	"fmt"
 	"strconv"
 	"strings"
 
+	"entgo.io/contrib/entgql"
+
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
 	entevent "github.com/flytrap/flytrap/ent/event"
+	"github.com/flytrap/flytrap/ent/privacy"
+	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/viewer"
 )
 
 // EventPage is a stretch of the caller's event log, oldest first.
@@ -32,6 +38,13 @@ func (r *Resolver) EventsAfter(ctx context.Context, after int64, limit int, type
 	evs, err := q.Order(ent.Asc(entevent.FieldPosition)).Limit(limit + 1).All(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read events: %w", err)
+	}
+	// The page is read first: if it starts right after the cursor nothing was missed,
+	// whatever a purge deletes afterwards; else the log's oldest position says.
+	if after > 0 && (len(evs) == 0 || evs[0].Position != after+1) {
+		if err := r.CheckEventCursor(ctx, "cursor", after, RestartList); err != nil {
+			return nil, err
+		}
 	}
 	page := &EventPage{Events: evs, Next: after}
 	if len(evs) > limit {
@@ -63,6 +76,57 @@ func ParseEventCursor(field, cursor string) (int64, error) {
 	return n, nil
 }
 
+// ErrEventsGone is the error of a cursor whose next events retention deleted: the
+// reader would silently skip them, so it is told to start again from the oldest event.
+func ErrEventsGone(field string, oldest int64, restart string) error {
+	msg := "the events after this cursor were deleted by the retention period (--retain-events); " +
+		"restart from the oldest event kept"
+	if oldest > 0 {
+		msg += " (position " + strconv.FormatInt(oldest, 10) + ")"
+	}
+	msg += ": " + restart
+	return &apperr.Error{Kind: apperr.KindGone, Field: field, Msg: msg}
+}
+
+// How each reader starts again from the oldest event kept.
+var (
+	RestartList   = "read the list again without a cursor"
+	RestartStream = "reconnect with ?cursor=" + EventCursor(0) + " and no Last-Event-ID"
+	RestartGraph  = "query the events connection without after, ordered by POSITION"
+)
+
+// CheckEventCursor answers ErrEventsGone when events right after position after are no
+// longer stored, yet later ones were written: retention deletes the oldest positions of
+// the log only, so the log's oldest position (or, when it is empty, the newest ever
+// handed out) says whether a reader at after would skip any.
+func (r *Resolver) CheckEventCursor(ctx context.Context, field string, after int64, restart string) error {
+	if after <= 0 {
+		return nil
+	}
+	oldest, err := r.ent(ctx).Event.Query().Order(ent.Asc(entevent.FieldPosition)).First(ctx)
+	switch {
+	case err == nil:
+		if oldest.Position <= after+1 {
+			return nil
+		}
+		return ErrEventsGone(field, oldest.Position, restart)
+	case !ent.IsNotFound(err):
+		return fmt.Errorf("read the oldest event: %w", err)
+	}
+	org, ok := viewer.FromContext(ctx)
+	if !ok {
+		return nil
+	}
+	head, err := event.Head(privacy.DecisionContext(ctx, privacy.Allow), r.ent(ctx), org.OrgID)
+	if err != nil {
+		return err
+	}
+	if after < head {
+		return ErrEventsGone(field, 0, restart)
+	}
+	return nil
+}
+
 // EventHead is the position of the caller's newest event (0 when there is none).
 func (r *Resolver) EventHead(ctx context.Context) (int64, error) {
 	ev, err := r.ent(ctx).Event.Query().Order(ent.Desc(entevent.FieldPosition)).First(ctx)
@@ -73,4 +137,21 @@ func (r *Resolver) EventHead(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("read the newest event: %w", err)
 	}
 	return ev.Position, nil
+}
+
+// checkEventsAfter refuses a page of the events connection that would skip events
+// retention deleted: one read after a cursor, in position order, that does not start
+// right after it.
+func (r *Resolver) checkEventsAfter(ctx context.Context, conn *ent.EventConnection, after *entgql.Cursor[string], order *ent.EventOrder) error {
+	if after == nil || order.Field == nil || order.Field.String() != "POSITION" || order.Direction != entgql.OrderDirectionAsc {
+		return nil
+	}
+	pos, ok := after.Value.(int64)
+	if !ok {
+		return nil
+	}
+	if len(conn.Edges) > 0 && conn.Edges[0].Node.Position == pos+1 {
+		return nil
+	}
+	return r.CheckEventCursor(ctx, "after", pos, RestartGraph)
 }

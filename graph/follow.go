@@ -290,11 +290,24 @@ func subscribe[T any](ctx context.Context, r *Resolver, f Follow, convert func(*
 	}
 	if err := r.FollowEvents(ctx, f, send, end); err != nil {
 		release()
-		return nil, err
+		return stopped[T](ctx, err)
 	}
 	if push {
 		d.Drive()
 	}
+	return out, nil
+}
+
+// stopped is a subscription that failed to start with err: the error, unless the operation
+// was stopped meanwhile (the client completed it or left), when the database's answer to
+// the cancellation is no error of the client's and would arrive after its complete: then
+// the subscription ends without a message (a closed channel).
+func stopped[T any](ctx context.Context, err error) (<-chan T, error) {
+	if ctx.Err() == nil {
+		return nil, err
+	}
+	out := make(chan T)
+	close(out)
 	return out, nil
 }
 

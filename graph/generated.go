@@ -180,6 +180,12 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	LureSnippet struct {
+		HTML  func(childComplexity int) int
+		Token func(childComplexity int) int
+		URL   func(childComplexity int) int
+	}
+
 	Mutation struct {
 		CreateAPIKey          func(childComplexity int, input model.CreateAPIKeyInput) int
 		CreateSite            func(childComplexity int, input ent.CreateSiteInput) int
@@ -238,17 +244,28 @@ type ComplexityRoot struct {
 		Analytics         func(childComplexity int) int
 		Campaigns         func(childComplexity int, first *int, after *entgql.Cursor[string]) int
 		Events            func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.EventOrder, where *ent.EventWhereInput) int
+		LureSnippet       func(childComplexity int, trapID string) int
 		Node              func(childComplexity int, id string) int
 		Nodes             func(childComplexity int, ids []string) int
 		Organization      func(childComplexity int) int
 		SessionDetail     func(childComplexity int, id string) int
 		Sessions          func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.SessionOrder, where *ent.SessionWhereInput) int
 		Sites             func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.SiteOrder, where *ent.SiteWhereInput) int
+		Storage           func(childComplexity int) int
 		TrapPreview       func(childComplexity int, id string) int
 		Traps             func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TrapOrder, where *ent.TrapWhereInput) int
 		Viewer            func(childComplexity int) int
 		WebhookDeliveries func(childComplexity int, endpointID string, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, status *webhookdelivery.Status) int
 		WebhookEndpoints  func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.WebhookEndpointOrder, where *ent.WebhookEndpointWhereInput) int
+	}
+
+	RetentionSettings struct {
+		Deliveries func(childComplexity int) int
+		Events     func(childComplexity int) int
+		Hits       func(childComplexity int) int
+		Prompts    func(childComplexity int) int
+		Sessions   func(childComplexity int) int
+		Signals    func(childComplexity int) int
 	}
 
 	RotateWebhookSecretPayload struct {
@@ -364,6 +381,21 @@ type ComplexityRoot struct {
 	SiteEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	Storage struct {
+		Dialect   func(childComplexity int) int
+		FreeBytes func(childComplexity int) int
+		Retention func(childComplexity int) int
+		SizeBytes func(childComplexity int) int
+		Tables    func(childComplexity int) int
+	}
+
+	StorageTable struct {
+		Name      func(childComplexity int) int
+		Oldest    func(childComplexity int) int
+		Rows      func(childComplexity int) int
+		SizeBytes func(childComplexity int) int
 	}
 
 	Subscription struct {
@@ -551,7 +583,9 @@ type QueryResolver interface {
 	Analytics(ctx context.Context) (*model.Analytics, error)
 	Viewer(ctx context.Context) (*model.Viewer, error)
 	TrapPreview(ctx context.Context, id string) (*model.TrapPreview, error)
+	LureSnippet(ctx context.Context, trapID string) (*model.LureSnippet, error)
 	SessionDetail(ctx context.Context, id string) (*model.SessionDetail, error)
+	Storage(ctx context.Context) (*model.Storage, error)
 	WebhookDeliveries(ctx context.Context, endpointID string, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, status *webhookdelivery.Status) (*ent.WebhookDeliveryConnection, error)
 	Campaigns(ctx context.Context, first *int, after *entgql.Cursor[string]) (*model.CampaignConnection, error)
 }
@@ -1066,6 +1100,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.HitEdge.Node(childComplexity), true
 
+	case "LureSnippet.html":
+		if e.ComplexityRoot.LureSnippet.HTML == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LureSnippet.HTML(childComplexity), true
+	case "LureSnippet.token":
+		if e.ComplexityRoot.LureSnippet.Token == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LureSnippet.Token(childComplexity), true
+	case "LureSnippet.url":
+		if e.ComplexityRoot.LureSnippet.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LureSnippet.URL(childComplexity), true
+
 	case "Mutation.createApiKey":
 		if e.ComplexityRoot.Mutation.CreateAPIKey == nil {
 			break
@@ -1414,6 +1467,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.Events(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.EventOrder), args["where"].(*ent.EventWhereInput)), true
 
+	case "Query.lureSnippet":
+		if e.ComplexityRoot.Query.LureSnippet == nil {
+			break
+		}
+
+		args, err := ec.field_Query_lureSnippet_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.LureSnippet(childComplexity, args["trapID"].(string)), true
 	case "Query.node":
 		if e.ComplexityRoot.Query.Node == nil {
 			break
@@ -1475,6 +1539,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Sites(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.SiteOrder), args["where"].(*ent.SiteWhereInput)), true
+	case "Query.storage":
+		if e.ComplexityRoot.Query.Storage == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Storage(childComplexity), true
 	case "Query.trapPreview":
 		if e.ComplexityRoot.Query.TrapPreview == nil {
 			break
@@ -1525,6 +1595,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.WebhookEndpoints(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.WebhookEndpointOrder), args["where"].(*ent.WebhookEndpointWhereInput)), true
+
+	case "RetentionSettings.deliveries":
+		if e.ComplexityRoot.RetentionSettings.Deliveries == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RetentionSettings.Deliveries(childComplexity), true
+	case "RetentionSettings.events":
+		if e.ComplexityRoot.RetentionSettings.Events == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RetentionSettings.Events(childComplexity), true
+	case "RetentionSettings.hits":
+		if e.ComplexityRoot.RetentionSettings.Hits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RetentionSettings.Hits(childComplexity), true
+	case "RetentionSettings.prompts":
+		if e.ComplexityRoot.RetentionSettings.Prompts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RetentionSettings.Prompts(childComplexity), true
+	case "RetentionSettings.sessions":
+		if e.ComplexityRoot.RetentionSettings.Sessions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RetentionSettings.Sessions(childComplexity), true
+	case "RetentionSettings.signals":
+		if e.ComplexityRoot.RetentionSettings.Signals == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RetentionSettings.Signals(childComplexity), true
 
 	case "RotateWebhookSecretPayload.endpoint":
 		if e.ComplexityRoot.RotateWebhookSecretPayload.Endpoint == nil {
@@ -2016,6 +2123,62 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SiteEdge.Node(childComplexity), true
+
+	case "Storage.dialect":
+		if e.ComplexityRoot.Storage.Dialect == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Storage.Dialect(childComplexity), true
+	case "Storage.freeBytes":
+		if e.ComplexityRoot.Storage.FreeBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Storage.FreeBytes(childComplexity), true
+	case "Storage.retention":
+		if e.ComplexityRoot.Storage.Retention == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Storage.Retention(childComplexity), true
+	case "Storage.sizeBytes":
+		if e.ComplexityRoot.Storage.SizeBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Storage.SizeBytes(childComplexity), true
+	case "Storage.tables":
+		if e.ComplexityRoot.Storage.Tables == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Storage.Tables(childComplexity), true
+
+	case "StorageTable.name":
+		if e.ComplexityRoot.StorageTable.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StorageTable.Name(childComplexity), true
+	case "StorageTable.oldest":
+		if e.ComplexityRoot.StorageTable.Oldest == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StorageTable.Oldest(childComplexity), true
+	case "StorageTable.rows":
+		if e.ComplexityRoot.StorageTable.Rows == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StorageTable.Rows(childComplexity), true
+	case "StorageTable.sizeBytes":
+		if e.ComplexityRoot.StorageTable.SizeBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StorageTable.SizeBytes(childComplexity), true
 
 	case "Subscription.events":
 		if e.ComplexityRoot.Subscription.Events == nil {
@@ -2732,11 +2895,61 @@ extend type Query {
   """
   trapPreview(id: ID!): TrapPreview! @cost(weight: 20)
   """
+  A lure snippet for one of the caller's traps: an HTML fragment to paste into your own pages' templates
+  (docs/deployment.md, "Lure snippets in your own templates"). It links, hidden from people, to the trap's
+  path with a stable token that names the trap: a visitor who requests it gets a CALLBACK_HIT (placement
+  snippet#0) attributed to the trap in the visitor's own session, for as long as the trap is active.
+  The same trap always gets the same snippet.
+  """
+  lureSnippet(trapID: ID!): LureSnippet!
+  """
   One session with its evidence, exactly what GET /dashboard/api/sessions/{id} shows. Each list holds
   the newest items, at most the server's --session-detail-limit (default 1000) of them, oldest first.
   Its lists are priced at the default of a list; the weight covers reading up to three full lists.
   """
   sessionDetail(id: ID!): SessionDetail! @cost(weight: 3000)
+  """
+  The database this installation runs on: its size, the free disk space (SQLite), per table the
+  estimated rows and the oldest row, and the retention settings. Admin scope only (FORBIDDEN
+  otherwise). The figures cover the whole installation, every organization; they are read from the
+  database's own bookkeeping, so they cost the same at any size (flytrap stats counts rows exactly).
+  """
+  storage: Storage! @cost(weight: 100)
+}
+
+"The database's size and contents, and how long rows are kept."
+type Storage {
+  "sqlite or postgres."
+  dialect: String!
+  "SQLite: the file plus its write-ahead log. PostgreSQL: pg_database_size."
+  sizeBytes: Int!
+  "Free space on the SQLite file's file system; null on PostgreSQL, whose disk is its server's."
+  freeBytes: Int
+  tables: [StorageTable!]! @listSize(assumedSize: 9)
+  retention: RetentionSettings!
+}
+
+"One table of the database."
+type StorageTable {
+  name: String!
+  "Estimated rows: PostgreSQL's statistics, SQLite's rowid span."
+  rows: Int!
+  "The table with its indexes (PostgreSQL); null on SQLite."
+  sizeBytes: Int
+  "The time of the oldest row; null when the table is empty."
+  oldest: Time
+}
+
+"How long each kind of row is kept, in seconds; 0 keeps it forever (flags --retain-*)."
+type RetentionSettings {
+  hits: Int!
+  signals: Int!
+  prompts: Int!
+  events: Int!
+  "Finished webhook deliveries."
+  deliveries: Int!
+  "Sessions, from their last hit; their hits, signals and prompts go with them."
+  sessions: Int!
 }
 
 "A session and its evidence; each list is the newest items, at most the server's limit, oldest first (by time, then id)."
@@ -2762,6 +2975,16 @@ type Viewer {
   subject: String
 }
 
+"A lure snippet: hidden HTML pointing at a trap with a stable token."
+type LureSnippet {
+  "The fragment to paste inside a page's <body>: a link hidden by the hidden attribute, out of the accessibility tree."
+  html: String!
+  "The link's target: the trap's path and the token as ref."
+  url: String!
+  "The token (48 characters of a-z and 2-7); a proxy routing tokens to Flytrap routes it."
+  token: String!
+}
+
 "A decoy response as the trap listener would send it; the body is attacker-facing content, show it as text."
 type TrapPreview {
   "HTTP status."
@@ -2774,21 +2997,23 @@ type TrapPreview {
   path: String!
 }
 
+"Figures read from counters maintained as data is written (docs/counters.md): their cost does not grow with the data."
 type Analytics {
   overview: Overview! @cost(weight: 2000)
+  "The stored sessions by severity."
   severity: SeverityCounts! @cost(weight: 1000)
   "Hits per hour for the past 24 hours, oldest first, zero-filled; the last bucket is the current hour."
   timeline: [TimelineBucket!]! @cost(weight: 1000) @listSize(assumedSize: 24)
 }
 
 type Overview {
-  "Hits received in the last 24 hours."
+  "Hits received in the timeline's 24 hourly buckets: the current hour and the 23 before it."
   totalHits24h: Int!
-  "Sessions classified AI_ASSISTANT, AI_AGENT or AI_AGENT_MALICIOUS."
+  "Stored sessions classified AI_ASSISTANT, AI_AGENT or AI_AGENT_MALICIOUS."
   agentsDetected: Int!
-  "Tripwire signal firings (CALLBACK_HIT, INJECTION_FOLLOWED, SYSTEM_PROMPT_LEAKED and other deliberate bait)."
+  "Tripwire signal firings (CALLBACK_HIT, INJECTION_FOLLOWED, SYSTEM_PROMPT_LEAKED and other deliberate bait) of the stored sessions."
   tripwiresFired: Int!
-  "System prompts captured."
+  "System prompts captured by the stored sessions."
   promptsCaptured: Int!
   "Traps with active = 1."
   activeTraps: Int!
@@ -3281,6 +3506,18 @@ func (ec *executionContext) childFields_HitEdge(ctx context.Context, field graph
 	return nil, fmt.Errorf("no field named %q was found under type HitEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_LureSnippet(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "html":
+		return ec.fieldContext_LureSnippet_html(ctx, field)
+	case "url":
+		return ec.fieldContext_LureSnippet_url(ctx, field)
+	case "token":
+		return ec.fieldContext_LureSnippet_token(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LureSnippet", field.Name)
+}
+
 func (ec *executionContext) childFields_Organization(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -3349,6 +3586,24 @@ func (ec *executionContext) childFields_Prompt(ctx context.Context, field graphq
 		return ec.fieldContext_Prompt_session(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Prompt", field.Name)
+}
+
+func (ec *executionContext) childFields_RetentionSettings(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "hits":
+		return ec.fieldContext_RetentionSettings_hits(ctx, field)
+	case "signals":
+		return ec.fieldContext_RetentionSettings_signals(ctx, field)
+	case "prompts":
+		return ec.fieldContext_RetentionSettings_prompts(ctx, field)
+	case "events":
+		return ec.fieldContext_RetentionSettings_events(ctx, field)
+	case "deliveries":
+		return ec.fieldContext_RetentionSettings_deliveries(ctx, field)
+	case "sessions":
+		return ec.fieldContext_RetentionSettings_sessions(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RetentionSettings", field.Name)
 }
 
 func (ec *executionContext) childFields_RotateWebhookSecretPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3579,6 +3834,36 @@ func (ec *executionContext) childFields_SiteEdge(ctx context.Context, field grap
 		return ec.fieldContext_SiteEdge_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SiteEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_Storage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "dialect":
+		return ec.fieldContext_Storage_dialect(ctx, field)
+	case "sizeBytes":
+		return ec.fieldContext_Storage_sizeBytes(ctx, field)
+	case "freeBytes":
+		return ec.fieldContext_Storage_freeBytes(ctx, field)
+	case "tables":
+		return ec.fieldContext_Storage_tables(ctx, field)
+	case "retention":
+		return ec.fieldContext_Storage_retention(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Storage", field.Name)
+}
+
+func (ec *executionContext) childFields_StorageTable(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_StorageTable_name(ctx, field)
+	case "rows":
+		return ec.fieldContext_StorageTable_rows(ctx, field)
+	case "sizeBytes":
+		return ec.fieldContext_StorageTable_sizeBytes(ctx, field)
+	case "oldest":
+		return ec.fieldContext_StorageTable_oldest(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type StorageTable", field.Name)
 }
 
 func (ec *executionContext) childFields_TimelineBucket(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4368,6 +4653,20 @@ func (ec *executionContext) field_Query_events_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["where"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_lureSnippet_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "trapID",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["trapID"] = arg0
 	return args, nil
 }
 
@@ -6794,6 +7093,75 @@ func (ec *executionContext) fieldContext_HitEdge_cursor(_ context.Context, field
 	return graphql.NewScalarFieldContext("HitEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
 }
 
+func (ec *executionContext) _LureSnippet_html(ctx context.Context, field graphql.CollectedField, obj *model.LureSnippet) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LureSnippet_html(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HTML, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LureSnippet_html(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LureSnippet", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _LureSnippet_url(ctx context.Context, field graphql.CollectedField, obj *model.LureSnippet) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LureSnippet_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LureSnippet_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LureSnippet", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _LureSnippet_token(ctx context.Context, field graphql.CollectedField, obj *model.LureSnippet) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LureSnippet_token(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Token, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LureSnippet_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LureSnippet", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _Mutation_createTrap(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8484,6 +8852,50 @@ func (ec *executionContext) fieldContext_Query_trapPreview(ctx context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_lureSnippet(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_lureSnippet(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().LureSnippet(ctx, fc.Args["trapID"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LureSnippet) graphql.Marshaler {
+			return ec.marshalNLureSnippet2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐLureSnippet(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_lureSnippet(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LureSnippet(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_lureSnippet_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_sessionDetail(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8524,6 +8936,38 @@ func (ec *executionContext) fieldContext_Query_sessionDetail(ctx context.Context
 	if fc.Args, err = ec.field_Query_sessionDetail_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_storage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_storage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Storage(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Storage) graphql.Marshaler {
+			return ec.marshalNStorage2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐStorage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_storage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Storage(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -8690,6 +9134,144 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _RetentionSettings_hits(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RetentionSettings_hits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RetentionSettings_hits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RetentionSettings", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _RetentionSettings_signals(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RetentionSettings_signals(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Signals, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RetentionSettings_signals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RetentionSettings", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _RetentionSettings_prompts(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RetentionSettings_prompts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Prompts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RetentionSettings_prompts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RetentionSettings", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _RetentionSettings_events(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RetentionSettings_events(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Events, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RetentionSettings_events(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RetentionSettings", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _RetentionSettings_deliveries(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RetentionSettings_deliveries(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Deliveries, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RetentionSettings_deliveries(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RetentionSettings", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _RetentionSettings_sessions(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RetentionSettings_sessions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Sessions, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RetentionSettings_sessions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RetentionSettings", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _RotateWebhookSecretPayload_endpoint(ctx context.Context, field graphql.CollectedField, obj *model.RotateWebhookSecretPayload) (ret graphql.Marshaler) {
@@ -10681,6 +11263,231 @@ func (ec *executionContext) _SiteEdge_cursor(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_SiteEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SiteEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
+}
+
+func (ec *executionContext) _Storage_dialect(ctx context.Context, field graphql.CollectedField, obj *model.Storage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Storage_dialect(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Dialect, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Storage_dialect(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Storage", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Storage_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *model.Storage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Storage_sizeBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SizeBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Storage_sizeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Storage", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Storage_freeBytes(ctx context.Context, field graphql.CollectedField, obj *model.Storage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Storage_freeBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FreeBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Storage_freeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Storage", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Storage_tables(ctx context.Context, field graphql.CollectedField, obj *model.Storage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Storage_tables(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tables, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.StorageTable) graphql.Marshaler {
+			return ec.marshalNStorageTable2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐStorageTableᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Storage_tables(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Storage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_StorageTable(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Storage_retention(ctx context.Context, field graphql.CollectedField, obj *model.Storage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Storage_retention(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Retention, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RetentionSettings) graphql.Marshaler {
+			return ec.marshalNRetentionSettings2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐRetentionSettings(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Storage_retention(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Storage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RetentionSettings(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _StorageTable_name(ctx context.Context, field graphql.CollectedField, obj *model.StorageTable) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_StorageTable_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_StorageTable_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("StorageTable", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _StorageTable_rows(ctx context.Context, field graphql.CollectedField, obj *model.StorageTable) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_StorageTable_rows(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Rows, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_StorageTable_rows(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("StorageTable", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _StorageTable_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *model.StorageTable) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_StorageTable_sizeBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SizeBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_StorageTable_sizeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("StorageTable", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _StorageTable_oldest(ctx context.Context, field graphql.CollectedField, obj *model.StorageTable) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_StorageTable_oldest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Oldest, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_StorageTable_oldest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("StorageTable", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
 func (ec *executionContext) _Subscription_events(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
@@ -23034,6 +23841,54 @@ func (ec *executionContext) _HitEdge(ctx context.Context, sel ast.SelectionSet, 
 	return out
 }
 
+var lureSnippetImplementors = []string{"LureSnippet"}
+
+func (ec *executionContext) _LureSnippet(ctx context.Context, sel ast.SelectionSet, obj *model.LureSnippet) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, lureSnippetImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LureSnippet")
+		case "html":
+			out.Values[i] = ec._LureSnippet_html(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "url":
+			out.Values[i] = ec._LureSnippet_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "token":
+			out.Values[i] = ec._LureSnippet_token(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var mutationImplementors = []string{"Mutation"}
 
 func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -23744,6 +24599,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "lureSnippet":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_lureSnippet(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "sessionDetail":
 			field := field
 
@@ -23754,6 +24631,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_sessionDetail(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "storage":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_storage(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -23823,6 +24722,69 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			})
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var retentionSettingsImplementors = []string{"RetentionSettings"}
+
+func (ec *executionContext) _RetentionSettings(ctx context.Context, sel ast.SelectionSet, obj *model.RetentionSettings) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, retentionSettingsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RetentionSettings")
+		case "hits":
+			out.Values[i] = ec._RetentionSettings_hits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "signals":
+			out.Values[i] = ec._RetentionSettings_signals(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "prompts":
+			out.Values[i] = ec._RetentionSettings_prompts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "events":
+			out.Values[i] = ec._RetentionSettings_events(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deliveries":
+			out.Values[i] = ec._RetentionSettings_deliveries(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sessions":
+			out.Values[i] = ec._RetentionSettings_sessions(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -24844,6 +25806,117 @@ func (ec *executionContext) _SiteEdge(ctx context.Context, sel ast.SelectionSet,
 		case "cursor":
 			out.Values[i] = ec._SiteEdge_cursor(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var storageImplementors = []string{"Storage"}
+
+func (ec *executionContext) _Storage(ctx context.Context, sel ast.SelectionSet, obj *model.Storage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, storageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Storage")
+		case "dialect":
+			out.Values[i] = ec._Storage_dialect(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sizeBytes":
+			out.Values[i] = ec._Storage_sizeBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "freeBytes":
+			out.Values[i] = ec._Storage_freeBytes(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "tables":
+			out.Values[i] = ec._Storage_tables(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "retention":
+			out.Values[i] = ec._Storage_retention(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var storageTableImplementors = []string{"StorageTable"}
+
+func (ec *executionContext) _StorageTable(ctx context.Context, sel ast.SelectionSet, obj *model.StorageTable) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, storageTableImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("StorageTable")
+		case "name":
+			out.Values[i] = ec._StorageTable_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rows":
+			out.Values[i] = ec._StorageTable_rows(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sizeBytes":
+			out.Values[i] = ec._StorageTable_sizeBytes(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "oldest":
+			out.Values[i] = ec._StorageTable_oldest(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -26332,7 +27405,7 @@ func (ec *executionContext) marshalNCampaignConnection2ᚖgithubᚗcomᚋflytrap
 }
 
 func (ec *executionContext) marshalNCampaignEdge2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaignEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.CampaignEdge) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNCampaignEdge2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaignEdge(ctx, sel, v[i])
@@ -26475,7 +27548,7 @@ func (ec *executionContext) unmarshalNEventWhereInput2ᚖgithubᚗcomᚋflytrap�
 }
 
 func (ec *executionContext) marshalNHit2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐHitᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Hit) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNHit2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐHit(ctx, sel, v[i])
@@ -26618,6 +27691,16 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 	return res
 }
 
+func (ec *executionContext) marshalNLureSnippet2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐLureSnippet(ctx context.Context, sel ast.SelectionSet, v *model.LureSnippet) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._LureSnippet(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNMap2map(ctx context.Context, v any) (map[string]any, error) {
 	res, err := graphql.UnmarshalMap(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -26641,7 +27724,7 @@ func (ec *executionContext) marshalNMap2map(ctx context.Context, sel ast.Selecti
 }
 
 func (ec *executionContext) marshalNNode2ᚕgithubᚗcomᚋflytrapᚋflytrapᚋentᚐNoder(ctx context.Context, sel ast.SelectionSet, v []ent.Noder) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalONode2githubᚗcomᚋflytrapᚋflytrapᚋentᚐNoder(ctx, sel, v[i])
@@ -26716,7 +27799,7 @@ func (ec *executionContext) marshalNPageInfo2ᚖentgoᚗioᚋcontribᚋentgqlᚐ
 }
 
 func (ec *executionContext) marshalNPrompt2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPromptᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Prompt) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNPrompt2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPrompt(ctx, sel, v[i])
@@ -26746,6 +27829,16 @@ func (ec *executionContext) unmarshalNPromptWhereInput2ᚖgithubᚗcomᚋflytrap
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNRetentionSettings2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐRetentionSettings(ctx context.Context, sel ast.SelectionSet, v *model.RetentionSettings) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._RetentionSettings(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNRotateWebhookSecretPayload2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐRotateWebhookSecretPayload(ctx context.Context, sel ast.SelectionSet, v *model.RotateWebhookSecretPayload) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -26757,7 +27850,7 @@ func (ec *executionContext) marshalNRotateWebhookSecretPayload2ᚖgithubᚗcom�
 }
 
 func (ec *executionContext) marshalNScorePart2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐScorePartᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ScorePart) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNScorePart2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐScorePart(ctx, sel, v[i])
@@ -26783,7 +27876,7 @@ func (ec *executionContext) marshalNScorePart2ᚖgithubᚗcomᚋflytrapᚋflytra
 }
 
 func (ec *executionContext) marshalNSession2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSessionᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Session) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNSession2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSession(ctx, sel, v[i])
@@ -26870,7 +27963,7 @@ func (ec *executionContext) marshalNSeverityCounts2ᚖgithubᚗcomᚋflytrapᚋf
 }
 
 func (ec *executionContext) marshalNSignal2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignalᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Signal) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNSignal2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignal(ctx, sel, v[i])
@@ -26896,7 +27989,7 @@ func (ec *executionContext) marshalNSignal2ᚖgithubᚗcomᚋflytrapᚋflytrap�
 }
 
 func (ec *executionContext) marshalNSignalGroup2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐSignalGroupᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.SignalGroup) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNSignalGroup2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐSignalGroup(ctx, sel, v[i])
@@ -26965,6 +28058,42 @@ func (ec *executionContext) marshalNSiteOrderField2ᚖgithubᚗcomᚋflytrapᚋf
 func (ec *executionContext) unmarshalNSiteWhereInput2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSiteWhereInput(ctx context.Context, v any) (*ent.SiteWhereInput, error) {
 	res, err := ec.unmarshalInputSiteWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNStorage2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐStorage(ctx context.Context, sel ast.SelectionSet, v *model.Storage) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Storage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNStorageTable2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐStorageTableᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.StorageTable) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNStorageTable2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐStorageTable(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNStorageTable2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐStorageTable(ctx context.Context, sel ast.SelectionSet, v *model.StorageTable) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._StorageTable(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
@@ -27051,7 +28180,7 @@ func (ec *executionContext) marshalNTime2ᚖtimeᚐTime(ctx context.Context, sel
 }
 
 func (ec *executionContext) marshalNTimelineBucket2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTimelineBucketᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.TimelineBucket) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNTimelineBucket2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTimelineBucket(ctx, sel, v[i])
@@ -27123,7 +28252,7 @@ func (ec *executionContext) marshalNTrapPreview2ᚖgithubᚗcomᚋflytrapᚋflyt
 }
 
 func (ec *executionContext) marshalNTrapRef2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTrapRefᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.TrapRef) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNTrapRef2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTrapRef(ctx, sel, v[i])
@@ -27208,7 +28337,7 @@ func (ec *executionContext) marshalNWebhookAttempt2githubᚗcomᚋflytrapᚋflyt
 }
 
 func (ec *executionContext) marshalNWebhookAttempt2ᚕgithubᚗcomᚋflytrapᚋflytrapᚋentᚋschematypeᚐWebhookAttemptᚄ(ctx context.Context, sel ast.SelectionSet, v []schematype.WebhookAttempt) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNWebhookAttempt2githubᚗcomᚋflytrapᚋflytrapᚋentᚋschematypeᚐWebhookAttempt(ctx, sel, v[i])
@@ -27330,7 +28459,7 @@ func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlge
 }
 
 func (ec *executionContext) marshalN__Directive2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirectiveᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.Directive) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx, sel, v[i])
@@ -27376,7 +28505,7 @@ func (ec *executionContext) unmarshalN__DirectiveLocation2ᚕstringᚄ(ctx conte
 }
 
 func (ec *executionContext) marshalN__DirectiveLocation2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__DirectiveLocation2string(ctx, sel, v[i])
@@ -27404,7 +28533,7 @@ func (ec *executionContext) marshalN__InputValue2githubᚗcomᚋ99designsᚋgqlg
 }
 
 func (ec *executionContext) marshalN__InputValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.InputValue) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__InputValue2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValue(ctx, sel, v[i])
@@ -27424,7 +28553,7 @@ func (ec *executionContext) marshalN__Type2githubᚗcomᚋ99designsᚋgqlgenᚋg
 }
 
 func (ec *executionContext) marshalN__Type2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐTypeᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.Type) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__Type2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐType(ctx, sel, v[i])
@@ -27476,7 +28605,7 @@ func (ec *executionContext) marshalOApiKeyEdge2ᚕᚖgithubᚗcomᚋflytrapᚋfl
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalOApiKeyEdge2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐApiKeyEdge(ctx, sel, v[i])
@@ -27521,7 +28650,7 @@ func (ec *executionContext) marshalOApiKeyScope2ᚕgithubᚗcomᚋflytrapᚋflyt
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNApiKeyScope2githubᚗcomᚋflytrapᚋflytrapᚋviewerᚐScope(ctx, sel, v[i])
@@ -27628,7 +28757,7 @@ func (ec *executionContext) marshalOClassification2ᚕgithubᚗcomᚋflytrapᚋf
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNClassification2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐClassification(ctx, sel, v[i])
@@ -27688,7 +28817,7 @@ func (ec *executionContext) marshalOEventEdge2ᚕᚖgithubᚗcomᚋflytrapᚋfly
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalOEventEdge2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐEventEdge(ctx, sel, v[i])
@@ -27748,7 +28877,7 @@ func (ec *executionContext) marshalOHitEdge2ᚕᚖgithubᚗcomᚋflytrapᚋflytr
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalOHitEdge2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐHitEdge(ctx, sel, v[i])
@@ -27785,7 +28914,7 @@ func (ec *executionContext) marshalOHitKind2ᚕgithubᚗcomᚋflytrapᚋflytrap�
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNHitKind2githubᚗcomᚋflytrapᚋflytrapᚋentᚋhitᚐKind(ctx, sel, v[i])
@@ -28056,7 +29185,7 @@ func (ec *executionContext) marshalOPrompt2ᚕᚖgithubᚗcomᚋflytrapᚋflytra
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNPrompt2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐPrompt(ctx, sel, v[i])
@@ -28107,7 +29236,7 @@ func (ec *executionContext) marshalOSessionEdge2ᚕᚖgithubᚗcomᚋflytrapᚋf
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalOSessionEdge2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSessionEdge(ctx, sel, v[i])
@@ -28177,7 +29306,7 @@ func (ec *executionContext) marshalOSeverity2ᚕgithubᚗcomᚋflytrapᚋflytrap
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNSeverity2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐSeverity(ctx, sel, v[i])
@@ -28212,7 +29341,7 @@ func (ec *executionContext) marshalOSignal2ᚕᚖgithubᚗcomᚋflytrapᚋflytra
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNSignal2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSignal(ctx, sel, v[i])
@@ -28263,7 +29392,7 @@ func (ec *executionContext) marshalOSiteEdge2ᚕᚖgithubᚗcomᚋflytrapᚋflyt
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalOSiteEdge2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSiteEdge(ctx, sel, v[i])
@@ -28441,7 +29570,7 @@ func (ec *executionContext) marshalOTrapEdge2ᚕᚖgithubᚗcomᚋflytrapᚋflyt
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalOTrapEdge2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐTrapEdge(ctx, sel, v[i])
@@ -28486,7 +29615,7 @@ func (ec *executionContext) marshalOTrapType2ᚕgithubᚗcomᚋflytrapᚋflytrap
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNTrapType2githubᚗcomᚋflytrapᚋflytrapᚋentᚋtrapᚐType(ctx, sel, v[i])
@@ -28553,7 +29682,7 @@ func (ec *executionContext) marshalOWebhookDeliveryEdge2ᚕᚖgithubᚗcomᚋfly
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalOWebhookDeliveryEdge2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐWebhookDeliveryEdge(ctx, sel, v[i])
@@ -28590,7 +29719,7 @@ func (ec *executionContext) marshalOWebhookDeliveryStatus2ᚕgithubᚗcomᚋflyt
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNWebhookDeliveryStatus2githubᚗcomᚋflytrapᚋflytrapᚋentᚋwebhookdeliveryᚐStatus(ctx, sel, v[i])
@@ -28657,7 +29786,7 @@ func (ec *executionContext) marshalOWebhookEndpointEdge2ᚕᚖgithubᚗcomᚋfly
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalOWebhookEndpointEdge2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐWebhookEndpointEdge(ctx, sel, v[i])
@@ -28727,7 +29856,7 @@ func (ec *executionContext) marshalOWebhookFormat2ᚕgithubᚗcomᚋflytrapᚋfl
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNWebhookFormat2githubᚗcomᚋflytrapᚋflytrapᚋentᚋwebhookendpointᚐFormat(ctx, sel, v[i])
@@ -28762,7 +29891,7 @@ func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgq
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__EnumValue2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValue(ctx, sel, v[i])
@@ -28781,7 +29910,7 @@ func (ec *executionContext) marshalO__Field2ᚕgithubᚗcomᚋ99designsᚋgqlgen
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__Field2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐField(ctx, sel, v[i])
@@ -28800,7 +29929,7 @@ func (ec *executionContext) marshalO__InputValue2ᚕgithubᚗcomᚋ99designsᚋg
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__InputValue2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValue(ctx, sel, v[i])
@@ -28826,7 +29955,7 @@ func (ec *executionContext) marshalO__Type2ᚕgithubᚗcomᚋ99designsᚋgqlgen�
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__Type2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐType(ctx, sel, v[i])

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flytrap/flytrap/decoy"
+
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/event"
 )
@@ -28,10 +30,14 @@ type Resolver struct {
 
 	// Previewer renders trapPreview; the server sets it once the trap engine exists.
 	Previewer Previewer
+	// TokenKey is the installation's token key, for lureSnippet; set with Previewer.
+	TokenKey func() decoy.Key
 	// Manual limits the deliveries callers ask for per endpoint (pings, redeliveries).
 	Manual ManualLimit
 	// DetailLimit bounds each list of a session's detail (1 to MaxDetailLimit).
 	DetailLimit int
+	// Storage measures the database for admins (the storage field); the server sets it.
+	Storage StorageReport
 }
 
 // NewResolver returns the root resolver over client; broker feeds live delivery;

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
@@ -14,6 +15,11 @@ import (
 
 // DefaultDetailLimit bounds each list of a session's detail (hits, signals, prompts).
 const DefaultDetailLimit = 1000
+
+// detailSlack widens a session's span when its hits are read: the writer sets first and last
+// seen from its hits' received_at, in the order it writes them, which may differ from the
+// order they were received by the time a request's body took to read (seconds).
+const detailSlack = 24 * time.Hour
 
 // MaxDetailLimit is the largest DetailLimit: sessionDetail's @cost assumes it.
 const MaxDetailLimit = 1000
@@ -35,7 +41,14 @@ func (r *Resolver) sessionDetail(ctx context.Context, id string) (*model.Session
 	if limit < 1 || limit > MaxDetailLimit {
 		limit = DefaultDetailLimit
 	}
-	hits, err := s.QueryHits().Order(ent.Desc(hit.FieldReceivedAt), ent.Desc(hit.FieldID)).Limit(limit + 1).All(ctx)
+	// A session's hits were received between its first and last seen (the hit writer sets both
+	// from them): naming that span, widened by detailSlack, lets PostgreSQL search only the
+	// days' partitions it covers when hits is partitioned by day (docs/operations.md).
+	hq := s.QueryHits()
+	if !s.FirstSeen.IsZero() && !s.LastSeen.Before(s.FirstSeen) {
+		hq = hq.Where(hit.ReceivedAtGTE(s.FirstSeen.Add(-detailSlack)), hit.ReceivedAtLTE(s.LastSeen.Add(detailSlack)))
+	}
+	hits, err := hq.Order(ent.Desc(hit.FieldReceivedAt), ent.Desc(hit.FieldID)).Limit(limit + 1).All(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ type subscriptionResolver struct{ *Resolver }
 func (r *subscriptionResolver) Events(ctx context.Context, types []string, after *entgql.Cursor[string]) (<-chan *model.EventMessage, error) {
 	f, err := r.follow(ctx, types, after)
 	if err != nil {
-		return nil, err
+		return stopped[*model.EventMessage](ctx, err)
 	}
 	return subscribe(ctx, r.Resolver, f, func(ev *ent.Event) (*model.EventMessage, error) { return eventMessage(ev), nil })
 }
@@ -29,7 +29,7 @@ func (r *subscriptionResolver) Events(ctx context.Context, types []string, after
 func (r *subscriptionResolver) ThreatDetected(ctx context.Context) (<-chan *ent.Session, error) {
 	f, err := r.follow(ctx, []string{event.ThreatDetected}, nil)
 	if err != nil {
-		return nil, err
+		return stopped[*ent.Session](ctx, err)
 	}
 	return subscribe(ctx, r.Resolver, f, func(ev *ent.Event) (*ent.Session, error) {
 		id, _ := ev.Data["session_id"].(string)
@@ -49,7 +49,9 @@ func (r *Resolver) follow(ctx context.Context, types []string, after *entgql.Cur
 	f := Follow{Kind: FollowSubscription, Types: types, Heartbeat: heartbeat, Beat: func() error { return r.CredentialStillValid(ctx) }}
 	var err error
 	if after != nil {
-		f.After, err = positionOf(after)
+		if f.After, err = positionOf(after); err == nil {
+			err = r.CheckEventCursor(ctx, "after", f.After, RestartGraph)
+		}
 	} else {
 		f.After, err = r.EventHead(ctx)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/event"
 	ft "github.com/flytrap/flytrap/flytraptest"
+	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/rest"
 	"github.com/flytrap/flytrap/server"
 	"github.com/flytrap/flytrap/viewer"
@@ -633,6 +634,18 @@ func TestOpenAPIMatchesLiveResponses(t *testing.T) {
 			t.Fatalf("first stream: %d", open.StatusCode)
 		}
 		c.call(limited, http.StatusTooManyRequests, get(stream, stream, limited.Key(la.Org.ID, viewer.ReadOnly)))
+
+		// 410: a cursor into events retention deleted, on an instance of its own.
+		purged := ft.Start(t, b)
+		pa := purged.Tenant("acme")
+		purged.CreateTrap(pa.ReadWrite, "t", "page")
+		purged.CreateTrap(pa.ReadWrite, "t", "page")
+		if _, err := purged.DB.SQL.Exec("DELETE FROM events"); err != nil { // what the purge does to a month-old log
+			t.Fatal(err)
+		}
+		c.call(purged, http.StatusGone, get(events, events+"?cursor="+graph.EventCursor(1), pa.ReadOnly))
+		c.call(purged, http.StatusGone, request{method: http.MethodGet, tmpl: stream, path: stream, token: pa.ReadOnly,
+			header: map[string]string{"Last-Event-ID": graph.EventCursor(1)}})
 
 		// 500 cannot be provoked from outside.
 		c.assertCovered(http.StatusInternalServerError)

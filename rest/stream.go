@@ -40,6 +40,10 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		if last, err = graph.ParseEventCursor(field, resume); err != nil {
 			return err
 		}
+		// Before the stream starts, so the client gets a 410 and not a stream with a hole.
+		if err := a.res.CheckEventCursor(r.Context(), field, last, graph.RestartStream); err != nil {
+			return err
+		}
 	} else {
 		// A new reader starts at the head of the log, as EventSource expects.
 		if last, err = a.res.EventHead(r.Context()); err != nil {

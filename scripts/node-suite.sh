@@ -2,8 +2,9 @@
 # Runs one Node test suite (tests/<suite>/*.test.mjs) against a real flytrap binary: builds it,
 # starts it on a fresh SQLite database and free local ports (extra arguments go to `flytrap serve`),
 # reads the admin key it prints once, installs the suite's pinned npm packages (package-lock.json)
-# and runs `node --test` with FLYTRAP_URL and FLYTRAP_KEY set. Exits with the tests' status.
+# and runs `node --test` with FLYTRAP_URL, FLYTRAP_TRAP_URL (the trap listener) and FLYTRAP_KEY set. Exits with the tests' status.
 # Needs Go, Node >= 20.19 and npm with the npm registry reachable.
+# NODE_TEST_TIMEOUT (ms, default 90000) bounds each test file.
 # Usage: bash scripts/node-suite.sh SUITE [flytrap serve flags…]
 set -euo pipefail
 
@@ -51,7 +52,7 @@ npm ci --prefix "tests/$suite" --no-audit --no-fund --loglevel=error >/dev/null
 
 echo "$name: node --test tests/$suite/*.test.mjs"
 status=0
-FLYTRAP_URL="$url" FLYTRAP_KEY="$key" node --test --test-force-exit --test-timeout=90000 "tests/$suite"/*.test.mjs || status=$?
+FLYTRAP_URL="$url" FLYTRAP_TRAP_URL="http://127.0.0.1:${trap_port}" FLYTRAP_KEY="$key" node --test --test-force-exit --test-timeout="${NODE_TEST_TIMEOUT:-90000}" "tests/$suite"/*.test.mjs || status=$?
 
 stop_server
 if [[ "$status" != 0 ]]; then

@@ -1280,3 +1280,40 @@ func TestTimesAreUTCWhateverTheDatabaseZone(t *testing.T) {
 		}
 	})
 }
+
+// totalCount of the sessions connection equals the number of sessions the filter selects,
+// whether it comes from the counters (no filter, severity, classification, both) or from a
+// COUNT (any other filter), and counts the caller's organization only.
+func TestSessionsTotalCount(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		env := ft.Start(t, b)
+		a := env.Tenant("acme")
+		other := env.Tenant("other")
+		classes := []session.Classification{session.ClassificationHUMAN, session.ClassificationAI_AGENT, session.ClassificationBOT}
+		sevs := []session.Severity{session.SeverityLow, session.SeverityHigh, session.SeverityCritical, session.SeverityHigh}
+		for i := range 11 {
+			seedSession(t, env, a.Org.ID, func(c *ent.SessionCreate) {
+				c.SetClassification(classes[i%3]).SetSeverity(sevs[i%4]).SetSourceIP(fmt.Sprintf("192.0.2.%d", i%5))
+			})
+		}
+		seedSession(t, env, other.Org.ID, func(c *ent.SessionCreate) { c.SetSeverity(session.SeverityHigh) })
+		q := `query($w: SessionWhereInput) { sessions(first: 2, where: $w) { totalCount edges { node { id } } } }`
+		for _, tc := range []struct {
+			where map[string]any
+			want  int
+		}{
+			{nil, 11},
+			{map[string]any{"severity": "high"}, 5},
+			{map[string]any{"classification": "AI_AGENT"}, 4},
+			{map[string]any{"severity": "high", "classification": "AI_AGENT"}, 2},
+			{map[string]any{"severity": "medium"}, 0},
+			{map[string]any{"sourceIP": "192.0.2.1"}, 2},
+			{map[string]any{"severity": "high", "sourceIP": "192.0.2.1"}, 1},
+		} {
+			d := env.MustGraphQL(a.ReadOnly, q, map[string]any{"w": tc.where})
+			if n := num(ft.Dig(d, "sessions", "totalCount")); n != tc.want {
+				t.Errorf("where %v: totalCount %d, want %d", tc.where, n, tc.want)
+			}
+		}
+	})
+}

@@ -5,11 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/proxy"
+	"github.com/flytrap/flytrap/retention"
 	"github.com/flytrap/flytrap/trap"
 	"github.com/flytrap/flytrap/webhook"
 )
@@ -59,10 +62,24 @@ type Config struct {
 	// PublicURL is the dashboard's external base URL, for links in alerts; empty: no links.
 	PublicURL string
 
+	// Upstream is the application the trap listener stands in front of (flytrap serve
+	// --upstream, package proxy); nil: the listener answers everything itself.
+	Upstream *url.URL
+	// MaxLureBytes: larger pages from the upstream get no lures (docs/deployment.md).
+	MaxLureBytes int64
+
 	// Prometheus metrics at /metrics on the API listener (server/metrics.go).
 	Metrics                bool
 	MetricsToken           string        // when set, /metrics wants "Authorization: Bearer <token>"
 	MetricsSessionsRefresh time.Duration // how long the sessions-by-class counts are reused
+
+	// Retention: how long each kind of row is kept (retention/, docs/operations.md).
+	Retention retention.Config
+	// DiskLowBytes: below this much free space on the SQLite file's file system, the log warns.
+	DiskLowBytes int64
+	// PGPartitions: on PostgreSQL, create hits range-partitioned by day on a new database and
+	// keep partitions created ahead (store.EnsurePartitions; docs/operations.md).
+	PGPartitions bool
 }
 
 // DefaultConfig is the configuration with nothing set.
@@ -101,8 +118,13 @@ func DefaultConfig() Config {
 		AuthFailureBurst:     30,
 		RequestTimeout:       30 * time.Second,
 
+		MaxLureBytes:           proxy.DefaultMaxLureBytes,
 		Metrics:                true,
 		MetricsSessionsRefresh: time.Minute,
+
+		Retention:    retention.DefaultConfig(),
+		DiskLowBytes: 1 << 30,
+		PGPartitions: true,
 	}
 }
 
@@ -182,6 +204,13 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Metrics, "metrics", c.Metrics, "serve Prometheus metrics at /metrics on the API listener")
 	fs.StringVar(&c.MetricsToken, "metrics-token", c.MetricsToken, "bearer token /metrics requires; empty: /metrics is open to whoever reaches the API listener")
 	fs.DurationVar(&c.MetricsSessionsRefresh, "metrics-sessions-refresh", c.MetricsSessionsRefresh, "how long the sessions-by-classification gauge reuses one count of the sessions table (1s to 1h)")
+	fs.Func("upstream", "the application the trap listener stands in front of (http:// or https:// URL): what is not a trap or a token is proxied to it, its HTML pages get lures; empty: the listener answers everything itself", func(v string) error {
+		u, err := parseUpstream(v)
+		c.Upstream = u
+		return err
+	})
+	fs.Int64Var(&c.MaxLureBytes, "lure-max-bytes", c.MaxLureBytes, "upstream HTML pages larger than this get no lures (and a page is searched this far for its </body>)")
+	c.registerRetention(fs)
 	fs.Func("oidc-token", "JWT the dashboard sends to the API after OIDC sign-in: access_token (default) or id_token", oidcTokenFlag(&c.OIDC.Token))
 }
 
@@ -279,11 +308,20 @@ func (c Config) Validate() error {
 	if c.WebhookManual.PerMinute <= 0 || c.WebhookManual.PerMinute > 600 || c.WebhookManual.Burst < 1 || c.WebhookManual.Burst > 100 {
 		errs = append(errs, errors.New("webhook-manual-rate must be above 0 and at most 600, webhook-manual-burst between 1 and 100"))
 	}
+	if c.MaxLureBytes < 1024 {
+		errs = append(errs, errors.New("lure-max-bytes: must be at least 1024"))
+	}
 	if c.MetricsSessionsRefresh < time.Second || c.MetricsSessionsRefresh > time.Hour {
 		errs = append(errs, errors.New("metrics-sessions-refresh: must be between 1s and 1h"))
 	}
 	if t := c.MetricsToken; t != "" && (len(t) < 16 || len(t) > 256 || strings.ContainsFunc(t, func(r rune) bool { return r <= ' ' || r > '~' })) {
 		errs = append(errs, errors.New("metrics-token: must be 16 to 256 printable ASCII characters without spaces"))
+	}
+	if err := c.Retention.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.DiskLowBytes < 0 {
+		errs = append(errs, errors.New("disk-low-bytes: must not be negative"))
 	}
 	if err := c.Webhook.Validate(); err != nil {
 		errs = append(errs, err)
@@ -298,8 +336,12 @@ func (c Config) Validate() error {
 
 // String describes the configuration with secrets redacted, for logs.
 func (c Config) String() string {
-	return fmt.Sprintf("trap-addr=%s api-addr=%s db=%s introspection=%t jwt=%t max-body-bytes=%d metrics=%t metrics-token=%t",
-		c.TrapAddr, c.APIAddr, RedactDSN(c.DB), c.Introspection, c.JWT.Enabled(), c.MaxBodyBytes, c.Metrics, c.MetricsToken != "")
+	upstream := ""
+	if c.Upstream != nil {
+		upstream = " upstream=" + c.Upstream.String()
+	}
+	return fmt.Sprintf("trap-addr=%s api-addr=%s db=%s introspection=%t jwt=%t max-body-bytes=%d metrics=%t metrics-token=%t retention=[%s]%s",
+		c.TrapAddr, c.APIAddr, RedactDSN(c.DB), c.Introspection, c.JWT.Enabled(), c.MaxBodyBytes, c.Metrics, c.MetricsToken != "", c.Retention, upstream)
 }
 
 // RedactDSN hides a database URL's password.
@@ -330,3 +372,16 @@ func splitList(s string) []string {
 
 // OSEnv is the process environment.
 var OSEnv Env = os.Getenv
+
+// parseUpstream reads --upstream: an absolute http or https URL without query or fragment.
+func parseUpstream(v string) (*url.URL, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, fmt.Errorf("%q is not an http:// or https:// URL of a host (no credentials, query or fragment)", v)
+	}
+	return u, nil
+}

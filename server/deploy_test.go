@@ -11,11 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/flytrap/flytrap/decoy"
 	ft "github.com/flytrap/flytrap/flytraptest"
 	"github.com/flytrap/flytrap/server"
 )
@@ -149,6 +150,8 @@ func (s *besideApp) check(t *testing.T, addr string) {
 	t.Helper()
 	visitor := &http.Client{
 		Timeout: 30 * time.Second,
+		// A planted URL may redirect to /login: that page is the application's, as on a real site.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		Transport: &http.Transport{DialContext: (&net.Dialer{
 			LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)},
 		}).DialContext},
@@ -174,13 +177,15 @@ func (s *besideApp) check(t *testing.T, addr string) {
 	if code != 200 || strings.Contains(body, "the application") || !strings.Contains(body, "<html") {
 		t.Fatalf("the trap path was not answered by Flytrap's decoy: %d %.200q", code, body)
 	}
-	// A token the decoy planted in a hidden link, followed: routed to Flytrap by the token rule.
-	link := plantedLink(body)
-	if link == "" {
-		t.Fatalf("the decoy holds no path carrying a token: %q", body)
+	// Every URL the decoy planted, in every token shape, followed: routed to Flytrap by the token rules.
+	links := plantedLinks(body)
+	if len(links) < 4 {
+		t.Fatalf("the decoy holds %d paths carrying a token: %q", len(links), body)
 	}
-	if code, body := get(link); strings.Contains(body, "the application") {
-		t.Fatalf("the decoy's planted link %s reached the application: %d %q", link, code, body)
+	for _, link := range links {
+		if code, body := get(link); strings.Contains(body, "the application") {
+			t.Fatalf("the decoy's planted link %s reached the application: %d %q", link, code, body)
+		}
 	}
 
 	d := s.env.MustGraphQL(s.tenant.ReadOnly, `{ sessions(first: 10) { edges { node { sourceIP userAgent hitCount signalsFired } } } }`, nil)
@@ -192,24 +197,24 @@ func (s *besideApp) check(t *testing.T, addr string) {
 	if ip := ft.Dig(n, "sourceIP"); ip != "127.0.0.2" {
 		t.Errorf("the session's address is %v, want the visitor's 127.0.0.2 (not the proxy's, not the spoofed header)", ip)
 	}
-	if hits := ft.Dig(n, "hitCount"); hits != float64(2) {
-		t.Errorf("hitCount %v, want 2 (the trap and the planted link)", hits)
+	if hits := ft.Dig(n, "hitCount"); hits != float64(1+len(links)) {
+		t.Errorf("hitCount %v, want %d (the trap and the planted links)", hits, 1+len(links))
 	}
 	if sigs, _ := ft.Dig(n, "signalsFired").([]any); !containsAny(sigs, "CALLBACK_HIT") {
 		t.Errorf("following the hidden link fired %v, want CALLBACK_HIT", sigs)
 	}
 }
 
-// plantedURL finds the paths a decoy planted: a same-site path (or an absolute URL's path) ending in a token.
-var plantedURL = regexp.MustCompile(`(?:https?://[^/"'\s]+)?((?:/[A-Za-z0-9._-]+)*/[a-z2-7]{48})`)
-
-// plantedLink returns the first path of body that carries one of the decoy's tokens. Every
-// page decoy plants several (a comment, a meta tag, hidden links), wherever each sits.
-func plantedLink(body string) string {
-	if m := plantedURL.FindStringSubmatch(body); m != nil {
-		return m[1]
+// plantedLinks returns the distinct paths of body that end in a token, of any shape
+// (decoy.TokenURL). Every page decoy plants several (a comment, a meta tag, hidden links).
+func plantedLinks(body string) []string {
+	var out []string
+	for _, l := range decoy.TokenURL.FindAllString(body, -1) {
+		if !slices.Contains(out, l) {
+			out = append(out, l)
+		}
 	}
-	return ""
+	return out
 }
 
 func containsAny(list []any, want string) bool {

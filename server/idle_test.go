@@ -66,7 +66,12 @@ func goroutinesSettle(want int) int {
 // clients go, so does everything they held.
 func TestIdleConnectionsHoldNoGoroutines(t *testing.T) {
 	env := ft.Start(t, ft.Backends()[0], func(c *server.Config) {
-		c.StreamHeartbeat = 100 * time.Millisecond
+		// Often enough that a stream notices its client left within the test's wait (two
+		// beats: the first write after a close may still succeed), rare enough that 40
+		// streams' heartbeats (each a goroutine while it checks the credential and writes)
+		// do not keep the count above the idle one on a loaded machine: 100 ms did in a
+		// race run, 500 ms did at load 15 (39 goroutines, each beat waiting on the database).
+		c.StreamHeartbeat = 2 * time.Second
 		c.MaxStreamsPerOrg = 1000
 	})
 	a := env.Tenant("acme")
@@ -99,6 +104,7 @@ func TestIdleConnectionsHoldNoGoroutines(t *testing.T) {
 	if got := ft.Dig(readUntil(t, subs[0], "data").Payload, "data", "events", "type"); got != "trap.created" {
 		t.Fatalf("subscription got %v", got)
 	}
+	_ = streams[0].SetReadDeadline(time.Now().Add(20 * time.Second)) // rawStream's 10 s may have gone on the waits above
 	for {
 		line, err := first.ReadString('\n')
 		if err != nil {

@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flytrap/flytrap/decoy"
 	ft "github.com/flytrap/flytrap/flytraptest"
 )
 
-var tokenURL = regexp.MustCompile(`/[A-Za-z0-9._/-]*[a-z2-7]{40,}`)
+var tokenURL = decoy.TokenURL // a path ending in a token of any shape
 
 // visit requests url on the trap listener with ua and returns the body.
 func visit(t *testing.T, env *ft.Env, method, path, ua string, body string) string {

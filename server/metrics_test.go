@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/flytrap/flytrap/decoy"
 	ft "github.com/flytrap/flytrap/flytraptest"
 	"github.com/flytrap/flytrap/server"
 )
@@ -129,7 +129,7 @@ func TestMetrics(t *testing.T) {
 		}
 		hits := 1
 		page := get("/internal/docs")
-		for _, u := range regexp.MustCompile(`/[A-Za-z0-9._/-]*[a-z2-7]{40,}`).FindAllString(page, -1) {
+		for _, u := range decoy.TokenURL.FindAllString(page, -1) {
 			get(u)
 			hits++
 		}

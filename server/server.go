@@ -17,6 +17,7 @@ import (
 
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/proxy"
 	"github.com/flytrap/flytrap/store"
 	"github.com/flytrap/flytrap/trap"
 	"github.com/flytrap/flytrap/webhook"
@@ -45,6 +46,9 @@ type Server struct {
 	metrics  *metrics
 	stopping context.Context // done once the service begins to shut down
 	stop     context.CancelFunc
+
+	// trapHandler answers the trap listener: the engine, or the proxy in front of an upstream.
+	trapHandler http.Handler
 }
 
 // New builds a server over an open database. ctx bounds background work started
@@ -73,13 +77,19 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.resolver.SetMaxStreamsPerOrg(cfg.MaxStreamsPerOrg)
 	s.resolver.Manual = cfg.WebhookManual
 	s.resolver.DetailLimit = cfg.SessionDetailLimit
+	s.resolver.Storage = s.storageReport
 	s.ws = newWSTransport(s)
 	engine, err := trap.New(ctx, cfg.Trap, db.Client, db.Dialect, log)
 	if err != nil {
 		return nil, fmt.Errorf("trap engine: %w", err)
 	}
 	s.engine = engine
+	s.trapHandler = engine
+	if cfg.Upstream != nil {
+		s.trapHandler = proxy.New(proxy.Config{Upstream: cfg.Upstream, MaxLureBytes: cfg.MaxLureBytes, TrustedProxies: cfg.Trap.TrustedProxies}, engine, log)
+	}
 	s.resolver.Previewer = engine.Preview
+	s.resolver.TokenKey = engine.Key
 	if db.Dialect == dialect.Postgres {
 		s.notifier = event.NewNotifier(db.DSN, s.broker, log)
 		s.notifier.OnRoutesChanged(engine.InvalidateRoutes)
@@ -97,7 +107,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 func (s *Server) LiveSubscribers() int { return s.broker.Subscribers() }
 
 // TrapHandler is the trap listener's handler.
-func (s *Server) TrapHandler() http.Handler { return s.engine }
+func (s *Server) TrapHandler() http.Handler { return s.trapHandler }
 
 // Engine is the detection engine behind the trap listener.
 func (s *Server) Engine() *trap.Engine { return s.engine }
@@ -108,7 +118,7 @@ func (s *Server) Webhooks() *webhook.Dispatcher { return s.webhooks }
 // TrapServer is the trap listener's http.Server; serve it on a TrapListener.
 func (s *Server) TrapServer() *http.Server {
 	return &http.Server{
-		Handler:           s.engine,
+		Handler:           s.trapHandler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -127,10 +137,14 @@ func (s *Server) FlushUsage(ctx context.Context) error { return s.usage.Flush(ct
 // Start runs the background work of the instance (event broker, key usage writer)
 // until ctx ends; the returned function waits for it to finish.
 func (s *Server) Start(ctx context.Context) (wait func()) {
+	s.ensurePartitions(ctx) // before the listeners take hits
 	var wg sync.WaitGroup
 	wg.Go(func() { s.usage.Run(ctx, s.cfg.LastUsedInterval) })
 	wg.Go(func() { s.engine.Run(ctx) })
 	wg.Go(func() { s.webhooks.Run(ctx) })
+	wg.Go(func() { s.runRetention(ctx) })
+	wg.Go(func() { s.runPartitions(ctx) })
+	wg.Go(func() { s.watchDisk(ctx) })
 	if s.notifier != nil {
 		wg.Go(func() {
 			if err := s.notifier.Run(ctx); err != nil {

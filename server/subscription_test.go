@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 
+	"github.com/flytrap/flytrap/decoy"
 	ft "github.com/flytrap/flytrap/flytraptest"
 )
 
@@ -148,7 +148,7 @@ func TestThreatDetectedSubscription(t *testing.T) {
 		return string(b)
 	}
 	page := get("/internal/docs")
-	for _, u := range regexp.MustCompile(`/[A-Za-z0-9._/-]*[a-z2-7]{40,}`).FindAllString(page, -1) {
+	for _, u := range decoy.TokenURL.FindAllString(page, -1) {
 		get(u)
 	}
 	d := nextData(t, c)

@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"entgo.io/ent/dialect"
-	entsql "entgo.io/ent/dialect/sql"
+	"entgo.io/ent/dialect/sql/schema"
 	_ "github.com/lib/pq"  // PostgreSQL driver
 	_ "modernc.org/sqlite" // pure-Go SQLite driver
 
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/migrate"
 	_ "github.com/flytrap/flytrap/ent/runtime" // hooks and privacy policies
+	"github.com/flytrap/flytrap/tally"
 )
 
 var migrateMu sync.Mutex
@@ -32,9 +33,22 @@ type DB struct {
 	DSN string
 }
 
+// Options are choices made when a database is created.
+type Options struct {
+	// NoPartitions creates hits on a new PostgreSQL database as a plain table instead of
+	// one range-partitioned by day (docs/operations.md). An existing hits table is kept as
+	// it is either way.
+	NoPartitions bool
+}
+
 // Open connects to dsn — a postgres:// URL, or a SQLite file path (optionally sqlite:PATH) —
-// and creates or upgrades the schema.
+// and creates or upgrades the schema; on a new PostgreSQL database hits is partitioned by day.
 func Open(ctx context.Context, dsn string) (*DB, error) {
+	return OpenWith(ctx, dsn, Options{})
+}
+
+// OpenWith is Open with the choices of opts.
+func OpenWith(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	driver, source, dia, err := parse(dsn)
 	if err != nil {
 		return nil, err
@@ -54,12 +68,104 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
-	client := ent.NewClient(ent.Driver(entsql.OpenDB(dia, db)))
-	if err := migrateSchema(ctx, client, db, dia); err != nil {
+	if dia == dialect.SQLite {
+		if err := incrementalVacuum(ctx, db, false); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	client := ent.NewClient(ent.Driver(newDriver(dia, db)))
+	if err := migrateSchema(ctx, client, db, dia, opts); err != nil {
 		client.Close()
 		return nil, fmt.Errorf("migrate schema: %w", err)
 	}
+	if dia == dialect.SQLite {
+		if err := analyzeNewIndexes(ctx, db); err != nil {
+			client.Close()
+			return nil, err
+		}
+	}
 	return &DB{Client: client, SQL: db, Dialect: dia, DSN: source}, nil
+}
+
+// analyzeNewIndexes gives statistics to the indexes a migration added to a SQLite file that
+// has them for its other indexes (sqlite_stat1, from ANALYZE). Without, the planner takes the
+// new index for a better one than the analyzed ones: adding (endpoint_id, status, created_at)
+// to webhook deliveries made an endpoint's unfiltered list sort all its 290,000 deliveries
+// (0.78 s) instead of walking (endpoint_id, created_at) (docs/benchmarks.md, "Reads at 1M
+// sessions / 10M hits"). It reads one index per new index, once: a file never analyzed is
+// left to the planner's defaults, which treat all indexes alike.
+func analyzeNewIndexes(ctx context.Context, db *sql.DB) error {
+	var analyzed int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'sqlite_stat1'").Scan(&analyzed); err != nil {
+		return fmt.Errorf("read statistics: %w", err)
+	}
+	if analyzed == 0 {
+		return nil
+	}
+	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'index'
+		AND tbl_name IN (SELECT tbl FROM sqlite_stat1)
+		AND name NOT IN (SELECT idx FROM sqlite_stat1 WHERE idx IS NOT NULL)`)
+	if err != nil {
+		return fmt.Errorf("read statistics: %w", err)
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return err
+		}
+		names = append(names, n)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, n := range names {
+		if _, err := db.ExecContext(ctx, `ANALYZE "`+strings.ReplaceAll(n, `"`, `""`)+`"`); err != nil {
+			return fmt.Errorf("analyze index %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// incrementalVacuum puts a SQLite file in auto_vacuum=INCREMENTAL mode, so retention can
+// hand freed pages back (PRAGMA incremental_vacuum). The mode only takes on a file without
+// tables, or through a VACUUM, which rewrites the whole file: Open sets it on a new file
+// only (always set it on an existing one would rewrite it at every start), and an older
+// file is converted once with force (flytrap vacuum). Not a DSN pragma: setting it on
+// every new connection waits for the write lock, so reads would wait behind writers.
+func incrementalVacuum(ctx context.Context, db *sql.DB, force bool) error {
+	conn, err := db.Conn(ctx) // the pragma belongs to the connection that then vacuums
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if !force {
+		var tables int
+		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM sqlite_master").Scan(&tables); err != nil {
+			return fmt.Errorf("inspect the database: %w", err)
+		}
+		if tables > 0 {
+			return nil
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
+		return fmt.Errorf("set auto_vacuum: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, "VACUUM"); err != nil {
+		return fmt.Errorf("vacuum: %w", err)
+	}
+	return nil
+}
+
+// Vacuum rewrites a SQLite file compactly, in auto_vacuum=INCREMENTAL mode. It holds the
+// write lock throughout and needs free space about the file's size.
+func (d *DB) Vacuum(ctx context.Context) error {
+	if d.Dialect != dialect.SQLite {
+		return fmt.Errorf("vacuum is for SQLite")
+	}
+	return incrementalVacuum(ctx, d.SQL, true)
 }
 
 // migrationLock is the PostgreSQL advisory lock key instances take around migrating,
@@ -68,7 +174,7 @@ const migrationLock = 0x466c797472617001 // "Flytrap" + 1
 
 // migrateSchema creates or upgrades the schema, one migration at a time: per process
 // (ent's migration writes package-level table descriptions) and per PostgreSQL database.
-func migrateSchema(ctx context.Context, client *ent.Client, db *sql.DB, dia string) error {
+func migrateSchema(ctx context.Context, client *ent.Client, db *sql.DB, dia string, o Options) error {
 	migrateMu.Lock()
 	defer migrateMu.Unlock()
 	if dia == dialect.Postgres {
@@ -81,13 +187,27 @@ func migrateSchema(ctx context.Context, client *ent.Client, db *sql.DB, dia stri
 			return fmt.Errorf("take the migration lock: %w", err)
 		}
 		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrationLock))
+		if !o.NoPartitions {
+			// Before ent's migration, which then completes the partitioned table.
+			if err := createPartitionedHits(ctx, conn, time.Now()); err != nil {
+				return err
+			}
+		}
 	}
-	if err := client.Schema.Create(ctx, migrate.WithDropIndex(true)); err != nil {
+	opts := []schema.MigrateOption{migrate.WithDropIndex(true)}
+	if dia == dialect.Postgres {
+		opts = append(opts, schema.WithDiffHook(keepPartitioning))
+	}
+	if err := client.Schema.Create(ctx, opts...); err != nil {
 		return err
 	}
 	// Outside ent's schema: nothing queries it but the readiness probe (WriteProbe).
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS flytrap_readiness (instance VARCHAR(64) PRIMARY KEY, checked_at BIGINT NOT NULL)`); err != nil {
 		return fmt.Errorf("create the readiness table: %w", err)
+	}
+	// A database from before the counters gets them counted once (docs/counters.md).
+	if _, err := tally.Backfill(ctx, client); err != nil {
+		return fmt.Errorf("backfill the counters: %w", err)
 	}
 	return nil
 }

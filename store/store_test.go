@@ -89,3 +89,45 @@ func TestConcurrentStartsMigrateOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestNewIndexGetsStatistics: an index without statistics in a SQLite file whose other indexes
+// have them (a migration added it) gets them at the next start, so the planner does not take it
+// for better than it is.
+func TestNewIndexGetsStatistics(t *testing.T) {
+	dsn := ft.SQLiteDSN(t)
+	db, err := store.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ft.System()
+	org := db.Client.Organization.Create().SetName("acme").SaveX(ctx)
+	for i := range 5 {
+		db.Client.WebhookEndpoint.Create().SetOrgID(org.ID).SetURL(fmt.Sprintf("https://example.com/%d", i)).SetSecret("x").SaveX(ctx)
+	}
+	const idx = "webhookendpoint_org_id_active"
+	stat := func() int {
+		var n int
+		if err := db.SQL.QueryRow("SELECT COUNT(*) FROM sqlite_stat1 WHERE idx = ?", idx).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := db.SQL.Exec("ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	if stat() != 1 {
+		t.Fatalf("ANALYZE left %s without statistics", idx)
+	}
+	if _, err := db.SQL.Exec("DELETE FROM sqlite_stat1 WHERE idx = ?", idx); err != nil { // as if a migration had just added it
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = store.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if stat() != 1 {
+		t.Fatalf("%s has no statistics after a restart", idx)
+	}
+}

@@ -9,12 +9,14 @@ import (
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/store"
+	"github.com/flytrap/flytrap/tally"
 )
 
 // writeBatch records a batch of hits in one transaction: sessions found or made,
 // hits, signals and prompts inserted, sessions judged, threat events appended.
 func (e *Engine) writeBatch(ctx context.Context, batch []*job) error {
-	ctx = privacy.DecisionContext(ctx, privacy.Allow)
+	ctx = store.Prepared(privacy.DecisionContext(ctx, privacy.Allow))
 	tx, err := e.client.Tx(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -70,22 +72,38 @@ func (e *Engine) writeBatch(ctx context.Context, batch []*job) error {
 		hits = append(hits, rec.row)
 	}
 	threats := make([]string, len(order))
-	var touched []*sess // stored sessions whose only change is a later last_seen and more hits
+	var created, touched []*sess // new sessions; stored ones whose only change is a later last_seen and more hits
 	for i, s := range order {
 		threats[i] = threatType(s)
-		if s.row != nil && !s.dirty && s.verdict == s.stored && s.addTrips == 0 && s.addProms == 0 {
+		switch {
+		case s.row == nil:
+			created = append(created, s)
+		case !s.dirty && s.verdict == s.stored && s.addTrips == 0 && s.addProms == 0:
 			touched = append(touched, s)
-			continue
+		default:
+			if err := e.saveSession(ctx, c, s); err != nil {
+				return err
+			}
 		}
-		if err := e.saveSession(ctx, c, s); err != nil {
-			return err
-		}
+	}
+	if err := e.createSessions(ctx, c, created); err != nil {
+		return err
 	}
 	if err := e.touchSessions(ctx, c, touched); err != nil {
 		return err
 	}
 	if err := e.insertHits(ctx, c, hits); err != nil {
 		return err
+	}
+	// The hourly hit counters, written at commit (the session counters follow the session
+	// rows through ent's hook): tally package, docs/counters.md.
+	counts := tally.Pending(tx)
+	for _, j := range batch {
+		trapID := ""
+		if j.rec.trap != nil {
+			trapID = j.rec.trap.ID
+		}
+		counts.Hit(j.rec.org, trapID, j.rec.receivedAt.Unix()/3600)
 	}
 	if len(signals) > 0 {
 		if err := c.Signal.CreateBulk(signals...).Exec(ctx); err != nil {
@@ -123,17 +141,17 @@ func (e *Engine) observation(rec *hitRecord, sources map[string]sourceHit) detec
 	o := detect.Observation{
 		At: rec.receivedAt, Method: rec.method, Host: rec.host, Path: rec.path, Query: rec.query, Body: rec.body,
 		Headers: rec.headers, IP: rec.ip, UA: rec.ua, Kind: rec.kind, Tool: rec.tool, ToolArgs: rec.toolArgs,
-		Disallow: rec.disallow, Linked: rec.linked,
+		Disallow: rec.disallow, Linked: rec.linked, Known: rec.known,
 	}
 	if rec.trap != nil {
 		o.TrapID, o.TrapType = rec.trap.ID, string(rec.trap.Type)
 	}
 	for _, ref := range rec.refs {
-		src, ok := sources[ref.HitID]
-		if !ok || src.org != rec.org {
-			continue // a token of another organization, or of a hit not stored: ignore it
+		src, ok := e.tokenSource(rec, ref, sources)
+		if !ok {
+			continue
 		}
-		t := detect.TokenUse{SourceHit: ref.HitID, SourceAt: src.receivedAt, Placement: fmt.Sprintf("%s#%d", ref.Purpose, ref.Index)}
+		t := detect.TokenUse{SourceHit: src.hit, SourceAt: src.at, Placement: fmt.Sprintf("%s#%d", src.placement, ref.Index), Visible: src.visible}
 		switch ref.Purpose {
 		case decoy.Callback:
 			t.Use = detect.UseCallback
@@ -146,8 +164,8 @@ func (e *Engine) observation(rec *hitRecord, sources map[string]sourceHit) detec
 			t.Use = detect.UseCanary
 		case decoy.Sink:
 			t.Use = detect.UseSink
-		case decoy.Credential:
-			t.Use = detect.UseCredential
+		case decoy.Credential, decoy.DatabasePassword, decoy.RedisPassword, decoy.SessionSecret, decoy.AWSAccessKey:
+			t.Use, t.Secret = detect.UseCredential, decoy.SecretName(e.key, ref)
 		case decoy.Tool:
 			t.Use = detect.UseTool
 		default:

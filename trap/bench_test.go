@@ -1,6 +1,7 @@
 package trap_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,11 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"entgo.io/ent/dialect"
 	ft "github.com/flytrap/flytrap/flytraptest"
+	"github.com/flytrap/flytrap/flytraptest/testdb"
 )
 
 // load sends GETs to url from parallel clients, each with its own user agent, and
-// reports requests per second and latency percentiles. Both benchmarks below use it,
+// reports requests per second, latency percentiles and CPU per request. Both benchmarks below use it,
 // so the trap listener and a bare handler meet the same load generator.
 func load(b *testing.B, url string) {
 	transport := &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}
@@ -26,7 +29,7 @@ func load(b *testing.B, url string) {
 	var worker atomic.Int64
 	b.SetParallelism(64) // 64 × GOMAXPROCS clients
 	b.ReportAllocs()
-	start := time.Now()
+	start, cpu := time.Now(), testdb.ProcessCPU()
 	b.RunParallel(func(pb *testing.PB) {
 		ua := fmt.Sprintf("Mozilla/5.0 (bench %d) Chrome/131.0 Safari/537.36", worker.Add(1))
 		var mine []time.Duration
@@ -51,7 +54,7 @@ func load(b *testing.B, url string) {
 		lat = append(lat, mine...)
 		mu.Unlock()
 	})
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), testdb.ProcessCPU()-cpu
 	if len(lat) == 0 {
 		return
 	}
@@ -59,6 +62,10 @@ func load(b *testing.B, url string) {
 	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "req/s")
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	// The process's CPU per request (server, writer and clients; not PostgreSQL's): on a
+	// machine others load, the ratio of two handlers' CPU per request says more about their
+	// throughput on a machine of their own than req/s does.
+	b.ReportMetric(float64(cpu.Microseconds())/float64(len(lat)), "cpu-µs/req")
 }
 
 // BenchmarkListenerPage serves a page decoy through the trap listener, each hit
@@ -94,4 +101,111 @@ func BenchmarkBareHandler(b *testing.B) {
 	}))
 	defer bare.Close()
 	load(b, bare.URL+"/internal/docs")
+}
+
+// browserHeaders are the request headers a desktop Chrome sends for a page: what a
+// stored hit keeps of a typical visitor (the benchmarks above send two headers).
+var browserHeaders = map[string]string{
+	"Accept":                    "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7",
+	"Accept-Encoding":           "gzip, deflate, br, zstd",
+	"Accept-Language":           "en-US,en;q=0.9,de;q=0.8",
+	"Cache-Control":             "max-age=0",
+	"Sec-Ch-Ua":                 `"Google Chrome";v="131", "Chromium";v="131", "Not_A Brand";v="24"`,
+	"Sec-Ch-Ua-Mobile":          "?0",
+	"Sec-Ch-Ua-Platform":        `"Windows"`,
+	"Sec-Fetch-Dest":            "document",
+	"Sec-Fetch-Mode":            "navigate",
+	"Sec-Fetch-Site":            "none",
+	"Sec-Fetch-User":            "?1",
+	"Upgrade-Insecure-Requests": "1",
+}
+
+// BenchmarkHitStorage records b.N hits of browser-like requests (a visitor per 20
+// hits) through the listener and reports what the hits table and its indexes take
+// per hit on disk ("hit-B"), and the whole database per hit ("db-B").
+func BenchmarkHitStorage(b *testing.B) {
+	for _, be := range ft.Backends() {
+		b.Run(be.Name, func(b *testing.B) {
+			env := ft.Start(b, be)
+			a := env.Tenant("acme")
+			env.MustGraphQL(a.ReadWrite, `mutation { createTrap(input:{name:"Docs", type: page, path:"/internal/docs"}) { id } }`, nil)
+			transport := &http.Transport{MaxIdleConnsPerHost: 64}
+			defer transport.CloseIdleConnections()
+			client := &http.Client{Transport: transport}
+			var n atomic.Int64
+			b.SetParallelism(16)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := n.Add(1)
+					req, _ := http.NewRequest(http.MethodGet, env.Trap.URL+"/internal/docs?page="+fmt.Sprint(i%7), nil)
+					for k, v := range browserHeaders {
+						req.Header.Set(k, v)
+					}
+					req.Header.Set("User-Agent", fmt.Sprintf("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.%d.0 Safari/537.36", i/20))
+					res, err := client.Do(req)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					_, _ = io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+				}
+			})
+			b.StopTimer()
+			hits, table, db := storage(b, env)
+			if hits > 0 {
+				b.ReportMetric(float64(table)/float64(hits), "hit-B")
+				b.ReportMetric(float64(db)/float64(hits), "db-B")
+			}
+		})
+	}
+}
+
+// storage reports the stored hits, the bytes the hits table and its indexes take and
+// the bytes of the whole database.
+func storage(b *testing.B, env *ft.Env) (hits, table, db int64) {
+	ctx := context.Background()
+	q := env.DB.SQL.QueryRowContext
+	if err := q(ctx, `SELECT COUNT(*) FROM hits`).Scan(&hits); err != nil {
+		b.Fatal(err)
+	}
+	if env.DB.Dialect == dialect.Postgres {
+		if _, err := env.DB.SQL.ExecContext(ctx, `VACUUM ANALYZE hits`); err != nil {
+			b.Fatal(err)
+		}
+		err := q(ctx, `SELECT pg_total_relation_size('hits'), pg_database_size(current_database())`).Scan(&table, &db)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return hits, table, db
+	}
+	if _, err := env.DB.SQL.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		b.Fatal(err)
+	}
+	err := q(ctx, `SELECT SUM(pgsize) FROM dbstat WHERE name = 'hits' OR name IN (SELECT name FROM sqlite_master WHERE tbl_name = 'hits')`).Scan(&table)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := q(ctx, `SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`).Scan(&db); err != nil {
+		b.Fatal(err)
+	}
+	rows, err := env.DB.SQL.QueryContext(ctx, `SELECT name, SUM(pgsize) FROM dbstat WHERE name = 'hits' OR name IN (SELECT name FROM sqlite_master WHERE tbl_name = 'hits') GROUP BY name`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var size int64
+		if err := rows.Scan(&name, &size); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("%s: %d B per hit", name, size/max(hits, 1))
+	}
+	var headers float64
+	if err := q(ctx, `SELECT AVG(LENGTH(CAST(headers AS BLOB))) FROM hits`).Scan(&headers); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("headers column: %.0f B per hit", headers)
+	return hits, table, db
 }

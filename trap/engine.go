@@ -64,6 +64,7 @@ type Engine struct {
 	routes  *siteCache
 	visits  *visitorCache
 	recent  *lru.Cache[string, *sess] // sessions this instance wrote lately, as it wrote them
+	mcp     *mcpStreams               // open legacy MCP (HTTP+SSE) streams
 	stopped atomic.Bool
 	done    chan struct{}
 
@@ -72,7 +73,9 @@ type Engine struct {
 	written  atomic.Int64 // hits made durable
 	observe  BatchObserver
 
-	hitInserts sync.Map // the INSERT statement of each number of hit rows (see hitInsert)
+	hitInserts     sync.Map // the INSERT statement of each number of hit rows (see hitInsert)
+	sessionTouches sync.Map // the UPDATE statement of each number of sessions (see sessionTouch)
+	openSessionSQL string   // see openSession
 }
 
 // New returns an engine over client. It loads (or creates) the installation's token key.
@@ -94,8 +97,10 @@ func New(ctx context.Context, cfg Config, client *ent.Client, dia string, log *s
 		routes:  &siteCache{client: client, maxAge: cfg.RoutesMaxAge},
 		visits:  newVisitorCache(100_000),
 		recent:  recent,
+		mcp:     newMCPStreams(),
 		done:    make(chan struct{}),
 	}
+	e.openSessionSQL = openSessionSQL(dia)
 	return e, nil
 }
 
@@ -113,6 +118,9 @@ func (e *Engine) Stats() (written, shed int64) { return e.written.Load(), e.shed
 func (e *Engine) Counts() (received, recorded, shed int64) {
 	return e.received.Load(), e.written.Load(), e.shed.Load()
 }
+
+// MCPStreams is the number of open legacy MCP streams.
+func (e *Engine) MCPStreams() int { return e.mcp.count() }
 
 // QueueDepth is the number of hits waiting for the writer.
 func (e *Engine) QueueDepth() int { return len(e.queue) }
@@ -236,7 +244,13 @@ type visitorCache struct {
 	mu       sync.Mutex
 	max      int
 	sessions map[string]visitorSession
-	probes   map[string][]string
+	probes   map[string][]probe
+}
+
+// probe is an unknown path a stranger asked for, and when.
+type probe struct {
+	path string
+	at   int64 // Unix seconds
 }
 
 type visitorSession struct {
@@ -245,7 +259,7 @@ type visitorSession struct {
 }
 
 func newVisitorCache(max int) *visitorCache {
-	return &visitorCache{max: max, sessions: map[string]visitorSession{}, probes: map[string][]string{}}
+	return &visitorCache{max: max, sessions: map[string]visitorSession{}, probes: map[string][]probe{}}
 }
 
 func (c *visitorCache) session(key string) (visitorSession, bool) {
@@ -266,24 +280,27 @@ func (c *visitorCache) setSession(key string, s visitorSession) {
 }
 
 // probe notes an unknown path a stranger asked for.
-func (c *visitorCache) probe(key, path string, limit int) {
+func (c *visitorCache) probe(key, path string, at time.Time, limit int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.probes) >= c.max {
 		clear(c.probes)
 	}
 	ps := c.probes[key]
-	if len(ps) < limit && !slices.Contains(ps, path) {
-		c.probes[key] = append(ps, path)
+	if len(ps) < limit && !slices.ContainsFunc(ps, func(p probe) bool { return p.path == path }) {
+		c.probes[key] = append(ps, probe{path, at.Unix()})
 	}
 }
 
-func (c *visitorCache) takeProbes(key string) []string {
+// takeProbes hands over a stranger's probes (paths and times) to its new session.
+func (c *visitorCache) takeProbes(key string) (paths []string, ats []int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ps := c.probes[key]
+	for _, p := range c.probes[key] {
+		paths, ats = append(paths, p.path), append(ats, p.at)
+	}
 	delete(c.probes, key)
-	return ps
+	return paths, ats
 }
 
 // RoutesHook drops the route snapshot when a trap or site change commits here (registered

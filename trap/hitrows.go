@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"entgo.io/ent/dialect"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/schematype"
+	"github.com/flytrap/flytrap/store/sqltext"
 )
 
 // hitColumns are the columns of a hit's row (see hitRow), in its order.
@@ -26,16 +27,13 @@ const (
 )
 
 // hitRow is rec's row in the hits table, in hitColumns order, holding what ent would
-// write: the JSON headers encoded as ent encodes a JSON field, received_hour as the
+// write: the headers as header lines (schematype.Headers), received_hour as the
 // hitHour hook (ent/schema/hooks.go) derives it, trap_id NULL without a trap. The
 // listener makes it in the request's goroutine, sparing the single writer, which fills
 // in the session and the signals. The error is what ent's validators say of the row: a
 // hit they refuse fails in the writer, as it did when ent wrote hits.
 func hitRow(rec *hitRecord) ([]any, error) {
-	headers, err := json.Marshal(rec.headers)
-	if err != nil {
-		return nil, fmt.Errorf("marshal hit headers: %w", err)
-	}
+	headers := schematype.Headers(rec.headers).String()
 	method, ip := bound(rec.method, 16), rec.ip.String()
 	var trapID any
 	if rec.trap != nil {
@@ -86,18 +84,20 @@ func signalsJSON(names []string) ([]byte, error) {
 }
 
 // hitChunk is the most rows one INSERT carries: 64 × 17 parameters stay far below
-// SQLite's limit (32766) and PostgreSQL's (65535), and few statement texts are cached.
+// SQLite's limit (32766) and PostgreSQL's (65535).
 const hitChunk = 64
 
-// insertHits inserts hit rows with one multi-row INSERT per hitChunk rows. It bypasses
-// ent, whose per-row mutation objects, hooks and privacy checks cost the single writer
-// more than the database's own work. That is sound for the recorder alone: it writes as
-// the system, which the privacy policy allows anyway, and hitRow does what the one hit
-// hook does (received_hour). TestHitRowsAsEntWritesThem holds the rows to ent's.
+// insertHits inserts hit rows with multi-row INSERTs of hitChunk rows, the rest in
+// chunks of powers of two (stmtChunks): seven statement texts in all, which the
+// writer's transaction keeps prepared (store.Prepared) instead of parsing a new one for
+// every batch size. It bypasses ent, whose per-row mutation objects, hooks and privacy
+// checks cost the single writer more than the database's own work. That is sound for
+// the recorder alone: it writes as the system, which the privacy policy allows anyway,
+// and hitRow does what the one hit hook does (received_hour).
+// TestHitRowsAsEntWritesThem holds the rows to ent's.
 func (e *Engine) insertHits(ctx context.Context, c *ent.Client, rows [][]any) error {
 	args := make([]any, 0, min(len(rows), hitChunk)*len(hitColumns))
-	for len(rows) > 0 {
-		n := min(len(rows), hitChunk)
+	for _, n := range stmtChunks(len(rows), hitChunk) {
 		args = args[:0]
 		for _, row := range rows[:n] {
 			args = append(args, row...)
@@ -110,6 +110,22 @@ func (e *Engine) insertHits(ctx context.Context, c *ent.Client, rows [][]any) er
 	return nil
 }
 
+// stmtChunks splits n rows into statements of max rows, then of the powers of two in
+// what is left (100 with max 64: 64, 32, 4), so a multi-row statement comes in few texts.
+func stmtChunks(n, max int) []int {
+	var out []int
+	for ; n >= max; n -= max {
+		out = append(out, max)
+	}
+	for size := max / 2; n > 0; size /= 2 {
+		if n >= size {
+			out = append(out, size)
+			n -= size
+		}
+	}
+	return out
+}
+
 // hitInsert is the INSERT statement of n hit rows, made once per n.
 func (e *Engine) hitInsert(n int) string {
 	if q, ok := e.hitInserts.Load(n); ok {
@@ -117,25 +133,7 @@ func (e *Engine) hitInsert(n int) string {
 	}
 	var b strings.Builder
 	b.WriteString("INSERT INTO " + hit.Table + " (" + strings.Join(hitColumns, ", ") + ") VALUES ")
-	p := 0
-	for r := range n {
-		if r > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteByte('(')
-		for i := range hitColumns {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			p++
-			if e.dialect == dialect.Postgres {
-				b.WriteString("$" + strconv.Itoa(p))
-			} else {
-				b.WriteByte('?')
-			}
-		}
-		b.WriteByte(')')
-	}
+	sqltext.Values(&b, e.dialect == dialect.Postgres, n, sqltext.Columns(len(hitColumns))...)
 	q := b.String()
 	e.hitInserts.Store(n, q)
 	return q

@@ -82,3 +82,22 @@ func TestClientIP(t *testing.T) {
 		}
 	}
 }
+
+// Multi-row statements come in few sizes (each a statement kept prepared), and cover every row once.
+func TestStmtChunks(t *testing.T) {
+	for _, c := range []struct {
+		n, max int
+		want   []int
+	}{
+		{0, 64, nil},
+		{1, 64, []int{1}},
+		{64, 64, []int{64}},
+		{100, 64, []int{64, 32, 4}},
+		{255, 128, []int{128, 64, 32, 16, 8, 4, 2, 1}},
+		{300, 128, []int{128, 128, 32, 8, 4}},
+	} {
+		if got := stmtChunks(c.n, c.max); !slices.Equal(got, c.want) {
+			t.Errorf("stmtChunks(%d, %d) = %v, want %v", c.n, c.max, got, c.want)
+		}
+	}
+}

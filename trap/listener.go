@@ -26,8 +26,11 @@ const (
 	maxQuery     = 4096
 )
 
-// headersForTokens are the request headers a planted credential or echoed canary may come back in.
-var headersForTokens = []string{"Authorization", "X-Api-Key", "Api-Key", "Cookie", "Referer", "X-Reference"}
+// headersSkipped are request headers no token comes back in: every other header is
+// searched, as a planted secret may be sent in any (Authorization, X-Api-Key, Cookie,
+// X-Auth-Token, Private-Token, a vendor's own).
+var headersSkipped = map[string]bool{"Accept": true, "Accept-Encoding": true, "Accept-Language": true,
+	"Connection": true, "Content-Length": true, "Content-Type": true, "User-Agent": true, "X-Forwarded-For": true}
 
 // job is a hit waiting to be written, and the request waiting for it.
 type job struct {
@@ -55,6 +58,7 @@ type hitRecord struct {
 	refs       []decoy.TokenRef
 	disallow   []string // robots decoy: the paths it disallowed
 	linked     []string // decoy: the same-site paths it links to
+	known      []string // not_found: the site's trap paths (near misses are typos)
 	tool       string   // mcp: the decoy tool invoked
 	toolArgs   string
 	row        []any // the hit's row, all but its session and signals (see hitRow)
@@ -96,18 +100,63 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ua:         bound(r.UserAgent(), maxUserAgent),
 		receivedAt: now,
 	}
-	rec.refs = e.findTokens(r, body)
+	text := requestText(r, body)
+	rec.refs = decoy.FindTokens(e.key, text)
+	rec.refs = append(rec.refs, e.findAWSKeys(r.Context(), rec.org, text, now)...)
+	var snippetTrap *ent.Trap
+	rec.refs, snippetTrap = e.checkRefs(rec.refs, rt, sr)
 
 	var resp decoy.Rendered
+	var (
+		stream   *mcpStream // a legacy MCP stream this GET opens, or this POST answers on
+		opened   bool       // this request opened stream (and must release it)
+		endpoint string     // where an opened stream tells its client to POST
+		legacy   []byte     // JSON-RPC responses to send on stream
+	)
+	defer func() {
+		if opened {
+			e.mcp.release(stream) // a no-op once serveMCPStream released it
+		}
+	}()
 	t := sr.traps[r.URL.Path]
+	mcpTrap := t != nil && decoy.MustKind(string(t.Type)).Post == decoy.PostMCP
 	switch {
-	case t != nil && r.Method == http.MethodPost && decoy.MustKind(string(t.Type)).Post == decoy.PostMCP:
+	case mcpTrap && wantsLegacySSE(r):
+		rec.kind, rec.trap = "decoy", t
+		switch {
+		case streamableGET(r):
+			resp = decoy.Rendered{Status: http.StatusMethodNotAllowed, ContentType: "text/plain; charset=utf-8",
+				Header: map[string]string{"Allow": "POST"}, Body: []byte("Method Not Allowed\n")}
+		default:
+			if stream = e.mcp.open(sr.site.ID, rec.ip.String()); stream == nil {
+				resp = decoy.Rendered{Status: http.StatusServiceUnavailable, ContentType: "text/plain; charset=utf-8",
+					Header: map[string]string{"Retry-After": "30"}, Body: []byte("Too many connections\n")}
+			} else {
+				opened, endpoint = true, t.Path+"?sessionId="+stream.id
+				resp = decoy.Rendered{Status: http.StatusOK, ContentType: "text/event-stream"}
+			}
+		}
+	case mcpTrap && r.Method == http.MethodPost:
 		res := decoy.HandleMCP(e.key, e.spec(t, r, sr), rec.id, body)
 		resp = decoy.Rendered{Status: res.Status, ContentType: "application/json", Body: res.Body}
 		rec.kind, rec.trap = "decoy", t
 		if res.ToolCalled {
 			rec.tool, rec.toolArgs = res.ToolName, res.Arguments
 		}
+		if id := r.URL.Query().Get("sessionId"); id != "" { // the legacy transport's message endpoint
+			switch stream = e.mcp.post(sr.site.ID, id); {
+			case stream == nil:
+				resp = decoy.Rendered{Status: http.StatusNotFound, ContentType: "text/plain; charset=utf-8", Body: []byte("Session not found\n")}
+			case res.Status == http.StatusBadRequest:
+				resp.ContentType = "text/plain; charset=utf-8"
+			default:
+				legacy = res.Body
+				resp = decoy.Rendered{Status: http.StatusAccepted, ContentType: "text/plain; charset=utf-8", Body: []byte("Accepted")}
+			}
+		}
+	case t != nil && !decoy.MethodAllowed(r.Method):
+		resp = decoy.MethodNotAllowed(decoy.MustKind(string(t.Type)), r.Method)
+		rec.kind, rec.trap = "decoy", t
 	case t != nil:
 		spec := e.spec(t, r, sr)
 		resp = decoy.Render(e.key, spec, rec.id)
@@ -117,15 +166,18 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rec.disallow = spec.Disallow
 		}
 	case len(rec.refs) > 0:
-		rec.kind = "callback"
-		resp = callbackResponse(r)
+		rec.kind, rec.trap = "callback", snippetTrap // a snippet's token is attributed to its trap
+		resp = e.tokenResponse(r)
 	default:
 		rec.kind = "not_found"
 		resp = decoy.NotFound(r.URL.Path)
+		rec.known = sr.paths()
 		// A stranger's probe is remembered, not recorded: only visitors who touched a trap become sessions.
 		key := visitorKey(rec.org, rec.ip, rec.ua)
 		if vs, ok := e.visits.session(key); !ok || now.Sub(vs.lastSeen) > e.cfg.SessionIdle {
-			e.visits.probe(key, rec.path, detect.MaxProbes)
+			if detect.ProbeCounts(rec.path, rec.ua, rec.known) {
+				e.visits.probe(key, rec.path, now, detect.MaxProbes)
+			}
 			writeRendered(w, resp)
 			return
 		}
@@ -154,6 +206,13 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		unavailable(w) // it may still be written: the visitor is told to retry, never told it was kept
 		return
 	}
+	switch {
+	case opened:
+		e.serveMCPStream(w, r, stream, endpoint)
+		return
+	case stream != nil:
+		stream.deliver(legacy)
+	}
 	writeRendered(w, resp)
 }
 
@@ -168,39 +227,66 @@ func (e *Engine) spec(t *ent.Trap, r *http.Request, sr *siteRoutes) decoy.Spec {
 	return s
 }
 
-// findTokens looks for tokens of our decoys anywhere a reader may put them back.
-func (e *Engine) findTokens(r *http.Request, body []byte) []decoy.TokenRef {
+// requestText is everything of a request a token may come back in: path, query, header
+// values (Authorization and Cookie first), a Basic auth's user and password, the body.
+func requestText(r *http.Request, body []byte) string {
 	var b strings.Builder
 	b.WriteString(r.URL.Path)
 	b.WriteByte('?')
 	b.WriteString(r.URL.RawQuery)
 	b.WriteByte('\n')
-	for _, h := range headersForTokens {
+	names := make([]string, 0, len(r.Header))
+	for k := range r.Header {
+		if !headersSkipped[k] {
+			names = append(names, k)
+		}
+	}
+	// The likely carriers first: FindTokens bounds its work, so junk headers cannot crowd them out.
+	slices.SortFunc(names, func(a, b string) int {
+		if c := headerRank(a) - headerRank(b); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	for _, h := range names {
 		for _, v := range r.Header.Values(h) {
-			b.WriteString(v)
+			b.WriteString(bound(v, 2048))
 			b.WriteByte('\n')
 		}
 	}
-	if user, pass, ok := r.BasicAuth(); ok { // a planted credential may come back as a password
+	if user, pass, ok := r.BasicAuth(); ok { // a planted secret may come back as a password
 		b.WriteString(user + "\n" + pass + "\n")
 	}
 	b.Write(body)
-	return decoy.FindTokens(e.key, b.String())
+	return b.String()
 }
 
-// callbackResponse answers a request that carried a token: a plain acknowledgement
-// that looks like any API's, so the reader goes on as if it worked.
-func callbackResponse(r *http.Request) decoy.Rendered {
-	if r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html") {
-		return decoy.Rendered{Status: http.StatusOK, ContentType: "text/html; charset=utf-8",
-			Body: []byte("<!doctype html><html><head><title>OK</title></head><body><p>Request received.</p></body></html>\n")}
+func headerRank(h string) int {
+	switch h {
+	case "Authorization", "Proxy-Authorization", "Cookie", "X-Api-Key":
+		return 0
 	}
-	return decoy.Rendered{Status: http.StatusOK, ContentType: "application/json",
-		Body: []byte(`{"status":"ok","received":true}` + "\n")}
+	return 1
+}
+
+// tokenResponse answers a request that carried a token (it is recorded either way): a URL
+// a decoy planted, its path ending in a link token, gets content that fits it
+// (decoy.TokenAnswer); a token anywhere else (a canary echoed in a query, a planted key in
+// a header, a token pasted into another path) gets the same 404 as any unknown path.
+func (e *Engine) tokenResponse(r *http.Request) decoy.Rendered {
+	p := r.URL.Path
+	last := p[strings.LastIndexByte(p, '/')+1:]
+	for _, ref := range decoy.FindTokens(e.key, last) {
+		if ref.Purpose == decoy.Callback || ref.Purpose == decoy.Challenge || ref.Purpose == decoy.Sink {
+			return decoy.TokenAnswer(p, r.Method)
+		}
+	}
+	return decoy.NotFound(p)
 }
 
 func writeRendered(w http.ResponseWriter, resp decoy.Rendered) {
 	h := w.Header()
+	h.Set("Server", decoy.ServerHeader)
 	for k, v := range resp.Header {
 		h.Set(k, v)
 	}
@@ -217,6 +303,7 @@ func writeRendered(w http.ResponseWriter, resp decoy.Rendered) {
 }
 
 func unavailable(w http.ResponseWriter) {
+	w.Header().Set("Server", decoy.ServerHeader)
 	w.Header().Set("Retry-After", "1")
 	w.Header().Set("Content-Type", "text/html")
 	w.WriteHeader(http.StatusServiceUnavailable)

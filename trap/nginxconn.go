@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/flytrap/flytrap/decoy"
 )
 
 // WrapListener makes the errors net/http answers on its own, before any handler runs
@@ -79,7 +81,7 @@ func nginxErrorFor(b []byte, now time.Time) ([]byte, bool) {
 		body = "<html>\r\n<head><title>" + status + "</title></head>\r\n<body>\r\n<center><h1>" + status +
 			"</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
 	}
-	// The headers of the listener's own 404 (decoy.NotFound through net/http): no Server banner.
-	return fmt.Appendf(nil, "HTTP/1.1 %s\r\nDate: %s\r\nContent-Type: text/html\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-		status, now.UTC().Format(http.TimeFormat), len(body), body), true
+	// The headers of the listener's own 404 (decoy.NotFound through net/http), nginx's Server included.
+	return fmt.Appendf(nil, "HTTP/1.1 %s\r\nServer: %s\r\nDate: %s\r\nContent-Type: text/html\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, decoy.ServerHeader, now.UTC().Format(http.TimeFormat), len(body), body), true
 }

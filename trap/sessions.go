@@ -8,14 +8,18 @@ import (
 	"time"
 
 	"entgo.io/ent/dialect"
+	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/predicate"
 	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/store/sqltext"
 	"github.com/flytrap/flytrap/wire"
+	"github.com/oklog/ulid/v2"
 )
 
 // sess is a session being changed by a batch: what the engine knows of it
@@ -47,6 +51,7 @@ type sourceHit struct {
 	session    string
 	org        string
 	receivedAt time.Time
+	visible    bool // it served llms.txt or robots.txt: its links are text a person reads
 }
 
 // sourceHits loads the hits the batch's tokens point to: in this batch or already stored.
@@ -54,7 +59,7 @@ func (e *Engine) sourceHits(ctx context.Context, c *ent.Client, batch []*job) (m
 	var want []string
 	for _, j := range batch {
 		for _, ref := range j.rec.refs {
-			if !slices.Contains(want, ref.HitID) {
+			if ref.Origin == decoy.OriginHit && !slices.Contains(want, ref.HitID) {
 				want = append(want, ref.HitID)
 			}
 		}
@@ -63,15 +68,62 @@ func (e *Engine) sourceHits(ctx context.Context, c *ent.Client, batch []*job) (m
 	if len(want) == 0 {
 		return out, nil
 	}
-	rows, err := c.Hit.Query().Where(hit.IDIn(want...)).
-		Select(hit.FieldID, hit.FieldSessionID, hit.FieldOrgID, hit.FieldReceivedAt).All(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("load token sources: %w", err)
+	load := func(list []string, window ...predicate.Hit) error {
+		rows, err := c.Hit.Query().Where(append(window, hit.IDIn(list...))...).
+			Select(hit.FieldID, hit.FieldSessionID, hit.FieldOrgID, hit.FieldReceivedAt, hit.FieldPath).All(ctx)
+		if err != nil {
+			return fmt.Errorf("load token sources: %w", err)
+		}
+		for _, h := range rows {
+			out[h.ID] = sourceHit{session: h.SessionID, org: h.OrgID, receivedAt: h.ReceivedAt, visible: plainTextDecoy(h.Path)}
+		}
+		return nil
 	}
-	for _, h := range rows {
-		out[h.ID] = sourceHit{session: h.SessionID, org: h.OrgID, receivedAt: h.ReceivedAt}
+	// A hit's id is made with it (the listener, within seconds of received_at), so the ids'
+	// own times bound where the hits are: named, on PostgreSQL with hits partitioned by day,
+	// the query searches the partitions of those days instead of every one. A hit not found
+	// there (its token is older than retention, or the hit was stored another way) is
+	// looked for again without the bound.
+	if from, to, ok := idTimes(want); ok {
+		if err := load(want, hit.ReceivedAtGTE(from.Add(-sourceSlack)), hit.ReceivedAtLTE(to.Add(sourceSlack))); err != nil {
+			return nil, err
+		}
+		var missing []string
+		for _, id := range want {
+			if _, ok := out[id]; !ok {
+				missing = append(missing, id)
+			}
+		}
+		want = missing
+	}
+	if len(want) > 0 {
+		if err := load(want); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
+}
+
+// sourceSlack is how far a hit's received_at may be from its id's time and still be found
+// by the bounded lookup (the listener makes both within the request's read timeout).
+const sourceSlack = time.Hour
+
+// idTimes is the earliest and latest time of the hit ids in list, if every one is a hit id.
+func idTimes(list []string) (from, to time.Time, ok bool) {
+	for i, id := range list {
+		u, ok := ids.Parse(id, ids.Hit)
+		if !ok {
+			return time.Time{}, time.Time{}, false
+		}
+		t := ulid.Time(u.Time())
+		if i == 0 || t.Before(from) {
+			from = t
+		}
+		if i == 0 || t.After(to) {
+			to = t
+		}
+	}
+	return from, to, len(list) > 0
 }
 
 // sessionFor finds the session a hit belongs to: the session that received a token
@@ -94,21 +146,51 @@ func (e *Engine) sessionFor(ctx context.Context, c *ent.Client, rec *hitRecord, 
 			return s, nil
 		}
 	}
-	row, err := c.Session.Query().
-		Where(session.OrgID(rec.org), session.SourceIP(rec.ip.String()), session.UserAgent(rec.ua), session.LastSeenGTE(idleSince)).
-		Order(ent.Desc(session.FieldLastSeen)).First(ctx)
-	if err != nil && !ent.IsNotFound(err) {
-		return nil, fmt.Errorf("find session: %w", err)
+	id, err := e.openSession(ctx, c, rec, idleSince)
+	if err != nil {
+		return nil, err
 	}
-	if row != nil {
-		return e.loadSession(ctx, c, row.ID, batch)
+	if id != "" {
+		return e.loadSession(ctx, c, id, batch)
 	}
 	s := &sess{
 		id: ids.New(ids.Session), org: rec.org, site: rec.site, ip: rec.ip.String(), first: rec.receivedAt, key: key,
 		Session: detect.Session{UA: rec.ua, Last: rec.receivedAt, State: schematype.SessionState{Signals: map[string]int{}}},
 	}
-	s.State.ProbePaths = e.visits.takeProbes(key)
+	s.State.ProbePaths, s.State.ProbeAt = e.visits.takeProbes(key)
 	return s, nil
+}
+
+// openSession is the id of the visitor's latest session seen since idleSince, or "" when
+// it has none: asked for every hit of a new visitor, so in SQL of our own (one prepared
+// text) rather than through ent, whose query builder cost more than the lookup itself.
+func (e *Engine) openSession(ctx context.Context, c *ent.Client, rec *hitRecord, idleSince time.Time) (string, error) {
+	rows, err := c.QueryContext(ctx, e.openSessionSQL, rec.org, rec.ip.String(), rec.ua, idleSince)
+	if err != nil {
+		return "", fmt.Errorf("find session: %w", err)
+	}
+	defer rows.Close()
+	var id string
+	if rows.Next() {
+		if err := rows.Scan(&id); err != nil {
+			return "", fmt.Errorf("find session: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("find session: %w", err)
+	}
+	return id, nil
+}
+
+// openSessionSQL is openSession's statement in dia's placeholders.
+func openSessionSQL(dia string) string {
+	ph := []any{"?", "?", "?", "?"}
+	if dia == dialect.Postgres {
+		ph = []any{"$1", "$2", "$3", "$4"}
+	}
+	return fmt.Sprintf("SELECT %s FROM %s WHERE %s = %s AND %s = %s AND %s = %s AND %s >= %s ORDER BY %s DESC LIMIT 1",
+		session.FieldID, session.Table, session.FieldOrgID, ph[0], session.FieldSourceIP, ph[1],
+		session.FieldUserAgent, ph[2], session.FieldLastSeen, ph[3], session.FieldLastSeen)
 }
 
 func (e *Engine) loadSession(ctx context.Context, c *ent.Client, id string, batch map[string]*sess) (*sess, error) {
@@ -140,11 +222,12 @@ func (e *Engine) loadSession(ctx context.Context, c *ent.Client, id string, batc
 	return s, nil
 }
 
-// touchSessions moves last_seen and hit_count of many sessions in one statement: the
+// touchSessions moves last_seen and hit_count of many sessions with few statements: the
 // common case of a visitor's further hits, which would otherwise cost a statement each.
-// It joins the sessions by id to a list of their new values (UPDATE … FROM, SQLite 3.33
-// or later): a CASE per column would compare each row with every id, and a WITH clause
-// costs SQLite a copy of the list to prepare.
+// Each statement joins the sessions by id to a list of their new values (UPDATE … FROM,
+// SQLite 3.33 or later): a CASE per column would compare each row with every id, and a
+// WITH clause costs SQLite a copy of the list to prepare. Lists come in chunks of powers
+// of two (stmtChunks), so the writer's prepared statements cover every batch.
 func (e *Engine) touchSessions(ctx context.Context, c *ent.Client, ss []*sess) error {
 	if len(ss) == 0 {
 		return nil
@@ -152,48 +235,75 @@ func (e *Engine) touchSessions(ctx context.Context, c *ent.Client, ss []*sess) e
 	if len(ss) == 1 {
 		return e.saveSession(ctx, c, ss[0])
 	}
-	args := make([]any, 0, len(ss)*3)
-	n := 0
-	ph := func(cast string) string {
-		n++
-		if e.dialect == dialect.Postgres {
-			return fmt.Sprintf("$%d%s", n, cast)
+	args := make([]any, 0, min(len(ss), touchChunk)*3)
+	for _, n := range stmtChunks(len(ss), touchChunk) {
+		args = args[:0]
+		for _, s := range ss[:n] {
+			args = append(args, s.id, s.Last, s.addHits)
 		}
-		return "?"
-	}
-	var values strings.Builder
-	for i, s := range ss {
-		if i > 0 {
-			values.WriteString(", ")
+		if _, err := c.ExecContext(ctx, e.sessionTouch(n), args...); err != nil {
+			return fmt.Errorf("update sessions: %w", err)
 		}
-		fmt.Fprintf(&values, "(%s, %s, %s)", ph(""), ph("::timestamptz"), ph("::bigint"))
-		args = append(args, s.id, s.Last, s.addHits)
-	}
-	// Both databases name the columns of a VALUES list column1, column2, …
-	q := "UPDATE " + session.Table + " SET " + session.FieldLastSeen + " = v.column2, " +
-		session.FieldHitCount + " = " + session.FieldHitCount + " + v.column3 FROM (VALUES " + values.String() +
-		") AS v WHERE " + session.Table + "." + session.FieldID + " = v.column1"
-	if _, err := c.ExecContext(ctx, q, args...); err != nil {
-		return fmt.Errorf("update sessions: %w", err)
+		ss = ss[n:]
 	}
 	return nil
 }
 
-// saveSession writes a session's changes: created, or updated with atomic counters.
+// touchChunk is the most sessions one touch statement moves.
+const touchChunk = 128
+
+// sessionTouch is the statement that touches n sessions, made once per n.
+func (e *Engine) sessionTouch(n int) string {
+	if q, ok := e.sessionTouches.Load(n); ok {
+		return q.(string)
+	}
+	var values strings.Builder
+	sqltext.Values(&values, e.dialect == dialect.Postgres, n, "", "::timestamptz", "::bigint")
+	// Both databases name the columns of a VALUES list column1, column2, …
+	q := "UPDATE " + session.Table + " SET " + session.FieldLastSeen + " = v.column2, " +
+		session.FieldHitCount + " = " + session.FieldHitCount + " + v.column3 FROM (VALUES " + values.String() +
+		") AS v WHERE " + session.Table + "." + session.FieldID + " = v.column1"
+	e.sessionTouches.Store(n, q)
+	return q
+}
+
+// createSessions inserts the batch's new sessions, a multi-row INSERT per chunk (ent's
+// CreateBulk: its hooks keep the counters, tally.SessionHook). A public honeypot's
+// visitors are mostly new (~2 hits a session), and one INSERT per session cost the
+// writer a statement each; chunks of powers of two keep the statement texts few, so
+// the writer's prepared statements cover them (store.Prepared).
+func (e *Engine) createSessions(ctx context.Context, c *ent.Client, ss []*sess) error {
+	for _, n := range stmtChunks(len(ss), createChunk) {
+		b := make([]*ent.SessionCreate, n)
+		for i, s := range ss[:n] {
+			b[i] = sessionCreate(c, s)
+		}
+		if err := c.Session.CreateBulk(b...).Exec(ctx); err != nil {
+			return fmt.Errorf("create sessions: %w", err)
+		}
+		ss = ss[n:]
+	}
+	return nil
+}
+
+// createChunk is the most sessions one INSERT creates: some 3,000 parameters, well
+// within SQLite's 32,766.
+const createChunk = 128
+
+// sessionCreate is the creation of the new session s.
+func sessionCreate(c *ent.Client, s *sess) *ent.SessionCreate {
+	v := s.verdict
+	return c.Session.Create().SetID(s.id).SetOrgID(s.org).SetSiteID(s.site).SetSourceIP(s.ip).SetUserAgent(s.UA).
+		SetFirstSeen(s.first).SetLastSeen(s.Last).SetHitCount(s.Hits).SetSignalsFired(s.Fired).
+		SetTrapsTriggered(s.Traps).SetTripwiresFired(s.addTrips).SetPromptsCaptured(s.addProms).
+		SetExtractedModel(s.Model).SetExtractedOperator(s.Operator).SetState(s.State).
+		SetClassification(session.Classification(v.Classification)).SetScore(v.Score).
+		SetConfidence(v.Confidence).SetSeverity(session.Severity(v.Severity))
+}
+
+// saveSession writes a stored session's changes, with atomic counters.
 func (e *Engine) saveSession(ctx context.Context, c *ent.Client, s *sess) error {
 	v := s.verdict
-	if s.row == nil {
-		err := c.Session.Create().SetID(s.id).SetOrgID(s.org).SetSiteID(s.site).SetSourceIP(s.ip).SetUserAgent(s.UA).
-			SetFirstSeen(s.first).SetLastSeen(s.Last).SetHitCount(s.Hits).SetSignalsFired(s.Fired).
-			SetTrapsTriggered(s.Traps).SetTripwiresFired(s.addTrips).SetPromptsCaptured(s.addProms).
-			SetExtractedModel(s.Model).SetExtractedOperator(s.Operator).SetState(s.State).
-			SetClassification(session.Classification(v.Classification)).SetScore(v.Score).
-			SetConfidence(v.Confidence).SetSeverity(session.Severity(v.Severity)).Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("create session: %w", err)
-		}
-		return nil
-	}
 	u := c.Session.Update().Where(session.ID(s.id)).SetLastSeen(s.Last).AddHitCount(s.addHits)
 	if s.addTrips > 0 {
 		u.AddTripwiresFired(s.addTrips)
@@ -282,4 +392,15 @@ func (s *sess) committed() {
 	}
 	s.addHits, s.addTrips, s.addProms, s.dirty, s.stored = 0, 0, 0, false, s.verdict
 	s.wasDetected, s.wasSeverity = s.State.Detected, s.State.Severity
+}
+
+// plainTextDecoy reports whether path is the fixed path of a plain-text decoy (llms.txt,
+// robots.txt), whose links a person reads as they are.
+func plainTextDecoy(path string) bool {
+	for _, k := range decoy.Kinds {
+		if k.FixedPath != "" && k.FixedPath == path {
+			return true
+		}
+	}
+	return false
 }

@@ -19,11 +19,14 @@ import (
 type routes struct {
 	byHost   map[string]*siteRoutes // verified hosts only: a tenant's claim alone routes nothing
 	fallback *siteRoutes            // the only site, or the only site without a host
+	trapByID map[string]*ent.Trap   // every active trap: the one a snippet token names
 }
 
 type siteRoutes struct {
 	site  *ent.Site
 	traps map[string]*ent.Trap // active traps by path
+	lures []decoy.LureTarget   // where the lure proxy's lures may point, by path
+	known []string             // their paths: an unknown path near one is a typo
 }
 
 // siteCache keeps routes fresh: trap and site changes on this instance invalidate
@@ -71,7 +74,7 @@ func (c *siteCache) load(ctx context.Context) (*routes, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &routes{byHost: map[string]*siteRoutes{}}
+	r := &routes{byHost: map[string]*siteRoutes{}, trapByID: make(map[string]*ent.Trap, len(traps))}
 	bySite := map[string]*siteRoutes{}
 	var hostless []*siteRoutes
 	for _, s := range sites {
@@ -88,9 +91,14 @@ func (c *siteCache) load(ctx context.Context) (*routes, error) {
 		}
 	}
 	for _, t := range traps {
+		r.trapByID[t.ID] = t
 		if sr := bySite[t.SiteID]; sr != nil {
 			sr.traps[t.Path] = t
+			sr.known = append(sr.known, t.Path)
 		}
+	}
+	for _, sr := range bySite {
+		sr.lures = lureTargets(sr.traps)
 	}
 	switch {
 	case len(sites) == 1:
@@ -100,6 +108,9 @@ func (c *siteCache) load(ctx context.Context) (*routes, error) {
 	}
 	return r, nil
 }
+
+// paths are the paths of the site's active traps (shared: never change it).
+func (sr *siteRoutes) paths() []string { return sr.known }
 
 // site finds the site a Host header names.
 func (r *routes) site(host string) *siteRoutes {

@@ -12,13 +12,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/event"
@@ -602,7 +602,7 @@ func TestAlertContextEndToEnd(t *testing.T) {
 			return string(body)
 		}
 		page := get("/internal/docs")
-		for _, u := range regexp.MustCompile(`/[A-Za-z0-9._/-]*[a-z2-7]{40,}`).FindAllString(page, -1) {
+		for _, u := range decoy.TokenURL.FindAllString(page, -1) {
 			get(u)
 		}
 		waitFor(t, "the alerts", func() bool { return len(sl.got()) > 0 && len(js.got()) > 0 })

@@ -5,13 +5,19 @@
 //
 //	flytrap-reads -url http://127.0.0.1:8080 -key ftk_… -db /tmp/big.db -org org_…
 //
-// With -db (the server's database) it also reads a deep sessions page: it looks up the
-// session -deep places down the organization's list (last_seen descending) and requests the
-// page after it, through REST and GraphQL.
+// With -db (the server's database) it also reads what needs ids from it: a deep sessions page
+// (it looks up the session -deep places down the organization's list, last_seen descending,
+// and requests the page after it, through REST and GraphQL), the sessions of the busiest and
+// of the quietest trap (by the hourly counters), the detail of a typical and of the largest
+// session, a deep events page (-deep events before the newest), and the organization's busiest
+// webhook endpoint's deliveries, first page and -deep down. It opens the database as the
+// server does (store.Open, which migrates the schema to its own): build it from the same
+// commit as the server, or it undoes the server's newer indexes.
 package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,7 +36,12 @@ import (
 	"entgo.io/ent/privacy"
 
 	"github.com/flytrap/flytrap/ent"
+	entevent "github.com/flytrap/flytrap/ent/event"
+	"github.com/flytrap/flytrap/ent/hithour"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/ent/webhookdelivery"
+	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/store"
 )
 
@@ -54,6 +65,45 @@ const sessionsQuery = `query($after: Cursor) { sessions(first: 50, after: $after
 
 const sessionsCountQuery = `query { sessions(first: 50) { totalCount
   edges { node { id sourceIP userAgent classification score severity firstSeen lastSeen hitCount } } } }`
+
+const sessionsSeverityCountQuery = `query { sessions(first: 50, where: {severity: critical}) { totalCount
+  edges { node { id sourceIP userAgent classification score severity firstSeen lastSeen hitCount } } } }`
+
+const analyticsQuery = `query { analytics { overview { totalHits24h agentsDetected tripwiresFired promptsCaptured activeTraps }
+  severity { critical high medium low } timeline { hour hits } } }`
+
+const sessionsTrapQuery = `query($trap: String!) { sessions(first: 50, where: {hasHitsWith: {trapID: $trap}}) {
+  edges { cursor node { id sourceIP userAgent classification score severity firstSeen lastSeen hitCount } }
+  pageInfo { hasNextPage endCursor } } }`
+
+const sessionsFilteredQuery = `query($since: Time!) { sessions(first: 50, where: {classification: AI_AGENT, severityIn: [high, critical], lastSeenGTE: $since}) {
+  edges { cursor node { id sourceIP userAgent classification score severity firstSeen lastSeen hitCount } }
+  pageInfo { hasNextPage endCursor } } }`
+
+// sessionHitsQuery is a session node with its hits connection (the API's way to page a session's hits).
+const sessionHitsQuery = `query($id: ID!) { node(id: $id) { ... on Session { id classification severity hitCount
+  hits(first: 50) { edges { node { id method path receivedAt kind status signals } } pageInfo { hasNextPage endCursor } } } } }`
+
+const trapsQuery = `query { traps(first: 50) { edges { cursor node { id name path type active createdAt } } pageInfo { hasNextPage endCursor } } }`
+
+const eventsQuery = `query($after: Cursor) { events(first: 100, after: $after) {
+  edges { cursor node { id position type createdAt data } } pageInfo { hasNextPage endCursor } } }`
+
+const endpointsQuery = `query { webhookEndpoints(first: 50) { edges { node { id url active format eventTypes } } pageInfo { hasNextPage } } }`
+
+const deliveriesQuery = `query($ep: ID!, $after: Cursor) { webhookDeliveries(endpointID: $ep, first: 50, after: $after) {
+  edges { cursor node { id eventType status attemptCount createdAt deliveredAt lastStatusCode } } pageInfo { hasNextPage endCursor } } }`
+
+const sessionsSinceCountQuery = `query($since: Time!) { sessions(first: 50, where: {lastSeenGTE: $since}) { totalCount
+  edges { node { id sourceIP userAgent classification score severity firstSeen lastSeen hitCount } } } }`
+
+const campaignsQuery = `query { campaigns(first: 20) { edges { node { promptHash operator model sessionCount promptCount } } } }`
+
+// detailQuery is what the dashboard's session page asks for.
+const detailQuery = `query($id: ID!) { sessionDetail(id: $id) { hitsTruncated
+  session { id classification severity score explanation { rule ruleText parts { signal points } }
+    signalGroups { signal placement count evidence } traps { id name } }
+  hits { id method path receivedAt } signals { id name } prompts { id text } } }`
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("flytrap-reads", flag.ContinueOnError)
@@ -87,19 +137,29 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		{name: "REST events limit=100", path: "/api/v1/events?limit=100"},
 		{name: "GraphQL sessions(first:50)", graphql: sessionsQuery},
 		{name: "GraphQL sessions(first:50) totalCount", graphql: sessionsCountQuery},
+		{name: "GraphQL sessions severity=critical totalCount", graphql: sessionsSeverityCountQuery},
+		{name: "GraphQL analytics (overview, severity, timeline)", graphql: analyticsQuery},
+		{name: "GraphQL campaigns(first:20)", graphql: campaignsQuery},
+		{name: "REST traps", path: "/dashboard/api/traps"},
+		{name: "GraphQL traps(first:50)", graphql: trapsQuery},
+		{name: "GraphQL events(first:100)", graphql: eventsQuery},
+		{name: "GraphQL sessions AI_AGENT high+critical since 7d", graphql: sessionsFilteredQuery,
+			vars: map[string]any{"since": time.Now().UTC().Add(-7 * 24 * time.Hour).Format(time.RFC3339)}},
+		{name: "GraphQL sessions since=24h totalCount", graphql: sessionsSinceCountQuery,
+			vars: map[string]any{"since": time.Now().UTC().Add(-24 * time.Hour).Format(time.RFC3339)}},
+		{name: "REST events type=threat.escalated", path: "/api/v1/events?limit=100&type=threat.escalated"},
+		{name: "REST webhooks", path: "/dashboard/api/webhooks"},
+		{name: "GraphQL webhookEndpoints(first:50)", graphql: endpointsQuery},
 	}
 	if *dsn != "" {
 		if *org == "" {
 			return errors.New("-db needs -org, the key's organization")
 		}
-		cur, err := deepCursor(ctx, *dsn, *org, *deep)
+		x, err := lookUp(ctx, *dsn, *org, *deep)
 		if err != nil {
 			return err
 		}
-		rest := strings.NewReplacer("+", "-", "/", "_").Replace(cur)
-		reads = append(reads,
-			read{name: fmt.Sprintf("REST sessions deep (after %d)", *deep), path: "/dashboard/api/sessions?limit=50&cursor=" + url.QueryEscape(rest)},
-			read{name: fmt.Sprintf("GraphQL sessions deep (after %d)", *deep), graphql: sessionsQuery, vars: map[string]any{"after": cur}})
+		reads = append(reads, x.reads(*deep)...)
 	}
 	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 	fmt.Fprintf(out, "%-44s %10s %10s %10s\n", "read", "p50 ms", "p99 ms", "req/s")
@@ -192,22 +252,131 @@ func (r read) do(ctx context.Context, client *http.Client, base, key string) err
 	return nil
 }
 
-// deepCursor is the cursor of the session deep places down org's list.
-func deepCursor(ctx context.Context, dsn, org string, deep int) (string, error) {
+// ids are what the reads that name rows read, looked up in the server's database.
+type ids struct {
+	sessionCursor, session, largest string
+	busyTrap, quietTrap             string
+	eventCursor                     string // GraphQL's, after the event deep before the newest
+	eventPosition                   int64
+	endpoint, deliveryCursor        string // the busiest endpoint, and the cursor -deep down its deliveries
+}
+
+func (x ids) reads(deep int) []read {
+	rest := strings.NewReplacer("+", "-", "/", "_")
+	out := []read{
+		{name: "REST session detail", path: "/dashboard/api/sessions/" + x.session},
+		{name: "GraphQL sessionDetail (dashboard's page)", graphql: detailQuery, vars: map[string]any{"id": x.session}},
+		{name: "GraphQL session node + hits(first:50)", graphql: sessionHitsQuery, vars: map[string]any{"id": x.session}},
+		{name: "REST session detail, largest session", path: "/dashboard/api/sessions/" + x.largest},
+		{name: "GraphQL sessionDetail, largest session", graphql: detailQuery, vars: map[string]any{"id": x.largest}},
+		{name: "GraphQL session node + hits, largest", graphql: sessionHitsQuery, vars: map[string]any{"id": x.largest}},
+		{name: fmt.Sprintf("REST sessions deep (after %d)", deep), path: "/dashboard/api/sessions?limit=50&cursor=" + url.QueryEscape(rest.Replace(x.sessionCursor))},
+		{name: fmt.Sprintf("GraphQL sessions deep (after %d)", deep), graphql: sessionsQuery, vars: map[string]any{"after": x.sessionCursor}},
+		{name: "REST sessions trap_id=busiest trap", path: "/dashboard/api/sessions?limit=50&trap_id=" + x.busyTrap},
+		{name: "REST sessions trap_id=quietest trap", path: "/dashboard/api/sessions?limit=50&trap_id=" + x.quietTrap},
+		{name: "GraphQL sessions hasHitsWith busiest trap", graphql: sessionsTrapQuery, vars: map[string]any{"trap": x.busyTrap}},
+		{name: "GraphQL sessions hasHitsWith quietest trap", graphql: sessionsTrapQuery, vars: map[string]any{"trap": x.quietTrap}},
+	}
+	if x.eventCursor != "" {
+		out = append(out,
+			read{name: fmt.Sprintf("REST events deep (%d before newest)", deep), path: "/api/v1/events?limit=100&cursor=" + graph.EventCursor(x.eventPosition)},
+			read{name: fmt.Sprintf("GraphQL events deep (%d before newest)", deep), graphql: eventsQuery, vars: map[string]any{"after": x.eventCursor}})
+	}
+	if x.endpoint != "" {
+		out = append(out,
+			read{name: "REST webhook deliveries limit=50", path: "/dashboard/api/webhooks/" + x.endpoint + "/deliveries?limit=50"},
+			read{name: "REST webhook deliveries status=failed", path: "/dashboard/api/webhooks/" + x.endpoint + "/deliveries?limit=50&status=failed"},
+			read{name: "GraphQL webhookDeliveries(first:50)", graphql: deliveriesQuery, vars: map[string]any{"ep": x.endpoint}})
+		if x.deliveryCursor != "" {
+			out = append(out,
+				read{name: fmt.Sprintf("REST webhook deliveries deep (after %d)", deep), path: "/dashboard/api/webhooks/" + x.endpoint + "/deliveries?limit=50&cursor=" + url.QueryEscape(rest.Replace(x.deliveryCursor))},
+				read{name: fmt.Sprintf("GraphQL webhookDeliveries deep (after %d)", deep), graphql: deliveriesQuery, vars: map[string]any{"ep": x.endpoint, "after": x.deliveryCursor}})
+		}
+	}
+	return out
+}
+
+// lookUp finds in the server's database the rows the reads name.
+func lookUp(ctx context.Context, dsn, org string, deep int) (ids, error) {
+	var x ids
 	db, err := store.Open(ctx, dsn)
 	if err != nil {
-		return "", err
+		return x, err
 	}
 	defer db.Close()
 	ctx = privacy.DecisionContext(ctx, privacy.Allow)
-	s, err := db.Client.Session.Query().Where(session.OrgID(org)).
+	c := db.Client
+	s, err := c.Session.Query().Where(session.OrgID(org)).
 		Order(ent.Desc(session.FieldLastSeen), ent.Desc(session.FieldID)).Offset(deep).First(ctx)
 	if err != nil {
-		return "", fmt.Errorf("session %d of the list: %w", deep, err)
+		return x, fmt.Errorf("session %d of the list: %w", deep, err)
 	}
+	x.sessionCursor, x.session = cursor(s.ID, s.LastSeen), s.ID
+	big, err := c.Session.Query().Where(session.OrgID(org)).Order(ent.Desc(session.FieldHitCount)).First(ctx)
+	if err != nil {
+		return x, fmt.Errorf("the largest session: %w", err)
+	}
+	x.largest = big.ID
+	// The traps by their hits, from the hourly counters; a trap without any is the quietest.
+	traps, err := c.Trap.Query().Where(trap.OrgID(org)).All(ctx)
+	if err != nil || len(traps) == 0 {
+		return x, fmt.Errorf("the organization's traps: %v (%d)", err, len(traps))
+	}
+	var sums []struct {
+		Trap string `json:"trap_id"`
+		Hits int64  `json:"sum"`
+	}
+	if err := c.HitHour.Query().Where(hithour.OrgID(org), hithour.TrapIDNEQ("")).GroupBy(hithour.FieldTrapID).
+		Aggregate(ent.Sum(hithour.FieldHits)).Scan(ctx, &sums); err != nil {
+		return x, fmt.Errorf("hits per trap: %w", err)
+	}
+	hits := map[string]int64{}
+	for _, h := range sums {
+		hits[h.Trap] = h.Hits
+	}
+	slices.SortFunc(traps, func(a, b *ent.Trap) int { return cmp.Compare(hits[b.ID], hits[a.ID]) })
+	x.busyTrap, x.quietTrap = traps[0].ID, traps[len(traps)-1].ID
+	if last, err := c.Event.Query().Where(entevent.OrgID(org)).Order(ent.Desc(entevent.FieldPosition)).First(ctx); err == nil {
+		ev, err := c.Event.Query().Where(entevent.OrgID(org), entevent.PositionLTE(max(1, last.Position-int64(deep)))).
+			Order(ent.Desc(entevent.FieldPosition)).First(ctx)
+		if err != nil {
+			return x, fmt.Errorf("event %d before the newest: %w", deep, err)
+		}
+		x.eventCursor, x.eventPosition = cursor(ev.ID, ev.Position), ev.Position
+	} else if !ent.IsNotFound(err) {
+		return x, err
+	}
+	var eps []struct {
+		Endpoint string `json:"endpoint_id"`
+		Count    int    `json:"count"`
+	}
+	if err := c.WebhookDelivery.Query().Where(webhookdelivery.OrgID(org)).GroupBy(webhookdelivery.FieldEndpointID).
+		Aggregate(ent.Count()).Scan(ctx, &eps); err != nil {
+		return x, fmt.Errorf("deliveries per endpoint: %w", err)
+	}
+	slices.SortFunc(eps, func(a, b struct {
+		Endpoint string `json:"endpoint_id"`
+		Count    int    `json:"count"`
+	}) int {
+		return cmp.Compare(b.Count, a.Count)
+	})
+	if len(eps) > 0 {
+		x.endpoint = eps[0].Endpoint
+		d, err := c.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(x.endpoint)).
+			Order(ent.Desc(webhookdelivery.FieldCreatedAt), ent.Desc(webhookdelivery.FieldID)).Offset(min(deep, eps[0].Count-1)).First(ctx)
+		if err != nil {
+			return x, fmt.Errorf("delivery %d of the list: %w", deep, err)
+		}
+		x.deliveryCursor = cursor(d.ID, d.CreatedAt)
+	}
+	return x, nil
+}
+
+// cursor is entgql's cursor of a row with id and order value v.
+func cursor(id string, v any) string {
 	var b strings.Builder
-	entgql.Cursor[string]{ID: s.ID, Value: s.LastSeen}.MarshalGQL(&b)
-	return strings.Trim(b.String(), `"`), nil
+	entgql.Cursor[string]{ID: id, Value: v}.MarshalGQL(&b)
+	return strings.Trim(b.String(), `"`)
 }
 
 func pct(s []time.Duration, p int) time.Duration {

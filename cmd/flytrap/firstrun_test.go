@@ -189,7 +189,13 @@ func startBinary(t *testing.T, bin, dir string, args ...string) (base, key strin
 	}
 	base = "http://" + addr
 	deadline := time.Now().Add(60 * time.Second)
-	for !healthy(base) {
+	// Ready when this process says it listens on addr and the address answers: another
+	// test's server may hold a port freeAddr handed out, and would answer /healthz too.
+	listening := func() bool {
+		log := stderr.String()
+		return (strings.Contains(log, `"msg":"listening"`) || strings.Contains(log, "msg=listening")) && strings.Contains(log, addr)
+	}
+	for !listening() || !healthy(base) {
 		select {
 		case err := <-exited:
 			t.Fatalf("flytrap exited early: %v\nstdout: %s\nstderr: %s", err, &stdout, &stderr)
@@ -198,6 +204,12 @@ func startBinary(t *testing.T, bin, dir string, args ...string) (base, key strin
 		if time.Now().After(deadline) {
 			t.Fatalf("flytrap not healthy after 60s\nstderr: %s", &stderr)
 		}
+	}
+	// A first start logs "created the first organization" after printing the banner, but
+	// stdout and stderr reach us through two copying goroutines: wait for the banner too.
+	for strings.Contains(stderr.String(), "created the first organization") &&
+		bannerKey.FindStringSubmatch(stdout.String()) == nil && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
 	}
 	if m := bannerKey.FindStringSubmatch(stdout.String()); m != nil {
 		key = m[1]

@@ -48,10 +48,19 @@ const usage = `Usage:
   flytrap sites list [--org ORG_ID]            list sites with their host and whether it is verified
   flytrap sites verify SITE_ID                 route the site's host to it (after checking who owns it)
   flytrap sites unverify SITE_ID               stop routing the site's host to it
+  flytrap sites lures SITE_ID [--off] [--paths /docs/,…] [--rate 0.5] [--count 1-3] [--reset]
+                                               which of the site's pages the lure proxy (serve --upstream)
+                                               puts lures into, and how many
   flytrap keys create --org ORG_ID --name NAME --scope read-only|read-write|admin
                                                create an API key; prints the key once
   flytrap keys list --org ORG_ID               list an organization's keys
   flytrap keys revoke KEY_ID                   revoke a key at once
+  flytrap stats [--estimate] [--json]          database size, free disk, rows and oldest row per table
+  flytrap vacuum                               compact a SQLite file (once for files made before
+                                               incremental auto-vacuum; stop the service first)
+  flytrap backup --to FILE                     copy a SQLite database while the service runs
+  flytrap partition-hits [--retain-hits 30d]   PostgreSQL: turn a plain hits table into one partitioned
+                                               by day (stop the service first)
 
 Every command takes --db (FLYTRAP_DB). "flytrap serve -h" lists the service's flags.
 `
@@ -73,6 +82,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env serve
 		return keys(ctx, rest, stdout, stderr, env)
 	case "sites":
 		return sites(ctx, rest, stdout, stderr, env)
+	case "stats":
+		return stats(ctx, rest, stdout, stderr, env)
+	case "vacuum":
+		return vacuum(ctx, rest, stdout, stderr, env)
+	case "backup":
+		return backup(ctx, rest, stdout, stderr, env)
+	case "partition-hits":
+		return partitionHits(ctx, rest, stdout, stderr, env)
 	default:
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
@@ -106,7 +123,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, env ser
 			ln.Close()
 		}
 	}()
-	db, err := store.Open(ctx, cfg.DB)
+	db, err := store.OpenWith(ctx, cfg.DB, store.Options{NoPartitions: !cfg.PGPartitions})
 	if err != nil {
 		return err
 	}
@@ -356,7 +373,7 @@ func oneLine(s string) string {
 
 func sites(ctx context.Context, args []string, stdout, stderr io.Writer, env server.Env) error {
 	if len(args) == 0 {
-		return errors.New("usage: flytrap sites list|verify|unverify …")
+		return errors.New("usage: flytrap sites list|verify|unverify|lures …")
 	}
 	switch sub, rest := args[0], args[1:]; sub {
 	case "list":
@@ -399,20 +416,22 @@ func sites(ctx context.Context, args []string, stdout, stderr io.Writer, env ser
 		}
 		printSites(stdout, []*ent.Site{s})
 		return nil
+	case "lures":
+		return siteLures(ctx, rest, stdout, stderr, env)
 	default:
-		return fmt.Errorf("unknown sites command %q (want list, verify or unverify)", sub)
+		return fmt.Errorf("unknown sites command %q (want list, verify, unverify or lures)", sub)
 	}
 }
 
 func printSites(w io.Writer, list []*ent.Site) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tORG\tNAME\tHOST\tVERIFIED")
+	fmt.Fprintln(tw, "ID\tORG\tNAME\tHOST\tVERIFIED\tLURES")
 	for _, s := range list {
 		host := "-"
 		if s.Host != nil {
 			host = *s.Host
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\n", s.ID, s.OrgID, oneLine(s.Name), host, s.HostVerified)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\t%s\n", s.ID, s.OrgID, oneLine(s.Name), host, s.HostVerified, lureSummary(s.Lures))
 	}
 	tw.Flush()
 }

@@ -84,13 +84,40 @@ func TestSitesVerify(t *testing.T) {
 		mustCLI(t, noEnv, "sites", "unverify", a.ID, "--db", dsn)
 		mustCLI(t, noEnv, "sites", "verify", o.ID, "--db", dsn)
 		out = mustCLI(t, noEnv, "sites", "list", "--db", dsn)
+		verified := func(line string) string { // the VERIFIED column: ID ORG NAME HOST VERIFIED LURES…
+			if f := strings.Fields(line); len(f) > 4 {
+				return f[4]
+			}
+			return ""
+		}
 		for _, line := range strings.Split(out, "\n") {
 			switch {
-			case strings.HasPrefix(line, a.ID) && !strings.HasSuffix(strings.TrimSpace(line), "false"),
-				strings.HasPrefix(line, o.ID) && !strings.HasSuffix(strings.TrimSpace(line), "true"):
+			case strings.HasPrefix(line, a.ID) && verified(line) != "false",
+				strings.HasPrefix(line, o.ID) && verified(line) != "true":
 				t.Fatalf("sites list:\n%s", out)
 			}
 		}
+
+		// Lures: flags left out keep their values; bad values are refused with the flag's name.
+		out = mustCLI(t, noEnv, "sites", "lures", a.ID, "--db", dsn, "--paths", "/docs/, /blog/", "--rate", "0.25")
+		if !strings.Contains(out, "/docs/,/blog/ 25% x2") {
+			t.Fatalf("sites lures printed:\n%s", out)
+		}
+		if out := mustCLI(t, noEnv, "sites", "lures", a.ID, "--db", dsn, "--count", "3"); !strings.Contains(out, "/docs/,/blog/ 25% x3") {
+			t.Fatalf("sites lures --count kept nothing else:\n%s", out)
+		}
+		if out := mustCLI(t, noEnv, "sites", "lures", a.ID, "--db", dsn, "--off"); !strings.HasSuffix(strings.TrimSpace(out), "off") {
+			t.Fatalf("sites lures --off:\n%s", out)
+		}
+		if out := mustCLI(t, noEnv, "sites", "lures", a.ID, "--db", dsn, "--reset"); !strings.Contains(out, "all 100% x2") {
+			t.Fatalf("sites lures --reset:\n%s", out)
+		}
+		for _, bad := range [][]string{{"--rate", "1.5"}, {"--count", "0"}, {"--count", "4"}, {"--paths", "docs"}, {"--paths", "/a b"}} {
+			if err := failCLI(t, noEnv, append([]string{"sites", "lures", a.ID, "--db", dsn}, bad...)...); !strings.Contains(err.Error(), bad[0]) {
+				t.Errorf("sites lures %v: %v", bad, err)
+			}
+		}
+		failCLI(t, noEnv, "sites", "lures", "--db", dsn, "site_01m817pg1f8bjdanzx5g71dpy4")  // no such site
 		failCLI(t, noEnv, "sites", "verify", "--db", dsn)                                    // no id
 		failCLI(t, noEnv, "sites", "verify", "--db", dsn, "trp_01m817pg1f8bjdanzx5g71dpy4")  // not a site id
 		failCLI(t, noEnv, "sites", "verify", "--db", dsn, "site_01m817pg1f8bjdanzx5g71dpy4") // no such site

@@ -109,7 +109,7 @@ func ValidColumn(column string) bool {
 //
 //	import _ "github.com/flytrap/flytrap/ent/runtime"
 var (
-	Hooks  [2]ent.Hook
+	Hooks  [3]ent.Hook
 	Policy ent.Policy
 	// OrgIDValidator is a validator for the "org_id" field. It is called by the builders before save.
 	OrgIDValidator func(string) error
@@ -208,6 +208,11 @@ func ByPath(opts ...sql.OrderTermOption) OrderOption {
 // ByQuery orders the results by the query field.
 func ByQuery(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldQuery, opts...).ToFunc()
+}
+
+// ByHeaders orders the results by the headers field.
+func ByHeaders(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldHeaders, opts...).ToFunc()
 }
 
 // ByBody orders the results by the body field.

@@ -8,6 +8,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/flytrap/flytrap/ent/predicate"
+	"github.com/flytrap/flytrap/ent/schematype"
 )
 
 // ID filters vertices based on their ID field.
@@ -93,6 +94,11 @@ func Path(v string) predicate.Hit {
 // Query applies equality check predicate on the "query" field. It's identical to QueryEQ.
 func Query(v string) predicate.Hit {
 	return predicate.Hit(sql.FieldEQ(FieldQuery, v))
+}
+
+// Headers applies equality check predicate on the "headers" field. It's identical to HeadersEQ.
+func Headers(v schematype.Headers) predicate.Hit {
+	return predicate.Hit(sql.FieldEQ(FieldHeaders, v))
 }
 
 // Body applies equality check predicate on the "body" field. It's identical to BodyEQ.
@@ -528,6 +534,46 @@ func QueryEqualFold(v string) predicate.Hit {
 // QueryContainsFold applies the ContainsFold predicate on the "query" field.
 func QueryContainsFold(v string) predicate.Hit {
 	return predicate.Hit(sql.FieldContainsFold(FieldQuery, v))
+}
+
+// HeadersEQ applies the EQ predicate on the "headers" field.
+func HeadersEQ(v schematype.Headers) predicate.Hit {
+	return predicate.Hit(sql.FieldEQ(FieldHeaders, v))
+}
+
+// HeadersNEQ applies the NEQ predicate on the "headers" field.
+func HeadersNEQ(v schematype.Headers) predicate.Hit {
+	return predicate.Hit(sql.FieldNEQ(FieldHeaders, v))
+}
+
+// HeadersIn applies the In predicate on the "headers" field.
+func HeadersIn(vs ...schematype.Headers) predicate.Hit {
+	return predicate.Hit(sql.FieldIn(FieldHeaders, vs...))
+}
+
+// HeadersNotIn applies the NotIn predicate on the "headers" field.
+func HeadersNotIn(vs ...schematype.Headers) predicate.Hit {
+	return predicate.Hit(sql.FieldNotIn(FieldHeaders, vs...))
+}
+
+// HeadersGT applies the GT predicate on the "headers" field.
+func HeadersGT(v schematype.Headers) predicate.Hit {
+	return predicate.Hit(sql.FieldGT(FieldHeaders, v))
+}
+
+// HeadersGTE applies the GTE predicate on the "headers" field.
+func HeadersGTE(v schematype.Headers) predicate.Hit {
+	return predicate.Hit(sql.FieldGTE(FieldHeaders, v))
+}
+
+// HeadersLT applies the LT predicate on the "headers" field.
+func HeadersLT(v schematype.Headers) predicate.Hit {
+	return predicate.Hit(sql.FieldLT(FieldHeaders, v))
+}
+
+// HeadersLTE applies the LTE predicate on the "headers" field.
+func HeadersLTE(v schematype.Headers) predicate.Hit {
+	return predicate.Hit(sql.FieldLTE(FieldHeaders, v))
 }
 
 // BodyEQ applies the EQ predicate on the "body" field.

@@ -21,6 +21,18 @@ func (f APIKeyFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, erro
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.APIKeyMutation", m)
 }
 
+// The CounterFunc type is an adapter to allow the use of ordinary
+// function as Counter mutator.
+type CounterFunc func(context.Context, *ent.CounterMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f CounterFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.CounterMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.CounterMutation", m)
+}
+
 // The EventFunc type is an adapter to allow the use of ordinary
 // function as Event mutator.
 type EventFunc func(context.Context, *ent.EventMutation) (ent.Value, error)
@@ -43,6 +55,18 @@ func (f HitFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) 
 		return f(ctx, mv)
 	}
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.HitMutation", m)
+}
+
+// The HitHourFunc type is an adapter to allow the use of ordinary
+// function as HitHour mutator.
+type HitHourFunc func(context.Context, *ent.HitHourMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f HitHourFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.HitHourMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.HitHourMutation", m)
 }
 
 // The OrganizationFunc type is an adapter to allow the use of ordinary

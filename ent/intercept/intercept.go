@@ -9,8 +9,10 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/apikey"
+	"github.com/flytrap/flytrap/ent/counter"
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/hithour"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/predicate"
 	"github.com/flytrap/flytrap/ent/prompt"
@@ -107,6 +109,33 @@ func (f TraverseAPIKey) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.APIKeyQuery", q)
 }
 
+// The CounterFunc type is an adapter to allow the use of ordinary function as a Querier.
+type CounterFunc func(context.Context, *ent.CounterQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f CounterFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.CounterQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.CounterQuery", q)
+}
+
+// The TraverseCounter type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseCounter func(context.Context, *ent.CounterQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseCounter) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseCounter) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.CounterQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.CounterQuery", q)
+}
+
 // The EventFunc type is an adapter to allow the use of ordinary function as a Querier.
 type EventFunc func(context.Context, *ent.EventQuery) (ent.Value, error)
 
@@ -159,6 +188,33 @@ func (f TraverseHit) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.HitQuery", q)
+}
+
+// The HitHourFunc type is an adapter to allow the use of ordinary function as a Querier.
+type HitHourFunc func(context.Context, *ent.HitHourQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f HitHourFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.HitHourQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.HitHourQuery", q)
+}
+
+// The TraverseHitHour type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseHitHour func(context.Context, *ent.HitHourQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseHitHour) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseHitHour) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.HitHourQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.HitHourQuery", q)
 }
 
 // The OrganizationFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -436,10 +492,14 @@ func NewQuery(q ent.Query) (Query, error) {
 	switch q := q.(type) {
 	case *ent.APIKeyQuery:
 		return &query[*ent.APIKeyQuery, predicate.APIKey, apikey.OrderOption]{typ: ent.TypeAPIKey, tq: q}, nil
+	case *ent.CounterQuery:
+		return &query[*ent.CounterQuery, predicate.Counter, counter.OrderOption]{typ: ent.TypeCounter, tq: q}, nil
 	case *ent.EventQuery:
 		return &query[*ent.EventQuery, predicate.Event, event.OrderOption]{typ: ent.TypeEvent, tq: q}, nil
 	case *ent.HitQuery:
 		return &query[*ent.HitQuery, predicate.Hit, hit.OrderOption]{typ: ent.TypeHit, tq: q}, nil
+	case *ent.HitHourQuery:
+		return &query[*ent.HitHourQuery, predicate.HitHour, hithour.OrderOption]{typ: ent.TypeHitHour, tq: q}, nil
 	case *ent.OrganizationQuery:
 		return &query[*ent.OrganizationQuery, predicate.Organization, organization.OrderOption]{typ: ent.TypeOrganization, tq: q}, nil
 	case *ent.PromptQuery:

@@ -42,6 +42,26 @@ var (
 			},
 		},
 	}
+	// CountersColumns holds the columns for the "counters" table.
+	CountersColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "org_id", Type: field.TypeString},
+		{Name: "name", Type: field.TypeString, Size: 64},
+		{Name: "value", Type: field.TypeInt64, Default: 0},
+	}
+	// CountersTable holds the schema information for the "counters" table.
+	CountersTable = &schema.Table{
+		Name:       "counters",
+		Columns:    CountersColumns,
+		PrimaryKey: []*schema.Column{CountersColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "counter_org_id_name",
+				Unique:  true,
+				Columns: []*schema.Column{CountersColumns[1], CountersColumns[2]},
+			},
+		},
+	}
 	// EventsColumns holds the columns for the "events" table.
 	EventsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 40},
@@ -86,7 +106,7 @@ var (
 		{Name: "method", Type: field.TypeString, Size: 16},
 		{Name: "path", Type: field.TypeString, Size: 2048},
 		{Name: "query", Type: field.TypeString, Size: 4096, Default: ""},
-		{Name: "headers", Type: field.TypeJSON},
+		{Name: "headers", Type: field.TypeOther, SchemaType: map[string]string{"postgres": "text", "sqlite3": "json"}},
 		{Name: "body", Type: field.TypeString, Size: 16384, Default: ""},
 		{Name: "body_truncated", Type: field.TypeBool, Default: false},
 		{Name: "source_ip", Type: field.TypeString, Size: 64},
@@ -120,11 +140,6 @@ var (
 		},
 		Indexes: []*schema.Index{
 			{
-				Name:    "hit_org_id_received_hour",
-				Unique:  false,
-				Columns: []*schema.Column{HitsColumns[15], HitsColumns[11]},
-			},
-			{
 				Name:    "hit_session_id_received_at",
 				Unique:  false,
 				Columns: []*schema.Column{HitsColumns[16], HitsColumns[10]},
@@ -133,6 +148,27 @@ var (
 				Name:    "hit_trap_id",
 				Unique:  false,
 				Columns: []*schema.Column{HitsColumns[1]},
+			},
+		},
+	}
+	// HitHoursColumns holds the columns for the "hit_hours" table.
+	HitHoursColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "org_id", Type: field.TypeString},
+		{Name: "trap_id", Type: field.TypeString, Size: 40, Default: ""},
+		{Name: "hour", Type: field.TypeInt64},
+		{Name: "hits", Type: field.TypeInt64, Default: 0},
+	}
+	// HitHoursTable holds the schema information for the "hit_hours" table.
+	HitHoursTable = &schema.Table{
+		Name:       "hit_hours",
+		Columns:    HitHoursColumns,
+		PrimaryKey: []*schema.Column{HitHoursColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "hithour_org_id_trap_id_hour",
+				Unique:  true,
+				Columns: []*schema.Column{HitHoursColumns[1], HitHoursColumns[2], HitHoursColumns[3]},
 			},
 		},
 	}
@@ -193,6 +229,11 @@ var (
 				Name:    "prompt_org_id_hash",
 				Unique:  false,
 				Columns: []*schema.Column{PromptsColumns[8], PromptsColumns[3]},
+			},
+			{
+				Name:    "prompt_org_id_id",
+				Unique:  false,
+				Columns: []*schema.Column{PromptsColumns[8], PromptsColumns[0]},
 			},
 		},
 	}
@@ -328,6 +369,7 @@ var (
 		{Name: "name", Type: field.TypeString, Size: 200},
 		{Name: "host", Type: field.TypeString, Nullable: true, Size: 253},
 		{Name: "host_verified", Type: field.TypeBool, Default: false},
+		{Name: "lures", Type: field.TypeJSON, Nullable: true},
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "org_id", Type: field.TypeString, Size: 40},
 	}
@@ -339,7 +381,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "sites_organizations_sites",
-				Columns:    []*schema.Column{SitesColumns[5]},
+				Columns:    []*schema.Column{SitesColumns[6]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -348,12 +390,12 @@ var (
 			{
 				Name:    "site_org_id_created_at",
 				Unique:  false,
-				Columns: []*schema.Column{SitesColumns[5], SitesColumns[4]},
+				Columns: []*schema.Column{SitesColumns[6], SitesColumns[5]},
 			},
 			{
 				Name:    "site_org_id_host",
 				Unique:  true,
-				Columns: []*schema.Column{SitesColumns[5], SitesColumns[2]},
+				Columns: []*schema.Column{SitesColumns[6], SitesColumns[2]},
 			},
 			{
 				Name:    "site_host",
@@ -457,6 +499,11 @@ var (
 				Columns: []*schema.Column{WebhookDeliveriesColumns[15], WebhookDeliveriesColumns[14]},
 			},
 			{
+				Name:    "webhookdelivery_endpoint_id_status_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookDeliveriesColumns[15], WebhookDeliveriesColumns[6], WebhookDeliveriesColumns[14]},
+			},
+			{
 				Name:    "webhookdelivery_endpoint_id_session_id_created_at",
 				Unique:  false,
 				Columns: []*schema.Column{WebhookDeliveriesColumns[15], WebhookDeliveriesColumns[4], WebhookDeliveriesColumns[14]},
@@ -498,8 +545,10 @@ var (
 	// Tables holds all the tables in the schema.
 	Tables = []*schema.Table{
 		APIKeysTable,
+		CountersTable,
 		EventsTable,
 		HitsTable,
+		HitHoursTable,
 		OrganizationsTable,
 		PromptsTable,
 		SecretsTable,

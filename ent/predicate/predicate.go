@@ -9,11 +9,17 @@ import (
 // APIKey is the predicate function for apikey builders.
 type APIKey func(*sql.Selector)
 
+// Counter is the predicate function for counter builders.
+type Counter func(*sql.Selector)
+
 // Event is the predicate function for event builders.
 type Event func(*sql.Selector)
 
 // Hit is the predicate function for hit builders.
 type Hit func(*sql.Selector)
+
+// HitHour is the predicate function for hithour builders.
+type HitHour func(*sql.Selector)
 
 // Organization is the predicate function for organization builders.
 type Organization func(*sql.Selector)

@@ -135,6 +135,30 @@ func (f APIKeyMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.APIKeyMutation", m)
 }
 
+// The CounterQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type CounterQueryRuleFunc func(context.Context, *ent.CounterQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f CounterQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.CounterQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.CounterQuery", q)
+}
+
+// The CounterMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type CounterMutationRuleFunc func(context.Context, *ent.CounterMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f CounterMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.CounterMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.CounterMutation", m)
+}
+
 // The EventQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type EventQueryRuleFunc func(context.Context, *ent.EventQuery) error
@@ -181,6 +205,30 @@ func (f HitMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) e
 		return f(ctx, m)
 	}
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.HitMutation", m)
+}
+
+// The HitHourQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type HitHourQueryRuleFunc func(context.Context, *ent.HitHourQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f HitHourQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.HitHourQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.HitHourQuery", q)
+}
+
+// The HitHourMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type HitHourMutationRuleFunc func(context.Context, *ent.HitHourMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f HitHourMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.HitHourMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.HitHourMutation", m)
 }
 
 // The OrganizationQueryRuleFunc type is an adapter to allow the use of ordinary
@@ -460,9 +508,13 @@ func queryFilter(q ent.Query) (Filter, error) {
 	switch q := q.(type) {
 	case *ent.APIKeyQuery:
 		return q.Filter(), nil
+	case *ent.CounterQuery:
+		return q.Filter(), nil
 	case *ent.EventQuery:
 		return q.Filter(), nil
 	case *ent.HitQuery:
+		return q.Filter(), nil
+	case *ent.HitHourQuery:
 		return q.Filter(), nil
 	case *ent.OrganizationQuery:
 		return q.Filter(), nil
@@ -493,9 +545,13 @@ func mutationFilter(m ent.Mutation) (Filter, error) {
 	switch m := m.(type) {
 	case *ent.APIKeyMutation:
 		return m.Filter(), nil
+	case *ent.CounterMutation:
+		return m.Filter(), nil
 	case *ent.EventMutation:
 		return m.Filter(), nil
 	case *ent.HitMutation:
+		return m.Filter(), nil
+	case *ent.HitHourMutation:
 		return m.Filter(), nil
 	case *ent.OrganizationMutation:
 		return m.Filter(), nil

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/flytrap/flytrap/ent/apikey"
+	"github.com/flytrap/flytrap/ent/counter"
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/hithour"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/schema"
@@ -100,6 +102,32 @@ func init() {
 			return nil
 		}
 	}()
+	counterMixin := schema.Counter{}.Mixin()
+	counter.Policy = privacy.NewPolicies(schema.Counter{})
+	counter.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := counter.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	counterMixinFields0 := counterMixin[0].Fields()
+	_ = counterMixinFields0
+	counterFields := schema.Counter{}.Fields()
+	_ = counterFields
+	// counterDescOrgID is the schema descriptor for org_id field.
+	counterDescOrgID := counterMixinFields0[0].Descriptor()
+	// counter.OrgIDValidator is a validator for the "org_id" field. It is called by the builders before save.
+	counter.OrgIDValidator = counterDescOrgID.Validators[0].(func(string) error)
+	// counterDescName is the schema descriptor for name field.
+	counterDescName := counterFields[0].Descriptor()
+	// counter.NameValidator is a validator for the "name" field. It is called by the builders before save.
+	counter.NameValidator = counterDescName.Validators[0].(func(string) error)
+	// counterDescValue is the schema descriptor for value field.
+	counterDescValue := counterFields[1].Descriptor()
+	// counter.DefaultValue holds the default value on creation for the value field.
+	counter.DefaultValue = counterDescValue.Default.(int64)
 	eventMixin := schema.Event{}.Mixin()
 	event.Policy = privacy.NewPolicies(schema.Event{})
 	event.Hooks[0] = func(next ent.Mutator) ent.Mutator {
@@ -201,6 +229,8 @@ func init() {
 	hitHooks := schema.Hit{}.Hooks()
 
 	hit.Hooks[1] = hitHooks[0]
+
+	hit.Hooks[2] = hitHooks[1]
 	hitMixinFields0 := hitMixin[0].Fields()
 	_ = hitMixinFields0
 	hitMixinFields1 := hitMixin[1].Fields()
@@ -277,6 +307,34 @@ func init() {
 			return nil
 		}
 	}()
+	hithourMixin := schema.HitHour{}.Mixin()
+	hithour.Policy = privacy.NewPolicies(schema.HitHour{})
+	hithour.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := hithour.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	hithourMixinFields0 := hithourMixin[0].Fields()
+	_ = hithourMixinFields0
+	hithourFields := schema.HitHour{}.Fields()
+	_ = hithourFields
+	// hithourDescOrgID is the schema descriptor for org_id field.
+	hithourDescOrgID := hithourMixinFields0[0].Descriptor()
+	// hithour.OrgIDValidator is a validator for the "org_id" field. It is called by the builders before save.
+	hithour.OrgIDValidator = hithourDescOrgID.Validators[0].(func(string) error)
+	// hithourDescTrapID is the schema descriptor for trap_id field.
+	hithourDescTrapID := hithourFields[0].Descriptor()
+	// hithour.DefaultTrapID holds the default value on creation for the trap_id field.
+	hithour.DefaultTrapID = hithourDescTrapID.Default.(string)
+	// hithour.TrapIDValidator is a validator for the "trap_id" field. It is called by the builders before save.
+	hithour.TrapIDValidator = hithourDescTrapID.Validators[0].(func(string) error)
+	// hithourDescHits is the schema descriptor for hits field.
+	hithourDescHits := hithourFields[2].Descriptor()
+	// hithour.DefaultHits holds the default value on creation for the hits field.
+	hithour.DefaultHits = hithourDescHits.Default.(int64)
 	organizationMixin := schema.Organization{}.Mixin()
 	organization.Policy = privacy.NewPolicies(schema.Organization{})
 	organization.Hooks[0] = func(next ent.Mutator) ent.Mutator {
@@ -459,6 +517,9 @@ func init() {
 			return next.Mutate(ctx, m)
 		})
 	}
+	sessionHooks := schema.Session{}.Hooks()
+
+	session.Hooks[1] = sessionHooks[0]
 	sessionMixinFields0 := sessionMixin[0].Fields()
 	_ = sessionMixinFields0
 	sessionMixinFields1 := sessionMixin[1].Fields()
@@ -724,7 +785,7 @@ func init() {
 	// site.DefaultHostVerified holds the default value on creation for the host_verified field.
 	site.DefaultHostVerified = siteDescHostVerified.Default.(bool)
 	// siteDescCreatedAt is the schema descriptor for created_at field.
-	siteDescCreatedAt := siteFields[3].Descriptor()
+	siteDescCreatedAt := siteFields[4].Descriptor()
 	// site.DefaultCreatedAt holds the default value on creation for the created_at field.
 	site.DefaultCreatedAt = siteDescCreatedAt.Default.(func() time.Time)
 	// siteDescID is the schema descriptor for id field.

@@ -69,7 +69,8 @@ func (Prompt) Fields() []ent.Field {
 		field.String("hash").MaxLen(64).Immutable(),
 		field.String("model").Default("").MaxLen(100).Immutable(),
 		field.String("operator").Default("").MaxLen(200).Immutable(),
-		// Source is where it came: json_field, form_field, body or query.
+		// Source is where it came: json_field, form_field, body, query, or a provider shape
+		// (anthropic_system, openai_messages, gemini_system_instruction).
 		field.String("source").Default("").MaxLen(32).Immutable(),
 		field.Time("created_at").Default(nowUTC).Immutable(),
 	}
@@ -84,7 +85,8 @@ func (Prompt) Edges() []ent.Edge {
 }
 
 func (Prompt) Indexes() []ent.Index {
-	return []ent.Index{index.Fields("session_id", "created_at"), index.Fields("org_id", "hash")}
+	// (org_id, id): campaigns read the organization's newest prompts (graph/campaigns.go).
+	return []ent.Index{index.Fields("session_id", "created_at"), index.Fields("org_id", "hash"), index.Fields("org_id", "id")}
 }
 
 func (Prompt) Annotations() []schema.Annotation {

@@ -3,11 +3,13 @@ package schema
 import (
 	"entgo.io/contrib/entgql"
 	"entgo.io/ent"
+	"entgo.io/ent/dialect"
 	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
 
+	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ids"
 )
 
@@ -33,16 +35,20 @@ func (Hit) Fields() []ent.Field {
 		field.String("method").MaxLen(16).Immutable(),
 		field.String("path").MaxLen(2048).Immutable(),
 		field.String("query").Default("").MaxLen(4096).Immutable(),
-		field.JSON("headers", map[string][]string{}).Immutable().
-			Annotations(entgql.Type("Map")),
+		// Headers are stored as header lines (schematype.Headers), not JSON: smaller and cheaper
+		// to write. The column keeps SQLite's declared type, so upgrading rewrites no table there;
+		// PostgreSQL's jsonb becomes text (old rows keep their JSON, which Scan reads).
+		field.Other("headers", schematype.Headers{}).Immutable().
+			SchemaType(map[string]string{dialect.SQLite: "json", dialect.Postgres: "text"}).
+			Annotations(entgql.Type("Map"), entgql.Skip(entgql.SkipWhereInput)),
 		field.String("body").Default("").MaxLen(MaxHitBody).Immutable(),
 		field.Bool("body_truncated").Default(false).Immutable(),
 		field.String("source_ip").MaxLen(64).Immutable(),
 		field.String("user_agent").Default("").MaxLen(1024).Immutable(),
 		field.Time("received_at").Default(nowUTC).Immutable().
 			Annotations(entgql.OrderField("RECEIVED_AT")),
-		// ReceivedHour (Unix hours) lets the hourly timeline group in SQL the same way on every
-		// database; a hook derives it from received_at.
+		// ReceivedHour (Unix hours) lets the counters' one-time recount (tally.Recount) group
+		// hits by hour in SQL the same way on every database; the listener computes it with the row.
 		field.Int64("received_hour").Optional().Immutable().Annotations(entgql.Skip(entgql.SkipAll)),
 		// Kind says what the request was: a decoy served, a callback carrying a token, an unknown path.
 		field.Enum("kind").Values("decoy", "callback", "not_found").Default("decoy").Immutable().
@@ -64,7 +70,7 @@ func (Hit) Edges() []ent.Edge {
 
 func (Hit) Indexes() []ent.Index {
 	return []ent.Index{
-		index.Fields("org_id", "received_hour"),
+		// No (org_id, received_hour): the timeline reads tally's hourly counters, not hits.
 		index.Fields("session_id", "received_at"),
 		index.Fields("trap_id"),
 	}

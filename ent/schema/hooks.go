@@ -13,6 +13,7 @@ import (
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/tally"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -172,7 +173,13 @@ func keyScopeCeiling(next ent.Mutator) ent.Mutator {
 }
 
 func (Hit) Hooks() []ent.Hook {
-	return []ent.Hook{hook.On(hitHour, ent.OpCreate)}
+	return []ent.Hook{hook.On(hitHour, ent.OpCreate), hook.On(tally.HitHook, ent.OpCreate)}
+}
+
+// Sessions keep their counters (severity, classification, tripwires, prompts) through every
+// change and deletion: tally.SessionHook.
+func (Session) Hooks() []ent.Hook {
+	return []ent.Hook{tally.SessionHook}
 }
 
 // hitHour buckets a hit by the hour it was received in, for the timeline.

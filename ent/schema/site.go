@@ -9,6 +9,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
 
+	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ids"
 )
 
@@ -32,6 +33,10 @@ func (Site) Fields() []ent.Field {
 		// owns the host; a tenant cannot set it, and changing the host clears it.
 		field.Bool("host_verified").Default(false).
 			Annotations(entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput, entgql.SkipWhereInput, entgql.SkipOrderField)),
+		// Lures is how the lure proxy puts lures into the site's pages (flytrap sites lures);
+		// nil: schematype.DefaultLures. Set by the operator only.
+		field.JSON("lures", &schematype.LureConfig{}).Optional().
+			Annotations(entgql.Skip(entgql.SkipAll)),
 		createdAt(),
 	}
 }

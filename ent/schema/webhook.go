@@ -124,6 +124,9 @@ func (WebhookDelivery) Indexes() []ent.Index {
 	return []ent.Index{
 		index.Fields("status", "next_attempt_at"),
 		index.Fields("endpoint_id", "created_at"),
+		// An endpoint's deliveries filtered by status (REST ?status=, GraphQL status:), newest first:
+		// without it SQLite read every delivery of the status, all endpoints' (0.3–0.6 s at 400,000).
+		index.Fields("endpoint_id", "status", "created_at"),
 		index.Fields("endpoint_id", "session_id", "created_at"),
 	}
 }

@@ -15,6 +15,9 @@ type SessionState struct {
 	Linked []string `json:"linked,omitempty"`
 	// ProbePaths are distinct unknown paths the visitor asked for (bounded).
 	ProbePaths []string `json:"probe_paths,omitempty"`
+	// ProbeAt is when each of ProbePaths was asked for (Unix seconds), to forget those
+	// outside detect.ProbeWindow; sessions stored before it have none.
+	ProbeAt []int64 `json:"probe_at,omitempty"`
 	// Detected is set once the session crossed the detection threshold; Severity is the severity it was last reported with.
 	Detected bool   `json:"detected,omitempty"`
 	Severity string `json:"severity,omitempty"`

@@ -23,6 +23,8 @@ const (
 	FieldHost = "host"
 	// FieldHostVerified holds the string denoting the host_verified field in the database.
 	FieldHostVerified = "host_verified"
+	// FieldLures holds the string denoting the lures field in the database.
+	FieldLures = "lures"
 	// FieldCreatedAt holds the string denoting the created_at field in the database.
 	FieldCreatedAt = "created_at"
 	// EdgeOrganization holds the string denoting the organization edge name in mutations.
@@ -54,6 +56,7 @@ var Columns = []string{
 	FieldName,
 	FieldHost,
 	FieldHostVerified,
+	FieldLures,
 	FieldCreatedAt,
 }
 

@@ -305,6 +305,16 @@ func HostVerifiedNEQ(v bool) predicate.Site {
 	return predicate.Site(sql.FieldNEQ(FieldHostVerified, v))
 }
 
+// LuresIsNil applies the IsNil predicate on the "lures" field.
+func LuresIsNil() predicate.Site {
+	return predicate.Site(sql.FieldIsNull(FieldLures))
+}
+
+// LuresNotNil applies the NotNil predicate on the "lures" field.
+func LuresNotNil() predicate.Site {
+	return predicate.Site(sql.FieldNotNull(FieldLures))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.Site {
 	return predicate.Site(sql.FieldEQ(FieldCreatedAt, v))

@@ -11,8 +11,10 @@ import (
 	"github.com/flytrap/flytrap/viewer"
 )
 
+// Figures read from counters maintained as data is written (docs/counters.md): their cost does not grow with the data.
 type Analytics struct {
-	Overview *Overview       `json:"overview"`
+	Overview *Overview `json:"overview"`
+	// The stored sessions by severity.
 	Severity *SeverityCounts `json:"severity"`
 	// Hits per hour for the past 24 hours, oldest first, zero-filled; the last bucket is the current hour.
 	Timeline []*TimelineBucket `json:"timeline"`
@@ -80,17 +82,39 @@ type EventMessage struct {
 	Cursor entgql.Cursor[string] `json:"cursor"`
 }
 
+// A lure snippet: hidden HTML pointing at a trap with a stable token.
+type LureSnippet struct {
+	// The fragment to paste inside a page's <body>: a link hidden by the hidden attribute, out of the accessibility tree.
+	HTML string `json:"html"`
+	// The link's target: the trap's path and the token as ref.
+	URL string `json:"url"`
+	// The token (48 characters of a-z and 2-7); a proxy routing tokens to Flytrap routes it.
+	Token string `json:"token"`
+}
+
 type Overview struct {
-	// Hits received in the last 24 hours.
+	// Hits received in the timeline's 24 hourly buckets: the current hour and the 23 before it.
 	TotalHits24h int `json:"totalHits24h"`
-	// Sessions classified AI_ASSISTANT, AI_AGENT or AI_AGENT_MALICIOUS.
+	// Stored sessions classified AI_ASSISTANT, AI_AGENT or AI_AGENT_MALICIOUS.
 	AgentsDetected int `json:"agentsDetected"`
-	// Tripwire signal firings (CALLBACK_HIT, INJECTION_FOLLOWED, SYSTEM_PROMPT_LEAKED and other deliberate bait).
+	// Tripwire signal firings (CALLBACK_HIT, INJECTION_FOLLOWED, SYSTEM_PROMPT_LEAKED and other deliberate bait) of the stored sessions.
 	TripwiresFired int `json:"tripwiresFired"`
-	// System prompts captured.
+	// System prompts captured by the stored sessions.
 	PromptsCaptured int `json:"promptsCaptured"`
 	// Traps with active = 1.
 	ActiveTraps int `json:"activeTraps"`
+}
+
+// How long each kind of row is kept, in seconds; 0 keeps it forever (flags --retain-*).
+type RetentionSettings struct {
+	Hits    int `json:"hits"`
+	Signals int `json:"signals"`
+	Prompts int `json:"prompts"`
+	Events  int `json:"events"`
+	// Finished webhook deliveries.
+	Deliveries int `json:"deliveries"`
+	// Sessions, from their last hit; their hits, signals and prompts go with them.
+	Sessions int `json:"sessions"`
 }
 
 type RotateWebhookSecretPayload struct {
@@ -149,6 +173,29 @@ type SignalGroup struct {
 	MaxDelayMs     *int   `json:"maxDelayMs,omitempty"`
 	// Up to three distinct pieces of evidence (attacker-controlled text: show it as text).
 	Evidence []string `json:"evidence"`
+}
+
+// The database's size and contents, and how long rows are kept.
+type Storage struct {
+	// sqlite or postgres.
+	Dialect string `json:"dialect"`
+	// SQLite: the file plus its write-ahead log. PostgreSQL: pg_database_size.
+	SizeBytes int `json:"sizeBytes"`
+	// Free space on the SQLite file's file system; null on PostgreSQL, whose disk is its server's.
+	FreeBytes *int               `json:"freeBytes,omitempty"`
+	Tables    []*StorageTable    `json:"tables"`
+	Retention *RetentionSettings `json:"retention"`
+}
+
+// One table of the database.
+type StorageTable struct {
+	Name string `json:"name"`
+	// Estimated rows: PostgreSQL's statistics, SQLite's rowid span.
+	Rows int `json:"rows"`
+	// The table with its indexes (PostgreSQL); null on SQLite.
+	SizeBytes *int `json:"sizeBytes,omitempty"`
+	// The time of the oldest row; null when the table is empty.
+	Oldest *time.Time `json:"oldest,omitempty"`
 }
 
 type Subscription struct {

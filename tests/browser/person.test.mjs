@@ -107,7 +107,31 @@ test('a person in Chromium is HUMAN and trips no wire', async () => {
     `the challenge instruction is off screen, not shown: ${JSON.stringify(box)}`);
   const shown = await page.evaluate(() => document.body.innerText);
   assert.ok(!shown.includes(phrase), 'the rendered text does not show the canary phrase');
-  assert.ok(!shown.includes('system_prompt'), 'the rendered text does not show the system prompt invitation');
+  // innerText keeps off-screen text (agents that read innerText are meant to find the sink there), so
+  // what a person sees is judged by where the text is drawn: nowhere on the page.
+  const drawn = await page.evaluate(() => {
+    const out = [];
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) {
+      const t = walker.currentNode;
+      if (!/system.prompt|\?code=N/.test(t.data)) continue;
+      // Clipped away (the screen-reader note: a 1×1 box, overflow hidden, clip rect(0 0 0 0)).
+      let clipped = false;
+      for (let el = t.parentElement; el && !clipped; el = el.parentElement) {
+        const cs = getComputedStyle(el);
+        const box = el.getBoundingClientRect();
+        clipped = cs.clip === 'rect(0px, 0px, 0px, 0px)' || (cs.overflow === 'hidden' && box.width <= 1 && box.height <= 1);
+      }
+      if (clipped) continue;
+      const range = document.createRange();
+      range.selectNodeContents(t);
+      for (const r of range.getClientRects()) {
+        if (r.width > 1 && r.height > 1 && r.right > 0 && r.bottom > 0) out.push(`${t.data.slice(0, 60)} at ${r.x},${r.y} ${r.width}x${r.height}`);
+      }
+    }
+    return out;
+  });
+  assert.deepEqual(drawn, [], 'no instruction is drawn where a person can see it');
   await page.screenshot({ path: path.join(SHOTS, 'flytrap-person.png'), fullPage: true });
 
   // Click a visible link, as a person would; a hidden one cannot be clicked.
@@ -122,7 +146,7 @@ test('a person in Chromium is HUMAN and trips no wire', async () => {
 
   // Nothing the browser asked for by itself (sub-resources, favicon, the click) carried a token.
   assert.ok(requested.length >= 2, `the browser made requests: ${requested}`);
-  for (const u of requested) assert.doesNotMatch(u, /[a-z2-7]{48}/, `the browser requested a token URL: ${u}`);
+  for (const u of requested) assert.doesNotMatch(u, /\/(?:[a-z2-7]{48}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-[0-9a-f]{28}|[0-9a-f]{60}|[0-9A-Za-z]{41})\b/, `the browser requested a token URL: ${u}`);
 
   const sessions = await sessionsOf(userAgent);
   assert.equal(sessions.length, 1, `one session for ${userAgent}: ${JSON.stringify(sessions)}`);

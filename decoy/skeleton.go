@@ -1,0 +1,170 @@
+package decoy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"strconv"
+	"strings"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// A skeleton is a decoy rendered once for its trap with markers where the per-response
+// parts go (tokens, challenge numbers, canary phrases, zero-width text): a response of a
+// kind whose text is otherwise the trap's own (Kind.skeleton) splices its own values into
+// the cached skeleton instead of rendering the page again. It is the same bytes as a full
+// render (TestSkeletonEqualsFullRender), made once per trap, spec and minute (the page
+// shows relative times and the year).
+type skeleton struct {
+	status      int
+	contentType string
+	header      map[string]string
+	body        []byte // with markers: NUL, a kind byte, the placement number, NUL
+	slots       []skelSlot
+	tags        []string // the zero-width texts, with token markers, before encoding
+}
+
+type skelSlot struct {
+	where   string
+	purpose Purpose
+	prefix  string
+	shape   shape
+}
+
+// marker is the skeleton's stand-in for a per-response part of placement n: 'T' its
+// token, 'A'/'B' a challenge's numbers in words, 'C' a canary phrase, 'Z' zero-width
+// text n. No trap text holds a NUL (clean drops control characters).
+func marker(kind byte, n int) string { return string([]byte{0, kind, byte(n), 0}) }
+
+// skeletons are the recent skeletons, by trap, spec and minute.
+var skeletons, _ = lru.New[[32]byte, *skeleton](512) // only fails for a size < 1
+
+func skeletonKey(r *renderer) [32]byte {
+	h := sha256.New()
+	s := r.spec
+	for _, f := range []string{s.Type, s.TrapID, s.Name, s.Path, s.Description, s.Host} {
+		h.Write([]byte(f))
+		h.Write([]byte{0})
+	}
+	h.Write([]byte{byte(len(s.Disallow) >> 8), byte(len(s.Disallow))})
+	for _, d := range s.Disallow {
+		h.Write([]byte(d))
+		h.Write([]byte{0})
+	}
+	h.Write(binary.BigEndian.AppendUint64(nil, uint64(r.now.Truncate(time.Minute).Unix())))
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// skeletonOf returns the skeleton of r's trap, making it if needed.
+func skeletonOf(kind Kind, r *renderer) *skeleton {
+	key := skeletonKey(r)
+	if sk, ok := skeletons.Get(key); ok {
+		return sk
+	}
+	sk := &skeleton{}
+	r.skel = sk
+	r.begin(0)
+	out := kind.render(r)
+	r.skel = nil
+	sk.status, sk.contentType, sk.header = out.Status, out.ContentType, out.Header
+	sk.body = bytes.Clone(out.Body)
+	skeletons.Add(key, sk)
+	return sk
+}
+
+// slot records a placement of the skeleton and returns it with a marker for a token.
+func (sk *skeleton) slot(r *renderer, idx int, where string, p Purpose, prefix string, sh shape) Placement {
+	n := idx - r.base
+	sk.slots = append(sk.slots, skelSlot{where, p, prefix, sh})
+	pl := Placement{Index: idx, Where: where, Purpose: p, Token: marker('T', n)}
+	if prefix != "" {
+		pl.URL = prefix + pl.Token
+	}
+	return pl
+}
+
+// tagText appends s as zero-width text (appendTagText), or its marker in a skeleton.
+func (r *renderer) tagText(s string) {
+	if r.skel != nil {
+		r.w(marker('Z', len(r.skel.tags)))
+		r.skel.tags = append(r.skel.tags, s)
+		return
+	}
+	r.b = appendTagText(r.b, s)
+}
+
+type skelValues struct{ tok, a, b, phrase, answer string }
+
+// fill makes r's response from the skeleton: the values of every placement spliced in,
+// with fresh indices (so fresh tokens and numbers) while a challenge's answer would
+// stand literally in the text, as Render does.
+func (sk *skeleton) fill(r *renderer) Rendered {
+	vals := make([]skelValues, len(sk.slots))
+	size := len(sk.body) + len(sk.slots)*160 // a token, its URL or phrase, two numbers in words
+	for _, t := range sk.tags {
+		size += 4 * (len(t) + 80) // tag characters are four bytes each, the token included
+	}
+	body := make([]byte, 0, size)
+	for attempt := 0; ; attempt++ {
+		base := attempt * attemptStep
+		for n, sl := range sk.slots {
+			idx := base + n
+			v := skelValues{tok: r.m.tokenShaped(&r.ulid, idx, sl.purpose, sl.shape)}
+			switch sl.purpose {
+			case Challenge:
+				a, b := r.m.challengeOperands(&r.ulid, idx, Challenge)
+				v.a, v.b, v.answer = numberWords(a), numberWords(b), strconv.Itoa(a+b)
+			case Canary:
+				v.phrase = r.m.canaryPhrase(&r.ulid, idx, Canary, v.tok)
+			}
+			vals[n] = v
+		}
+		body = sk.splice(body[:0], string(sk.body), vals)
+		shown := false
+		for _, v := range vals {
+			if v.answer != "" && bytes.Contains(body, []byte(v.answer)) {
+				shown = true
+				break
+			}
+		}
+		if !shown || attempt == maxAttempts-1 {
+			places := make([]Placement, len(sk.slots))
+			for n, sl := range sk.slots {
+				places[n] = Placement{Index: base + n, Where: sl.where, Purpose: sl.purpose, Token: vals[n].tok}
+				if sl.prefix != "" {
+					places[n].URL = sl.prefix + vals[n].tok
+				}
+			}
+			return Rendered{Status: sk.status, ContentType: sk.contentType, Header: sk.header, Body: body, Placements: places}
+		}
+	}
+}
+
+// splice appends src with its markers replaced by vals.
+func (sk *skeleton) splice(dst []byte, src string, vals []skelValues) []byte {
+	for {
+		i := strings.IndexByte(src, 0)
+		if i < 0 || i+3 >= len(src) {
+			return append(dst, src...)
+		}
+		dst = append(dst, src[:i]...)
+		kind, n := src[i+1], int(src[i+2])
+		src = src[i+4:]
+		switch kind {
+		case 'T':
+			dst = append(dst, vals[n].tok...)
+		case 'A':
+			dst = append(dst, vals[n].a...)
+		case 'B':
+			dst = append(dst, vals[n].b...)
+		case 'C':
+			dst = append(dst, vals[n].phrase...)
+		case 'Z':
+			dst = appendTagText(dst, string(sk.splice(nil, sk.tags[n], vals)))
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package graph
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/99designs/gqlgen/graphql"
+)
+
+// marshalSlice marshals a list of objects, each element in the caller's goroutine or, when
+// one is idle, in one of a fixed set of long-lived workers. generated.go calls it where
+// gqlgen writes graphql.MarshalSliceConcurrently (internal/gqlpatch rewrites the call after
+// gqlgen generate), which starts a goroutine per element: each such goroutine grew its stack
+// through gqlgen's deep resolver frames, and copying those stacks was ~10 % of a sessions
+// page's whole CPU (runtime.newstack, BenchmarkSessionsPage). Workers keep their grown
+// stacks. Elements whose fields wait on the database still overlap while workers are idle;
+// when none is, the caller marshals the element itself, so a nested list never waits for a
+// worker. The signature is gqlgen's; its worker limit is the pool's size here.
+func marshalSlice(ctx context.Context, length int, _ int64, omitPanicHandler bool,
+	marshalElement func(ctx context.Context, i int) graphql.Marshaler) graphql.Array {
+	ret := make(graphql.Array, length)
+	var wg sync.WaitGroup
+	var failed atomic.Bool
+	for i := range length {
+		idx := i
+		childCtx := graphql.WithFieldContext(ctx, &graphql.FieldContext{Index: &idx})
+		run := func() {
+			if !omitPanicHandler {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(childCtx, graphql.Recover(childCtx, r))
+						failed.Store(true)
+					}
+				}()
+			}
+			ret[idx] = marshalElement(childCtx, idx)
+		}
+		if i == length-1 { // the caller would only wait: it takes the last one itself
+			run()
+			break
+		}
+		wg.Add(1)
+		task := func() {
+			defer wg.Done()
+			run()
+		}
+		select {
+		case marshalWorkers <- task: // an idle worker took it
+		default:
+			task()
+		}
+	}
+	wg.Wait()
+	if failed.Load() {
+		return nil
+	}
+	return ret
+}
+
+// marshalWorkers hands an element to an idle worker; unbuffered, so a send succeeds only
+// when one waits.
+var marshalWorkers = make(chan func())
+
+func init() {
+	for range 4 * runtime.GOMAXPROCS(0) {
+		go func() {
+			for task := range marshalWorkers {
+				task()
+			}
+		}()
+	}
+}

@@ -1,0 +1,129 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"entgo.io/contrib/entgql"
+
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/privacy"
+	"github.com/flytrap/flytrap/ent/schematype"
+	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/flytraptest/testdb"
+	"github.com/flytrap/flytrap/store"
+)
+
+// TestSessionsOnTrapAsHasHitsWith: the sessions list filtered by a trap gives, page by page,
+// exactly what ent's hasHitsWith gives, whichever plan sessionsOnTrap picks (from the trap's
+// hits, or walking the sessions), alone and with other filters, including sessions whose
+// traps_triggered names a trap they have no stored hit on (their hits purged).
+func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
+	testdb.ForEachBackend(t, func(t *testing.T, b testdb.Backend) {
+		ctx := privacy.DecisionContext(context.Background(), privacy.Allow)
+		db, err := store.Open(ctx, b.DSN(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		c := db.Client
+		o := c.Organization.Create().SetName("o").SaveX(ctx)
+		traps := []string{"trp_01busy0000000000000000000", "trp_01mid00000000000000000000", "trp_01rare0000000000000000000", "trp_01none0000000000000000000"}
+		weights := []int{70, 20, 3, 0}
+		rnd := rand.New(rand.NewPCG(1, 2))
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		var sessions []*ent.SessionCreate
+		var hits []*ent.HitCreate
+		for i := range 300 {
+			sid := fmt.Sprintf("ses_%026d", i)
+			var hit []string
+			for h := range 1 + rnd.IntN(4) {
+				hc := c.Hit.Create().SetID(fmt.Sprintf("hit_%022d%04d", i, h)).SetOrgID(o.ID).SetSessionID(sid).
+					SetMethod("GET").SetPath("/").SetSourceIP("192.0.2.1").SetReceivedAt(now).SetHeaders(schematype.Headers{})
+				for j, tr := range traps {
+					if rnd.IntN(100) < weights[j] {
+						hc.SetTrapID(tr)
+						if !slices.Contains(hit, tr) {
+							hit = append(hit, tr)
+						}
+						break
+					}
+				}
+				hits = append(hits, hc)
+			}
+			triggered := slices.Clone(hit)
+			if i%17 == 0 && !slices.Contains(triggered, traps[1]) {
+				triggered = append(triggered, traps[1]) // its hit on the trap was purged
+			}
+			if triggered == nil {
+				triggered = []string{}
+			}
+			// Ties on last_seen too, so the page boundaries fall between equal values.
+			last := now.Add(-time.Duration(rnd.IntN(100)) * time.Minute)
+			sessions = append(sessions, c.Session.Create().SetID(sid).SetOrgID(o.ID).SetSourceIP("192.0.2.1").
+				SetClassification([]session.Classification{session.ClassificationHUMAN, session.ClassificationAI_AGENT}[i%2]).
+				SetFirstSeen(last.Add(-time.Minute)).SetLastSeen(last).SetTrapsTriggered(triggered))
+		}
+		c.Session.CreateBulk(sessions...).ExecX(ctx)
+		for i := 0; i < len(hits); i += 200 {
+			c.Hit.CreateBulk(hits[i:min(i+200, len(hits))]...).ExecX(ctx)
+		}
+		r := NewResolver(c, nil, nil, nil)
+		q := &queryResolver{r}
+		since := now.Add(-50 * time.Minute)
+		for _, limit := range []int{1000, 30, 0} { // from the hits always, sometimes, never
+			trapListMax = limit
+			for _, tr := range traps {
+				for _, extra := range []func(*ent.SessionWhereInput){
+					func(*ent.SessionWhereInput) {},
+					func(w *ent.SessionWhereInput) { w.Classification = ptr(session.ClassificationAI_AGENT) },
+					func(w *ent.SessionWhereInput) { w.LastSeenGTE = &since },
+				} {
+					where := &ent.SessionWhereInput{HasHitsWith: []*ent.HitWhereInput{{TrapID: ptr(tr)}}}
+					extra(where)
+					want, err := where.Filter(c.Session.Query())
+					if err != nil {
+						t.Fatal(err)
+					}
+					wantIDs := want.Order(ent.Desc(session.FieldLastSeen), ent.Desc(session.FieldID)).IDsX(ctx)
+					var got []string
+					var after *entgql.Cursor[string]
+					for page := 0; ; page++ {
+						first := 7
+						conn, err := q.Sessions(ctx, after, &first, nil, nil, nil, where)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for _, e := range conn.Edges {
+							got = append(got, e.Node.ID)
+						}
+						if !conn.PageInfo.HasNextPage {
+							break
+						}
+						after = conn.PageInfo.EndCursor
+					}
+					rewritten, err := r.sessionsOnTrap(ctx, where)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if n, err := r.sessionRows(rewritten)(ctx); err != nil || n != len(wantIDs) {
+						t.Fatalf("totalCount %d (%v), want %d", n, err, len(wantIDs))
+					}
+					if !slices.Equal(got, wantIDs) {
+						t.Fatalf("trapListMax %d, trap %s, where %+v: got %d sessions %v, want %d %v", limit, tr, where, len(got), got, len(wantIDs), wantIDs)
+					}
+					if tr == traps[0] && len(wantIDs) < 100 || tr == traps[3] && len(wantIDs) != 0 {
+						t.Fatalf("trap %s: %d sessions: the data does not test what it should", tr, len(wantIDs))
+					}
+				}
+			}
+		}
+		trapListMax = 1000
+	})
+}
+
+func ptr[T any](v T) *T { return &v }

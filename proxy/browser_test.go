@@ -1,0 +1,112 @@
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/flytrap/flytrap/ent/schematype"
+	ft "github.com/flytrap/flytrap/flytraptest"
+	"github.com/flytrap/flytrap/server"
+)
+
+const (
+	browserGroup = "real browser (Chromium)"
+	browserHow   = "run `bash scripts/install-chromium.sh` (Chromium, node, tests/browser/node_modules; CI does)"
+)
+
+// sampleSite is a small shop with a stylesheet, a header and visible links: what a person browses.
+func sampleSite() http.Handler {
+	const layout = `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>%[1]s · Example Shop</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="/site.css"></head>
+<body><header><a href="/" class="logo">Example Shop</a><nav><a href="/">Home</a> <a href="/about">About us</a></nav></header>
+<main><h1>%[1]s</h1>%[2]s</main>
+<footer>© 2026 Example Shop · <a href="/about">About us</a></footer>
+</body></html>
+`
+	mux := http.NewServeMux()
+	mux.HandleFunc("/site.css", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/css")
+		_, _ = io.WriteString(w, `body{margin:0;font:16px/1.5 sans-serif;color:#222;background:#fafafa}
+header{display:flex;justify-content:space-between;padding:16px 32px;background:#234;color:#fff}
+header a{color:#fff;margin-left:16px}main{padding:32px;min-height:400px}footer{padding:16px 32px;border-top:1px solid #ddd}
+.card{display:inline-block;width:200px;height:120px;margin:8px;background:#e8eef4;border-radius:8px}`)
+	})
+	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, layout, "Welcome", `<p>Hand-made goods, shipped worldwide.</p><div class="card"></div><div class="card"></div><div class="card"></div>`)
+	})
+	mux.HandleFunc("/about", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, layout, "About us", `<p>A small team since 2009.</p>`)
+	})
+	return mux
+}
+
+// TestBrowserProxy runs tests/browser/proxy (node --test) against Flytrap in front of a
+// sample site: a person in Chromium sees the site unchanged and is not recorded; an
+// agent that follows the hidden instruction is caught as AI_AGENT.
+func TestBrowserProxy(t *testing.T) {
+	const chromium = "/usr/bin/chromium"
+	if _, err := os.Stat(chromium); err != nil {
+		ft.Skip(t, browserGroup, browserHow, chromium+" is missing")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		ft.Skip(t, browserGroup, browserHow, "node is not installed")
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "tests", "browser", "node_modules", "playwright-core")); err != nil {
+		ft.Skip(t, browserGroup, browserHow, "tests/browser/node_modules is missing")
+	}
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		site := httptest.NewServer(sampleSite())
+		defer site.Close()
+		u, _ := url.Parse(site.URL)
+		env := ft.Start(t, b, func(c *server.Config) { c.Upstream = u })
+		tn := env.Tenant("shop")
+		env.MustGraphQL(tn.ReadWrite, `mutation { createTrap(input:{name:"Supplier price list", type: page, path:"/internal/docs/suppliers"}) { id } }`, nil)
+		// Three lures a page: the third is the instruction the agent carries out.
+		if err := env.DB.Client.Site.UpdateOneID(tn.Site.ID).SetLures(&schematype.LureConfig{Rate: 1, Count: 3}).Exec(ft.System()); err != nil {
+			t.Fatal(err)
+		}
+		env.Server.Engine().InvalidateRoutes()
+
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, node, "--test", "--test-timeout=90000", filepath.Join(root, "tests", "browser", "proxy", "proxy.test.mjs"))
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(),
+			"APP_URL="+site.URL,
+			"PROXY_URL="+env.Trap.URL,
+			"API_URL="+env.HTTP.URL,
+			"API_KEY="+tn.ReadOnly,
+		)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("node --test tests/browser/proxy: %v\n%s", err, out.String())
+		}
+		t.Logf("node --test tests/browser/proxy:\n%s", out.String())
+		// The Go side agrees: one session, the agent's.
+		d := env.MustGraphQL(tn.ReadOnly, `{ sessions { edges { node { classification userAgent } } } }`, nil)
+		edges, _ := ft.Dig(d, "sessions", "edges").([]any)
+		if len(edges) != 1 || ft.Dig(edges[0], "node", "classification") != "AI_AGENT" {
+			t.Errorf("sessions %v, want the agent's alone, AI_AGENT", edges)
+		}
+	})
+}

@@ -1,0 +1,510 @@
+package retention_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"entgo.io/ent/dialect"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/event"
+	ft "github.com/flytrap/flytrap/flytraptest"
+	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/retention"
+	"github.com/flytrap/flytrap/store"
+)
+
+func TestMain(m *testing.M) { ft.Main(m) }
+
+var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func ago(d time.Duration) time.Time { return now.Add(-d) }
+
+const day = retention.Day
+
+// idAt is an id of prefix made at t, as ids.New would have made it then.
+func idAt(prefix string, t time.Time) string {
+	u := ulid.MustNew(ulid.Timestamp(t), ulid.DefaultEntropy())
+	return ids.Format(prefix, u)
+}
+
+type fixture struct {
+	t   *testing.T
+	db  *store.DB
+	ctx context.Context
+	org string
+}
+
+func open(t *testing.T, b ft.Backend) *fixture {
+	t.Helper()
+	db, err := store.Open(context.Background(), b.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	f := &fixture{t: t, db: db, ctx: ft.System()}
+	f.org = f.newOrg("acme")
+	return f
+}
+
+func (f *fixture) newOrg(name string) string {
+	o, err := f.db.Client.Organization.Create().SetName(name).Save(f.ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return o.ID
+}
+
+func (f *fixture) session(first, last time.Time, hits int) string {
+	f.t.Helper()
+	s, err := f.db.Client.Session.Create().SetID(idAt(ids.Session, first)).SetOrgID(f.org).SetSourceIP("203.0.113.9").
+		SetFirstSeen(first).SetLastSeen(last).SetHitCount(hits).SetSeverity("high").SetClassification("AI_AGENT").Save(f.ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return s.ID
+}
+
+func (f *fixture) hit(session string, at time.Time, body string) string {
+	f.t.Helper()
+	h, err := f.db.Client.Hit.Create().SetID(idAt(ids.Hit, at)).SetOrgID(f.org).SetSessionID(session).SetMethod("GET").
+		SetPath("/x").SetHeaders(map[string][]string{}).SetSourceIP("203.0.113.9").SetReceivedAt(at).SetBody(body).Save(f.ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return h.ID
+}
+
+func (f *fixture) signal(session string, at time.Time) string {
+	f.t.Helper()
+	s, err := f.db.Client.Signal.Create().SetID(idAt(ids.Signal, at)).SetOrgID(f.org).SetSessionID(session).
+		SetHitID("hit_x").SetName("CALLBACK_HIT").SetCreatedAt(at).Save(f.ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return s.ID
+}
+
+func (f *fixture) prompt(session string, at time.Time) string {
+	f.t.Helper()
+	p, err := f.db.Client.Prompt.Create().SetID(idAt(ids.Prompt, at)).SetOrgID(f.org).SetSessionID(session).
+		SetHitID("hit_x").SetText("You are a helpful agent").SetHash("h").SetCreatedAt(at).Save(f.ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return p.ID
+}
+
+// events appends n events for org and dates them at.
+func (f *fixture) events(org string, n int, at time.Time) []int64 {
+	f.t.Helper()
+	var pos []int64
+	for range n {
+		tx, err := f.db.Client.Tx(f.ctx)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		ev, err := event.Append(f.ctx, tx, org, event.TrapCreated, map[string]any{"n": 1})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			f.t.Fatal(err)
+		}
+		f.exec("UPDATE events SET created_at = ? WHERE id = ?", at, ev.ID)
+		pos = append(pos, ev.Position)
+	}
+	return pos
+}
+
+func (f *fixture) delivery(endpoint string, at time.Time, status string) string {
+	f.t.Helper()
+	id := idAt(ids.Delivery, at)
+	f.exec(`INSERT INTO webhook_deliveries (id, org_id, endpoint_id, message_id, event_type, session_id, payload, status,
+		attempt_count, next_attempt_at, last_error, attempts, created_at) VALUES (?, ?, ?, 'm', 'trap.created', '', '{}', ?, 0, ?, '', '[]', ?)`,
+		id, f.org, endpoint, status, at, at)
+	return id
+}
+
+func (f *fixture) rebind(q string) string {
+	if f.db.Dialect != dialect.Postgres {
+		return q
+	}
+	n := 0
+	return replaceEach(q, "?", func() string { n++; return fmt.Sprintf("$%d", n) })
+}
+
+func replaceEach(s, old string, next func() string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, old)
+		if i < 0 {
+			return b.String() + s
+		}
+		b.WriteString(s[:i] + next())
+		s = s[i+len(old):]
+	}
+}
+
+func (f *fixture) exec(q string, args ...any) {
+	f.t.Helper()
+	if _, err := f.db.SQL.ExecContext(f.ctx, f.rebind(q), args...); err != nil {
+		f.t.Fatalf("%s: %v", q, err)
+	}
+}
+
+func (f *fixture) count(q string, args ...any) int {
+	f.t.Helper()
+	var n int
+	if err := f.db.SQL.QueryRowContext(f.ctx, f.rebind(q), args...).Scan(&n); err != nil {
+		f.t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+func (f *fixture) exists(table, id string) bool {
+	return f.count("SELECT COUNT(*) FROM "+table+" WHERE id = ?", id) == 1
+}
+
+func (f *fixture) purger(cfg retention.Config) *retention.Purger {
+	return retention.New(f.db.SQL, f.db.Dialect, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), func() time.Time { return now })
+}
+
+func small() retention.Config {
+	cfg := retention.DefaultConfig()
+	cfg.BatchSize, cfg.Pause = 2, 0 // several batches for every table
+	return cfg
+}
+
+// TestPurgeDeletesExpiredRowsOnly: with the default periods (hits, events and deliveries
+// 30 days, sessions, signals and prompts 90), what is older goes, what is newer stays,
+// sessions keep their summaries, and nothing is left pointing at a deleted session.
+func TestPurgeDeletesExpiredRowsOnly(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		f := open(t, b)
+		ctx := f.ctx
+
+		// A session over for 100 days: it goes with all it holds.
+		old := f.session(ago(101*day), ago(100*day), 3)
+		oldHits := []string{f.hit(old, ago(101*day), ""), f.hit(old, ago(100*day-time.Second), ""), f.hit(old, ago(100*day), "")}
+		oldSig, oldPrm := f.signal(old, ago(100*day)), f.prompt(old, ago(100*day))
+		// A visitor first seen 100 days ago and seen again an hour ago: it stays, its
+		// hits older than 30 days and signals older than 90 go, the rest stays.
+		live := f.session(ago(100*day), ago(time.Hour), 5)
+		liveOld := []string{f.hit(live, ago(100*day), ""), f.hit(live, ago(40*day), ""), f.hit(live, ago(31*day), "")}
+		liveNew := []string{f.hit(live, ago(29*day), ""), f.hit(live, ago(time.Hour), "")}
+		liveOldSig, liveNewSig := f.signal(live, ago(95*day)), f.signal(live, ago(1*day))
+		livePrm := f.prompt(live, ago(60*day))
+		// A session within everything's period.
+		recent := f.session(ago(10*day), ago(9*day), 1)
+		recentHit := f.hit(recent, ago(10*day), "")
+
+		// Events: three from 40 days ago, two from yesterday; another organization's too.
+		other := f.newOrg("other")
+		f.events(f.org, 3, ago(40*day))
+		f.events(other, 2, ago(40*day))
+		kept := f.events(f.org, 2, ago(day))
+		f.events(other, 1, ago(day))
+
+		ep, err := f.db.Client.WebhookEndpoint.Create().SetOrgID(f.org).SetURL("https://example.com/hook").SetSecret("s").Save(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oldDone := f.delivery(ep.ID, ago(31*day), "SUCCEEDED")
+		oldFailed := f.delivery(ep.ID, ago(45*day), "FAILED")
+		oldPending := f.delivery(ep.ID, ago(31*day), "PENDING")
+		newDone := f.delivery(ep.ID, ago(2*day), "SUCCEEDED")
+
+		p := f.purger(small())
+		res, err := p.Purge(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := retention.Result{Hits: 6, Signals: 2, Prompts: 1, Events: 5, Deliveries: 2, Sessions: 1}
+		got := res
+		got.FreedPages = 0
+		if got != want {
+			t.Errorf("purge deleted %+v, want %+v", got, want)
+		}
+
+		for table, gone := range map[string][]string{
+			"sessions": {old}, "hits": append(oldHits, liveOld...), "signals": {oldSig, liveOldSig},
+			"prompts": {oldPrm}, "webhook_deliveries": {oldDone, oldFailed},
+		} {
+			for _, id := range gone {
+				if f.exists(table, id) {
+					t.Errorf("%s %s is past retention and still stored", table, id)
+				}
+			}
+		}
+		for table, stay := range map[string][]string{
+			"sessions": {live, recent}, "hits": append(liveNew, recentHit), "signals": {liveNewSig},
+			"prompts": {livePrm}, "webhook_deliveries": {oldPending, newDone},
+		} {
+			for _, id := range stay {
+				if !f.exists(table, id) {
+					t.Errorf("%s %s is within retention (or pending) and was deleted", table, id)
+				}
+			}
+		}
+		// The log loses its oldest positions only, per organization.
+		if n := f.count("SELECT COUNT(*) FROM events WHERE org_id = ?", f.org); n != len(kept) {
+			t.Errorf("%d events left, want %d", n, len(kept))
+		}
+		if n := f.count("SELECT MIN(position) FROM events WHERE org_id = ?", f.org); int64(n) != kept[0] {
+			t.Errorf("oldest position left %d, want %d", n, kept[0])
+		}
+		if n := f.count("SELECT COUNT(*) FROM events WHERE org_id = ?", other); n != 1 {
+			t.Errorf("other organization: %d events left, want 1", n)
+		}
+		// Summaries are what was seen, not what is stored: unchanged.
+		s, err := f.db.Client.Session.Get(ctx, live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.HitCount != 5 || !s.LastSeen.Equal(ago(time.Hour)) {
+			t.Errorf("live session's summary changed: hits %d, last seen %s", s.HitCount, s.LastSeen)
+		}
+		for _, table := range []string{"hits", "signals", "prompts"} {
+			if n := f.count("SELECT COUNT(*) FROM " + table + " WHERE session_id NOT IN (SELECT id FROM sessions)"); n != 0 {
+				t.Errorf("%d %s point at a deleted session", n, table)
+			}
+		}
+
+		// Nothing more is due: a second run deletes nothing.
+		again, err := p.Purge(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Total() != 0 {
+			t.Errorf("second purge deleted %+v", again)
+		}
+	})
+}
+
+// TestPurgeKeepsForeverAtZero: 0 keeps a kind of row forever.
+func TestPurgeKeepsForeverAtZero(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		f := open(t, b)
+		s := f.session(ago(400*day), ago(400*day), 1)
+		h := f.hit(s, ago(400*day), "")
+		f.events(f.org, 2, ago(400*day))
+		cfg := small()
+		cfg.Hits, cfg.Signals, cfg.Prompts, cfg.Events, cfg.Deliveries, cfg.Sessions = 0, 0, 0, 0, 0, 0
+		res, err := f.purger(cfg).Purge(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Total() != 0 || !f.exists("sessions", s) || !f.exists("hits", h) {
+			t.Fatalf("retention 0 deleted rows: %+v", res)
+		}
+	})
+}
+
+// TestPurgeLargeBacklogInBatches: many expired rows go in batches of the configured
+// size, and on SQLite the freed pages go back to the file system.
+func TestPurgeLargeBacklogInBatches(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		f := open(t, b)
+		s := f.session(ago(10*day), ago(time.Hour), 0)
+		body := strings.Repeat("x", 4000)
+		const n = 1200
+		bulk := make([]*ent.HitCreate, 0, n)
+		for i := range n {
+			at := ago(40*day + time.Duration(i)*time.Second)
+			bulk = append(bulk, f.db.Client.Hit.Create().SetID(idAt(ids.Hit, at)).SetOrgID(f.org).SetSessionID(s).SetMethod("GET").
+				SetPath("/x").SetHeaders(map[string][]string{}).SetSourceIP("203.0.113.9").SetReceivedAt(at).SetBody(body))
+		}
+		for i := 0; i < n; i += 200 {
+			if err := f.db.Client.Hit.CreateBulk(bulk[i : i+200]...).Exec(f.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		keep := f.hit(s, ago(time.Hour), "")
+		pages := func() int { return f.count("PRAGMA page_count") }
+		var before int
+		if b.Name == "sqlite" {
+			if mode := f.count("PRAGMA auto_vacuum"); mode != 2 {
+				t.Fatalf("a new SQLite database has auto_vacuum %d, want 2 (INCREMENTAL)", mode)
+			}
+			before = pages()
+		}
+		cfg := retention.DefaultConfig()
+		cfg.BatchSize, cfg.Pause = 100, 0
+		res, err := f.purger(cfg).Purge(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Hits != n || !f.exists("hits", keep) || f.count("SELECT COUNT(*) FROM hits") != 1 {
+			t.Fatalf("deleted %d hits, want %d, and the new one kept", res.Hits, n)
+		}
+		if b.Name == "sqlite" {
+			after := pages()
+			// 1,200 bodies of 4 kB are ~1,200 pages of 4 kB: most must be handed back.
+			if res.FreedPages < n/2 || after > before-n/2 {
+				t.Errorf("incremental vacuum freed %d pages; page_count %d → %d", res.FreedPages, before, after)
+			}
+			if free := f.count("PRAGMA freelist_count"); free != 0 {
+				t.Errorf("%d free pages left after the purge", free)
+			}
+		}
+	})
+}
+
+// TestOnePurgerAtATime: on PostgreSQL an instance whose peer holds the purge lock does nothing.
+func TestOnePurgerAtATime(t *testing.T) {
+	dsn := ft.PostgresDSN(t)
+	db, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	f := &fixture{t: t, db: db, ctx: ft.System()}
+	f.org = f.newOrg("acme")
+	s := f.session(ago(100*day), ago(100*day), 1)
+	f.hit(s, ago(100*day), "")
+
+	peer, err := sql.Open("postgres", db.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	conn, err := peer.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "SELECT pg_advisory_lock($1)", int64(0x466c797472617002)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.purger(small()).Purge(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Skipped || res.Total() != 0 || !f.exists("sessions", s) {
+		t.Fatalf("purged while another instance held the lock: %+v", res)
+	}
+	if _, err := conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", int64(0x466c797472617002)); err != nil {
+		t.Fatal(err)
+	}
+	res, err = f.purger(small()).Purge(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Skipped || res.Sessions != 1 {
+		t.Fatalf("once the lock is free the purge runs: %+v", res)
+	}
+}
+
+// TestSessionsDeletedHook: the counters' hook sees each deleted session, in the deleting
+// transaction; when it fails, nothing of that batch is deleted.
+func TestSessionsDeletedHook(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		f := open(t, b)
+		s := f.session(ago(100*day), ago(100*day), 0)
+		p := f.purger(small())
+		p.SessionsDeleted = func(ctx context.Context, tx *sql.Tx, gone []retention.DeletedSession) error {
+			return fmt.Errorf("counter store down")
+		}
+		if _, err := p.Purge(context.Background()); err == nil || !f.exists("sessions", s) {
+			t.Fatalf("a failing hook must keep the sessions: err %v", err)
+		}
+		var seen []retention.DeletedSession
+		p.SessionsDeleted = func(ctx context.Context, tx *sql.Tx, gone []retention.DeletedSession) error {
+			seen = append(seen, gone...)
+			return nil
+		}
+		if _, err := p.Purge(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != 1 || seen[0] != (retention.DeletedSession{ID: s, OrgID: f.org, Severity: "high", Classification: "AI_AGENT"}) {
+			t.Fatalf("hook saw %+v", seen)
+		}
+	})
+}
+
+func TestParseDays(t *testing.T) {
+	for in, want := range map[string]time.Duration{"30d": 30 * day, "0": 0, "12h": 12 * time.Hour, "1d": day} {
+		if got, err := retention.ParseDays(in); err != nil || got != want {
+			t.Errorf("ParseDays(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-1d", "xd", "30", "1.5d", "-5h"} {
+		if _, err := retention.ParseDays(bad); err == nil {
+			t.Errorf("ParseDays(%q) accepted", bad)
+		}
+	}
+	cfg := retention.DefaultConfig()
+	cfg.Hits = time.Minute
+	if cfg.Validate() == nil {
+		t.Error("a retention of a minute is accepted")
+	}
+}
+
+// TestNeverDeletesASessionBeingWritten: a session past retention that the writer is adding a
+// hit to (its transaction open, last_seen moved) is not deleted by a purge running meanwhile,
+// and neither is the hit.
+func TestNeverDeletesASessionBeingWritten(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		f := open(t, b)
+		s := f.session(ago(100*day), ago(100*day), 1)
+		ctx := context.Background()
+		tx, err := f.db.SQL.BeginTx(ctx, nil) // SQLite: BEGIN IMMEDIATE, the write lock
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		hitID := idAt(ids.Hit, now)
+		for _, q := range []string{"UPDATE sessions SET last_seen = ? WHERE id = ?",
+			`INSERT INTO hits (id, org_id, session_id, method, path, query, headers, body, body_truncated, source_ip, user_agent,
+				received_at, kind, status, signals) VALUES (?, ?, ?, 'GET', '/x', '', '{}', '', false, '203.0.113.9', '', ?, 'decoy', 200, '[]')`} {
+			args := []any{now, s}
+			if strings.Contains(q, "INSERT") {
+				args = []any{hitID, f.org, s, now}
+			}
+			if _, err := tx.ExecContext(ctx, f.rebind(q), args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		done := make(chan error, 1)
+		var res retention.Result
+		go func() {
+			var err error
+			res, err = f.purger(small()).Purge(ctx)
+			done <- err
+		}()
+		// Let the purge reach the writer's lock before the writer commits.
+		if b.Name == "postgres" {
+			deadline := time.Now().Add(10 * time.Second)
+			for f.count("SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'") == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("the purge never waited for the writer's lock")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		} else {
+			time.Sleep(300 * time.Millisecond)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the purge finished while the writer held its transaction open: %v %+v", err, res)
+		default:
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if res.Sessions != 0 || !f.exists("sessions", s) || !f.exists("hits", hitID) {
+			t.Fatalf("a session being written to was deleted: %+v", res)
+		}
+	})
+}

@@ -1,0 +1,409 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"ariga.io/atlas/sql/postgres"
+	atlas "ariga.io/atlas/sql/schema"
+	"entgo.io/ent/dialect"
+	"entgo.io/ent/dialect/sql/schema"
+)
+
+// keepPartitioning lets ent's migration run on a PostgreSQL database where a table is
+// range-partitioned by time: hits as Flytrap creates it on a new database (createPartitionedHits),
+// converts it (PartitionHits) or an operator made it (docs/operations.md, "Hits partitioned by day"). ent's
+// description of the table has neither the partitioning nor the primary key a partitioned
+// table needs (one that includes the partition key), and Atlas refuses to drop a partition
+// key ("drop and add is required"): so before diffing, the desired table takes both from the
+// table as it is. Everything else (columns, indexes, foreign keys) is still ent's to manage.
+// Tables that are not partitioned are left alone.
+func keepPartitioning(next schema.Differ) schema.Differ {
+	return schema.DiffFunc(func(current, desired *atlas.Schema) ([]atlas.Change, error) {
+		for _, cur := range current.Tables {
+			p, ok := partitionOf(cur)
+			if !ok || cur.PrimaryKey == nil {
+				continue
+			}
+			want, ok := desired.Table(cur.Name)
+			if !ok {
+				continue
+			}
+			pk := &atlas.Index{Name: cur.PrimaryKey.Name, Unique: true, Table: want, Attrs: cur.PrimaryKey.Attrs}
+			complete := true
+			for _, part := range cur.PrimaryKey.Parts {
+				c, ok := want.Column(part.C.Name)
+				if part.C == nil || !ok {
+					complete = false
+					break
+				}
+				pk.Parts = append(pk.Parts, &atlas.IndexPart{SeqNo: part.SeqNo, C: c, Desc: part.Desc})
+			}
+			if !complete {
+				continue // a key column ent does not know: let Atlas say what it makes of it
+			}
+			want.PrimaryKey = pk
+			want.Attrs = append(want.Attrs, p)
+		}
+		return next.Diff(current, desired)
+	})
+}
+
+func partitionOf(t *atlas.Table) (*postgres.Partition, bool) {
+	for _, a := range t.Attrs {
+		if p, ok := a.(*postgres.Partition); ok {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// Time partitions (PostgreSQL): hits is range-partitioned by received_at, one partition a
+// UTC day, plus a DEFAULT partition that takes any hit outside them (docs/operations.md).
+const (
+	// PartitionDays is how many days after today get their partition ahead of time.
+	PartitionDays = 7
+	// partitionLock is the advisory lock the instance creating partitions holds ("Flytrap" + 3).
+	partitionLock = 0x466c797472617003
+	// PartitionLockTimeout bounds how long DDL on a partitioned table waits for its locks:
+	// creating or dropping a partition locks the parent table, and everything queued behind
+	// that lock waits too (the hit writer included), so the wait is short: the writer's and
+	// the API's transactions last milliseconds. A timeout skips the step; the next run (hourly
+	// for creation, days ahead; every purge for drops) retries.
+	PartitionLockTimeout = "250ms"
+)
+
+// TimePartitioned names each table Flytrap partitions by time, with its partition key.
+var TimePartitioned = []struct{ Table, Column string }{{"hits", "received_at"}}
+
+// Partition is one partition of a table range-partitioned by time.
+type Partition struct {
+	Name string
+	// From and To bound received_at: From ≤ t < To. A zero From is MINVALUE, a zero To MAXVALUE.
+	From, To time.Time
+	Default  bool
+}
+
+// Querier is what reading partitions needs: a *sql.DB, *sql.Conn or *sql.Tx.
+type Querier interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+}
+
+// Partitions lists the partitions of table when it is range-partitioned by column alone
+// (PostgreSQL), oldest first with the default partition last; ok is false when it is not.
+// PostgreSQL writes the bounds as literals (pg_get_expr) and reads them back itself.
+func Partitions(ctx context.Context, q Querier, table, column string) (list []Partition, ok bool, err error) {
+	var key sql.NullString
+	err = q.QueryRowContext(ctx, `SELECT pg_get_partkeydef(c.oid) FROM pg_class c
+		WHERE c.oid = to_regclass($1) AND c.relkind = 'p'`, table).Scan(&key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("inspect %s: %w", table, err)
+	}
+	if key.String != "RANGE ("+column+")" {
+		return nil, false, nil
+	}
+	rows, err := q.QueryContext(ctx, `SELECT c.relname, b.bound = 'DEFAULT',
+			substring(b.bound from $$FROM \('([^']+)'\)$$)::timestamptz,
+			substring(b.bound from $$TO \('([^']+)'\)$$)::timestamptz
+		FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		CROSS JOIN LATERAL (SELECT pg_get_expr(c.relpartbound, c.oid) AS bound) b
+		WHERE i.inhparent = to_regclass($1) AND c.relkind = 'r'
+		ORDER BY 2, 3 NULLS FIRST`, table)
+	if err != nil {
+		return nil, false, fmt.Errorf("list the partitions of %s: %w", table, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p Partition
+		var from, to sql.NullTime
+		if err := rows.Scan(&p.Name, &p.Default, &from, &to); err != nil {
+			return nil, false, err
+		}
+		p.From, p.To = from.Time.UTC(), to.Time.UTC()
+		list = append(list, p)
+	}
+	return list, true, rows.Err()
+}
+
+// Overlaps says whether p holds any time in [from, to).
+func (p Partition) Overlaps(from, to time.Time) bool {
+	return !p.Default && (p.From.IsZero() || p.From.Before(to)) && (p.To.IsZero() || from.Before(p.To))
+}
+
+// Day is t's UTC day, as its partition starts.
+func Day(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+}
+
+// PartitionName is the name of table's partition for the day starting at day.
+func PartitionName(table string, day time.Time) string {
+	return table + "_p" + day.Format("20060102")
+}
+
+func pgTime(t time.Time) string { return "'" + t.UTC().Format("2006-01-02 15:04:05") + "+00'" }
+
+// createPartitionedHits creates hits on a new PostgreSQL database as a table partitioned by
+// received_at, with its default partition and the days from today on (ent's migration adds
+// the other columns, indexes and foreign keys next, keepPartitioning keeping the partitioning).
+// A database that already has hits keeps it as it is.
+func createPartitionedHits(ctx context.Context, conn *sql.Conn, now time.Time) error {
+	var exists bool
+	if err := conn.QueryRowContext(ctx, `SELECT to_regclass('hits') IS NOT NULL`).Scan(&exists); err != nil {
+		return fmt.Errorf("look for hits: %w", err)
+	}
+	if exists {
+		return nil
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, q := range []string{
+		`CREATE TABLE hits (id varchar NOT NULL, received_at timestamptz NOT NULL, CONSTRAINT hits_pkey PRIMARY KEY (id, received_at)) PARTITION BY RANGE (received_at)`,
+		`CREATE TABLE hits_default PARTITION OF hits DEFAULT`,
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("create the partitioned hits table: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	_, err = ensurePartitions(ctx, conn, now)
+	return err
+}
+
+// EnsurePartitions creates the partitions of today and the PartitionDays days after it for
+// every table Flytrap partitions by time (TimePartitioned) that is range-partitioned on its
+// column, skipping days an existing partition covers; it returns the partitions it made.
+// One instance does it at a time (an advisory lock); the others wait, then find nothing to do.
+// SQLite, and a PostgreSQL database whose hits is a plain table, have nothing to do.
+func (d *DB) EnsurePartitions(ctx context.Context, now time.Time) ([]string, error) {
+	if d.Dialect != dialect.Postgres {
+		return nil, nil
+	}
+	conn, err := d.SQL.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", int64(partitionLock)); err != nil {
+		return nil, fmt.Errorf("take the partition lock: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(partitionLock))
+	return ensurePartitions(ctx, conn, now)
+}
+
+func ensurePartitions(ctx context.Context, conn *sql.Conn, now time.Time) ([]string, error) {
+	var made []string
+	for _, tp := range TimePartitioned {
+		list, ok, err := Partitions(ctx, conn, tp.Table, tp.Column)
+		if err != nil || !ok {
+			return made, err
+		}
+		var def string
+		for _, p := range list {
+			if p.Default {
+				def = p.Name
+			}
+		}
+	days:
+		for day := Day(now); !day.After(Day(now).AddDate(0, 0, PartitionDays)); day = day.AddDate(0, 0, 1) {
+			next := day.AddDate(0, 0, 1)
+			for _, p := range list {
+				if p.Overlaps(day, next) {
+					continue days
+				}
+			}
+			name := PartitionName(tp.Table, day)
+			if err := createPartition(ctx, conn, tp.Table, tp.Column, def, name, day, next); err != nil {
+				return made, err
+			}
+			made = append(made, name)
+		}
+	}
+	return made, nil
+}
+
+// createPartition adds the partition name of table for [from, to). Rows of that range
+// already in the default partition (a hit dated ahead of every partition) move into it in
+// the same transaction: PostgreSQL refuses to create a partition over rows the default holds.
+func createPartition(ctx context.Context, conn *sql.Conn, table, column, def, name string, from, to time.Time) error {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SET LOCAL lock_timeout = '"+PartitionLockTimeout+"'"); err != nil {
+		return err
+	}
+	bounds := " FOR VALUES FROM (" + pgTime(from) + ") TO (" + pgTime(to) + ")"
+	stranded := false
+	if def != "" {
+		err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM "+quote(def)+" WHERE "+quote(column)+" >= $1 AND "+quote(column)+" < $2)", from, to).Scan(&stranded)
+		if err != nil {
+			return fmt.Errorf("look for %s rows of %s in %s: %w", table, from.Format(time.DateOnly), def, err)
+		}
+	}
+	if !stranded {
+		if _, err := tx.ExecContext(ctx, "CREATE TABLE "+quote(name)+" PARTITION OF "+quote(table)+bounds); err != nil {
+			return fmt.Errorf("create partition %s: %w", name, err)
+		}
+		return tx.Commit()
+	}
+	cols, err := columns(ctx, tx, table)
+	if err != nil {
+		return err
+	}
+	for _, q := range []string{
+		"CREATE TABLE " + quote(name) + " (LIKE " + quote(table) + " INCLUDING DEFAULTS INCLUDING CONSTRAINTS)",
+		"WITH moved AS (DELETE FROM " + quote(def) + " WHERE " + quote(column) + " >= " + pgTime(from) + " AND " + quote(column) + " < " + pgTime(to) +
+			" RETURNING " + cols + ") INSERT INTO " + quote(name) + " (" + cols + ") SELECT " + cols + " FROM moved",
+		"ALTER TABLE " + quote(table) + " ATTACH PARTITION " + quote(name) + bounds,
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("create partition %s over rows of %s: %w", name, def, err)
+		}
+	}
+	return tx.Commit()
+}
+
+// columns is table's column list, quoted, in order.
+func columns(ctx context.Context, tx *sql.Tx, table string) (string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT attname FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, table)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return "", err
+		}
+		out = append(out, quote(c))
+	}
+	return strings.Join(out, ", "), rows.Err()
+}
+
+// quote is a PostgreSQL identifier.
+func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// ErrAlreadyPartitioned is PartitionHits on a hits table that is partitioned already.
+var ErrAlreadyPartitioned = errors.New("hits is partitioned already")
+
+// PartitionHits converts a plain hits table to one partitioned by day, for a PostgreSQL
+// database made with --pg-partitions=false or before partitions: in one transaction it
+// renames the table aside, creates the partitioned hits with its default partition and a
+// partition a day from keep before now to PartitionDays after it, copies every row (rows
+// older than that land in the default partition, where retention deletes them row by row)
+// and drops the old table; then ent's migration adds the indexes and foreign keys. It
+// needs free space about the size of hits, and holds hits locked throughout: stop the
+// service first. It returns the rows copied.
+func (d *DB) PartitionHits(ctx context.Context, now time.Time, keep time.Duration) (int64, error) {
+	if d.Dialect != dialect.Postgres {
+		return 0, errors.New("partitions are for PostgreSQL")
+	}
+	n, err := d.partitionHits(ctx, now, keep)
+	if err != nil {
+		return n, err
+	}
+	if err := migrateSchema(ctx, d.Client, d.SQL, d.Dialect, Options{}); err != nil {
+		return n, fmt.Errorf("add the indexes and foreign keys to the partitioned hits: %w", err)
+	}
+	return n, nil
+}
+
+func (d *DB) partitionHits(ctx context.Context, now time.Time, keep time.Duration) (int64, error) {
+	conn, err := d.SQL.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	// No instance migrates meanwhile.
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", int64(migrationLock)); err != nil {
+		return 0, fmt.Errorf("take the migration lock: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrationLock))
+	var kind string
+	if err := conn.QueryRowContext(ctx, `SELECT relkind FROM pg_class WHERE oid = to_regclass('hits')`).Scan(&kind); err != nil {
+		return 0, fmt.Errorf("inspect hits: %w", err)
+	}
+	if kind == "p" {
+		return 0, ErrAlreadyPartitioned
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	exec := func(q string) error {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+		return nil
+	}
+	if err := exec(`LOCK TABLE hits IN ACCESS EXCLUSIVE MODE`); err != nil {
+		return 0, err
+	}
+	if err := exec(`ALTER TABLE hits RENAME TO hits_plain`); err != nil {
+		return 0, err
+	}
+	// Index names are the schema's: the old ones step aside for the ones ent makes next.
+	rows, err := tx.QueryContext(ctx, `SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'hits_plain' ORDER BY 1`)
+	if err != nil {
+		return 0, err
+	}
+	var indexes []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		indexes = append(indexes, s)
+	}
+	rows.Close()
+	for i, ix := range indexes {
+		if err := exec(fmt.Sprintf(`ALTER INDEX %s RENAME TO hits_plain_%d`, quote(ix), i)); err != nil {
+			return 0, err
+		}
+	}
+	for _, q := range []string{
+		`CREATE TABLE hits (LIKE hits_plain INCLUDING DEFAULTS, CONSTRAINT hits_pkey PRIMARY KEY (id, received_at)) PARTITION BY RANGE (received_at)`,
+		`CREATE TABLE hits_default PARTITION OF hits DEFAULT`,
+	} {
+		if err := exec(q); err != nil {
+			return 0, err
+		}
+	}
+	for day := Day(now.Add(-keep)); !day.After(Day(now).AddDate(0, 0, PartitionDays)); day = day.AddDate(0, 0, 1) {
+		next := day.AddDate(0, 0, 1)
+		if err := exec("CREATE TABLE " + quote(PartitionName("hits", day)) + " PARTITION OF hits FOR VALUES FROM (" + pgTime(day) + ") TO (" + pgTime(next) + ")"); err != nil {
+			return 0, err
+		}
+	}
+	cols, err := columns(ctx, tx, "hits")
+	if err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, "INSERT INTO hits ("+cols+") SELECT "+cols+" FROM hits_plain")
+	if err != nil {
+		return 0, fmt.Errorf("copy the hits: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	if err := exec(`DROP TABLE hits_plain`); err != nil {
+		return 0, err
+	}
+	return n, tx.Commit()
+}
