@@ -169,6 +169,9 @@ function instructionSets(body) {
     for (const m of text.matchAll(TOKEN_PATH)) {
       const [, prefix, token] = m;
       if (!randomLooking(token) || sets.has(token)) continue;
+      // A path inside a base64 run is no URL: an AWS secret access key has '/' and '+' in it
+      // ("…+xyz/UGup/S9rr…" once read as a callback and answered 404).
+      if (m.index > 0 && /[A-Za-z0-9+]/.test(text[m.index - 1])) continue;
       const after = text.slice(m.index + m[0].length, m.index + m[0].length + 140);
       // The sentence up to the URL: back to a full stop, a line break, a tag or a JSON field boundary.
       const sentenceStart = Math.max(
@@ -177,6 +180,8 @@ function instructionSets(body) {
         0,
       );
       const before = text.slice(sentenceStart, m.index).toLowerCase();
+      // …and one that starts with '/' right after the key's name.
+      if (/secret_access_key/.test(before)) continue;
       const set = { token, url: prefix + token, tagOnly };
       if (after.startsWith('?code=N')) {
         const words = [...after.matchAll(/\b([a-z]+(?:-[a-z]+)?)\b/gi)].map((w) => w[1]).filter((w) => wordNumber(w) !== undefined);
@@ -371,6 +376,13 @@ before(async () => {
     });
     trap.path = data.createTrap.path;
   }
+});
+
+test('the instruction reader takes no path inside a secret for a URL', () => {
+  const tail = 'S9rrDtyHFi9M4bAwO1wRpLHeN2j';
+  const env = `AWS_SECRET_ACCESS_KEY=ab+xyz/UGup/${tail}\nAWS_SECRET_ACCESS_KEY=/UGup/${tail}9\n` +
+    `  "secret_access_key": "/UGup/${tail}8",\nADMIN_CONSOLE_URL=/kb/archive/${tail}7\n`;
+  assert.deepEqual(instructionSets(env).map((s) => s.url), [`/kb/archive/${tail}7`]);
 });
 
 let shot = 0;
