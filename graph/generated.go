@@ -46,6 +46,7 @@ type ResolverRoot interface {
 	Mutation() MutationResolver
 	Query() QueryResolver
 	Session() SessionResolver
+	SessionConnection() SessionConnectionResolver
 	Subscription() SubscriptionResolver
 }
 
@@ -312,9 +313,10 @@ type ComplexityRoot struct {
 	}
 
 	SessionConnection struct {
-		Edges      func(childComplexity int) int
-		PageInfo   func(childComplexity int) int
-		TotalCount func(childComplexity int) int
+		Edges           func(childComplexity int) int
+		PageInfo        func(childComplexity int) int
+		TotalCount      func(childComplexity int) int
+		TotalCountExact func(childComplexity int) int
 	}
 
 	SessionDetail struct {
@@ -593,6 +595,9 @@ type SessionResolver interface {
 	Explanation(ctx context.Context, obj *ent.Session) (*model.VerdictExplanation, error)
 	SignalGroups(ctx context.Context, obj *ent.Session) ([]*model.SignalGroup, error)
 	Traps(ctx context.Context, obj *ent.Session) ([]*model.TrapRef, error)
+}
+type SessionConnectionResolver interface {
+	TotalCountExact(ctx context.Context, obj *ent.SessionConnection) (bool, error)
 }
 type SubscriptionResolver interface {
 	Events(ctx context.Context, types []string, after *entgql.Cursor[string]) (<-chan *model.EventMessage, error)
@@ -1863,6 +1868,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SessionConnection.TotalCount(childComplexity), true
+	case "SessionConnection.totalCountExact":
+		if e.ComplexityRoot.SessionConnection.TotalCountExact == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SessionConnection.TotalCountExact(childComplexity), true
 
 	case "SessionDetail.hits":
 		if e.ComplexityRoot.SessionDetail.Hits == nil {
@@ -3244,6 +3255,16 @@ type Campaign {
   "The traps its sessions triggered (of its 20 most recent sessions)."
   traps: [TrapRef!]! @cost(weight: 10) @listSize(assumedSize: 20)
 }
+
+extend type SessionConnection {
+  """
+  Whether totalCount is exact. Unfiltered and filtered by severity or classification alone it
+  is exact (read from maintained counters). Under any other filter (a time window, a trap, an
+  address…) sessions are counted up to 10,000: when more match, totalCount is 10001 and this
+  is false, meaning "more than 10,000".
+  """
+  totalCountExact: Boolean!
+}
 `, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
@@ -3700,6 +3721,8 @@ func (ec *executionContext) childFields_SessionConnection(ctx context.Context, f
 		return ec.fieldContext_SessionConnection_pageInfo(ctx, field)
 	case "totalCount":
 		return ec.fieldContext_SessionConnection_totalCount(ctx, field)
+	case "totalCountExact":
+		return ec.fieldContext_SessionConnection_totalCountExact(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SessionConnection", field.Name)
 }
@@ -10216,6 +10239,29 @@ func (ec *executionContext) _SessionConnection_totalCount(ctx context.Context, f
 }
 func (ec *executionContext) fieldContext_SessionConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SessionConnection", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _SessionConnection_totalCountExact(ctx context.Context, field graphql.CollectedField, obj *ent.SessionConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SessionConnection_totalCountExact(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SessionConnection().TotalCountExact(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SessionConnection_totalCountExact(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SessionConnection", field, true, true, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _SessionDetail_session(ctx context.Context, field graphql.CollectedField, obj *model.SessionDetail) (ret graphql.Marshaler) {
@@ -25289,18 +25335,56 @@ func (ec *executionContext) _SessionConnection(ctx context.Context, sel ast.Sele
 		case "edges":
 			out.Values[i] = ec._SessionConnection_edges(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "pageInfo":
 			out.Values[i] = ec._SessionConnection_pageInfo(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "totalCount":
 			out.Values[i] = ec._SessionConnection_totalCount(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "totalCountExact":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._SessionConnection_totalCountExact(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}

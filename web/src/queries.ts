@@ -63,11 +63,11 @@ export interface PageInfo {
   endCursor: string | null;
 }
 export interface SessionsData {
-  sessions: { totalCount: number; pageInfo: PageInfo; edges: { node: SessionRow }[] };
+  sessions: { totalCount: number; totalCountExact: boolean; pageInfo: PageInfo; edges: { node: SessionRow }[] };
 }
 export const SESSIONS = `query Sessions($first: Int!, $after: Cursor, $where: SessionWhereInput) {
   sessions(first: $first, after: $after, where: $where, orderBy: {field: LAST_SEEN, direction: DESC}) {
-    totalCount pageInfo { hasNextPage endCursor } edges { node { ${SESSION_FIELDS} } } } }`;
+    totalCount totalCountExact pageInfo { hasNextPage endCursor } edges { node { ${SESSION_FIELDS} } } } }`;
 
 export interface Hit {
   id: string;

@@ -97,7 +97,7 @@ export function SessionsView({ search }: { search: string }) {
       {conn && conn.edges.length > 0 && (
         <>
           <p class="muted" aria-live="polite">
-            {formatNumber(conn.totalCount)} session{conn.totalCount === 1 ? '' : 's'}
+            {conn.totalCountExact ? formatNumber(conn.totalCount) : `more than ${formatNumber(conn.totalCount - 1)}`} session{conn.totalCount === 1 ? '' : 's'}
             {q.loading ? ' (updating…)' : ''}
           </p>
           <div class="table-wrap stack">
