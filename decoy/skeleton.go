@@ -108,7 +108,12 @@ func (sk *skeleton) fill(r *renderer) Rendered {
 	for _, t := range sk.tags {
 		size += 4 * (len(t) + 80) // tag characters are four bytes each, the token included
 	}
-	body := make([]byte, 0, size)
+	buf, _ := bodies.Get().(*[]byte)
+	if buf == nil || cap(*buf) < size {
+		b := make([]byte, 0, size)
+		buf = &b
+	}
+	body := (*buf)[:0]
 	for attempt := 0; ; attempt++ {
 		base := attempt * attemptStep
 		for n, sl := range sk.slots {
@@ -139,7 +144,8 @@ func (sk *skeleton) fill(r *renderer) Rendered {
 					places[n].URL = sl.prefix + vals[n].tok
 				}
 			}
-			return Rendered{Status: sk.status, ContentType: sk.contentType, Header: sk.header, Body: body, Placements: places}
+			*buf = body
+			return Rendered{Status: sk.status, ContentType: sk.contentType, Header: sk.header, Body: body, Placements: places, pooled: buf}
 		}
 	}
 }

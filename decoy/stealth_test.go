@@ -321,3 +321,43 @@ func TestSkeletonEqualsFullRender(t *testing.T) {
 		}
 	}
 }
+
+// Released bodies are reused: a response rendered into a reused buffer is exactly a fresh one,
+// a released response keeps no body, and releasing twice (or a response from no skeleton) is harmless.
+func TestReleasedBodiesReused(t *testing.T) {
+	var held []Rendered
+	for n := range 40 {
+		for _, k := range Kinds {
+			if !k.skeleton {
+				continue
+			}
+			spec := testSpec(k.Name, n)
+			hit := newHitID(t)
+			got := Render(testKey, spec, hit)
+			want := renderFull(testKey, spec, hit)
+			if string(got.Body) != string(want.Body) {
+				t.Fatalf("%s #%d: a response in a reused buffer differs from the full render", k.Name, n)
+			}
+			if n%2 == 0 {
+				held = append(held, got) // kept, never released: no later response may write into it
+				held = append(held, Rendered{Body: slices.Clone(got.Body)})
+				continue
+			}
+			got.Release()
+			got.Release()
+			if got.Body != nil {
+				t.Fatalf("%s: Body %q after Release", k.Name, got.Body)
+			}
+		}
+	}
+	for i := 0; i < len(held); i += 2 {
+		if string(held[i].Body) != string(held[i+1].Body) {
+			t.Fatalf("held response %d changed after later renders", i/2)
+		}
+	}
+	r := Rendered{Body: []byte("not pooled")}
+	r.Release()
+	if r.Body != nil {
+		t.Fatal("Release kept an unpooled body")
+	}
+}

@@ -160,6 +160,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case t != nil:
 		spec := e.spec(t, r, sr)
 		resp = decoy.Render(e.key, spec, rec.id)
+		defer resp.Release() // after the last write of resp.Body below; linkedPaths copies what it keeps
 		rec.kind, rec.trap = "decoy", t
 		rec.linked = linkedPaths(resp.Body, resp.Placements)
 		if spec.Disallow != nil {
