@@ -28,6 +28,7 @@ import (
 	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/ent/trapsession"
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/ent/webhookendpoint"
 
@@ -65,6 +66,8 @@ type Client struct {
 	Site *SiteClient
 	// Trap is the client for interacting with the Trap builders.
 	Trap *TrapClient
+	// TrapSession is the client for interacting with the TrapSession builders.
+	TrapSession *TrapSessionClient
 	// WebhookDelivery is the client for interacting with the WebhookDelivery builders.
 	WebhookDelivery *WebhookDeliveryClient
 	// WebhookEndpoint is the client for interacting with the WebhookEndpoint builders.
@@ -93,6 +96,7 @@ func (c *Client) init() {
 	c.Signal = NewSignalClient(c.config)
 	c.Site = NewSiteClient(c.config)
 	c.Trap = NewTrapClient(c.config)
+	c.TrapSession = NewTrapSessionClient(c.config)
 	c.WebhookDelivery = NewWebhookDeliveryClient(c.config)
 	c.WebhookEndpoint = NewWebhookEndpointClient(c.config)
 }
@@ -200,6 +204,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		Signal:          NewSignalClient(cfg),
 		Site:            NewSiteClient(cfg),
 		Trap:            NewTrapClient(cfg),
+		TrapSession:     NewTrapSessionClient(cfg),
 		WebhookDelivery: NewWebhookDeliveryClient(cfg),
 		WebhookEndpoint: NewWebhookEndpointClient(cfg),
 	}, nil
@@ -234,6 +239,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		Signal:          NewSignalClient(cfg),
 		Site:            NewSiteClient(cfg),
 		Trap:            NewTrapClient(cfg),
+		TrapSession:     NewTrapSessionClient(cfg),
 		WebhookDelivery: NewWebhookDeliveryClient(cfg),
 		WebhookEndpoint: NewWebhookEndpointClient(cfg),
 	}, nil
@@ -266,8 +272,8 @@ func (c *Client) Close() error {
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIKey, c.Counter, c.Event, c.Hit, c.HitHour, c.Organization, c.Prompt,
-		c.Secret, c.Sequence, c.Session, c.Signal, c.Site, c.Trap, c.WebhookDelivery,
-		c.WebhookEndpoint,
+		c.Secret, c.Sequence, c.Session, c.Signal, c.Site, c.Trap, c.TrapSession,
+		c.WebhookDelivery, c.WebhookEndpoint,
 	} {
 		n.Use(hooks...)
 	}
@@ -278,8 +284,8 @@ func (c *Client) Use(hooks ...Hook) {
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIKey, c.Counter, c.Event, c.Hit, c.HitHour, c.Organization, c.Prompt,
-		c.Secret, c.Sequence, c.Session, c.Signal, c.Site, c.Trap, c.WebhookDelivery,
-		c.WebhookEndpoint,
+		c.Secret, c.Sequence, c.Session, c.Signal, c.Site, c.Trap, c.TrapSession,
+		c.WebhookDelivery, c.WebhookEndpoint,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -314,6 +320,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Site.mutate(ctx, m)
 	case *TrapMutation:
 		return c.Trap.mutate(ctx, m)
+	case *TrapSessionMutation:
+		return c.TrapSession.mutate(ctx, m)
 	case *WebhookDeliveryMutation:
 		return c.WebhookDelivery.mutate(ctx, m)
 	case *WebhookEndpointMutation:
@@ -2449,6 +2457,140 @@ func (c *TrapClient) mutate(ctx context.Context, m *TrapMutation) (Value, error)
 	}
 }
 
+// TrapSessionClient is a client for the TrapSession schema.
+type TrapSessionClient struct {
+	config
+}
+
+// NewTrapSessionClient returns a client for the TrapSession from the given config.
+func NewTrapSessionClient(c config) *TrapSessionClient {
+	return &TrapSessionClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `trapsession.Hooks(f(g(h())))`.
+func (c *TrapSessionClient) Use(hooks ...Hook) {
+	c.hooks.TrapSession = append(c.hooks.TrapSession, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `trapsession.Intercept(f(g(h())))`.
+func (c *TrapSessionClient) Intercept(interceptors ...Interceptor) {
+	c.inters.TrapSession = append(c.inters.TrapSession, interceptors...)
+}
+
+// Create returns a builder for creating a TrapSession entity.
+func (c *TrapSessionClient) Create() *TrapSessionCreate {
+	mutation := newTrapSessionMutation(c.config, OpCreate)
+	return &TrapSessionCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of TrapSession entities.
+func (c *TrapSessionClient) CreateBulk(builders ...*TrapSessionCreate) *TrapSessionCreateBulk {
+	return &TrapSessionCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *TrapSessionClient) MapCreateBulk(slice any, setFunc func(*TrapSessionCreate, int)) *TrapSessionCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &TrapSessionCreateBulk{err: fmt.Errorf("calling to TrapSessionClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*TrapSessionCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &TrapSessionCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for TrapSession.
+func (c *TrapSessionClient) Update() *TrapSessionUpdate {
+	mutation := newTrapSessionMutation(c.config, OpUpdate)
+	return &TrapSessionUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *TrapSessionClient) UpdateOne(_m *TrapSession) *TrapSessionUpdateOne {
+	mutation := newTrapSessionMutation(c.config, OpUpdateOne, withTrapSession(_m))
+	return &TrapSessionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *TrapSessionClient) UpdateOneID(id int) *TrapSessionUpdateOne {
+	mutation := newTrapSessionMutation(c.config, OpUpdateOne, withTrapSessionID(id))
+	return &TrapSessionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for TrapSession.
+func (c *TrapSessionClient) Delete() *TrapSessionDelete {
+	mutation := newTrapSessionMutation(c.config, OpDelete)
+	return &TrapSessionDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *TrapSessionClient) DeleteOne(_m *TrapSession) *TrapSessionDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *TrapSessionClient) DeleteOneID(id int) *TrapSessionDeleteOne {
+	builder := c.Delete().Where(trapsession.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &TrapSessionDeleteOne{builder}
+}
+
+// Query returns a query builder for TrapSession.
+func (c *TrapSessionClient) Query() *TrapSessionQuery {
+	return &TrapSessionQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeTrapSession},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a TrapSession entity by its id.
+func (c *TrapSessionClient) Get(ctx context.Context, id int) (*TrapSession, error) {
+	return c.Query().Where(trapsession.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *TrapSessionClient) GetX(ctx context.Context, id int) *TrapSession {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *TrapSessionClient) Hooks() []Hook {
+	hooks := c.hooks.TrapSession
+	return append(hooks[:len(hooks):len(hooks)], trapsession.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *TrapSessionClient) Interceptors() []Interceptor {
+	return c.inters.TrapSession
+}
+
+func (c *TrapSessionClient) mutate(ctx context.Context, m *TrapSessionMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&TrapSessionCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&TrapSessionUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&TrapSessionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&TrapSessionDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown TrapSession mutation op: %q", m.Op())
+	}
+}
+
 // WebhookDeliveryClient is a client for the WebhookDelivery schema.
 type WebhookDeliveryClient struct {
 	config
@@ -2753,11 +2895,13 @@ func (c *WebhookEndpointClient) mutate(ctx context.Context, m *WebhookEndpointMu
 type (
 	hooks struct {
 		APIKey, Counter, Event, Hit, HitHour, Organization, Prompt, Secret, Sequence,
-		Session, Signal, Site, Trap, WebhookDelivery, WebhookEndpoint []ent.Hook
+		Session, Signal, Site, Trap, TrapSession, WebhookDelivery,
+		WebhookEndpoint []ent.Hook
 	}
 	inters struct {
 		APIKey, Counter, Event, Hit, HitHour, Organization, Prompt, Secret, Sequence,
-		Session, Signal, Site, Trap, WebhookDelivery, WebhookEndpoint []ent.Interceptor
+		Session, Signal, Site, Trap, TrapSession, WebhookDelivery,
+		WebhookEndpoint []ent.Interceptor
 	}
 )
 

@@ -25,6 +25,7 @@ import (
 	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/ent/trapsession"
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/ent/webhookendpoint"
 )
@@ -100,6 +101,7 @@ func checkColumn(t, c string) error {
 			signal.Table:          signal.ValidColumn,
 			site.Table:            site.ValidColumn,
 			trap.Table:            trap.ValidColumn,
+			trapsession.Table:     trapsession.ValidColumn,
 			webhookdelivery.Table: webhookdelivery.ValidColumn,
 			webhookendpoint.Table: webhookendpoint.ValidColumn,
 		})

@@ -17,6 +17,7 @@ import (
 	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/ent/trapsession"
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/ent/webhookendpoint"
 
@@ -28,7 +29,7 @@ import (
 
 // schemaGraph holds a representation of ent/schema at runtime.
 var schemaGraph = func() *sqlgraph.Schema {
-	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 15)}
+	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 16)}
 	graph.Nodes[0] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   apikey.Table,
@@ -297,6 +298,22 @@ var schemaGraph = func() *sqlgraph.Schema {
 	}
 	graph.Nodes[13] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
+			Table:   trapsession.Table,
+			Columns: trapsession.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeInt,
+				Column: trapsession.FieldID,
+			},
+		},
+		Type: "TrapSession",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			trapsession.FieldOrgID:     {Type: field.TypeString, Column: trapsession.FieldOrgID},
+			trapsession.FieldTrapID:    {Type: field.TypeString, Column: trapsession.FieldTrapID},
+			trapsession.FieldSessionID: {Type: field.TypeString, Column: trapsession.FieldSessionID},
+		},
+	}
+	graph.Nodes[14] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
 			Table:   webhookdelivery.Table,
 			Columns: webhookdelivery.Columns,
 			ID: &sqlgraph.FieldSpec{
@@ -323,7 +340,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			webhookdelivery.FieldCreatedAt:      {Type: field.TypeTime, Column: webhookdelivery.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[14] = &sqlgraph.Node{
+	graph.Nodes[15] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   webhookendpoint.Table,
 			Columns: webhookendpoint.Columns,
@@ -2014,6 +2031,61 @@ func (f *TrapFilter) WhereHasSiteWith(preds ...predicate.Site) {
 }
 
 // addPredicate implements the predicateAdder interface.
+func (_q *TrapSessionQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the TrapSessionQuery builder.
+func (_q *TrapSessionQuery) Filter() *TrapSessionFilter {
+	return &TrapSessionFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *TrapSessionMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the TrapSessionMutation builder.
+func (m *TrapSessionMutation) Filter() *TrapSessionFilter {
+	return &TrapSessionFilter{config: m.config, predicateAdder: m}
+}
+
+// TrapSessionFilter provides a generic filtering capability at runtime for TrapSessionQuery.
+type TrapSessionFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *TrapSessionFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[13].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql int predicate on the id field.
+func (f *TrapSessionFilter) WhereID(p entql.IntP) {
+	f.Where(p.Field(trapsession.FieldID))
+}
+
+// WhereOrgID applies the entql string predicate on the org_id field.
+func (f *TrapSessionFilter) WhereOrgID(p entql.StringP) {
+	f.Where(p.Field(trapsession.FieldOrgID))
+}
+
+// WhereTrapID applies the entql string predicate on the trap_id field.
+func (f *TrapSessionFilter) WhereTrapID(p entql.StringP) {
+	f.Where(p.Field(trapsession.FieldTrapID))
+}
+
+// WhereSessionID applies the entql string predicate on the session_id field.
+func (f *TrapSessionFilter) WhereSessionID(p entql.StringP) {
+	f.Where(p.Field(trapsession.FieldSessionID))
+}
+
+// addPredicate implements the predicateAdder interface.
 func (_q *WebhookDeliveryQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
 }
@@ -2042,7 +2114,7 @@ type WebhookDeliveryFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *WebhookDeliveryFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[13].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[14].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2171,7 +2243,7 @@ type WebhookEndpointFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *WebhookEndpointFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[14].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[15].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})

@@ -26,6 +26,7 @@ import (
 	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/ent/trapsession"
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/ent/webhookendpoint"
 	"github.com/flytrap/flytrap/viewer"
@@ -53,6 +54,7 @@ const (
 	TypeSignal          = "Signal"
 	TypeSite            = "Site"
 	TypeTrap            = "Trap"
+	TypeTrapSession     = "TrapSession"
 	TypeWebhookDelivery = "WebhookDelivery"
 	TypeWebhookEndpoint = "WebhookEndpoint"
 )
@@ -11424,6 +11426,440 @@ func (m *TrapMutation) ResetEdge(name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown Trap edge %s", name)
+}
+
+// TrapSessionMutation represents an operation that mutates the TrapSession nodes in the graph.
+type TrapSessionMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *int
+	org_id        *string
+	trap_id       *string
+	session_id    *string
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*TrapSession, error)
+	predicates    []predicate.TrapSession
+}
+
+var _ ent.Mutation = (*TrapSessionMutation)(nil)
+
+// trapsessionOption allows management of the mutation configuration using functional options.
+type trapsessionOption func(*TrapSessionMutation)
+
+// newTrapSessionMutation creates new mutation for the TrapSession entity.
+func newTrapSessionMutation(c config, op Op, opts ...trapsessionOption) *TrapSessionMutation {
+	m := &TrapSessionMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeTrapSession,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withTrapSessionID sets the ID field of the mutation.
+func withTrapSessionID(id int) trapsessionOption {
+	return func(m *TrapSessionMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *TrapSession
+		)
+		m.oldValue = func(ctx context.Context) (*TrapSession, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().TrapSession.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withTrapSession sets the old TrapSession of the mutation.
+func withTrapSession(node *TrapSession) trapsessionOption {
+	return func(m *TrapSessionMutation) {
+		m.oldValue = func(context.Context) (*TrapSession, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m TrapSessionMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m TrapSessionMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *TrapSessionMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *TrapSessionMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().TrapSession.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetOrgID sets the "org_id" field.
+func (m *TrapSessionMutation) SetOrgID(s string) {
+	m.org_id = &s
+}
+
+// OrgID returns the value of the "org_id" field in the mutation.
+func (m *TrapSessionMutation) OrgID() (r string, exists bool) {
+	v := m.org_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOrgID returns the old "org_id" field's value of the TrapSession entity.
+// If the TrapSession object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TrapSessionMutation) OldOrgID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOrgID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOrgID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOrgID: %w", err)
+	}
+	return oldValue.OrgID, nil
+}
+
+// ResetOrgID resets all changes to the "org_id" field.
+func (m *TrapSessionMutation) ResetOrgID() {
+	m.org_id = nil
+}
+
+// SetTrapID sets the "trap_id" field.
+func (m *TrapSessionMutation) SetTrapID(s string) {
+	m.trap_id = &s
+}
+
+// TrapID returns the value of the "trap_id" field in the mutation.
+func (m *TrapSessionMutation) TrapID() (r string, exists bool) {
+	v := m.trap_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTrapID returns the old "trap_id" field's value of the TrapSession entity.
+// If the TrapSession object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TrapSessionMutation) OldTrapID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTrapID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTrapID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTrapID: %w", err)
+	}
+	return oldValue.TrapID, nil
+}
+
+// ResetTrapID resets all changes to the "trap_id" field.
+func (m *TrapSessionMutation) ResetTrapID() {
+	m.trap_id = nil
+}
+
+// SetSessionID sets the "session_id" field.
+func (m *TrapSessionMutation) SetSessionID(s string) {
+	m.session_id = &s
+}
+
+// SessionID returns the value of the "session_id" field in the mutation.
+func (m *TrapSessionMutation) SessionID() (r string, exists bool) {
+	v := m.session_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSessionID returns the old "session_id" field's value of the TrapSession entity.
+// If the TrapSession object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TrapSessionMutation) OldSessionID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSessionID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSessionID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSessionID: %w", err)
+	}
+	return oldValue.SessionID, nil
+}
+
+// ResetSessionID resets all changes to the "session_id" field.
+func (m *TrapSessionMutation) ResetSessionID() {
+	m.session_id = nil
+}
+
+// Where appends a list predicates to the TrapSessionMutation builder.
+func (m *TrapSessionMutation) Where(ps ...predicate.TrapSession) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the TrapSessionMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *TrapSessionMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.TrapSession, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *TrapSessionMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *TrapSessionMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (TrapSession).
+func (m *TrapSessionMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *TrapSessionMutation) Fields() []string {
+	fields := make([]string, 0, 3)
+	if m.org_id != nil {
+		fields = append(fields, trapsession.FieldOrgID)
+	}
+	if m.trap_id != nil {
+		fields = append(fields, trapsession.FieldTrapID)
+	}
+	if m.session_id != nil {
+		fields = append(fields, trapsession.FieldSessionID)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *TrapSessionMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case trapsession.FieldOrgID:
+		return m.OrgID()
+	case trapsession.FieldTrapID:
+		return m.TrapID()
+	case trapsession.FieldSessionID:
+		return m.SessionID()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *TrapSessionMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case trapsession.FieldOrgID:
+		return m.OldOrgID(ctx)
+	case trapsession.FieldTrapID:
+		return m.OldTrapID(ctx)
+	case trapsession.FieldSessionID:
+		return m.OldSessionID(ctx)
+	}
+	return nil, fmt.Errorf("unknown TrapSession field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *TrapSessionMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case trapsession.FieldOrgID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOrgID(v)
+		return nil
+	case trapsession.FieldTrapID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTrapID(v)
+		return nil
+	case trapsession.FieldSessionID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSessionID(v)
+		return nil
+	}
+	return fmt.Errorf("unknown TrapSession field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *TrapSessionMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *TrapSessionMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *TrapSessionMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown TrapSession numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *TrapSessionMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *TrapSessionMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *TrapSessionMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown TrapSession nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *TrapSessionMutation) ResetField(name string) error {
+	switch name {
+	case trapsession.FieldOrgID:
+		m.ResetOrgID()
+		return nil
+	case trapsession.FieldTrapID:
+		m.ResetTrapID()
+		return nil
+	case trapsession.FieldSessionID:
+		m.ResetSessionID()
+		return nil
+	}
+	return fmt.Errorf("unknown TrapSession field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *TrapSessionMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *TrapSessionMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *TrapSessionMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *TrapSessionMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *TrapSessionMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *TrapSessionMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *TrapSessionMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown TrapSession unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *TrapSessionMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown TrapSession edge %s", name)
 }
 
 // WebhookDeliveryMutation represents an operation that mutates the WebhookDelivery nodes in the graph.

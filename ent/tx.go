@@ -40,6 +40,8 @@ type Tx struct {
 	Site *SiteClient
 	// Trap is the client for interacting with the Trap builders.
 	Trap *TrapClient
+	// TrapSession is the client for interacting with the TrapSession builders.
+	TrapSession *TrapSessionClient
 	// WebhookDelivery is the client for interacting with the WebhookDelivery builders.
 	WebhookDelivery *WebhookDeliveryClient
 	// WebhookEndpoint is the client for interacting with the WebhookEndpoint builders.
@@ -188,6 +190,7 @@ func (tx *Tx) init() {
 	tx.Signal = NewSignalClient(tx.config)
 	tx.Site = NewSiteClient(tx.config)
 	tx.Trap = NewTrapClient(tx.config)
+	tx.TrapSession = NewTrapSessionClient(tx.config)
 	tx.WebhookDelivery = NewWebhookDeliveryClient(tx.config)
 	tx.WebhookEndpoint = NewWebhookEndpointClient(tx.config)
 }

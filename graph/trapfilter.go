@@ -14,10 +14,11 @@ import (
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/trapsession"
 )
 
-// trapListMax is the most hits of a trap for which the sessions list filtered by that trap
-// starts from the trap's hits (see sessionsOnTrap).
+// trapListMax is the most sessions of a trap for which the sessions list filtered by that
+// trap starts from the trap's sessions (see sessionsOnTrap).
 var trapListMax = 1000 // a variable for the tests
 
 // trapFilter says whether where filters sessions by a trap alone among hit fields: the
@@ -36,47 +37,46 @@ func trapFilter(where *ent.SessionWhereInput) (string, bool) {
 // whatever the database holds. ent's hasHitsWith reads every hit of the trap
 // (`id IN (SELECT session_id FROM hits WHERE trap_id = ?)`) and sorts their sessions: a second
 // or more for a trap with a million hits; and on SQLite with statistics (ANALYZE) the planner
-// may walk every session of the organization instead, checking each against the subquery
-// (0.9 s at 800,000 sessions for a trap without hits). It reads up to trapListMax + 1 of the
-// trap's hits along the trap_id index (counting them, index only): when that is all of them,
-// the list is their sessions by id. For a trap with more than trapListMax hits the list instead walks the organization's sessions in their order
-// (the last_seen index, as the unfiltered list does) and keeps those that hit the trap: the
-// trap's id in traps_triggered, a column of the row already read, which every session with a
-// hit on the trap has (the detection engine adds a trap there with its first hit), then
-// one of its hits on the trap, probed through the hits' session_id index, which makes the
-// result exactly hasHitsWith's. The walk stops at the page's end, so a busy trap's page reads about
-// (page size ÷ the share of sessions that hit the trap) rows: the worst case is a trap just
-// over trapListMax hits, all from a handful of sessions, in a large organization: the walk
-// then reads every session of the organization (docs/benchmarks.md, "Reads at 1M sessions /
-// 10M hits"). A table of (trap, session) pairs ordered by the session's last_seen, kept by
-// the writer, would make every trap's page flat; it is not built yet.
+// may walk every session of the organization instead (0.9 s at 800,000 sessions for a trap
+// without hits). The trap's sessions are in trap_sessions, a row per (trap, session) the
+// writer adds with the session's first hit on the trap: it counts them up to trapListMax + 1
+// from that index alone, however many hits they sent. When that is all of them, the list is
+// those sessions by id. For a trap with more, the list walks the organization's sessions in
+// their order (the last_seen index, as the unfiltered list does) and keeps those with the
+// trap's id in traps_triggered (a column of the row already read); the walk stops at the
+// page's end, so a page reads about page size × the organization's sessions ÷ the trap's
+// (more than trapListMax) rows. Either way a kept session also has one of its hits on the
+// trap, probed through the hits' session_id index, which makes the result exactly
+// hasHitsWith's (a session whose hits on the trap were purged is not listed).
 func (r *Resolver) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereInput) (*ent.SessionWhereInput, error) {
 	id, ok := trapFilter(where)
 	if !ok {
 		return where, nil
 	}
 	c := r.ent(ctx)
-	// How many hits the trap has, counted up to trapListMax + 1 on the trap_id index alone (an
-	// index-only scan on both databases); then, for a trap with few, their sessions.
-	n, err := scanInt(ctx, c, "SELECT COUNT(*) FROM (SELECT 1 FROM "+hit.Table+" WHERE "+hit.FieldTrapID+" = $1 LIMIT $2) t", id, trapListMax+1)
+	// How many sessions hit the trap, counted up to trapListMax + 1 on trap_sessions' (trap_id,
+	// session_id) index alone; then, for a trap with few, their ids from the same index.
+	// (A trap id names one organization's trap: the sessions query keeps to the viewer's.)
+	n, err := scanInt(ctx, c, "SELECT COUNT(*) FROM (SELECT 1 FROM "+trapsession.Table+" WHERE "+trapsession.FieldTrapID+" = $1 LIMIT $2) t",
+		id, trapListMax+1)
 	if err != nil {
-		return nil, fmt.Errorf("count the trap's hits: %w", err)
+		return nil, fmt.Errorf("count the trap's sessions: %w", err)
 	}
 	var sessions []string
 	if n <= trapListMax {
-		q := "SELECT DISTINCT " + hit.FieldSessionID + " FROM " + hit.Table + " WHERE " + hit.FieldTrapID + " = $1"
+		q := "SELECT " + trapsession.FieldSessionID + " FROM " + trapsession.Table + " WHERE " + trapsession.FieldTrapID + " = $1"
 		if c.Dialect() != dialect.Postgres {
 			q = strings.ReplaceAll(q, "$1", "?")
 		}
 		rows, err := c.QueryContext(ctx, q, id)
 		if err != nil {
-			return nil, fmt.Errorf("read the trap's hits: %w", err)
+			return nil, fmt.Errorf("read the trap's sessions: %w", err)
 		}
 		for rows.Next() {
 			var sid string
 			if err := rows.Scan(&sid); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("read the trap's hits: %w", err)
+				return nil, fmt.Errorf("read the trap's sessions: %w", err)
 			}
 			sessions = append(sessions, sid)
 		}
@@ -88,11 +88,10 @@ func (r *Resolver) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereIn
 	w.HasHitsWith = nil
 	w.Predicates = slices.Clone(w.Predicates)
 	if n <= trapListMax {
-		// Every hit of the trap was read: its sessions, by their ids (primary key lookups, then
-		// the page's sort). Given as a list, not as ent's subquery, whose size SQLite's planner
-		// cannot know: with statistics it walks every session of the organization instead.
+		// The trap's sessions by their ids (primary key lookups, then the page's sort). Given as
+		// a list, not as a subquery, whose size SQLite's planner cannot know: with statistics it
+		// walks every session of the organization instead.
 		w.AddPredicates(session.IDIn(sessions...))
-		return &w, nil
 	}
 	w.AddPredicates(func(s *sql.Selector) {
 		hits := sql.Table(hit.Table)

@@ -69,13 +69,23 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 				SetFirstSeen(last.Add(-time.Minute)).SetLastSeen(last).SetTrapsTriggered(triggered))
 		}
 		c.Session.CreateBulk(sessions...).ExecX(ctx)
+		// The writer's trap_sessions rows: one per trap in a session's traps_triggered.
+		var members []*ent.TrapSessionCreate
+		for _, s := range c.Session.Query().AllX(ctx) {
+			for _, tr := range s.TrapsTriggered {
+				members = append(members, c.TrapSession.Create().SetOrgID(o.ID).SetTrapID(tr).SetSessionID(s.ID))
+			}
+		}
+		for i := 0; i < len(members); i += 200 {
+			c.TrapSession.CreateBulk(members[i:min(i+200, len(members))]...).ExecX(ctx)
+		}
 		for i := 0; i < len(hits); i += 200 {
 			c.Hit.CreateBulk(hits[i:min(i+200, len(hits))]...).ExecX(ctx)
 		}
 		r := NewResolver(c, nil, nil, nil)
 		q := &queryResolver{r}
 		since := now.Add(-50 * time.Minute)
-		for _, limit := range []int{1000, 30, 0} { // from the hits always, sometimes, never
+		for _, limit := range []int{1000, 30, 0} { // from trap_sessions always, sometimes, never
 			trapListMax = limit
 			for _, tr := range traps {
 				for _, extra := range []func(*ent.SessionWhereInput){

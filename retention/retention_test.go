@@ -508,3 +508,38 @@ func TestNeverDeletesASessionBeingWritten(t *testing.T) {
 		}
 	})
 }
+
+// A purged session's trap_sessions rows go with it; a kept session keeps its own, and the
+// table then agrees with the stored sessions' traps_triggered.
+func TestPurgeDeletesTrapSessions(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		f := open(t, b)
+		c := f.db.Client
+		old := f.session(ago(200*day), ago(200*day), 1)
+		live := f.session(ago(2*day), ago(time.Hour), 1)
+		f.hit(live, ago(time.Hour), "")
+		for _, s := range []string{old, live} {
+			if err := c.Session.UpdateOneID(s).SetTrapsTriggered([]string{"trp_a", "trp_b"}).Exec(f.ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, tr := range []string{"trp_a", "trp_b"} {
+				if err := c.TrapSession.Create().SetOrgID(f.org).SetTrapID(tr).SetSessionID(s).Exec(f.ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		res, err := f.purger(small()).Purge(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Sessions != 1 || f.exists("sessions", old) || !f.exists("sessions", live) {
+			t.Fatalf("purge %+v: want the old session deleted and the live one kept", res)
+		}
+		if err := store.CheckTrapSessions(f.ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if n := c.TrapSession.Query().CountX(f.ctx); n != 2 {
+			t.Fatalf("%d trap_sessions rows, want the live session's 2", n)
+		}
+	})
+}

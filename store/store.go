@@ -19,6 +19,7 @@ import (
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/migrate"
 	_ "github.com/flytrap/flytrap/ent/runtime" // hooks and privacy policies
+	"github.com/flytrap/flytrap/store/upgrade"
 	"github.com/flytrap/flytrap/tally"
 )
 
@@ -209,7 +210,29 @@ func migrateSchema(ctx context.Context, client *ent.Client, db *sql.DB, dia stri
 	if _, err := tally.Backfill(ctx, client); err != nil {
 		return fmt.Errorf("backfill the counters: %w", err)
 	}
+	if _, err := BackfillTrapSessions(ctx, client); err != nil {
+		return fmt.Errorf("backfill trap_sessions: %w", err)
+	}
 	return nil
+}
+
+// BackfillTrapSessions fills trap_sessions from the stored sessions' traps_triggered, once
+// (upgrade.Once), for a database stored before the table existed (the writer keeps it from
+// then on). One statement: a row per trap of every session (WHERE true: SQLite's upsert after
+// a SELECT with a join needs one).
+func BackfillTrapSessions(ctx context.Context, c *ent.Client) (bool, error) {
+	return upgrade.Once(ctx, c, "trap-sessions-1", func(ctx context.Context, tx *ent.Tx) error {
+		q := `INSERT INTO trap_sessions (org_id, trap_id, session_id)
+			SELECT s.org_id, t.value, s.id FROM sessions s, json_each(s.traps_triggered) t WHERE true
+			ON CONFLICT (trap_id, session_id) DO NOTHING`
+		if c.Dialect() == dialect.Postgres {
+			q = `INSERT INTO trap_sessions (org_id, trap_id, session_id)
+			SELECT s.org_id, t.value, s.id FROM sessions s, jsonb_array_elements_text(s.traps_triggered) t WHERE true
+			ON CONFLICT (trap_id, session_id) DO NOTHING`
+		}
+		_, err := tx.ExecContext(ctx, q)
+		return err
+	})
 }
 
 // WriteProbe proves that the database accepts a write: it upserts the one row of

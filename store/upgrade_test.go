@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -181,6 +182,48 @@ func TestUpgradeBackfillsCountersOnce(t *testing.T) {
 		n := db.Client.Counter.Query().Where(counter.Name(tally.Tripwires), counter.OrgID(orgs[0])).OnlyX(sys).Value
 		if n < 1000 {
 			t.Fatalf("the backfill ran again at the next start (tripwires %d)", n)
+		}
+	})
+}
+
+// A database stored before trap_sessions existed gets it filled from the sessions'
+// traps_triggered once, at the next start: the trap filter then finds every session.
+func TestUpgradeFillsTrapSessions(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		dsn := b.DSN(t)
+		db, err := store.Open(t.Context(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sys := ft.System()
+		org := db.Client.Organization.Create().SetName("old").SaveX(sys)
+		for i, traps := range [][]string{{"trp_a"}, {"trp_a", "trp_b"}, {}, {"trp_c", "trp_a", "trp_b"}} {
+			db.Client.Session.Create().SetOrgID(org.ID).SetSourceIP(fmt.Sprintf("192.0.2.%d", i)).SetTrapsTriggered(traps).SaveX(sys)
+		}
+		// As a database of the previous version: no rows, no note.
+		for _, q := range []string{`DELETE FROM trap_sessions`, `DELETE FROM flytrap_upgrades WHERE name = 'trap-sessions-1'`} {
+			if _, err := db.SQL.ExecContext(t.Context(), q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := store.CheckTrapSessions(t.Context(), db.Client); err == nil {
+			t.Fatal("the emptied table agrees with the sessions: the check checks nothing")
+		}
+		db.Close()
+
+		db, err = store.Open(t.Context(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := store.CheckTrapSessions(t.Context(), db.Client); err != nil {
+			t.Fatal(err)
+		}
+		if n := db.Client.TrapSession.Query().CountX(sys); n != 6 {
+			t.Fatalf("%d rows, want 6", n)
+		}
+		if done, err := store.BackfillTrapSessions(t.Context(), db.Client); err != nil || done {
+			t.Fatalf("a second backfill ran (%v, %v)", done, err)
 		}
 	})
 }

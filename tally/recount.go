@@ -3,13 +3,12 @@ package tally
 import (
 	"context"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/store/upgrade"
 )
 
 // Recount counts from scratch what the counters hold, over the raw rows: every stored
@@ -80,63 +79,25 @@ func Stored(ctx context.Context, c *ent.Client) (*Delta, error) {
 	return &d, nil
 }
 
-// upgrade names the backfill in the flytrap_upgrades table, where each one-time upgrade
-// step notes that it ran.
-const upgrade = "tally-backfill-1"
+// upgradeName names the backfill in the flytrap_upgrades table (store/upgrade).
+const upgradeName = "tally-backfill-1"
 
-// Backfill fills the counters of a database stored before they existed, once: in one
-// transaction it recounts the raw rows into them and notes that it did. Open runs it at
-// every start, under PostgreSQL's migration lock, so of several instances one does it; a
-// database created with the counters gets the note on its first start, with nothing to count.
+// Backfill fills the counters of a database stored before they existed, once (upgrade.Once):
+// in one transaction it recounts the raw rows into them.
 func Backfill(ctx context.Context, c *ent.Client) (done bool, err error) {
-	if _, err := c.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS flytrap_upgrades (name VARCHAR(64) PRIMARY KEY, done_at BIGINT NOT NULL)`); err != nil {
-		return false, fmt.Errorf("create the upgrades table: %w", err)
-	}
-	tx, err := c.Tx(ctx)
-	if err != nil {
-		return false, err
-	}
-	defer tx.Rollback()
-	q := "SELECT COUNT(*) FROM flytrap_upgrades WHERE name = $1"
-	if c.Dialect() != "postgres" {
-		q = strings.ReplaceAll(q, "$1", "?")
-	}
-	rows, err := tx.QueryContext(ctx, q, upgrade)
-	if err != nil {
-		return false, fmt.Errorf("read the upgrades table: %w", err)
-	}
-	var n int
-	for rows.Next() {
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return false, err
+	return upgrade.Once(ctx, c, upgradeName, func(ctx context.Context, tx *ent.Tx) error {
+		sys := privacy.DecisionContext(ctx, privacy.Allow)
+		// Counters written before the note (none, unless a previous attempt failed) start over.
+		if _, err := tx.HitHour.Delete().Exec(sys); err != nil {
+			return err
 		}
-	}
-	rows.Close()
-	if n > 0 {
-		return false, nil
-	}
-	sys := privacy.DecisionContext(ctx, privacy.Allow)
-	// Counters written before the note (none, unless a previous attempt failed) start over.
-	if _, err := tx.HitHour.Delete().Exec(sys); err != nil {
-		return false, err
-	}
-	if _, err := tx.Counter.Delete().Exec(sys); err != nil {
-		return false, err
-	}
-	d, err := Recount(ctx, tx.Client())
-	if err != nil {
-		return false, err
-	}
-	if err := Apply(ctx, tx.Client(), d); err != nil {
-		return false, err
-	}
-	ins := "INSERT INTO flytrap_upgrades (name, done_at) VALUES ($1, $2)"
-	if c.Dialect() != "postgres" {
-		ins = strings.NewReplacer("$1", "?", "$2", "?").Replace(ins)
-	}
-	if _, err := tx.ExecContext(ctx, ins, upgrade, time.Now().UnixMilli()); err != nil {
-		return false, fmt.Errorf("note the backfill: %w", err)
-	}
-	return true, tx.Commit()
+		if _, err := tx.Counter.Delete().Exec(sys); err != nil {
+			return err
+		}
+		d, err := Recount(ctx, tx.Client())
+		if err != nil {
+			return err
+		}
+		return Apply(ctx, tx.Client(), d)
+	})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/signal"
 	ft "github.com/flytrap/flytrap/flytraptest"
+	"github.com/flytrap/flytrap/store"
 	counters "github.com/flytrap/flytrap/tally"
 )
 
@@ -100,6 +101,9 @@ func checkCounters(t *testing.T, c *ent.Client) *counters.Delta {
 	}
 	if stored.Empty() {
 		t.Fatal("no counter was written")
+	}
+	if err := store.CheckTrapSessions(t.Context(), c); err != nil {
+		t.Fatal(err)
 	}
 	return stored
 }

@@ -165,6 +165,18 @@ func (f TrapFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error)
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.TrapMutation", m)
 }
 
+// The TrapSessionFunc type is an adapter to allow the use of ordinary
+// function as TrapSession mutator.
+type TrapSessionFunc func(context.Context, *ent.TrapSessionMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f TrapSessionFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.TrapSessionMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.TrapSessionMutation", m)
+}
+
 // The WebhookDeliveryFunc type is an adapter to allow the use of ordinary
 // function as WebhookDelivery mutator.
 type WebhookDeliveryFunc func(context.Context, *ent.WebhookDeliveryMutation) (ent.Value, error)

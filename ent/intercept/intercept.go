@@ -22,6 +22,7 @@ import (
 	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/ent/trapsession"
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/ent/webhookendpoint"
 )
@@ -433,6 +434,33 @@ func (f TraverseTrap) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.TrapQuery", q)
 }
 
+// The TrapSessionFunc type is an adapter to allow the use of ordinary function as a Querier.
+type TrapSessionFunc func(context.Context, *ent.TrapSessionQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f TrapSessionFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.TrapSessionQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.TrapSessionQuery", q)
+}
+
+// The TraverseTrapSession type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseTrapSession func(context.Context, *ent.TrapSessionQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseTrapSession) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseTrapSession) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.TrapSessionQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.TrapSessionQuery", q)
+}
+
 // The WebhookDeliveryFunc type is an adapter to allow the use of ordinary function as a Querier.
 type WebhookDeliveryFunc func(context.Context, *ent.WebhookDeliveryQuery) (ent.Value, error)
 
@@ -516,6 +544,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.SiteQuery, predicate.Site, site.OrderOption]{typ: ent.TypeSite, tq: q}, nil
 	case *ent.TrapQuery:
 		return &query[*ent.TrapQuery, predicate.Trap, trap.OrderOption]{typ: ent.TypeTrap, tq: q}, nil
+	case *ent.TrapSessionQuery:
+		return &query[*ent.TrapSessionQuery, predicate.TrapSession, trapsession.OrderOption]{typ: ent.TypeTrapSession, tq: q}, nil
 	case *ent.WebhookDeliveryQuery:
 		return &query[*ent.WebhookDeliveryQuery, predicate.WebhookDelivery, webhookdelivery.OrderOption]{typ: ent.TypeWebhookDelivery, tq: q}, nil
 	case *ent.WebhookEndpointQuery:

@@ -455,6 +455,31 @@ var (
 			},
 		},
 	}
+	// TrapSessionsColumns holds the columns for the "trap_sessions" table.
+	TrapSessionsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "org_id", Type: field.TypeString},
+		{Name: "trap_id", Type: field.TypeString, Size: 40},
+		{Name: "session_id", Type: field.TypeString, Size: 40},
+	}
+	// TrapSessionsTable holds the schema information for the "trap_sessions" table.
+	TrapSessionsTable = &schema.Table{
+		Name:       "trap_sessions",
+		Columns:    TrapSessionsColumns,
+		PrimaryKey: []*schema.Column{TrapSessionsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "trapsession_trap_id_session_id",
+				Unique:  true,
+				Columns: []*schema.Column{TrapSessionsColumns[2], TrapSessionsColumns[3]},
+			},
+			{
+				Name:    "trapsession_session_id",
+				Unique:  false,
+				Columns: []*schema.Column{TrapSessionsColumns[3]},
+			},
+		},
+	}
 	// WebhookDeliveriesColumns holds the columns for the "webhook_deliveries" table.
 	WebhookDeliveriesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 40},
@@ -557,6 +582,7 @@ var (
 		SignalsTable,
 		SitesTable,
 		TrapsTable,
+		TrapSessionsTable,
 		WebhookDeliveriesTable,
 		WebhookEndpointsTable,
 	}

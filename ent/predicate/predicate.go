@@ -45,6 +45,9 @@ type Site func(*sql.Selector)
 // Trap is the predicate function for trap builders.
 type Trap func(*sql.Selector)
 
+// TrapSession is the predicate function for trapsession builders.
+type TrapSession func(*sql.Selector)
+
 // WebhookDelivery is the predicate function for webhookdelivery builders.
 type WebhookDelivery func(*sql.Selector)
 

@@ -423,6 +423,30 @@ func (f TrapMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) 
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.TrapMutation", m)
 }
 
+// The TrapSessionQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type TrapSessionQueryRuleFunc func(context.Context, *ent.TrapSessionQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f TrapSessionQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.TrapSessionQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.TrapSessionQuery", q)
+}
+
+// The TrapSessionMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type TrapSessionMutationRuleFunc func(context.Context, *ent.TrapSessionMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f TrapSessionMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.TrapSessionMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.TrapSessionMutation", m)
+}
+
 // The WebhookDeliveryQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type WebhookDeliveryQueryRuleFunc func(context.Context, *ent.WebhookDeliveryQuery) error
@@ -532,6 +556,8 @@ func queryFilter(q ent.Query) (Filter, error) {
 		return q.Filter(), nil
 	case *ent.TrapQuery:
 		return q.Filter(), nil
+	case *ent.TrapSessionQuery:
+		return q.Filter(), nil
 	case *ent.WebhookDeliveryQuery:
 		return q.Filter(), nil
 	case *ent.WebhookEndpointQuery:
@@ -568,6 +594,8 @@ func mutationFilter(m ent.Mutation) (Filter, error) {
 	case *ent.SiteMutation:
 		return m.Filter(), nil
 	case *ent.TrapMutation:
+		return m.Filter(), nil
+	case *ent.TrapSessionMutation:
 		return m.Filter(), nil
 	case *ent.WebhookDeliveryMutation:
 		return m.Filter(), nil

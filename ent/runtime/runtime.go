@@ -21,6 +21,7 @@ import (
 	"github.com/flytrap/flytrap/ent/signal"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/ent/trapsession"
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/ent/webhookendpoint"
 
@@ -910,6 +911,32 @@ func init() {
 			return nil
 		}
 	}()
+	trapsessionMixin := schema.TrapSession{}.Mixin()
+	trapsession.Policy = privacy.NewPolicies(schema.TrapSession{})
+	trapsession.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := trapsession.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	trapsessionMixinFields0 := trapsessionMixin[0].Fields()
+	_ = trapsessionMixinFields0
+	trapsessionFields := schema.TrapSession{}.Fields()
+	_ = trapsessionFields
+	// trapsessionDescOrgID is the schema descriptor for org_id field.
+	trapsessionDescOrgID := trapsessionMixinFields0[0].Descriptor()
+	// trapsession.OrgIDValidator is a validator for the "org_id" field. It is called by the builders before save.
+	trapsession.OrgIDValidator = trapsessionDescOrgID.Validators[0].(func(string) error)
+	// trapsessionDescTrapID is the schema descriptor for trap_id field.
+	trapsessionDescTrapID := trapsessionFields[0].Descriptor()
+	// trapsession.TrapIDValidator is a validator for the "trap_id" field. It is called by the builders before save.
+	trapsession.TrapIDValidator = trapsessionDescTrapID.Validators[0].(func(string) error)
+	// trapsessionDescSessionID is the schema descriptor for session_id field.
+	trapsessionDescSessionID := trapsessionFields[1].Descriptor()
+	// trapsession.SessionIDValidator is a validator for the "session_id" field. It is called by the builders before save.
+	trapsession.SessionIDValidator = trapsessionDescSessionID.Validators[0].(func(string) error)
 	webhookdeliveryMixin := schema.WebhookDelivery{}.Mixin()
 	webhookdelivery.Policy = privacy.NewPolicies(schema.WebhookDelivery{})
 	webhookdelivery.Hooks[0] = func(next ent.Mutator) ent.Mutator {
