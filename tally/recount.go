@@ -89,6 +89,49 @@ const upgrade = "tally-backfill-1"
 // every start, under PostgreSQL's migration lock, so of several instances one does it; a
 // database created with the counters gets the note on its first start, with nothing to count.
 func Backfill(ctx context.Context, c *ent.Client) (done bool, err error) {
+	return once(ctx, c, upgrade, func(ctx context.Context, tx *ent.Tx) error {
+		sys := privacy.DecisionContext(ctx, privacy.Allow)
+		// Counters written before the note (none, unless a previous attempt failed) start over.
+		if _, err := tx.HitHour.Delete().Exec(sys); err != nil {
+			return err
+		}
+		if _, err := tx.Counter.Delete().Exec(sys); err != nil {
+			return err
+		}
+		d, err := Recount(ctx, tx.Client())
+		if err != nil {
+			return err
+		}
+		return Apply(ctx, tx.Client(), d)
+	})
+}
+
+// campaignsUpgrade names the campaigns' backfill in flytrap_upgrades.
+const campaignsUpgrade = "campaigns-backfill-1"
+
+// BackfillCampaigns fills the campaigns of a database that captured prompts before they were
+// maintained, once, as Backfill does the counters: it groups the stored prompts (a purged
+// prompt cannot be counted any more) in one transaction.
+func BackfillCampaigns(ctx context.Context, c *ent.Client) (done bool, err error) {
+	return once(ctx, c, campaignsUpgrade, func(ctx context.Context, tx *ent.Tx) error {
+		sys := privacy.DecisionContext(ctx, privacy.Allow)
+		if _, err := tx.CampaignSession.Delete().Exec(sys); err != nil {
+			return err
+		}
+		if _, err := tx.Campaign.Delete().Exec(sys); err != nil {
+			return err
+		}
+		_, d, err := RecountCampaigns(ctx, tx.Client())
+		if err != nil {
+			return err
+		}
+		return Apply(ctx, tx.Client(), d)
+	})
+}
+
+// once runs step in a transaction unless flytrap_upgrades notes name, and notes it in that
+// transaction.
+func once(ctx context.Context, c *ent.Client, name string, step func(context.Context, *ent.Tx) error) (done bool, err error) {
 	if _, err := c.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS flytrap_upgrades (name VARCHAR(64) PRIMARY KEY, done_at BIGINT NOT NULL)`); err != nil {
 		return false, fmt.Errorf("create the upgrades table: %w", err)
 	}
@@ -101,7 +144,7 @@ func Backfill(ctx context.Context, c *ent.Client) (done bool, err error) {
 	if c.Dialect() != "postgres" {
 		q = strings.ReplaceAll(q, "$1", "?")
 	}
-	rows, err := tx.QueryContext(ctx, q, upgrade)
+	rows, err := tx.QueryContext(ctx, q, name)
 	if err != nil {
 		return false, fmt.Errorf("read the upgrades table: %w", err)
 	}
@@ -116,27 +159,15 @@ func Backfill(ctx context.Context, c *ent.Client) (done bool, err error) {
 	if n > 0 {
 		return false, nil
 	}
-	sys := privacy.DecisionContext(ctx, privacy.Allow)
-	// Counters written before the note (none, unless a previous attempt failed) start over.
-	if _, err := tx.HitHour.Delete().Exec(sys); err != nil {
-		return false, err
-	}
-	if _, err := tx.Counter.Delete().Exec(sys); err != nil {
-		return false, err
-	}
-	d, err := Recount(ctx, tx.Client())
-	if err != nil {
-		return false, err
-	}
-	if err := Apply(ctx, tx.Client(), d); err != nil {
-		return false, err
+	if err := step(ctx, tx); err != nil {
+		return false, fmt.Errorf("%s: %w", name, err)
 	}
 	ins := "INSERT INTO flytrap_upgrades (name, done_at) VALUES ($1, $2)"
 	if c.Dialect() != "postgres" {
 		ins = strings.NewReplacer("$1", "?", "$2", "?").Replace(ins)
 	}
-	if _, err := tx.ExecContext(ctx, ins, upgrade, time.Now().UnixMilli()); err != nil {
-		return false, fmt.Errorf("note the backfill: %w", err)
+	if _, err := tx.ExecContext(ctx, ins, name, time.Now().UnixMilli()); err != nil {
+		return false, fmt.Errorf("note the %s upgrade: %w", name, err)
 	}
 	return true, tx.Commit()
 }
