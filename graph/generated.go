@@ -544,9 +544,9 @@ type AnalyticsResolver interface {
 	Timeline(ctx context.Context, obj *model.Analytics) ([]*model.TimelineBucket, error)
 }
 type CampaignResolver interface {
-	Sessions(ctx context.Context, obj *ent.Campaign, first *int) ([]*ent.Session, error)
-	Addresses(ctx context.Context, obj *ent.Campaign, first *int) ([]string, error)
-	Traps(ctx context.Context, obj *ent.Campaign) ([]*model.TrapRef, error)
+	Sessions(ctx context.Context, obj *model.Campaign, first *int) ([]*ent.Session, error)
+	Addresses(ctx context.Context, obj *model.Campaign, first *int) ([]string, error)
+	Traps(ctx context.Context, obj *model.Campaign) ([]*model.TrapRef, error)
 }
 type HitResolver interface {
 	Headers(ctx context.Context, obj *ent.Hit) (map[string]any, error)
@@ -3208,10 +3208,11 @@ type TrapRef {
 extend type Query {
   """
   Sessions grouped into campaigns by the leaked prompt's hash and the operator and model
-  extracted from it: one agent fleet instead of many sessions. Most recently active first.
-  An aggregate over the organization's captured prompts, priced like the analytics figures.
+  extracted from it: one agent fleet instead of many sessions. Most recently active first
+  (by the latest captured prompt). Read from maintained rows: a page costs the same however
+  many prompts are stored.
   """
-  campaigns(first: Int, after: Cursor): CampaignConnection! @cost(weight: 1000)
+  campaigns(first: Int, after: Cursor): CampaignConnection! @cost(weight: 10)
 }
 
 type CampaignConnection {
@@ -3224,22 +3225,28 @@ type CampaignEdge {
   cursor: Cursor!
 }
 
-"Sessions that leaked the same prompt (by hash) with the same extracted operator and model."
+"""
+Sessions that leaked the same prompt (by hash) with the same extracted operator and model.
+Its counts and times are all-time: prompts and sessions removed by retention still count.
+"""
 type Campaign {
   "SHA-256 of the normalised leaked prompt."
   promptHash: String!
   operator: String!
   model: String!
+  "Distinct sessions that leaked it."
   sessionCount: Int!
   "Prompts captured in the campaign."
   promptCount: Int!
-  firstSeen: Time! @cost(weight: 5)
-  lastSeen: Time! @cost(weight: 5)
-  "The campaign's most recent sessions (at most 20)."
+  "When its first prompt was captured."
+  firstSeen: Time!
+  "When its latest prompt was captured."
+  lastSeen: Time!
+  "The stored sessions that most recently leaked the prompt, latest first (at most 20)."
   sessions(first: Int = 10): [Session!]! @cost(weight: 5) @listSize(assumedSize: 20)
-  "Distinct source addresses of its sessions (at most 20)."
+  "Distinct source addresses of its stored sessions, in order (at most 20)."
   addresses(first: Int = 20): [String!]! @cost(weight: 5) @listSize(assumedSize: 20)
-  "The traps its sessions triggered (of its 20 most recent sessions)."
+  "The traps its sessions triggered (of the 20 that most recently leaked the prompt)."
   traps: [TrapRef!]! @cost(weight: 10) @listSize(assumedSize: 20)
 }
 `, BuiltIn: false},
@@ -5552,7 +5559,7 @@ func (ec *executionContext) fieldContext_ApiKeyEdge_cursor(_ context.Context, fi
 	return graphql.NewScalarFieldContext("ApiKeyEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
 }
 
-func (ec *executionContext) _Campaign_promptHash(ctx context.Context, field graphql.CollectedField, obj *ent.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_promptHash(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5575,7 +5582,7 @@ func (ec *executionContext) fieldContext_Campaign_promptHash(_ context.Context, 
 	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Campaign_operator(ctx context.Context, field graphql.CollectedField, obj *ent.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_operator(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5598,7 +5605,7 @@ func (ec *executionContext) fieldContext_Campaign_operator(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Campaign_model(ctx context.Context, field graphql.CollectedField, obj *ent.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_model(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5621,7 +5628,7 @@ func (ec *executionContext) fieldContext_Campaign_model(_ context.Context, field
 	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Campaign_sessionCount(ctx context.Context, field graphql.CollectedField, obj *ent.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_sessionCount(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5644,7 +5651,7 @@ func (ec *executionContext) fieldContext_Campaign_sessionCount(_ context.Context
 	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _Campaign_promptCount(ctx context.Context, field graphql.CollectedField, obj *ent.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_promptCount(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5667,7 +5674,7 @@ func (ec *executionContext) fieldContext_Campaign_promptCount(_ context.Context,
 	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _Campaign_firstSeen(ctx context.Context, field graphql.CollectedField, obj *ent.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_firstSeen(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5690,7 +5697,7 @@ func (ec *executionContext) fieldContext_Campaign_firstSeen(_ context.Context, f
 	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _Campaign_lastSeen(ctx context.Context, field graphql.CollectedField, obj *ent.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_lastSeen(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5713,7 +5720,7 @@ func (ec *executionContext) fieldContext_Campaign_lastSeen(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _Campaign_sessions(ctx context.Context, field graphql.CollectedField, obj *ent.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_sessions(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5757,7 +5764,7 @@ func (ec *executionContext) fieldContext_Campaign_sessions(ctx context.Context, 
 	return fc, nil
 }
 
-func (ec *executionContext) _Campaign_addresses(ctx context.Context, field graphql.CollectedField, obj *ent.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_addresses(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5801,7 +5808,7 @@ func (ec *executionContext) fieldContext_Campaign_addresses(ctx context.Context,
 	return fc, nil
 }
 
-func (ec *executionContext) _Campaign_traps(ctx context.Context, field graphql.CollectedField, obj *ent.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_traps(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5909,8 +5916,8 @@ func (ec *executionContext) _CampaignEdge_node(ctx context.Context, field graphq
 			return obj.Node, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *ent.Campaign) graphql.Marshaler {
-			return ec.marshalNCampaign2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐCampaign(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Campaign) graphql.Marshaler {
+			return ec.marshalNCampaign2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaign(ctx, selections, v)
 		},
 		true,
 		true,
@@ -22881,7 +22888,7 @@ func (ec *executionContext) _ApiKeyEdge(ctx context.Context, sel ast.SelectionSe
 
 var campaignImplementors = []string{"Campaign"}
 
-func (ec *executionContext) _Campaign(ctx context.Context, sel ast.SelectionSet, obj *ent.Campaign) graphql.Marshaler {
+func (ec *executionContext) _Campaign(ctx context.Context, sel ast.SelectionSet, obj *model.Campaign) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, campaignImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -27316,7 +27323,7 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
-func (ec *executionContext) marshalNCampaign2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐCampaign(ctx context.Context, sel ast.SelectionSet, v *ent.Campaign) graphql.Marshaler {
+func (ec *executionContext) marshalNCampaign2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaign(ctx context.Context, sel ast.SelectionSet, v *model.Campaign) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")

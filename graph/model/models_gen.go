@@ -26,7 +26,7 @@ type CampaignConnection struct {
 }
 
 type CampaignEdge struct {
-	Node   *ent.Campaign         `json:"node"`
+	Node   *Campaign             `json:"node"`
 	Cursor entgql.Cursor[string] `json:"cursor"`
 }
 
