@@ -16,6 +16,8 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/flytrap/flytrap/ent/apikey"
+	"github.com/flytrap/flytrap/ent/campaign"
+	"github.com/flytrap/flytrap/ent/campaignsession"
 	"github.com/flytrap/flytrap/ent/counter"
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
@@ -42,6 +44,10 @@ type Client struct {
 	Schema *migrate.Schema
 	// APIKey is the client for interacting with the APIKey builders.
 	APIKey *APIKeyClient
+	// Campaign is the client for interacting with the Campaign builders.
+	Campaign *CampaignClient
+	// CampaignSession is the client for interacting with the CampaignSession builders.
+	CampaignSession *CampaignSessionClient
 	// Counter is the client for interacting with the Counter builders.
 	Counter *CounterClient
 	// Event is the client for interacting with the Event builders.
@@ -84,6 +90,8 @@ func NewClient(opts ...Option) *Client {
 func (c *Client) init() {
 	c.Schema = migrate.NewSchema(c.driver)
 	c.APIKey = NewAPIKeyClient(c.config)
+	c.Campaign = NewCampaignClient(c.config)
+	c.CampaignSession = NewCampaignSessionClient(c.config)
 	c.Counter = NewCounterClient(c.config)
 	c.Event = NewEventClient(c.config)
 	c.Hit = NewHitClient(c.config)
@@ -192,6 +200,8 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		ctx:             ctx,
 		config:          cfg,
 		APIKey:          NewAPIKeyClient(cfg),
+		Campaign:        NewCampaignClient(cfg),
+		CampaignSession: NewCampaignSessionClient(cfg),
 		Counter:         NewCounterClient(cfg),
 		Event:           NewEventClient(cfg),
 		Hit:             NewHitClient(cfg),
@@ -227,6 +237,8 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		ctx:             ctx,
 		config:          cfg,
 		APIKey:          NewAPIKeyClient(cfg),
+		Campaign:        NewCampaignClient(cfg),
+		CampaignSession: NewCampaignSessionClient(cfg),
 		Counter:         NewCounterClient(cfg),
 		Event:           NewEventClient(cfg),
 		Hit:             NewHitClient(cfg),
@@ -271,9 +283,9 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.APIKey, c.Counter, c.Event, c.Hit, c.HitHour, c.Organization, c.Prompt,
-		c.Secret, c.Sequence, c.Session, c.Signal, c.Site, c.Trap, c.TrapSession,
-		c.WebhookDelivery, c.WebhookEndpoint,
+		c.APIKey, c.Campaign, c.CampaignSession, c.Counter, c.Event, c.Hit, c.HitHour,
+		c.Organization, c.Prompt, c.Secret, c.Sequence, c.Session, c.Signal, c.Site,
+		c.Trap, c.TrapSession, c.WebhookDelivery, c.WebhookEndpoint,
 	} {
 		n.Use(hooks...)
 	}
@@ -283,9 +295,9 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.APIKey, c.Counter, c.Event, c.Hit, c.HitHour, c.Organization, c.Prompt,
-		c.Secret, c.Sequence, c.Session, c.Signal, c.Site, c.Trap, c.TrapSession,
-		c.WebhookDelivery, c.WebhookEndpoint,
+		c.APIKey, c.Campaign, c.CampaignSession, c.Counter, c.Event, c.Hit, c.HitHour,
+		c.Organization, c.Prompt, c.Secret, c.Sequence, c.Session, c.Signal, c.Site,
+		c.Trap, c.TrapSession, c.WebhookDelivery, c.WebhookEndpoint,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -296,6 +308,10 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 	switch m := m.(type) {
 	case *APIKeyMutation:
 		return c.APIKey.mutate(ctx, m)
+	case *CampaignMutation:
+		return c.Campaign.mutate(ctx, m)
+	case *CampaignSessionMutation:
+		return c.CampaignSession.mutate(ctx, m)
 	case *CounterMutation:
 		return c.Counter.mutate(ctx, m)
 	case *EventMutation:
@@ -478,6 +494,290 @@ func (c *APIKeyClient) mutate(ctx context.Context, m *APIKeyMutation) (Value, er
 		return (&APIKeyDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown APIKey mutation op: %q", m.Op())
+	}
+}
+
+// CampaignClient is a client for the Campaign schema.
+type CampaignClient struct {
+	config
+}
+
+// NewCampaignClient returns a client for the Campaign from the given config.
+func NewCampaignClient(c config) *CampaignClient {
+	return &CampaignClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `campaign.Hooks(f(g(h())))`.
+func (c *CampaignClient) Use(hooks ...Hook) {
+	c.hooks.Campaign = append(c.hooks.Campaign, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `campaign.Intercept(f(g(h())))`.
+func (c *CampaignClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Campaign = append(c.inters.Campaign, interceptors...)
+}
+
+// Create returns a builder for creating a Campaign entity.
+func (c *CampaignClient) Create() *CampaignCreate {
+	mutation := newCampaignMutation(c.config, OpCreate)
+	return &CampaignCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Campaign entities.
+func (c *CampaignClient) CreateBulk(builders ...*CampaignCreate) *CampaignCreateBulk {
+	return &CampaignCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *CampaignClient) MapCreateBulk(slice any, setFunc func(*CampaignCreate, int)) *CampaignCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &CampaignCreateBulk{err: fmt.Errorf("calling to CampaignClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*CampaignCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &CampaignCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Campaign.
+func (c *CampaignClient) Update() *CampaignUpdate {
+	mutation := newCampaignMutation(c.config, OpUpdate)
+	return &CampaignUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *CampaignClient) UpdateOne(_m *Campaign) *CampaignUpdateOne {
+	mutation := newCampaignMutation(c.config, OpUpdateOne, withCampaign(_m))
+	return &CampaignUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *CampaignClient) UpdateOneID(id string) *CampaignUpdateOne {
+	mutation := newCampaignMutation(c.config, OpUpdateOne, withCampaignID(id))
+	return &CampaignUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Campaign.
+func (c *CampaignClient) Delete() *CampaignDelete {
+	mutation := newCampaignMutation(c.config, OpDelete)
+	return &CampaignDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *CampaignClient) DeleteOne(_m *Campaign) *CampaignDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *CampaignClient) DeleteOneID(id string) *CampaignDeleteOne {
+	builder := c.Delete().Where(campaign.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &CampaignDeleteOne{builder}
+}
+
+// Query returns a query builder for Campaign.
+func (c *CampaignClient) Query() *CampaignQuery {
+	return &CampaignQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeCampaign},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Campaign entity by its id.
+func (c *CampaignClient) Get(ctx context.Context, id string) (*Campaign, error) {
+	return c.Query().Where(campaign.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *CampaignClient) GetX(ctx context.Context, id string) *Campaign {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *CampaignClient) Hooks() []Hook {
+	hooks := c.hooks.Campaign
+	return append(hooks[:len(hooks):len(hooks)], campaign.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *CampaignClient) Interceptors() []Interceptor {
+	return c.inters.Campaign
+}
+
+func (c *CampaignClient) mutate(ctx context.Context, m *CampaignMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&CampaignCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&CampaignUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&CampaignUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&CampaignDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Campaign mutation op: %q", m.Op())
+	}
+}
+
+// CampaignSessionClient is a client for the CampaignSession schema.
+type CampaignSessionClient struct {
+	config
+}
+
+// NewCampaignSessionClient returns a client for the CampaignSession from the given config.
+func NewCampaignSessionClient(c config) *CampaignSessionClient {
+	return &CampaignSessionClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `campaignsession.Hooks(f(g(h())))`.
+func (c *CampaignSessionClient) Use(hooks ...Hook) {
+	c.hooks.CampaignSession = append(c.hooks.CampaignSession, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `campaignsession.Intercept(f(g(h())))`.
+func (c *CampaignSessionClient) Intercept(interceptors ...Interceptor) {
+	c.inters.CampaignSession = append(c.inters.CampaignSession, interceptors...)
+}
+
+// Create returns a builder for creating a CampaignSession entity.
+func (c *CampaignSessionClient) Create() *CampaignSessionCreate {
+	mutation := newCampaignSessionMutation(c.config, OpCreate)
+	return &CampaignSessionCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of CampaignSession entities.
+func (c *CampaignSessionClient) CreateBulk(builders ...*CampaignSessionCreate) *CampaignSessionCreateBulk {
+	return &CampaignSessionCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *CampaignSessionClient) MapCreateBulk(slice any, setFunc func(*CampaignSessionCreate, int)) *CampaignSessionCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &CampaignSessionCreateBulk{err: fmt.Errorf("calling to CampaignSessionClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*CampaignSessionCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &CampaignSessionCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for CampaignSession.
+func (c *CampaignSessionClient) Update() *CampaignSessionUpdate {
+	mutation := newCampaignSessionMutation(c.config, OpUpdate)
+	return &CampaignSessionUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *CampaignSessionClient) UpdateOne(_m *CampaignSession) *CampaignSessionUpdateOne {
+	mutation := newCampaignSessionMutation(c.config, OpUpdateOne, withCampaignSession(_m))
+	return &CampaignSessionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *CampaignSessionClient) UpdateOneID(id int) *CampaignSessionUpdateOne {
+	mutation := newCampaignSessionMutation(c.config, OpUpdateOne, withCampaignSessionID(id))
+	return &CampaignSessionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for CampaignSession.
+func (c *CampaignSessionClient) Delete() *CampaignSessionDelete {
+	mutation := newCampaignSessionMutation(c.config, OpDelete)
+	return &CampaignSessionDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *CampaignSessionClient) DeleteOne(_m *CampaignSession) *CampaignSessionDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *CampaignSessionClient) DeleteOneID(id int) *CampaignSessionDeleteOne {
+	builder := c.Delete().Where(campaignsession.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &CampaignSessionDeleteOne{builder}
+}
+
+// Query returns a query builder for CampaignSession.
+func (c *CampaignSessionClient) Query() *CampaignSessionQuery {
+	return &CampaignSessionQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeCampaignSession},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a CampaignSession entity by its id.
+func (c *CampaignSessionClient) Get(ctx context.Context, id int) (*CampaignSession, error) {
+	return c.Query().Where(campaignsession.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *CampaignSessionClient) GetX(ctx context.Context, id int) *CampaignSession {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// QuerySession queries the session edge of a CampaignSession.
+func (c *CampaignSessionClient) QuerySession(_m *CampaignSession) *SessionQuery {
+	query := (&SessionClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(campaignsession.Table, campaignsession.FieldID, id),
+			sqlgraph.To(session.Table, session.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, campaignsession.SessionTable, campaignsession.SessionColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// Hooks returns the client hooks.
+func (c *CampaignSessionClient) Hooks() []Hook {
+	hooks := c.hooks.CampaignSession
+	return append(hooks[:len(hooks):len(hooks)], campaignsession.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *CampaignSessionClient) Interceptors() []Interceptor {
+	return c.inters.CampaignSession
+}
+
+func (c *CampaignSessionClient) mutate(ctx context.Context, m *CampaignSessionMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&CampaignSessionCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&CampaignSessionUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&CampaignSessionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&CampaignSessionDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown CampaignSession mutation op: %q", m.Op())
 	}
 }
 
@@ -1933,6 +2233,22 @@ func (c *SessionClient) QueryPrompts(_m *Session) *PromptQuery {
 	return query
 }
 
+// QueryCampaignMemberships queries the campaign_memberships edge of a Session.
+func (c *SessionClient) QueryCampaignMemberships(_m *Session) *CampaignSessionQuery {
+	query := (&CampaignSessionClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(session.Table, session.FieldID, id),
+			sqlgraph.To(campaignsession.Table, campaignsession.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, session.CampaignMembershipsTable, session.CampaignMembershipsColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
 // Hooks returns the client hooks.
 func (c *SessionClient) Hooks() []Hook {
 	hooks := c.hooks.Session
@@ -2894,14 +3210,14 @@ func (c *WebhookEndpointClient) mutate(ctx context.Context, m *WebhookEndpointMu
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		APIKey, Counter, Event, Hit, HitHour, Organization, Prompt, Secret, Sequence,
-		Session, Signal, Site, Trap, TrapSession, WebhookDelivery,
-		WebhookEndpoint []ent.Hook
+		APIKey, Campaign, CampaignSession, Counter, Event, Hit, HitHour, Organization,
+		Prompt, Secret, Sequence, Session, Signal, Site, Trap, TrapSession,
+		WebhookDelivery, WebhookEndpoint []ent.Hook
 	}
 	inters struct {
-		APIKey, Counter, Event, Hit, HitHour, Organization, Prompt, Secret, Sequence,
-		Session, Signal, Site, Trap, TrapSession, WebhookDelivery,
-		WebhookEndpoint []ent.Interceptor
+		APIKey, Campaign, CampaignSession, Counter, Event, Hit, HitHour, Organization,
+		Prompt, Secret, Sequence, Session, Signal, Site, Trap, TrapSession,
+		WebhookDelivery, WebhookEndpoint []ent.Interceptor
 	}
 )
 

@@ -13,6 +13,8 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/flytrap/flytrap/ent/apikey"
+	"github.com/flytrap/flytrap/ent/campaign"
+	"github.com/flytrap/flytrap/ent/campaignsession"
 	"github.com/flytrap/flytrap/ent/counter"
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
@@ -89,6 +91,8 @@ func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
 			apikey.Table:          apikey.ValidColumn,
+			campaign.Table:        campaign.ValidColumn,
+			campaignsession.Table: campaignsession.ValidColumn,
 			counter.Table:         counter.ValidColumn,
 			event.Table:           event.ValidColumn,
 			hit.Table:             hit.ValidColumn,

@@ -4,6 +4,8 @@ package ent
 
 import (
 	"github.com/flytrap/flytrap/ent/apikey"
+	"github.com/flytrap/flytrap/ent/campaign"
+	"github.com/flytrap/flytrap/ent/campaignsession"
 	"github.com/flytrap/flytrap/ent/counter"
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
@@ -29,7 +31,7 @@ import (
 
 // schemaGraph holds a representation of ent/schema at runtime.
 var schemaGraph = func() *sqlgraph.Schema {
-	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 16)}
+	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 18)}
 	graph.Nodes[0] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   apikey.Table,
@@ -53,6 +55,48 @@ var schemaGraph = func() *sqlgraph.Schema {
 	}
 	graph.Nodes[1] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
+			Table:   campaign.Table,
+			Columns: campaign.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: campaign.FieldID,
+			},
+		},
+		Type: "Campaign",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			campaign.FieldOrgID:         {Type: field.TypeString, Column: campaign.FieldOrgID},
+			campaign.FieldPromptHash:    {Type: field.TypeString, Column: campaign.FieldPromptHash},
+			campaign.FieldOperator:      {Type: field.TypeString, Column: campaign.FieldOperator},
+			campaign.FieldModel:         {Type: field.TypeString, Column: campaign.FieldModel},
+			campaign.FieldSessionCount:  {Type: field.TypeInt64, Column: campaign.FieldSessionCount},
+			campaign.FieldPromptCount:   {Type: field.TypeInt64, Column: campaign.FieldPromptCount},
+			campaign.FieldFirstPromptID: {Type: field.TypeString, Column: campaign.FieldFirstPromptID},
+			campaign.FieldLastPromptID:  {Type: field.TypeString, Column: campaign.FieldLastPromptID},
+			campaign.FieldFirstSeen:     {Type: field.TypeTime, Column: campaign.FieldFirstSeen},
+			campaign.FieldLastSeen:      {Type: field.TypeTime, Column: campaign.FieldLastSeen},
+		},
+	}
+	graph.Nodes[2] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
+			Table:   campaignsession.Table,
+			Columns: campaignsession.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeInt,
+				Column: campaignsession.FieldID,
+			},
+		},
+		Type: "CampaignSession",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			campaignsession.FieldOrgID:        {Type: field.TypeString, Column: campaignsession.FieldOrgID},
+			campaignsession.FieldCampaignID:   {Type: field.TypeString, Column: campaignsession.FieldCampaignID},
+			campaignsession.FieldSessionID:    {Type: field.TypeString, Column: campaignsession.FieldSessionID},
+			campaignsession.FieldSourceIP:     {Type: field.TypeString, Column: campaignsession.FieldSourceIP},
+			campaignsession.FieldPrompts:      {Type: field.TypeInt64, Column: campaignsession.FieldPrompts},
+			campaignsession.FieldLastPromptID: {Type: field.TypeString, Column: campaignsession.FieldLastPromptID},
+		},
+	}
+	graph.Nodes[3] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
 			Table:   counter.Table,
 			Columns: counter.Columns,
 			ID: &sqlgraph.FieldSpec{
@@ -67,7 +111,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			counter.FieldValue: {Type: field.TypeInt64, Column: counter.FieldValue},
 		},
 	}
-	graph.Nodes[2] = &sqlgraph.Node{
+	graph.Nodes[4] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   event.Table,
 			Columns: event.Columns,
@@ -87,7 +131,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			event.FieldData:       {Type: field.TypeJSON, Column: event.FieldData},
 		},
 	}
-	graph.Nodes[3] = &sqlgraph.Node{
+	graph.Nodes[5] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   hit.Table,
 			Columns: hit.Columns,
@@ -116,7 +160,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			hit.FieldSignals:       {Type: field.TypeJSON, Column: hit.FieldSignals},
 		},
 	}
-	graph.Nodes[4] = &sqlgraph.Node{
+	graph.Nodes[6] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   hithour.Table,
 			Columns: hithour.Columns,
@@ -133,7 +177,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			hithour.FieldHits:   {Type: field.TypeInt64, Column: hithour.FieldHits},
 		},
 	}
-	graph.Nodes[5] = &sqlgraph.Node{
+	graph.Nodes[7] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   organization.Table,
 			Columns: organization.Columns,
@@ -151,7 +195,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			organization.FieldCreatedAt:                   {Type: field.TypeTime, Column: organization.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[6] = &sqlgraph.Node{
+	graph.Nodes[8] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   prompt.Table,
 			Columns: prompt.Columns,
@@ -173,7 +217,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			prompt.FieldCreatedAt: {Type: field.TypeTime, Column: prompt.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[7] = &sqlgraph.Node{
+	graph.Nodes[9] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   secret.Table,
 			Columns: secret.Columns,
@@ -187,7 +231,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			secret.FieldValue: {Type: field.TypeBytes, Column: secret.FieldValue},
 		},
 	}
-	graph.Nodes[8] = &sqlgraph.Node{
+	graph.Nodes[10] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   sequence.Table,
 			Columns: sequence.Columns,
@@ -201,7 +245,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			sequence.FieldValue: {Type: field.TypeInt64, Column: sequence.FieldValue},
 		},
 	}
-	graph.Nodes[9] = &sqlgraph.Node{
+	graph.Nodes[11] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   session.Table,
 			Columns: session.Columns,
@@ -232,7 +276,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			session.FieldState:             {Type: field.TypeJSON, Column: session.FieldState},
 		},
 	}
-	graph.Nodes[10] = &sqlgraph.Node{
+	graph.Nodes[12] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   signal.Table,
 			Columns: signal.Columns,
@@ -255,7 +299,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			signal.FieldCreatedAt:   {Type: field.TypeTime, Column: signal.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[11] = &sqlgraph.Node{
+	graph.Nodes[13] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   site.Table,
 			Columns: site.Columns,
@@ -274,7 +318,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			site.FieldCreatedAt:    {Type: field.TypeTime, Column: site.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[12] = &sqlgraph.Node{
+	graph.Nodes[14] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   trap.Table,
 			Columns: trap.Columns,
@@ -296,7 +340,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			trap.FieldUpdatedAt:   {Type: field.TypeTime, Column: trap.FieldUpdatedAt},
 		},
 	}
-	graph.Nodes[13] = &sqlgraph.Node{
+	graph.Nodes[15] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   trapsession.Table,
 			Columns: trapsession.Columns,
@@ -312,7 +356,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			trapsession.FieldSessionID: {Type: field.TypeString, Column: trapsession.FieldSessionID},
 		},
 	}
-	graph.Nodes[14] = &sqlgraph.Node{
+	graph.Nodes[16] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   webhookdelivery.Table,
 			Columns: webhookdelivery.Columns,
@@ -340,7 +384,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			webhookdelivery.FieldCreatedAt:      {Type: field.TypeTime, Column: webhookdelivery.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[15] = &sqlgraph.Node{
+	graph.Nodes[17] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   webhookendpoint.Table,
 			Columns: webhookendpoint.Columns,
@@ -379,6 +423,18 @@ var schemaGraph = func() *sqlgraph.Schema {
 		},
 		"APIKey",
 		"Organization",
+	)
+	graph.MustAddE(
+		"session",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   campaignsession.SessionTable,
+			Columns: []string{campaignsession.SessionColumn},
+			Bidi:    false,
+		},
+		"CampaignSession",
+		"Session",
 	)
 	graph.MustAddE(
 		"organization",
@@ -585,6 +641,18 @@ var schemaGraph = func() *sqlgraph.Schema {
 		"Prompt",
 	)
 	graph.MustAddE(
+		"campaign_memberships",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.CampaignMembershipsTable,
+			Columns: []string{session.CampaignMembershipsColumn},
+			Bidi:    false,
+		},
+		"Session",
+		"CampaignSession",
+	)
+	graph.MustAddE(
 		"organization",
 		&sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.M2O,
@@ -784,6 +852,180 @@ func (f *APIKeyFilter) WhereHasOrganizationWith(preds ...predicate.Organization)
 }
 
 // addPredicate implements the predicateAdder interface.
+func (_q *CampaignQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the CampaignQuery builder.
+func (_q *CampaignQuery) Filter() *CampaignFilter {
+	return &CampaignFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *CampaignMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the CampaignMutation builder.
+func (m *CampaignMutation) Filter() *CampaignFilter {
+	return &CampaignFilter{config: m.config, predicateAdder: m}
+}
+
+// CampaignFilter provides a generic filtering capability at runtime for CampaignQuery.
+type CampaignFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *CampaignFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[1].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *CampaignFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(campaign.FieldID))
+}
+
+// WhereOrgID applies the entql string predicate on the org_id field.
+func (f *CampaignFilter) WhereOrgID(p entql.StringP) {
+	f.Where(p.Field(campaign.FieldOrgID))
+}
+
+// WherePromptHash applies the entql string predicate on the prompt_hash field.
+func (f *CampaignFilter) WherePromptHash(p entql.StringP) {
+	f.Where(p.Field(campaign.FieldPromptHash))
+}
+
+// WhereOperator applies the entql string predicate on the operator field.
+func (f *CampaignFilter) WhereOperator(p entql.StringP) {
+	f.Where(p.Field(campaign.FieldOperator))
+}
+
+// WhereModel applies the entql string predicate on the model field.
+func (f *CampaignFilter) WhereModel(p entql.StringP) {
+	f.Where(p.Field(campaign.FieldModel))
+}
+
+// WhereSessionCount applies the entql int64 predicate on the session_count field.
+func (f *CampaignFilter) WhereSessionCount(p entql.Int64P) {
+	f.Where(p.Field(campaign.FieldSessionCount))
+}
+
+// WherePromptCount applies the entql int64 predicate on the prompt_count field.
+func (f *CampaignFilter) WherePromptCount(p entql.Int64P) {
+	f.Where(p.Field(campaign.FieldPromptCount))
+}
+
+// WhereFirstPromptID applies the entql string predicate on the first_prompt_id field.
+func (f *CampaignFilter) WhereFirstPromptID(p entql.StringP) {
+	f.Where(p.Field(campaign.FieldFirstPromptID))
+}
+
+// WhereLastPromptID applies the entql string predicate on the last_prompt_id field.
+func (f *CampaignFilter) WhereLastPromptID(p entql.StringP) {
+	f.Where(p.Field(campaign.FieldLastPromptID))
+}
+
+// WhereFirstSeen applies the entql time.Time predicate on the first_seen field.
+func (f *CampaignFilter) WhereFirstSeen(p entql.TimeP) {
+	f.Where(p.Field(campaign.FieldFirstSeen))
+}
+
+// WhereLastSeen applies the entql time.Time predicate on the last_seen field.
+func (f *CampaignFilter) WhereLastSeen(p entql.TimeP) {
+	f.Where(p.Field(campaign.FieldLastSeen))
+}
+
+// addPredicate implements the predicateAdder interface.
+func (_q *CampaignSessionQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the CampaignSessionQuery builder.
+func (_q *CampaignSessionQuery) Filter() *CampaignSessionFilter {
+	return &CampaignSessionFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *CampaignSessionMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the CampaignSessionMutation builder.
+func (m *CampaignSessionMutation) Filter() *CampaignSessionFilter {
+	return &CampaignSessionFilter{config: m.config, predicateAdder: m}
+}
+
+// CampaignSessionFilter provides a generic filtering capability at runtime for CampaignSessionQuery.
+type CampaignSessionFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *CampaignSessionFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[2].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql int predicate on the id field.
+func (f *CampaignSessionFilter) WhereID(p entql.IntP) {
+	f.Where(p.Field(campaignsession.FieldID))
+}
+
+// WhereOrgID applies the entql string predicate on the org_id field.
+func (f *CampaignSessionFilter) WhereOrgID(p entql.StringP) {
+	f.Where(p.Field(campaignsession.FieldOrgID))
+}
+
+// WhereCampaignID applies the entql string predicate on the campaign_id field.
+func (f *CampaignSessionFilter) WhereCampaignID(p entql.StringP) {
+	f.Where(p.Field(campaignsession.FieldCampaignID))
+}
+
+// WhereSessionID applies the entql string predicate on the session_id field.
+func (f *CampaignSessionFilter) WhereSessionID(p entql.StringP) {
+	f.Where(p.Field(campaignsession.FieldSessionID))
+}
+
+// WhereSourceIP applies the entql string predicate on the source_ip field.
+func (f *CampaignSessionFilter) WhereSourceIP(p entql.StringP) {
+	f.Where(p.Field(campaignsession.FieldSourceIP))
+}
+
+// WherePrompts applies the entql int64 predicate on the prompts field.
+func (f *CampaignSessionFilter) WherePrompts(p entql.Int64P) {
+	f.Where(p.Field(campaignsession.FieldPrompts))
+}
+
+// WhereLastPromptID applies the entql string predicate on the last_prompt_id field.
+func (f *CampaignSessionFilter) WhereLastPromptID(p entql.StringP) {
+	f.Where(p.Field(campaignsession.FieldLastPromptID))
+}
+
+// WhereHasSession applies a predicate to check if query has an edge session.
+func (f *CampaignSessionFilter) WhereHasSession() {
+	f.Where(entql.HasEdge("session"))
+}
+
+// WhereHasSessionWith applies a predicate to check if query has an edge session with a given conditions (other predicates).
+func (f *CampaignSessionFilter) WhereHasSessionWith(preds ...predicate.Session) {
+	f.Where(entql.HasEdgeWith("session", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// addPredicate implements the predicateAdder interface.
 func (_q *CounterQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
 }
@@ -812,7 +1054,7 @@ type CounterFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *CounterFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[1].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[3].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -867,7 +1109,7 @@ type EventFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *EventFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[2].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[4].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -956,7 +1198,7 @@ type HitFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *HitFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[3].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[5].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1104,7 +1346,7 @@ type HitHourFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *HitHourFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[4].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[6].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1164,7 +1406,7 @@ type OrganizationFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *OrganizationFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[5].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[7].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1341,7 +1583,7 @@ type PromptFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *PromptFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[6].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[8].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1454,7 +1696,7 @@ type SecretFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SecretFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[7].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[9].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1499,7 +1741,7 @@ type SequenceFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SequenceFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[8].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[10].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1544,7 +1786,7 @@ type SessionFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SessionFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[9].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[11].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1701,6 +1943,20 @@ func (f *SessionFilter) WhereHasPromptsWith(preds ...predicate.Prompt) {
 	})))
 }
 
+// WhereHasCampaignMemberships applies a predicate to check if query has an edge campaign_memberships.
+func (f *SessionFilter) WhereHasCampaignMemberships() {
+	f.Where(entql.HasEdge("campaign_memberships"))
+}
+
+// WhereHasCampaignMembershipsWith applies a predicate to check if query has an edge campaign_memberships with a given conditions (other predicates).
+func (f *SessionFilter) WhereHasCampaignMembershipsWith(preds ...predicate.CampaignSession) {
+	f.Where(entql.HasEdgeWith("campaign_memberships", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
 // addPredicate implements the predicateAdder interface.
 func (_q *SignalQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
@@ -1730,7 +1986,7 @@ type SignalFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SignalFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[10].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[12].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1848,7 +2104,7 @@ type SiteFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SiteFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[11].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[13].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1946,7 +2202,7 @@ type TrapFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *TrapFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[12].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[14].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2059,7 +2315,7 @@ type TrapSessionFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *TrapSessionFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[13].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[15].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2114,7 +2370,7 @@ type WebhookDeliveryFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *WebhookDeliveryFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[14].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[16].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2243,7 +2499,7 @@ type WebhookEndpointFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *WebhookEndpointFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[15].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[17].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})

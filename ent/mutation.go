@@ -12,6 +12,8 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"github.com/flytrap/flytrap/ent/apikey"
+	"github.com/flytrap/flytrap/ent/campaign"
+	"github.com/flytrap/flytrap/ent/campaignsession"
 	"github.com/flytrap/flytrap/ent/counter"
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
@@ -42,6 +44,8 @@ const (
 
 	// Node types.
 	TypeAPIKey          = "APIKey"
+	TypeCampaign        = "Campaign"
+	TypeCampaignSession = "CampaignSession"
 	TypeCounter         = "Counter"
 	TypeEvent           = "Event"
 	TypeHit             = "Hit"
@@ -875,6 +879,1579 @@ func (m *APIKeyMutation) ResetEdge(name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown APIKey edge %s", name)
+}
+
+// CampaignMutation represents an operation that mutates the Campaign nodes in the graph.
+type CampaignMutation struct {
+	config
+	op               Op
+	typ              string
+	id               *string
+	org_id           *string
+	prompt_hash      *string
+	operator         *string
+	model            *string
+	session_count    *int64
+	addsession_count *int64
+	prompt_count     *int64
+	addprompt_count  *int64
+	first_prompt_id  *string
+	last_prompt_id   *string
+	first_seen       *time.Time
+	last_seen        *time.Time
+	clearedFields    map[string]struct{}
+	done             bool
+	oldValue         func(context.Context) (*Campaign, error)
+	predicates       []predicate.Campaign
+}
+
+var _ ent.Mutation = (*CampaignMutation)(nil)
+
+// campaignOption allows management of the mutation configuration using functional options.
+type campaignOption func(*CampaignMutation)
+
+// newCampaignMutation creates new mutation for the Campaign entity.
+func newCampaignMutation(c config, op Op, opts ...campaignOption) *CampaignMutation {
+	m := &CampaignMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeCampaign,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withCampaignID sets the ID field of the mutation.
+func withCampaignID(id string) campaignOption {
+	return func(m *CampaignMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Campaign
+		)
+		m.oldValue = func(ctx context.Context) (*Campaign, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Campaign.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withCampaign sets the old Campaign of the mutation.
+func withCampaign(node *Campaign) campaignOption {
+	return func(m *CampaignMutation) {
+		m.oldValue = func(context.Context) (*Campaign, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m CampaignMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m CampaignMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Campaign entities.
+func (m *CampaignMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *CampaignMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *CampaignMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Campaign.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetOrgID sets the "org_id" field.
+func (m *CampaignMutation) SetOrgID(s string) {
+	m.org_id = &s
+}
+
+// OrgID returns the value of the "org_id" field in the mutation.
+func (m *CampaignMutation) OrgID() (r string, exists bool) {
+	v := m.org_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOrgID returns the old "org_id" field's value of the Campaign entity.
+// If the Campaign object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CampaignMutation) OldOrgID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOrgID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOrgID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOrgID: %w", err)
+	}
+	return oldValue.OrgID, nil
+}
+
+// ResetOrgID resets all changes to the "org_id" field.
+func (m *CampaignMutation) ResetOrgID() {
+	m.org_id = nil
+}
+
+// SetPromptHash sets the "prompt_hash" field.
+func (m *CampaignMutation) SetPromptHash(s string) {
+	m.prompt_hash = &s
+}
+
+// PromptHash returns the value of the "prompt_hash" field in the mutation.
+func (m *CampaignMutation) PromptHash() (r string, exists bool) {
+	v := m.prompt_hash
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPromptHash returns the old "prompt_hash" field's value of the Campaign entity.
+// If the Campaign object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CampaignMutation) OldPromptHash(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPromptHash is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPromptHash requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPromptHash: %w", err)
+	}
+	return oldValue.PromptHash, nil
+}
+
+// ResetPromptHash resets all changes to the "prompt_hash" field.
+func (m *CampaignMutation) ResetPromptHash() {
+	m.prompt_hash = nil
+}
+
+// SetOperator sets the "operator" field.
+func (m *CampaignMutation) SetOperator(s string) {
+	m.operator = &s
+}
+
+// Operator returns the value of the "operator" field in the mutation.
+func (m *CampaignMutation) Operator() (r string, exists bool) {
+	v := m.operator
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOperator returns the old "operator" field's value of the Campaign entity.
+// If the Campaign object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CampaignMutation) OldOperator(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOperator is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOperator requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOperator: %w", err)
+	}
+	return oldValue.Operator, nil
+}
+
+// ResetOperator resets all changes to the "operator" field.
+func (m *CampaignMutation) ResetOperator() {
+	m.operator = nil
+}
+
+// SetModel sets the "model" field.
+func (m *CampaignMutation) SetModel(s string) {
+	m.model = &s
+}
+
+// Model returns the value of the "model" field in the mutation.
+func (m *CampaignMutation) Model() (r string, exists bool) {
+	v := m.model
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldModel returns the old "model" field's value of the Campaign entity.
+// If the Campaign object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CampaignMutation) OldModel(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldModel is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldModel requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldModel: %w", err)
+	}
+	return oldValue.Model, nil
+}
+
+// ResetModel resets all changes to the "model" field.
+func (m *CampaignMutation) ResetModel() {
+	m.model = nil
+}
+
+// SetSessionCount sets the "session_count" field.
+func (m *CampaignMutation) SetSessionCount(i int64) {
+	m.session_count = &i
+	m.addsession_count = nil
+}
+
+// SessionCount returns the value of the "session_count" field in the mutation.
+func (m *CampaignMutation) SessionCount() (r int64, exists bool) {
+	v := m.session_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSessionCount returns the old "session_count" field's value of the Campaign entity.
+// If the Campaign object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CampaignMutation) OldSessionCount(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSessionCount is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSessionCount requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSessionCount: %w", err)
+	}
+	return oldValue.SessionCount, nil
+}
+
+// AddSessionCount adds i to the "session_count" field.
+func (m *CampaignMutation) AddSessionCount(i int64) {
+	if m.addsession_count != nil {
+		*m.addsession_count += i
+	} else {
+		m.addsession_count = &i
+	}
+}
+
+// AddedSessionCount returns the value that was added to the "session_count" field in this mutation.
+func (m *CampaignMutation) AddedSessionCount() (r int64, exists bool) {
+	v := m.addsession_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetSessionCount resets all changes to the "session_count" field.
+func (m *CampaignMutation) ResetSessionCount() {
+	m.session_count = nil
+	m.addsession_count = nil
+}
+
+// SetPromptCount sets the "prompt_count" field.
+func (m *CampaignMutation) SetPromptCount(i int64) {
+	m.prompt_count = &i
+	m.addprompt_count = nil
+}
+
+// PromptCount returns the value of the "prompt_count" field in the mutation.
+func (m *CampaignMutation) PromptCount() (r int64, exists bool) {
+	v := m.prompt_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPromptCount returns the old "prompt_count" field's value of the Campaign entity.
+// If the Campaign object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CampaignMutation) OldPromptCount(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPromptCount is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPromptCount requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPromptCount: %w", err)
+	}
+	return oldValue.PromptCount, nil
+}
+
+// AddPromptCount adds i to the "prompt_count" field.
+func (m *CampaignMutation) AddPromptCount(i int64) {
+	if m.addprompt_count != nil {
+		*m.addprompt_count += i
+	} else {
+		m.addprompt_count = &i
+	}
+}
+
+// AddedPromptCount returns the value that was added to the "prompt_count" field in this mutation.
+func (m *CampaignMutation) AddedPromptCount() (r int64, exists bool) {
+	v := m.addprompt_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetPromptCount resets all changes to the "prompt_count" field.
+func (m *CampaignMutation) ResetPromptCount() {
+	m.prompt_count = nil
+	m.addprompt_count = nil
+}
+
+// SetFirstPromptID sets the "first_prompt_id" field.
+func (m *CampaignMutation) SetFirstPromptID(s string) {
+	m.first_prompt_id = &s
+}
+
+// FirstPromptID returns the value of the "first_prompt_id" field in the mutation.
+func (m *CampaignMutation) FirstPromptID() (r string, exists bool) {
+	v := m.first_prompt_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFirstPromptID returns the old "first_prompt_id" field's value of the Campaign entity.
+// If the Campaign object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CampaignMutation) OldFirstPromptID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFirstPromptID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFirstPromptID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFirstPromptID: %w", err)
+	}
+	return oldValue.FirstPromptID, nil
+}
+
+// ResetFirstPromptID resets all changes to the "first_prompt_id" field.
+func (m *CampaignMutation) ResetFirstPromptID() {
+	m.first_prompt_id = nil
+}
+
+// SetLastPromptID sets the "last_prompt_id" field.
+func (m *CampaignMutation) SetLastPromptID(s string) {
+	m.last_prompt_id = &s
+}
+
+// LastPromptID returns the value of the "last_prompt_id" field in the mutation.
+func (m *CampaignMutation) LastPromptID() (r string, exists bool) {
+	v := m.last_prompt_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastPromptID returns the old "last_prompt_id" field's value of the Campaign entity.
+// If the Campaign object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CampaignMutation) OldLastPromptID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastPromptID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastPromptID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastPromptID: %w", err)
+	}
+	return oldValue.LastPromptID, nil
+}
+
+// ResetLastPromptID resets all changes to the "last_prompt_id" field.
+func (m *CampaignMutation) ResetLastPromptID() {
+	m.last_prompt_id = nil
+}
+
+// SetFirstSeen sets the "first_seen" field.
+func (m *CampaignMutation) SetFirstSeen(t time.Time) {
+	m.first_seen = &t
+}
+
+// FirstSeen returns the value of the "first_seen" field in the mutation.
+func (m *CampaignMutation) FirstSeen() (r time.Time, exists bool) {
+	v := m.first_seen
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFirstSeen returns the old "first_seen" field's value of the Campaign entity.
+// If the Campaign object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CampaignMutation) OldFirstSeen(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFirstSeen is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFirstSeen requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFirstSeen: %w", err)
+	}
+	return oldValue.FirstSeen, nil
+}
+
+// ResetFirstSeen resets all changes to the "first_seen" field.
+func (m *CampaignMutation) ResetFirstSeen() {
+	m.first_seen = nil
+}
+
+// SetLastSeen sets the "last_seen" field.
+func (m *CampaignMutation) SetLastSeen(t time.Time) {
+	m.last_seen = &t
+}
+
+// LastSeen returns the value of the "last_seen" field in the mutation.
+func (m *CampaignMutation) LastSeen() (r time.Time, exists bool) {
+	v := m.last_seen
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastSeen returns the old "last_seen" field's value of the Campaign entity.
+// If the Campaign object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CampaignMutation) OldLastSeen(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastSeen is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastSeen requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastSeen: %w", err)
+	}
+	return oldValue.LastSeen, nil
+}
+
+// ResetLastSeen resets all changes to the "last_seen" field.
+func (m *CampaignMutation) ResetLastSeen() {
+	m.last_seen = nil
+}
+
+// Where appends a list predicates to the CampaignMutation builder.
+func (m *CampaignMutation) Where(ps ...predicate.Campaign) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the CampaignMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *CampaignMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Campaign, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *CampaignMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *CampaignMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Campaign).
+func (m *CampaignMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *CampaignMutation) Fields() []string {
+	fields := make([]string, 0, 10)
+	if m.org_id != nil {
+		fields = append(fields, campaign.FieldOrgID)
+	}
+	if m.prompt_hash != nil {
+		fields = append(fields, campaign.FieldPromptHash)
+	}
+	if m.operator != nil {
+		fields = append(fields, campaign.FieldOperator)
+	}
+	if m.model != nil {
+		fields = append(fields, campaign.FieldModel)
+	}
+	if m.session_count != nil {
+		fields = append(fields, campaign.FieldSessionCount)
+	}
+	if m.prompt_count != nil {
+		fields = append(fields, campaign.FieldPromptCount)
+	}
+	if m.first_prompt_id != nil {
+		fields = append(fields, campaign.FieldFirstPromptID)
+	}
+	if m.last_prompt_id != nil {
+		fields = append(fields, campaign.FieldLastPromptID)
+	}
+	if m.first_seen != nil {
+		fields = append(fields, campaign.FieldFirstSeen)
+	}
+	if m.last_seen != nil {
+		fields = append(fields, campaign.FieldLastSeen)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *CampaignMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case campaign.FieldOrgID:
+		return m.OrgID()
+	case campaign.FieldPromptHash:
+		return m.PromptHash()
+	case campaign.FieldOperator:
+		return m.Operator()
+	case campaign.FieldModel:
+		return m.Model()
+	case campaign.FieldSessionCount:
+		return m.SessionCount()
+	case campaign.FieldPromptCount:
+		return m.PromptCount()
+	case campaign.FieldFirstPromptID:
+		return m.FirstPromptID()
+	case campaign.FieldLastPromptID:
+		return m.LastPromptID()
+	case campaign.FieldFirstSeen:
+		return m.FirstSeen()
+	case campaign.FieldLastSeen:
+		return m.LastSeen()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *CampaignMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case campaign.FieldOrgID:
+		return m.OldOrgID(ctx)
+	case campaign.FieldPromptHash:
+		return m.OldPromptHash(ctx)
+	case campaign.FieldOperator:
+		return m.OldOperator(ctx)
+	case campaign.FieldModel:
+		return m.OldModel(ctx)
+	case campaign.FieldSessionCount:
+		return m.OldSessionCount(ctx)
+	case campaign.FieldPromptCount:
+		return m.OldPromptCount(ctx)
+	case campaign.FieldFirstPromptID:
+		return m.OldFirstPromptID(ctx)
+	case campaign.FieldLastPromptID:
+		return m.OldLastPromptID(ctx)
+	case campaign.FieldFirstSeen:
+		return m.OldFirstSeen(ctx)
+	case campaign.FieldLastSeen:
+		return m.OldLastSeen(ctx)
+	}
+	return nil, fmt.Errorf("unknown Campaign field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CampaignMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case campaign.FieldOrgID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOrgID(v)
+		return nil
+	case campaign.FieldPromptHash:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPromptHash(v)
+		return nil
+	case campaign.FieldOperator:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOperator(v)
+		return nil
+	case campaign.FieldModel:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetModel(v)
+		return nil
+	case campaign.FieldSessionCount:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSessionCount(v)
+		return nil
+	case campaign.FieldPromptCount:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPromptCount(v)
+		return nil
+	case campaign.FieldFirstPromptID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFirstPromptID(v)
+		return nil
+	case campaign.FieldLastPromptID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastPromptID(v)
+		return nil
+	case campaign.FieldFirstSeen:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFirstSeen(v)
+		return nil
+	case campaign.FieldLastSeen:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastSeen(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Campaign field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *CampaignMutation) AddedFields() []string {
+	var fields []string
+	if m.addsession_count != nil {
+		fields = append(fields, campaign.FieldSessionCount)
+	}
+	if m.addprompt_count != nil {
+		fields = append(fields, campaign.FieldPromptCount)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *CampaignMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case campaign.FieldSessionCount:
+		return m.AddedSessionCount()
+	case campaign.FieldPromptCount:
+		return m.AddedPromptCount()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CampaignMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case campaign.FieldSessionCount:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSessionCount(v)
+		return nil
+	case campaign.FieldPromptCount:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddPromptCount(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Campaign numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *CampaignMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *CampaignMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *CampaignMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown Campaign nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *CampaignMutation) ResetField(name string) error {
+	switch name {
+	case campaign.FieldOrgID:
+		m.ResetOrgID()
+		return nil
+	case campaign.FieldPromptHash:
+		m.ResetPromptHash()
+		return nil
+	case campaign.FieldOperator:
+		m.ResetOperator()
+		return nil
+	case campaign.FieldModel:
+		m.ResetModel()
+		return nil
+	case campaign.FieldSessionCount:
+		m.ResetSessionCount()
+		return nil
+	case campaign.FieldPromptCount:
+		m.ResetPromptCount()
+		return nil
+	case campaign.FieldFirstPromptID:
+		m.ResetFirstPromptID()
+		return nil
+	case campaign.FieldLastPromptID:
+		m.ResetLastPromptID()
+		return nil
+	case campaign.FieldFirstSeen:
+		m.ResetFirstSeen()
+		return nil
+	case campaign.FieldLastSeen:
+		m.ResetLastSeen()
+		return nil
+	}
+	return fmt.Errorf("unknown Campaign field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *CampaignMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *CampaignMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *CampaignMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *CampaignMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *CampaignMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *CampaignMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *CampaignMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown Campaign unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *CampaignMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown Campaign edge %s", name)
+}
+
+// CampaignSessionMutation represents an operation that mutates the CampaignSession nodes in the graph.
+type CampaignSessionMutation struct {
+	config
+	op             Op
+	typ            string
+	id             *int
+	org_id         *string
+	campaign_id    *string
+	source_ip      *string
+	prompts        *int64
+	addprompts     *int64
+	last_prompt_id *string
+	clearedFields  map[string]struct{}
+	session        *string
+	clearedsession bool
+	done           bool
+	oldValue       func(context.Context) (*CampaignSession, error)
+	predicates     []predicate.CampaignSession
+}
+
+var _ ent.Mutation = (*CampaignSessionMutation)(nil)
+
+// campaignsessionOption allows management of the mutation configuration using functional options.
+type campaignsessionOption func(*CampaignSessionMutation)
+
+// newCampaignSessionMutation creates new mutation for the CampaignSession entity.
+func newCampaignSessionMutation(c config, op Op, opts ...campaignsessionOption) *CampaignSessionMutation {
+	m := &CampaignSessionMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeCampaignSession,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withCampaignSessionID sets the ID field of the mutation.
+func withCampaignSessionID(id int) campaignsessionOption {
+	return func(m *CampaignSessionMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *CampaignSession
+		)
+		m.oldValue = func(ctx context.Context) (*CampaignSession, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().CampaignSession.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withCampaignSession sets the old CampaignSession of the mutation.
+func withCampaignSession(node *CampaignSession) campaignsessionOption {
+	return func(m *CampaignSessionMutation) {
+		m.oldValue = func(context.Context) (*CampaignSession, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m CampaignSessionMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m CampaignSessionMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *CampaignSessionMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *CampaignSessionMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().CampaignSession.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetOrgID sets the "org_id" field.
+func (m *CampaignSessionMutation) SetOrgID(s string) {
+	m.org_id = &s
+}
+
+// OrgID returns the value of the "org_id" field in the mutation.
+func (m *CampaignSessionMutation) OrgID() (r string, exists bool) {
+	v := m.org_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOrgID returns the old "org_id" field's value of the CampaignSession entity.
+// If the CampaignSession object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CampaignSessionMutation) OldOrgID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOrgID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOrgID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOrgID: %w", err)
+	}
+	return oldValue.OrgID, nil
+}
+
+// ResetOrgID resets all changes to the "org_id" field.
+func (m *CampaignSessionMutation) ResetOrgID() {
+	m.org_id = nil
+}
+
+// SetCampaignID sets the "campaign_id" field.
+func (m *CampaignSessionMutation) SetCampaignID(s string) {
+	m.campaign_id = &s
+}
+
+// CampaignID returns the value of the "campaign_id" field in the mutation.
+func (m *CampaignSessionMutation) CampaignID() (r string, exists bool) {
+	v := m.campaign_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCampaignID returns the old "campaign_id" field's value of the CampaignSession entity.
+// If the CampaignSession object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CampaignSessionMutation) OldCampaignID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCampaignID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCampaignID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCampaignID: %w", err)
+	}
+	return oldValue.CampaignID, nil
+}
+
+// ResetCampaignID resets all changes to the "campaign_id" field.
+func (m *CampaignSessionMutation) ResetCampaignID() {
+	m.campaign_id = nil
+}
+
+// SetSessionID sets the "session_id" field.
+func (m *CampaignSessionMutation) SetSessionID(s string) {
+	m.session = &s
+}
+
+// SessionID returns the value of the "session_id" field in the mutation.
+func (m *CampaignSessionMutation) SessionID() (r string, exists bool) {
+	v := m.session
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSessionID returns the old "session_id" field's value of the CampaignSession entity.
+// If the CampaignSession object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CampaignSessionMutation) OldSessionID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSessionID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSessionID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSessionID: %w", err)
+	}
+	return oldValue.SessionID, nil
+}
+
+// ResetSessionID resets all changes to the "session_id" field.
+func (m *CampaignSessionMutation) ResetSessionID() {
+	m.session = nil
+}
+
+// SetSourceIP sets the "source_ip" field.
+func (m *CampaignSessionMutation) SetSourceIP(s string) {
+	m.source_ip = &s
+}
+
+// SourceIP returns the value of the "source_ip" field in the mutation.
+func (m *CampaignSessionMutation) SourceIP() (r string, exists bool) {
+	v := m.source_ip
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSourceIP returns the old "source_ip" field's value of the CampaignSession entity.
+// If the CampaignSession object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CampaignSessionMutation) OldSourceIP(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSourceIP is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSourceIP requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSourceIP: %w", err)
+	}
+	return oldValue.SourceIP, nil
+}
+
+// ResetSourceIP resets all changes to the "source_ip" field.
+func (m *CampaignSessionMutation) ResetSourceIP() {
+	m.source_ip = nil
+}
+
+// SetPrompts sets the "prompts" field.
+func (m *CampaignSessionMutation) SetPrompts(i int64) {
+	m.prompts = &i
+	m.addprompts = nil
+}
+
+// Prompts returns the value of the "prompts" field in the mutation.
+func (m *CampaignSessionMutation) Prompts() (r int64, exists bool) {
+	v := m.prompts
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPrompts returns the old "prompts" field's value of the CampaignSession entity.
+// If the CampaignSession object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CampaignSessionMutation) OldPrompts(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPrompts is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPrompts requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPrompts: %w", err)
+	}
+	return oldValue.Prompts, nil
+}
+
+// AddPrompts adds i to the "prompts" field.
+func (m *CampaignSessionMutation) AddPrompts(i int64) {
+	if m.addprompts != nil {
+		*m.addprompts += i
+	} else {
+		m.addprompts = &i
+	}
+}
+
+// AddedPrompts returns the value that was added to the "prompts" field in this mutation.
+func (m *CampaignSessionMutation) AddedPrompts() (r int64, exists bool) {
+	v := m.addprompts
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetPrompts resets all changes to the "prompts" field.
+func (m *CampaignSessionMutation) ResetPrompts() {
+	m.prompts = nil
+	m.addprompts = nil
+}
+
+// SetLastPromptID sets the "last_prompt_id" field.
+func (m *CampaignSessionMutation) SetLastPromptID(s string) {
+	m.last_prompt_id = &s
+}
+
+// LastPromptID returns the value of the "last_prompt_id" field in the mutation.
+func (m *CampaignSessionMutation) LastPromptID() (r string, exists bool) {
+	v := m.last_prompt_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastPromptID returns the old "last_prompt_id" field's value of the CampaignSession entity.
+// If the CampaignSession object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CampaignSessionMutation) OldLastPromptID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastPromptID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastPromptID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastPromptID: %w", err)
+	}
+	return oldValue.LastPromptID, nil
+}
+
+// ResetLastPromptID resets all changes to the "last_prompt_id" field.
+func (m *CampaignSessionMutation) ResetLastPromptID() {
+	m.last_prompt_id = nil
+}
+
+// ClearSession clears the "session" edge to the Session entity.
+func (m *CampaignSessionMutation) ClearSession() {
+	m.clearedsession = true
+	m.clearedFields[campaignsession.FieldSessionID] = struct{}{}
+}
+
+// SessionCleared reports if the "session" edge to the Session entity was cleared.
+func (m *CampaignSessionMutation) SessionCleared() bool {
+	return m.clearedsession
+}
+
+// SessionIDs returns the "session" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// SessionID instead. It exists only for internal usage by the builders.
+func (m *CampaignSessionMutation) SessionIDs() (ids []string) {
+	if id := m.session; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetSession resets all changes to the "session" edge.
+func (m *CampaignSessionMutation) ResetSession() {
+	m.session = nil
+	m.clearedsession = false
+}
+
+// Where appends a list predicates to the CampaignSessionMutation builder.
+func (m *CampaignSessionMutation) Where(ps ...predicate.CampaignSession) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the CampaignSessionMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *CampaignSessionMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.CampaignSession, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *CampaignSessionMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *CampaignSessionMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (CampaignSession).
+func (m *CampaignSessionMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *CampaignSessionMutation) Fields() []string {
+	fields := make([]string, 0, 6)
+	if m.org_id != nil {
+		fields = append(fields, campaignsession.FieldOrgID)
+	}
+	if m.campaign_id != nil {
+		fields = append(fields, campaignsession.FieldCampaignID)
+	}
+	if m.session != nil {
+		fields = append(fields, campaignsession.FieldSessionID)
+	}
+	if m.source_ip != nil {
+		fields = append(fields, campaignsession.FieldSourceIP)
+	}
+	if m.prompts != nil {
+		fields = append(fields, campaignsession.FieldPrompts)
+	}
+	if m.last_prompt_id != nil {
+		fields = append(fields, campaignsession.FieldLastPromptID)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *CampaignSessionMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case campaignsession.FieldOrgID:
+		return m.OrgID()
+	case campaignsession.FieldCampaignID:
+		return m.CampaignID()
+	case campaignsession.FieldSessionID:
+		return m.SessionID()
+	case campaignsession.FieldSourceIP:
+		return m.SourceIP()
+	case campaignsession.FieldPrompts:
+		return m.Prompts()
+	case campaignsession.FieldLastPromptID:
+		return m.LastPromptID()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *CampaignSessionMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case campaignsession.FieldOrgID:
+		return m.OldOrgID(ctx)
+	case campaignsession.FieldCampaignID:
+		return m.OldCampaignID(ctx)
+	case campaignsession.FieldSessionID:
+		return m.OldSessionID(ctx)
+	case campaignsession.FieldSourceIP:
+		return m.OldSourceIP(ctx)
+	case campaignsession.FieldPrompts:
+		return m.OldPrompts(ctx)
+	case campaignsession.FieldLastPromptID:
+		return m.OldLastPromptID(ctx)
+	}
+	return nil, fmt.Errorf("unknown CampaignSession field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CampaignSessionMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case campaignsession.FieldOrgID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOrgID(v)
+		return nil
+	case campaignsession.FieldCampaignID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCampaignID(v)
+		return nil
+	case campaignsession.FieldSessionID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSessionID(v)
+		return nil
+	case campaignsession.FieldSourceIP:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSourceIP(v)
+		return nil
+	case campaignsession.FieldPrompts:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPrompts(v)
+		return nil
+	case campaignsession.FieldLastPromptID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastPromptID(v)
+		return nil
+	}
+	return fmt.Errorf("unknown CampaignSession field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *CampaignSessionMutation) AddedFields() []string {
+	var fields []string
+	if m.addprompts != nil {
+		fields = append(fields, campaignsession.FieldPrompts)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *CampaignSessionMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case campaignsession.FieldPrompts:
+		return m.AddedPrompts()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CampaignSessionMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case campaignsession.FieldPrompts:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddPrompts(v)
+		return nil
+	}
+	return fmt.Errorf("unknown CampaignSession numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *CampaignSessionMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *CampaignSessionMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *CampaignSessionMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown CampaignSession nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *CampaignSessionMutation) ResetField(name string) error {
+	switch name {
+	case campaignsession.FieldOrgID:
+		m.ResetOrgID()
+		return nil
+	case campaignsession.FieldCampaignID:
+		m.ResetCampaignID()
+		return nil
+	case campaignsession.FieldSessionID:
+		m.ResetSessionID()
+		return nil
+	case campaignsession.FieldSourceIP:
+		m.ResetSourceIP()
+		return nil
+	case campaignsession.FieldPrompts:
+		m.ResetPrompts()
+		return nil
+	case campaignsession.FieldLastPromptID:
+		m.ResetLastPromptID()
+		return nil
+	}
+	return fmt.Errorf("unknown CampaignSession field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *CampaignSessionMutation) AddedEdges() []string {
+	edges := make([]string, 0, 1)
+	if m.session != nil {
+		edges = append(edges, campaignsession.EdgeSession)
+	}
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *CampaignSessionMutation) AddedIDs(name string) []ent.Value {
+	switch name {
+	case campaignsession.EdgeSession:
+		if id := m.session; id != nil {
+			return []ent.Value{*id}
+		}
+	}
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *CampaignSessionMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 1)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *CampaignSessionMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *CampaignSessionMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 1)
+	if m.clearedsession {
+		edges = append(edges, campaignsession.EdgeSession)
+	}
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *CampaignSessionMutation) EdgeCleared(name string) bool {
+	switch name {
+	case campaignsession.EdgeSession:
+		return m.clearedsession
+	}
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *CampaignSessionMutation) ClearEdge(name string) error {
+	switch name {
+	case campaignsession.EdgeSession:
+		m.ClearSession()
+		return nil
+	}
+	return fmt.Errorf("unknown CampaignSession unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *CampaignSessionMutation) ResetEdge(name string) error {
+	switch name {
+	case campaignsession.EdgeSession:
+		m.ResetSession()
+		return nil
+	}
+	return fmt.Errorf("unknown CampaignSession edge %s", name)
 }
 
 // CounterMutation represents an operation that mutates the Counter nodes in the graph.
@@ -6919,48 +8496,51 @@ func (m *SequenceMutation) ResetEdge(name string) error {
 // SessionMutation represents an operation that mutates the Session nodes in the graph.
 type SessionMutation struct {
 	config
-	op                    Op
-	typ                   string
-	id                    *string
-	site_id               *string
-	source_ip             *string
-	user_agent            *string
-	classification        *session.Classification
-	score                 *int
-	addscore              *int
-	confidence            *int
-	addconfidence         *int
-	severity              *session.Severity
-	signals_fired         *[]string
-	appendsignals_fired   []string
-	first_seen            *time.Time
-	last_seen             *time.Time
-	hit_count             *int
-	addhit_count          *int
-	tripwires_fired       *int
-	addtripwires_fired    *int
-	prompts_captured      *int
-	addprompts_captured   *int
-	extracted_model       *string
-	extracted_operator    *string
-	traps_triggered       *[]string
-	appendtraps_triggered []string
-	state                 *schematype.SessionState
-	clearedFields         map[string]struct{}
-	organization          *string
-	clearedorganization   bool
-	hits                  map[string]struct{}
-	removedhits           map[string]struct{}
-	clearedhits           bool
-	signals               map[string]struct{}
-	removedsignals        map[string]struct{}
-	clearedsignals        bool
-	prompts               map[string]struct{}
-	removedprompts        map[string]struct{}
-	clearedprompts        bool
-	done                  bool
-	oldValue              func(context.Context) (*Session, error)
-	predicates            []predicate.Session
+	op                          Op
+	typ                         string
+	id                          *string
+	site_id                     *string
+	source_ip                   *string
+	user_agent                  *string
+	classification              *session.Classification
+	score                       *int
+	addscore                    *int
+	confidence                  *int
+	addconfidence               *int
+	severity                    *session.Severity
+	signals_fired               *[]string
+	appendsignals_fired         []string
+	first_seen                  *time.Time
+	last_seen                   *time.Time
+	hit_count                   *int
+	addhit_count                *int
+	tripwires_fired             *int
+	addtripwires_fired          *int
+	prompts_captured            *int
+	addprompts_captured         *int
+	extracted_model             *string
+	extracted_operator          *string
+	traps_triggered             *[]string
+	appendtraps_triggered       []string
+	state                       *schematype.SessionState
+	clearedFields               map[string]struct{}
+	organization                *string
+	clearedorganization         bool
+	hits                        map[string]struct{}
+	removedhits                 map[string]struct{}
+	clearedhits                 bool
+	signals                     map[string]struct{}
+	removedsignals              map[string]struct{}
+	clearedsignals              bool
+	prompts                     map[string]struct{}
+	removedprompts              map[string]struct{}
+	clearedprompts              bool
+	campaign_memberships        map[int]struct{}
+	removedcampaign_memberships map[int]struct{}
+	clearedcampaign_memberships bool
+	done                        bool
+	oldValue                    func(context.Context) (*Session, error)
+	predicates                  []predicate.Session
 }
 
 var _ ent.Mutation = (*SessionMutation)(nil)
@@ -8073,6 +9653,60 @@ func (m *SessionMutation) ResetPrompts() {
 	m.removedprompts = nil
 }
 
+// AddCampaignMembershipIDs adds the "campaign_memberships" edge to the CampaignSession entity by ids.
+func (m *SessionMutation) AddCampaignMembershipIDs(ids ...int) {
+	if m.campaign_memberships == nil {
+		m.campaign_memberships = make(map[int]struct{})
+	}
+	for i := range ids {
+		m.campaign_memberships[ids[i]] = struct{}{}
+	}
+}
+
+// ClearCampaignMemberships clears the "campaign_memberships" edge to the CampaignSession entity.
+func (m *SessionMutation) ClearCampaignMemberships() {
+	m.clearedcampaign_memberships = true
+}
+
+// CampaignMembershipsCleared reports if the "campaign_memberships" edge to the CampaignSession entity was cleared.
+func (m *SessionMutation) CampaignMembershipsCleared() bool {
+	return m.clearedcampaign_memberships
+}
+
+// RemoveCampaignMembershipIDs removes the "campaign_memberships" edge to the CampaignSession entity by IDs.
+func (m *SessionMutation) RemoveCampaignMembershipIDs(ids ...int) {
+	if m.removedcampaign_memberships == nil {
+		m.removedcampaign_memberships = make(map[int]struct{})
+	}
+	for i := range ids {
+		delete(m.campaign_memberships, ids[i])
+		m.removedcampaign_memberships[ids[i]] = struct{}{}
+	}
+}
+
+// RemovedCampaignMemberships returns the removed IDs of the "campaign_memberships" edge to the CampaignSession entity.
+func (m *SessionMutation) RemovedCampaignMembershipsIDs() (ids []int) {
+	for id := range m.removedcampaign_memberships {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// CampaignMembershipsIDs returns the "campaign_memberships" edge IDs in the mutation.
+func (m *SessionMutation) CampaignMembershipsIDs() (ids []int) {
+	for id := range m.campaign_memberships {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ResetCampaignMemberships resets all changes to the "campaign_memberships" edge.
+func (m *SessionMutation) ResetCampaignMemberships() {
+	m.campaign_memberships = nil
+	m.clearedcampaign_memberships = false
+	m.removedcampaign_memberships = nil
+}
+
 // Where appends a list predicates to the SessionMutation builder.
 func (m *SessionMutation) Where(ps ...predicate.Session) {
 	m.predicates = append(m.predicates, ps...)
@@ -8573,7 +10207,7 @@ func (m *SessionMutation) ResetField(name string) error {
 
 // AddedEdges returns all edge names that were set/added in this mutation.
 func (m *SessionMutation) AddedEdges() []string {
-	edges := make([]string, 0, 4)
+	edges := make([]string, 0, 5)
 	if m.organization != nil {
 		edges = append(edges, session.EdgeOrganization)
 	}
@@ -8585,6 +10219,9 @@ func (m *SessionMutation) AddedEdges() []string {
 	}
 	if m.prompts != nil {
 		edges = append(edges, session.EdgePrompts)
+	}
+	if m.campaign_memberships != nil {
+		edges = append(edges, session.EdgeCampaignMemberships)
 	}
 	return edges
 }
@@ -8615,13 +10252,19 @@ func (m *SessionMutation) AddedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case session.EdgeCampaignMemberships:
+		ids := make([]ent.Value, 0, len(m.campaign_memberships))
+		for id := range m.campaign_memberships {
+			ids = append(ids, id)
+		}
+		return ids
 	}
 	return nil
 }
 
 // RemovedEdges returns all edge names that were removed in this mutation.
 func (m *SessionMutation) RemovedEdges() []string {
-	edges := make([]string, 0, 4)
+	edges := make([]string, 0, 5)
 	if m.removedhits != nil {
 		edges = append(edges, session.EdgeHits)
 	}
@@ -8630,6 +10273,9 @@ func (m *SessionMutation) RemovedEdges() []string {
 	}
 	if m.removedprompts != nil {
 		edges = append(edges, session.EdgePrompts)
+	}
+	if m.removedcampaign_memberships != nil {
+		edges = append(edges, session.EdgeCampaignMemberships)
 	}
 	return edges
 }
@@ -8656,13 +10302,19 @@ func (m *SessionMutation) RemovedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case session.EdgeCampaignMemberships:
+		ids := make([]ent.Value, 0, len(m.removedcampaign_memberships))
+		for id := range m.removedcampaign_memberships {
+			ids = append(ids, id)
+		}
+		return ids
 	}
 	return nil
 }
 
 // ClearedEdges returns all edge names that were cleared in this mutation.
 func (m *SessionMutation) ClearedEdges() []string {
-	edges := make([]string, 0, 4)
+	edges := make([]string, 0, 5)
 	if m.clearedorganization {
 		edges = append(edges, session.EdgeOrganization)
 	}
@@ -8674,6 +10326,9 @@ func (m *SessionMutation) ClearedEdges() []string {
 	}
 	if m.clearedprompts {
 		edges = append(edges, session.EdgePrompts)
+	}
+	if m.clearedcampaign_memberships {
+		edges = append(edges, session.EdgeCampaignMemberships)
 	}
 	return edges
 }
@@ -8690,6 +10345,8 @@ func (m *SessionMutation) EdgeCleared(name string) bool {
 		return m.clearedsignals
 	case session.EdgePrompts:
 		return m.clearedprompts
+	case session.EdgeCampaignMemberships:
+		return m.clearedcampaign_memberships
 	}
 	return false
 }
@@ -8720,6 +10377,9 @@ func (m *SessionMutation) ResetEdge(name string) error {
 		return nil
 	case session.EdgePrompts:
 		m.ResetPrompts()
+		return nil
+	case session.EdgeCampaignMemberships:
+		m.ResetCampaignMemberships()
 		return nil
 	}
 	return fmt.Errorf("unknown Session edge %s", name)

@@ -72,15 +72,18 @@ type SessionEdges struct {
 	Signals []*Signal `json:"signals,omitempty"`
 	// Prompts holds the value of the prompts edge.
 	Prompts []*Prompt `json:"prompts,omitempty"`
+	// CampaignMemberships holds the value of the campaign_memberships edge.
+	CampaignMemberships []*CampaignSession `json:"campaign_memberships,omitempty"`
 	// loadedTypes holds the information for reporting if a
 	// type was loaded (or requested) in eager-loading or not.
-	loadedTypes [4]bool
+	loadedTypes [5]bool
 	// totalCount holds the count of the edges above.
 	totalCount [3]map[string]int
 
-	namedHits    map[string][]*Hit
-	namedSignals map[string][]*Signal
-	namedPrompts map[string][]*Prompt
+	namedHits                map[string][]*Hit
+	namedSignals             map[string][]*Signal
+	namedPrompts             map[string][]*Prompt
+	namedCampaignMemberships map[string][]*CampaignSession
 }
 
 // OrganizationOrErr returns the Organization value or an error if the edge
@@ -119,6 +122,15 @@ func (e SessionEdges) PromptsOrErr() ([]*Prompt, error) {
 		return e.Prompts, nil
 	}
 	return nil, &NotLoadedError{edge: "prompts"}
+}
+
+// CampaignMembershipsOrErr returns the CampaignMemberships value or an error if the edge
+// was not loaded in eager-loading.
+func (e SessionEdges) CampaignMembershipsOrErr() ([]*CampaignSession, error) {
+	if e.loadedTypes[4] {
+		return e.CampaignMemberships, nil
+	}
+	return nil, &NotLoadedError{edge: "campaign_memberships"}
 }
 
 // scanValues returns the types for scanning values from sql.Rows.
@@ -302,6 +314,11 @@ func (_m *Session) QueryPrompts() *PromptQuery {
 	return NewSessionClient(_m.config).QueryPrompts(_m)
 }
 
+// QueryCampaignMemberships queries the "campaign_memberships" edge of the Session entity.
+func (_m *Session) QueryCampaignMemberships() *CampaignSessionQuery {
+	return NewSessionClient(_m.config).QueryCampaignMemberships(_m)
+}
+
 // Update returns a builder for updating this Session.
 // Note that you need to call Session.Unwrap() before calling this method if this Session
 // was returned from a transaction, and the transaction was committed or rolled back.
@@ -451,6 +468,30 @@ func (_m *Session) appendNamedPrompts(name string, edges ...*Prompt) {
 		_m.Edges.namedPrompts[name] = []*Prompt{}
 	} else {
 		_m.Edges.namedPrompts[name] = append(_m.Edges.namedPrompts[name], edges...)
+	}
+}
+
+// NamedCampaignMemberships returns the CampaignMemberships named value or an error if the edge was not
+// loaded in eager-loading with this name.
+func (_m *Session) NamedCampaignMemberships(name string) ([]*CampaignSession, error) {
+	if _m.Edges.namedCampaignMemberships == nil {
+		return nil, &NotLoadedError{edge: name}
+	}
+	nodes, ok := _m.Edges.namedCampaignMemberships[name]
+	if !ok {
+		return nil, &NotLoadedError{edge: name}
+	}
+	return nodes, nil
+}
+
+func (_m *Session) appendNamedCampaignMemberships(name string, edges ...*CampaignSession) {
+	if _m.Edges.namedCampaignMemberships == nil {
+		_m.Edges.namedCampaignMemberships = make(map[string][]*CampaignSession)
+	}
+	if len(edges) == 0 {
+		_m.Edges.namedCampaignMemberships[name] = []*CampaignSession{}
+	} else {
+		_m.Edges.namedCampaignMemberships[name] = append(_m.Edges.namedCampaignMemberships[name], edges...)
 	}
 }
 

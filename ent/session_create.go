@@ -12,6 +12,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
+	"github.com/flytrap/flytrap/ent/campaignsession"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/prompt"
@@ -316,6 +317,21 @@ func (_c *SessionCreate) AddPrompts(v ...*Prompt) *SessionCreate {
 		ids[i] = v[i].ID
 	}
 	return _c.AddPromptIDs(ids...)
+}
+
+// AddCampaignMembershipIDs adds the "campaign_memberships" edge to the CampaignSession entity by IDs.
+func (_c *SessionCreate) AddCampaignMembershipIDs(ids ...int) *SessionCreate {
+	_c.mutation.AddCampaignMembershipIDs(ids...)
+	return _c
+}
+
+// AddCampaignMemberships adds the "campaign_memberships" edges to the CampaignSession entity.
+func (_c *SessionCreate) AddCampaignMemberships(v ...*CampaignSession) *SessionCreate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _c.AddCampaignMembershipIDs(ids...)
 }
 
 // Mutation returns the SessionMutation object of the builder.
@@ -707,6 +723,22 @@ func (_c *SessionCreate) createSpec() (*Session, *sqlgraph.CreateSpec) {
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(prompt.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges = append(_spec.Edges, edge)
+	}
+	if nodes := _c.mutation.CampaignMembershipsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.CampaignMembershipsTable,
+			Columns: []string{session.CampaignMembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(campaignsession.FieldID, field.TypeInt),
 			},
 		}
 		for _, k := range nodes {

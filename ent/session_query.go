@@ -13,6 +13,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
+	"github.com/flytrap/flytrap/ent/campaignsession"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/predicate"
@@ -24,19 +25,21 @@ import (
 // SessionQuery is the builder for querying Session entities.
 type SessionQuery struct {
 	config
-	ctx              *QueryContext
-	order            []session.OrderOption
-	inters           []Interceptor
-	predicates       []predicate.Session
-	withOrganization *OrganizationQuery
-	withHits         *HitQuery
-	withSignals      *SignalQuery
-	withPrompts      *PromptQuery
-	loadTotal        []func(context.Context, []*Session) error
-	modifiers        []func(*sql.Selector)
-	withNamedHits    map[string]*HitQuery
-	withNamedSignals map[string]*SignalQuery
-	withNamedPrompts map[string]*PromptQuery
+	ctx                          *QueryContext
+	order                        []session.OrderOption
+	inters                       []Interceptor
+	predicates                   []predicate.Session
+	withOrganization             *OrganizationQuery
+	withHits                     *HitQuery
+	withSignals                  *SignalQuery
+	withPrompts                  *PromptQuery
+	withCampaignMemberships      *CampaignSessionQuery
+	loadTotal                    []func(context.Context, []*Session) error
+	modifiers                    []func(*sql.Selector)
+	withNamedHits                map[string]*HitQuery
+	withNamedSignals             map[string]*SignalQuery
+	withNamedPrompts             map[string]*PromptQuery
+	withNamedCampaignMemberships map[string]*CampaignSessionQuery
 	// intermediate query (i.e. traversal path).
 	sql  *sql.Selector
 	path func(context.Context) (*sql.Selector, error)
@@ -154,6 +157,28 @@ func (_q *SessionQuery) QueryPrompts() *PromptQuery {
 			sqlgraph.From(session.Table, session.FieldID, selector),
 			sqlgraph.To(prompt.Table, prompt.FieldID),
 			sqlgraph.Edge(sqlgraph.O2M, false, session.PromptsTable, session.PromptsColumn),
+		)
+		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
+		return fromU, nil
+	}
+	return query
+}
+
+// QueryCampaignMemberships chains the current query on the "campaign_memberships" edge.
+func (_q *SessionQuery) QueryCampaignMemberships() *CampaignSessionQuery {
+	query := (&CampaignSessionClient{config: _q.config}).Query()
+	query.path = func(ctx context.Context) (fromU *sql.Selector, err error) {
+		if err := _q.prepareQuery(ctx); err != nil {
+			return nil, err
+		}
+		selector := _q.sqlQuery(ctx)
+		if err := selector.Err(); err != nil {
+			return nil, err
+		}
+		step := sqlgraph.NewStep(
+			sqlgraph.From(session.Table, session.FieldID, selector),
+			sqlgraph.To(campaignsession.Table, campaignsession.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, session.CampaignMembershipsTable, session.CampaignMembershipsColumn),
 		)
 		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
 		return fromU, nil
@@ -348,15 +373,16 @@ func (_q *SessionQuery) Clone() *SessionQuery {
 		return nil
 	}
 	return &SessionQuery{
-		config:           _q.config,
-		ctx:              _q.ctx.Clone(),
-		order:            append([]session.OrderOption{}, _q.order...),
-		inters:           append([]Interceptor{}, _q.inters...),
-		predicates:       append([]predicate.Session{}, _q.predicates...),
-		withOrganization: _q.withOrganization.Clone(),
-		withHits:         _q.withHits.Clone(),
-		withSignals:      _q.withSignals.Clone(),
-		withPrompts:      _q.withPrompts.Clone(),
+		config:                  _q.config,
+		ctx:                     _q.ctx.Clone(),
+		order:                   append([]session.OrderOption{}, _q.order...),
+		inters:                  append([]Interceptor{}, _q.inters...),
+		predicates:              append([]predicate.Session{}, _q.predicates...),
+		withOrganization:        _q.withOrganization.Clone(),
+		withHits:                _q.withHits.Clone(),
+		withSignals:             _q.withSignals.Clone(),
+		withPrompts:             _q.withPrompts.Clone(),
+		withCampaignMemberships: _q.withCampaignMemberships.Clone(),
 		// clone intermediate query.
 		sql:       _q.sql.Clone(),
 		path:      _q.path,
@@ -405,6 +431,17 @@ func (_q *SessionQuery) WithPrompts(opts ...func(*PromptQuery)) *SessionQuery {
 		opt(query)
 	}
 	_q.withPrompts = query
+	return _q
+}
+
+// WithCampaignMemberships tells the query-builder to eager-load the nodes that are connected to
+// the "campaign_memberships" edge. The optional arguments are used to configure the query builder of the edge.
+func (_q *SessionQuery) WithCampaignMemberships(opts ...func(*CampaignSessionQuery)) *SessionQuery {
+	query := (&CampaignSessionClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	_q.withCampaignMemberships = query
 	return _q
 }
 
@@ -492,11 +529,12 @@ func (_q *SessionQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Sess
 	var (
 		nodes       = []*Session{}
 		_spec       = _q.querySpec()
-		loadedTypes = [4]bool{
+		loadedTypes = [5]bool{
 			_q.withOrganization != nil,
 			_q.withHits != nil,
 			_q.withSignals != nil,
 			_q.withPrompts != nil,
+			_q.withCampaignMemberships != nil,
 		}
 	)
 	_spec.ScanValues = func(columns []string) ([]any, error) {
@@ -547,6 +585,15 @@ func (_q *SessionQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Sess
 			return nil, err
 		}
 	}
+	if query := _q.withCampaignMemberships; query != nil {
+		if err := _q.loadCampaignMemberships(ctx, query, nodes,
+			func(n *Session) { n.Edges.CampaignMemberships = []*CampaignSession{} },
+			func(n *Session, e *CampaignSession) {
+				n.Edges.CampaignMemberships = append(n.Edges.CampaignMemberships, e)
+			}); err != nil {
+			return nil, err
+		}
+	}
 	for name, query := range _q.withNamedHits {
 		if err := _q.loadHits(ctx, query, nodes,
 			func(n *Session) { n.appendNamedHits(name) },
@@ -565,6 +612,13 @@ func (_q *SessionQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Sess
 		if err := _q.loadPrompts(ctx, query, nodes,
 			func(n *Session) { n.appendNamedPrompts(name) },
 			func(n *Session, e *Prompt) { n.appendNamedPrompts(name, e) }); err != nil {
+			return nil, err
+		}
+	}
+	for name, query := range _q.withNamedCampaignMemberships {
+		if err := _q.loadCampaignMemberships(ctx, query, nodes,
+			func(n *Session) { n.appendNamedCampaignMemberships(name) },
+			func(n *Session, e *CampaignSession) { n.appendNamedCampaignMemberships(name, e) }); err != nil {
 			return nil, err
 		}
 	}
@@ -680,6 +734,36 @@ func (_q *SessionQuery) loadPrompts(ctx context.Context, query *PromptQuery, nod
 	}
 	query.Where(predicate.Prompt(func(s *sql.Selector) {
 		s.Where(sql.InValues(s.C(session.PromptsColumn), fks...))
+	}))
+	neighbors, err := query.All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range neighbors {
+		fk := n.SessionID
+		node, ok := nodeids[fk]
+		if !ok {
+			return fmt.Errorf(`unexpected referenced foreign-key "session_id" returned %v for node %v`, fk, n.ID)
+		}
+		assign(node, n)
+	}
+	return nil
+}
+func (_q *SessionQuery) loadCampaignMemberships(ctx context.Context, query *CampaignSessionQuery, nodes []*Session, init func(*Session), assign func(*Session, *CampaignSession)) error {
+	fks := make([]driver.Value, 0, len(nodes))
+	nodeids := make(map[string]*Session)
+	for i := range nodes {
+		fks = append(fks, nodes[i].ID)
+		nodeids[nodes[i].ID] = nodes[i]
+		if init != nil {
+			init(nodes[i])
+		}
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(campaignsession.FieldSessionID)
+	}
+	query.Where(predicate.CampaignSession(func(s *sql.Selector) {
+		s.Where(sql.InValues(s.C(session.CampaignMembershipsColumn), fks...))
 	}))
 	neighbors, err := query.All(ctx)
 	if err != nil {
@@ -831,6 +915,20 @@ func (_q *SessionQuery) WithNamedPrompts(name string, opts ...func(*PromptQuery)
 		_q.withNamedPrompts = make(map[string]*PromptQuery)
 	}
 	_q.withNamedPrompts[name] = query
+	return _q
+}
+
+// WithNamedCampaignMemberships tells the query-builder to eager-load the nodes that are connected to the "campaign_memberships"
+// edge with the given name. The optional arguments are used to configure the query builder of the edge.
+func (_q *SessionQuery) WithNamedCampaignMemberships(name string, opts ...func(*CampaignSessionQuery)) *SessionQuery {
+	query := (&CampaignSessionClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	if _q.withNamedCampaignMemberships == nil {
+		_q.withNamedCampaignMemberships = make(map[string]*CampaignSessionQuery)
+	}
+	_q.withNamedCampaignMemberships[name] = query
 	return _q
 }
 

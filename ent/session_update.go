@@ -12,6 +12,7 @@ import (
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/dialect/sql/sqljson"
 	"entgo.io/ent/schema/field"
+	"github.com/flytrap/flytrap/ent/campaignsession"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/predicate"
 	"github.com/flytrap/flytrap/ent/prompt"
@@ -346,6 +347,21 @@ func (_u *SessionUpdate) AddPrompts(v ...*Prompt) *SessionUpdate {
 	return _u.AddPromptIDs(ids...)
 }
 
+// AddCampaignMembershipIDs adds the "campaign_memberships" edge to the CampaignSession entity by IDs.
+func (_u *SessionUpdate) AddCampaignMembershipIDs(ids ...int) *SessionUpdate {
+	_u.mutation.AddCampaignMembershipIDs(ids...)
+	return _u
+}
+
+// AddCampaignMemberships adds the "campaign_memberships" edges to the CampaignSession entity.
+func (_u *SessionUpdate) AddCampaignMemberships(v ...*CampaignSession) *SessionUpdate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddCampaignMembershipIDs(ids...)
+}
+
 // Mutation returns the SessionMutation object of the builder.
 func (_u *SessionUpdate) Mutation() *SessionMutation {
 	return _u.mutation
@@ -412,6 +428,27 @@ func (_u *SessionUpdate) RemovePrompts(v ...*Prompt) *SessionUpdate {
 		ids[i] = v[i].ID
 	}
 	return _u.RemovePromptIDs(ids...)
+}
+
+// ClearCampaignMemberships clears all "campaign_memberships" edges to the CampaignSession entity.
+func (_u *SessionUpdate) ClearCampaignMemberships() *SessionUpdate {
+	_u.mutation.ClearCampaignMemberships()
+	return _u
+}
+
+// RemoveCampaignMembershipIDs removes the "campaign_memberships" edge to CampaignSession entities by IDs.
+func (_u *SessionUpdate) RemoveCampaignMembershipIDs(ids ...int) *SessionUpdate {
+	_u.mutation.RemoveCampaignMembershipIDs(ids...)
+	return _u
+}
+
+// RemoveCampaignMemberships removes "campaign_memberships" edges to CampaignSession entities.
+func (_u *SessionUpdate) RemoveCampaignMemberships(v ...*CampaignSession) *SessionUpdate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveCampaignMembershipIDs(ids...)
 }
 
 // Save executes the query and returns the number of nodes affected by the update operation.
@@ -729,6 +766,51 @@ func (_u *SessionUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(prompt.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.CampaignMembershipsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.CampaignMembershipsTable,
+			Columns: []string{session.CampaignMembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(campaignsession.FieldID, field.TypeInt),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedCampaignMembershipsIDs(); len(nodes) > 0 && !_u.mutation.CampaignMembershipsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.CampaignMembershipsTable,
+			Columns: []string{session.CampaignMembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(campaignsession.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.CampaignMembershipsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.CampaignMembershipsTable,
+			Columns: []string{session.CampaignMembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(campaignsession.FieldID, field.TypeInt),
 			},
 		}
 		for _, k := range nodes {
@@ -1070,6 +1152,21 @@ func (_u *SessionUpdateOne) AddPrompts(v ...*Prompt) *SessionUpdateOne {
 	return _u.AddPromptIDs(ids...)
 }
 
+// AddCampaignMembershipIDs adds the "campaign_memberships" edge to the CampaignSession entity by IDs.
+func (_u *SessionUpdateOne) AddCampaignMembershipIDs(ids ...int) *SessionUpdateOne {
+	_u.mutation.AddCampaignMembershipIDs(ids...)
+	return _u
+}
+
+// AddCampaignMemberships adds the "campaign_memberships" edges to the CampaignSession entity.
+func (_u *SessionUpdateOne) AddCampaignMemberships(v ...*CampaignSession) *SessionUpdateOne {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddCampaignMembershipIDs(ids...)
+}
+
 // Mutation returns the SessionMutation object of the builder.
 func (_u *SessionUpdateOne) Mutation() *SessionMutation {
 	return _u.mutation
@@ -1136,6 +1233,27 @@ func (_u *SessionUpdateOne) RemovePrompts(v ...*Prompt) *SessionUpdateOne {
 		ids[i] = v[i].ID
 	}
 	return _u.RemovePromptIDs(ids...)
+}
+
+// ClearCampaignMemberships clears all "campaign_memberships" edges to the CampaignSession entity.
+func (_u *SessionUpdateOne) ClearCampaignMemberships() *SessionUpdateOne {
+	_u.mutation.ClearCampaignMemberships()
+	return _u
+}
+
+// RemoveCampaignMembershipIDs removes the "campaign_memberships" edge to CampaignSession entities by IDs.
+func (_u *SessionUpdateOne) RemoveCampaignMembershipIDs(ids ...int) *SessionUpdateOne {
+	_u.mutation.RemoveCampaignMembershipIDs(ids...)
+	return _u
+}
+
+// RemoveCampaignMemberships removes "campaign_memberships" edges to CampaignSession entities.
+func (_u *SessionUpdateOne) RemoveCampaignMemberships(v ...*CampaignSession) *SessionUpdateOne {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveCampaignMembershipIDs(ids...)
 }
 
 // Where appends a list predicates to the SessionUpdate builder.
@@ -1483,6 +1601,51 @@ func (_u *SessionUpdateOne) sqlSave(ctx context.Context) (_node *Session, err er
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(prompt.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.CampaignMembershipsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.CampaignMembershipsTable,
+			Columns: []string{session.CampaignMembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(campaignsession.FieldID, field.TypeInt),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedCampaignMembershipsIDs(); len(nodes) > 0 && !_u.mutation.CampaignMembershipsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.CampaignMembershipsTable,
+			Columns: []string{session.CampaignMembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(campaignsession.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.CampaignMembershipsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.CampaignMembershipsTable,
+			Columns: []string{session.CampaignMembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(campaignsession.FieldID, field.TypeInt),
 			},
 		}
 		for _, k := range nodes {

@@ -16,6 +16,10 @@ type Tx struct {
 	config
 	// APIKey is the client for interacting with the APIKey builders.
 	APIKey *APIKeyClient
+	// Campaign is the client for interacting with the Campaign builders.
+	Campaign *CampaignClient
+	// CampaignSession is the client for interacting with the CampaignSession builders.
+	CampaignSession *CampaignSessionClient
 	// Counter is the client for interacting with the Counter builders.
 	Counter *CounterClient
 	// Event is the client for interacting with the Event builders.
@@ -178,6 +182,8 @@ func (tx *Tx) Client() *Client {
 
 func (tx *Tx) init() {
 	tx.APIKey = NewAPIKeyClient(tx.config)
+	tx.Campaign = NewCampaignClient(tx.config)
+	tx.CampaignSession = NewCampaignSessionClient(tx.config)
 	tx.Counter = NewCounterClient(tx.config)
 	tx.Event = NewEventClient(tx.config)
 	tx.Hit = NewHitClient(tx.config)

@@ -36,3 +36,11 @@ func (m *HitMutation) TxKey() any {
 	}
 	return nil
 }
+
+// TxKey is TxKey of the transaction m runs in, or nil outside one.
+func (m *PromptMutation) TxKey() any {
+	if _, ok := m.driver.(*txDriver); ok {
+		return m.driver
+	}
+	return nil
+}

@@ -546,8 +546,6 @@ type AnalyticsResolver interface {
 	Timeline(ctx context.Context, obj *model.Analytics) ([]*model.TimelineBucket, error)
 }
 type CampaignResolver interface {
-	FirstSeen(ctx context.Context, obj *model.Campaign) (*time.Time, error)
-	LastSeen(ctx context.Context, obj *model.Campaign) (*time.Time, error)
 	Sessions(ctx context.Context, obj *model.Campaign, first *int) ([]*ent.Session, error)
 	Addresses(ctx context.Context, obj *model.Campaign, first *int) ([]string, error)
 	Traps(ctx context.Context, obj *model.Campaign) ([]*model.TrapRef, error)
@@ -3221,10 +3219,11 @@ type TrapRef {
 extend type Query {
   """
   Sessions grouped into campaigns by the leaked prompt's hash and the operator and model
-  extracted from it: one agent fleet instead of many sessions. Most recently active first.
-  An aggregate over the organization's captured prompts, priced like the analytics figures.
+  extracted from it: one agent fleet instead of many sessions. Most recently active first
+  (by the latest captured prompt). Read from maintained rows: a page costs the same however
+  many prompts are stored.
   """
-  campaigns(first: Int, after: Cursor): CampaignConnection! @cost(weight: 1000)
+  campaigns(first: Int, after: Cursor): CampaignConnection! @cost(weight: 10)
 }
 
 type CampaignConnection {
@@ -3237,22 +3236,28 @@ type CampaignEdge {
   cursor: Cursor!
 }
 
-"Sessions that leaked the same prompt (by hash) with the same extracted operator and model."
+"""
+Sessions that leaked the same prompt (by hash) with the same extracted operator and model.
+Its counts and times are all-time: prompts and sessions removed by retention still count.
+"""
 type Campaign {
   "SHA-256 of the normalised leaked prompt."
   promptHash: String!
   operator: String!
   model: String!
+  "Distinct sessions that leaked it."
   sessionCount: Int!
   "Prompts captured in the campaign."
   promptCount: Int!
-  firstSeen: Time! @cost(weight: 5)
-  lastSeen: Time! @cost(weight: 5)
-  "The campaign's most recent sessions (at most 20)."
+  "When its first prompt was captured."
+  firstSeen: Time!
+  "When its latest prompt was captured."
+  lastSeen: Time!
+  "The stored sessions that most recently leaked the prompt, latest first (at most 20)."
   sessions(first: Int = 10): [Session!]! @cost(weight: 5) @listSize(assumedSize: 20)
-  "Distinct source addresses of its sessions (at most 20)."
+  "Distinct source addresses of its stored sessions, in order (at most 20)."
   addresses(first: Int = 20): [String!]! @cost(weight: 5) @listSize(assumedSize: 20)
-  "The traps its sessions triggered (of its 20 most recent sessions)."
+  "The traps its sessions triggered (of the 20 that most recently leaked the prompt)."
   traps: [TrapRef!]! @cost(weight: 10) @listSize(assumedSize: 20)
 }
 
@@ -5658,8 +5663,8 @@ func (ec *executionContext) _Campaign_sessionCount(ctx context.Context, field gr
 			return obj.SessionCount, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5681,8 +5686,8 @@ func (ec *executionContext) _Campaign_promptCount(ctx context.Context, field gra
 			return obj.PromptCount, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5701,18 +5706,18 @@ func (ec *executionContext) _Campaign_firstSeen(ctx context.Context, field graph
 			return ec.fieldContext_Campaign_firstSeen(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Campaign().FirstSeen(ctx, obj)
+			return obj.FirstSeen, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
-			return ec.marshalNTime2ᚖtimeᚐTime(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_Campaign_firstSeen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Campaign", field, true, true, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
 func (ec *executionContext) _Campaign_lastSeen(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
@@ -5724,18 +5729,18 @@ func (ec *executionContext) _Campaign_lastSeen(ctx context.Context, field graphq
 			return ec.fieldContext_Campaign_lastSeen(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Campaign().LastSeen(ctx, obj)
+			return obj.LastSeen, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
-			return ec.marshalNTime2ᚖtimeᚐTime(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_Campaign_lastSeen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Campaign", field, true, true, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
 func (ec *executionContext) _Campaign_sessions(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
@@ -22965,81 +22970,15 @@ func (ec *executionContext) _Campaign(ctx context.Context, sel ast.SelectionSet,
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "firstSeen":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Campaign_firstSeen(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
+			out.Values[i] = ec._Campaign_firstSeen(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
-				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "lastSeen":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Campaign_lastSeen(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
+			out.Values[i] = ec._Campaign_lastSeen(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
-				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "sessions":
 			field := field
 
@@ -28233,28 +28172,6 @@ func (ec *executionContext) unmarshalNTime2timeᚐTime(ctx context.Context, v an
 func (ec *executionContext) marshalNTime2timeᚐTime(ctx context.Context, sel ast.SelectionSet, v time.Time) graphql.Marshaler {
 	_ = sel
 	res := graphql.MarshalTime(v)
-	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
-	}
-	return res
-}
-
-func (ec *executionContext) unmarshalNTime2ᚖtimeᚐTime(ctx context.Context, v any) (*time.Time, error) {
-	res, err := graphql.UnmarshalTime(v)
-	return &res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalNTime2ᚖtimeᚐTime(ctx context.Context, sel ast.SelectionSet, v *time.Time) graphql.Marshaler {
-	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
-		return graphql.Null
-	}
-	_ = sel
-	res := graphql.MarshalTime(*v)
 	if res == graphql.Null {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")

@@ -178,9 +178,8 @@ func (r *Resolver) trapRefs(ctx context.Context, ids []string) ([]*model.TrapRef
 	if len(ids) > maxTrapRefs {
 		ids = ids[:maxTrapRefs]
 	}
-	out := make([]*model.TrapRef, 0, len(ids))
 	if len(ids) == 0 {
-		return out, nil
+		return []*model.TrapRef{}, nil
 	}
 	traps, err := r.ent(ctx).Trap.Query().Where(trap.IDIn(ids...)).All(ctx)
 	if err != nil {
@@ -190,6 +189,12 @@ func (r *Resolver) trapRefs(ctx context.Context, ids []string) ([]*model.TrapRef
 	for _, t := range traps {
 		byID[t.ID] = t
 	}
+	return refsOf(ids, byID), nil
+}
+
+// refsOf is the references to ids, from the traps found; a deleted trap keeps its id.
+func refsOf(ids []string, byID map[string]*ent.Trap) []*model.TrapRef {
+	out := make([]*model.TrapRef, 0, len(ids))
 	for _, id := range ids {
 		t := byID[id]
 		if t == nil {
@@ -203,7 +208,7 @@ func (r *Resolver) trapRefs(ctx context.Context, ids []string) ([]*model.TrapRef
 		}
 		out = append(out, ref)
 	}
-	return out, nil
+	return out
 }
 
 // Explanation is the resolver for the explanation field.

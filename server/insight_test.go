@@ -172,6 +172,11 @@ func TestSessionInsight(t *testing.T) {
 				t.Errorf("%s: %d %s", bad, r.Status, r.Raw)
 			}
 		}
+		// Another list's cursor (a session's) is not a campaigns cursor: bad input, not a 500.
+		sc := str(ft.Dig(env.MustGraphQL(a.ReadOnly, `{ sessions(first: 1) { pageInfo { endCursor } } }`, nil), "sessions", "pageInfo", "endCursor"))
+		if r := env.GraphQL(a.ReadOnly, `query($c: Cursor) { campaigns(after: $c) { edges { cursor } } }`, map[string]any{"c": sc}); r.Code() != "BAD_USER_INPUT" {
+			t.Errorf("a sessions cursor: %d %s", r.Status, r.Raw)
+		}
 		// Another organization sees no campaign of this one.
 		other := env.Tenant("other")
 		if e := ft.Dig(env.MustGraphQL(other.ReadOnly, cq, nil), "campaigns", "edges").([]any); len(e) != 0 {

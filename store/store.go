@@ -213,6 +213,10 @@ func migrateSchema(ctx context.Context, client *ent.Client, db *sql.DB, dia stri
 	if _, err := BackfillTrapSessions(ctx, client); err != nil {
 		return fmt.Errorf("backfill trap_sessions: %w", err)
 	}
+	// And one from before the maintained campaigns gets its captured prompts grouped once.
+	if _, err := tally.BackfillCampaigns(ctx, client); err != nil {
+		return fmt.Errorf("backfill the campaigns: %w", err)
+	}
 	return nil
 }
 

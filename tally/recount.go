@@ -101,3 +101,26 @@ func Backfill(ctx context.Context, c *ent.Client) (done bool, err error) {
 		return Apply(ctx, tx.Client(), d)
 	})
 }
+
+// campaignsUpgrade names the campaigns' backfill in flytrap_upgrades.
+const campaignsUpgrade = "campaigns-backfill-1"
+
+// BackfillCampaigns fills the campaigns of a database that captured prompts before they were
+// maintained, once, as Backfill does the counters: it groups the stored prompts (a purged
+// prompt cannot be counted any more) in one transaction.
+func BackfillCampaigns(ctx context.Context, c *ent.Client) (done bool, err error) {
+	return upgrade.Once(ctx, c, campaignsUpgrade, func(ctx context.Context, tx *ent.Tx) error {
+		sys := privacy.DecisionContext(ctx, privacy.Allow)
+		if _, err := tx.CampaignSession.Delete().Exec(sys); err != nil {
+			return err
+		}
+		if _, err := tx.Campaign.Delete().Exec(sys); err != nil {
+			return err
+		}
+		_, d, err := RecountCampaigns(ctx, tx.Client())
+		if err != nil {
+			return err
+		}
+		return Apply(ctx, tx.Client(), d)
+	})
+}

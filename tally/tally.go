@@ -50,6 +50,9 @@ type nameKey struct{ Org, Name string }
 type Delta struct {
 	hours map[hourKey]int64
 	names map[nameKey]int64
+	// Captured prompts, by campaign and by membership (campaign.go).
+	campaigns map[string]*CampaignRow
+	members   map[MemberKey]*MemberRow
 }
 
 // Hit counts one hit of org received in hour (Unix hours), in the organization's
@@ -87,10 +90,14 @@ func (d *Delta) merge(o *Delta) {
 	for k, n := range o.names {
 		d.Add(k.Org, k.Name, n)
 	}
+	d.mergeCampaigns(o)
 }
 
 // Empty says whether d changes nothing.
 func (d *Delta) Empty() bool {
+	if len(d.members) > 0 {
+		return false
+	}
 	for _, n := range d.hours {
 		if n != 0 {
 			return false
@@ -104,7 +111,8 @@ func (d *Delta) Empty() bool {
 	return true
 }
 
-// Equal says whether d and o make the same changes (zero entries are no change).
+// Equal says whether d and o make the same changes to the counters (zero entries are no
+// change); campaigns are compared by Campaigns.Diff.
 func (d *Delta) Equal(o *Delta) bool {
 	for k, n := range d.hours {
 		if o.hours[k] != n {
@@ -212,8 +220,9 @@ func record(ctx context.Context, c *ent.Client, m mutation, d *Delta) error {
 // upsertRows bounds the rows of one upsert statement (SQLite's bound variables).
 const upsertRows = 500
 
-// Apply adds d to the stored counters through c: an upsert per table and 500 rows, rows in
-// key order, so that concurrent writers lock counter rows in one order and never deadlock.
+// Apply adds d to the stored counters through c: campaigns first (campaign.go), then an
+// upsert per table and 500 rows, rows in key order, so that concurrent writers lock counter
+// rows in one order and never deadlock.
 // It is plain SQL (both databases spell the upsert alike), written on the writer's path.
 func Apply(ctx context.Context, c *ent.Client, d *Delta) error {
 	return ApplyTo(ctx, c, c.Dialect() == dialect.Postgres, d)
@@ -227,6 +236,9 @@ type Execer interface {
 
 // ApplyTo is Apply through x, on PostgreSQL when pg is set.
 func ApplyTo(ctx context.Context, x Execer, pg bool, d *Delta) error {
+	if err := applyCampaigns(ctx, x, pg, d); err != nil {
+		return err
+	}
 	hours := make([]hourKey, 0, len(d.hours))
 	for k, n := range d.hours {
 		if n != 0 {

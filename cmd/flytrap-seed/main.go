@@ -235,7 +235,7 @@ func (s *seeder) setup(ctx context.Context) error {
 	return nil
 }
 
-// verifyCounters compares every counter with a recount of the raw rows.
+// verifyCounters compares every counter, and every campaign, with a recount of the raw rows.
 func verifyCounters(ctx context.Context, c *ent.Client, out io.Writer) error {
 	start := time.Now()
 	want, err := tally.Recount(ctx, c)
@@ -249,10 +249,22 @@ func verifyCounters(ctx context.Context, c *ent.Client, out io.Writer) error {
 	if !got.Equal(want) {
 		return fmt.Errorf("the counters differ from a recount of the rows:\n%s", got.Diff(want))
 	}
+	// The campaigns (filled by the prompt hook as prompts are created) against a grouping of the prompts.
+	wantCampaigns, _, err := tally.RecountCampaigns(ctx, c)
+	if err != nil {
+		return err
+	}
+	gotCampaigns, err := tally.StoredCampaigns(ctx, c)
+	if err != nil {
+		return err
+	}
+	if diff := gotCampaigns.Diff(wantCampaigns); diff != "" {
+		return fmt.Errorf("the campaigns differ from a recount of the prompts:\n%s", diff)
+	}
 	if err := store.CheckTrapSessions(ctx, c); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "counters agree with a recount of the rows, trap_sessions with the sessions (%v)\n", time.Since(start).Round(time.Second))
+	fmt.Fprintf(out, "counters agree with a recount of the rows, trap_sessions with the sessions, and %d campaigns with a grouping of the prompts (%v)\n", len(gotCampaigns.Rows), time.Since(start).Round(time.Second))
 	return nil
 }
 

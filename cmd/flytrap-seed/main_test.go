@@ -39,7 +39,8 @@ func TestSeedIsConsistent(t *testing.T) {
 			t.Fatalf("output: %s", out.String())
 		}
 		out.Reset()
-		if err := run(context.Background(), []string{"-db", dsn, "-verify"}, &out); err != nil || !strings.Contains(out.String(), "counters agree") {
+		if err := run(context.Background(), []string{"-db", dsn, "-verify"}, &out); err != nil || !strings.Contains(out.String(), "counters agree") ||
+			!strings.Contains(out.String(), "campaigns with a grouping") || strings.Contains(out.String(), " 0 campaigns") {
 			t.Fatalf("-verify: %v %s", err, out.String())
 		}
 		ctx := ft.System()

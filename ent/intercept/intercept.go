@@ -9,6 +9,8 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/apikey"
+	"github.com/flytrap/flytrap/ent/campaign"
+	"github.com/flytrap/flytrap/ent/campaignsession"
 	"github.com/flytrap/flytrap/ent/counter"
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
@@ -108,6 +110,60 @@ func (f TraverseAPIKey) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.APIKeyQuery", q)
+}
+
+// The CampaignFunc type is an adapter to allow the use of ordinary function as a Querier.
+type CampaignFunc func(context.Context, *ent.CampaignQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f CampaignFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.CampaignQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.CampaignQuery", q)
+}
+
+// The TraverseCampaign type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseCampaign func(context.Context, *ent.CampaignQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseCampaign) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseCampaign) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.CampaignQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.CampaignQuery", q)
+}
+
+// The CampaignSessionFunc type is an adapter to allow the use of ordinary function as a Querier.
+type CampaignSessionFunc func(context.Context, *ent.CampaignSessionQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f CampaignSessionFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.CampaignSessionQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.CampaignSessionQuery", q)
+}
+
+// The TraverseCampaignSession type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseCampaignSession func(context.Context, *ent.CampaignSessionQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseCampaignSession) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseCampaignSession) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.CampaignSessionQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.CampaignSessionQuery", q)
 }
 
 // The CounterFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -520,6 +576,10 @@ func NewQuery(q ent.Query) (Query, error) {
 	switch q := q.(type) {
 	case *ent.APIKeyQuery:
 		return &query[*ent.APIKeyQuery, predicate.APIKey, apikey.OrderOption]{typ: ent.TypeAPIKey, tq: q}, nil
+	case *ent.CampaignQuery:
+		return &query[*ent.CampaignQuery, predicate.Campaign, campaign.OrderOption]{typ: ent.TypeCampaign, tq: q}, nil
+	case *ent.CampaignSessionQuery:
+		return &query[*ent.CampaignSessionQuery, predicate.CampaignSession, campaignsession.OrderOption]{typ: ent.TypeCampaignSession, tq: q}, nil
 	case *ent.CounterQuery:
 		return &query[*ent.CounterQuery, predicate.Counter, counter.OrderOption]{typ: ent.TypeCounter, tq: q}, nil
 	case *ent.EventQuery:

@@ -42,6 +42,84 @@ var (
 			},
 		},
 	}
+	// CampaignsColumns holds the columns for the "campaigns" table.
+	CampaignsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 40},
+		{Name: "org_id", Type: field.TypeString},
+		{Name: "prompt_hash", Type: field.TypeString, Size: 64},
+		{Name: "operator", Type: field.TypeString, Size: 200, Default: ""},
+		{Name: "model", Type: field.TypeString, Size: 100, Default: ""},
+		{Name: "session_count", Type: field.TypeInt64, Default: 0},
+		{Name: "prompt_count", Type: field.TypeInt64, Default: 0},
+		{Name: "first_prompt_id", Type: field.TypeString, Size: 40},
+		{Name: "last_prompt_id", Type: field.TypeString, Size: 40},
+		{Name: "first_seen", Type: field.TypeTime},
+		{Name: "last_seen", Type: field.TypeTime},
+	}
+	// CampaignsTable holds the schema information for the "campaigns" table.
+	CampaignsTable = &schema.Table{
+		Name:       "campaigns",
+		Columns:    CampaignsColumns,
+		PrimaryKey: []*schema.Column{CampaignsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "campaign_org_id_prompt_hash_operator_model",
+				Unique:  true,
+				Columns: []*schema.Column{CampaignsColumns[1], CampaignsColumns[2], CampaignsColumns[3], CampaignsColumns[4]},
+			},
+			{
+				Name:    "campaign_org_id_last_prompt_id",
+				Unique:  false,
+				Columns: []*schema.Column{CampaignsColumns[1], CampaignsColumns[8]},
+			},
+		},
+	}
+	// CampaignSessionsColumns holds the columns for the "campaign_sessions" table.
+	CampaignSessionsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "org_id", Type: field.TypeString},
+		{Name: "campaign_id", Type: field.TypeString, Size: 40},
+		{Name: "source_ip", Type: field.TypeString, Size: 64},
+		{Name: "prompts", Type: field.TypeInt64, Default: 0},
+		{Name: "last_prompt_id", Type: field.TypeString, Size: 40},
+		{Name: "session_id", Type: field.TypeString, Size: 40},
+	}
+	// CampaignSessionsTable holds the schema information for the "campaign_sessions" table.
+	CampaignSessionsTable = &schema.Table{
+		Name:       "campaign_sessions",
+		Columns:    CampaignSessionsColumns,
+		PrimaryKey: []*schema.Column{CampaignSessionsColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "campaign_sessions_sessions_campaign_memberships",
+				Columns:    []*schema.Column{CampaignSessionsColumns[6]},
+				RefColumns: []*schema.Column{SessionsColumns[0]},
+				OnDelete:   schema.Cascade,
+			},
+		},
+		Indexes: []*schema.Index{
+			{
+				Name:    "campaignsession_campaign_id_session_id",
+				Unique:  true,
+				Columns: []*schema.Column{CampaignSessionsColumns[2], CampaignSessionsColumns[6]},
+			},
+			{
+				Name:    "campaignsession_campaign_id_last_prompt_id",
+				Unique:  false,
+				Columns: []*schema.Column{CampaignSessionsColumns[2], CampaignSessionsColumns[5]},
+			},
+			{
+				Name:    "campaignsession_campaign_id_source_ip",
+				Unique:  false,
+				Columns: []*schema.Column{CampaignSessionsColumns[2], CampaignSessionsColumns[3]},
+			},
+			{
+				Name:    "campaignsession_session_id",
+				Unique:  false,
+				Columns: []*schema.Column{CampaignSessionsColumns[6]},
+			},
+		},
+	}
 	// CountersColumns holds the columns for the "counters" table.
 	CountersColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -570,6 +648,8 @@ var (
 	// Tables holds all the tables in the schema.
 	Tables = []*schema.Table{
 		APIKeysTable,
+		CampaignsTable,
+		CampaignSessionsTable,
 		CountersTable,
 		EventsTable,
 		HitsTable,
@@ -590,6 +670,7 @@ var (
 
 func init() {
 	APIKeysTable.ForeignKeys[0].RefTable = OrganizationsTable
+	CampaignSessionsTable.ForeignKeys[0].RefTable = SessionsTable
 	EventsTable.ForeignKeys[0].RefTable = OrganizationsTable
 	HitsTable.ForeignKeys[0].RefTable = OrganizationsTable
 	HitsTable.ForeignKeys[1].RefTable = SessionsTable

@@ -9,6 +9,12 @@ import (
 // APIKey is the predicate function for apikey builders.
 type APIKey func(*sql.Selector)
 
+// Campaign is the predicate function for campaign builders.
+type Campaign func(*sql.Selector)
+
+// CampaignSession is the predicate function for campaignsession builders.
+type CampaignSession func(*sql.Selector)
+
 // Counter is the predicate function for counter builders.
 type Counter func(*sql.Selector)
 

@@ -135,6 +135,54 @@ func (f APIKeyMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.APIKeyMutation", m)
 }
 
+// The CampaignQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type CampaignQueryRuleFunc func(context.Context, *ent.CampaignQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f CampaignQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.CampaignQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.CampaignQuery", q)
+}
+
+// The CampaignMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type CampaignMutationRuleFunc func(context.Context, *ent.CampaignMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f CampaignMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.CampaignMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.CampaignMutation", m)
+}
+
+// The CampaignSessionQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type CampaignSessionQueryRuleFunc func(context.Context, *ent.CampaignSessionQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f CampaignSessionQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.CampaignSessionQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.CampaignSessionQuery", q)
+}
+
+// The CampaignSessionMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type CampaignSessionMutationRuleFunc func(context.Context, *ent.CampaignSessionMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f CampaignSessionMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.CampaignSessionMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.CampaignSessionMutation", m)
+}
+
 // The CounterQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type CounterQueryRuleFunc func(context.Context, *ent.CounterQuery) error
@@ -532,6 +580,10 @@ func queryFilter(q ent.Query) (Filter, error) {
 	switch q := q.(type) {
 	case *ent.APIKeyQuery:
 		return q.Filter(), nil
+	case *ent.CampaignQuery:
+		return q.Filter(), nil
+	case *ent.CampaignSessionQuery:
+		return q.Filter(), nil
 	case *ent.CounterQuery:
 		return q.Filter(), nil
 	case *ent.EventQuery:
@@ -570,6 +622,10 @@ func queryFilter(q ent.Query) (Filter, error) {
 func mutationFilter(m ent.Mutation) (Filter, error) {
 	switch m := m.(type) {
 	case *ent.APIKeyMutation:
+		return m.Filter(), nil
+	case *ent.CampaignMutation:
+		return m.Filter(), nil
+	case *ent.CampaignSessionMutation:
 		return m.Filter(), nil
 	case *ent.CounterMutation:
 		return m.Filter(), nil

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/flytrap/flytrap/ent/apikey"
+	"github.com/flytrap/flytrap/ent/campaign"
+	"github.com/flytrap/flytrap/ent/campaignsession"
 	"github.com/flytrap/flytrap/ent/counter"
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
@@ -103,6 +105,108 @@ func init() {
 			return nil
 		}
 	}()
+	campaignMixin := schema.Campaign{}.Mixin()
+	campaign.Policy = privacy.NewPolicies(schema.Campaign{})
+	campaign.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := campaign.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	campaignMixinFields0 := campaignMixin[0].Fields()
+	_ = campaignMixinFields0
+	campaignFields := schema.Campaign{}.Fields()
+	_ = campaignFields
+	// campaignDescOrgID is the schema descriptor for org_id field.
+	campaignDescOrgID := campaignMixinFields0[0].Descriptor()
+	// campaign.OrgIDValidator is a validator for the "org_id" field. It is called by the builders before save.
+	campaign.OrgIDValidator = campaignDescOrgID.Validators[0].(func(string) error)
+	// campaignDescPromptHash is the schema descriptor for prompt_hash field.
+	campaignDescPromptHash := campaignFields[1].Descriptor()
+	// campaign.PromptHashValidator is a validator for the "prompt_hash" field. It is called by the builders before save.
+	campaign.PromptHashValidator = campaignDescPromptHash.Validators[0].(func(string) error)
+	// campaignDescOperator is the schema descriptor for operator field.
+	campaignDescOperator := campaignFields[2].Descriptor()
+	// campaign.DefaultOperator holds the default value on creation for the operator field.
+	campaign.DefaultOperator = campaignDescOperator.Default.(string)
+	// campaign.OperatorValidator is a validator for the "operator" field. It is called by the builders before save.
+	campaign.OperatorValidator = campaignDescOperator.Validators[0].(func(string) error)
+	// campaignDescModel is the schema descriptor for model field.
+	campaignDescModel := campaignFields[3].Descriptor()
+	// campaign.DefaultModel holds the default value on creation for the model field.
+	campaign.DefaultModel = campaignDescModel.Default.(string)
+	// campaign.ModelValidator is a validator for the "model" field. It is called by the builders before save.
+	campaign.ModelValidator = campaignDescModel.Validators[0].(func(string) error)
+	// campaignDescSessionCount is the schema descriptor for session_count field.
+	campaignDescSessionCount := campaignFields[4].Descriptor()
+	// campaign.DefaultSessionCount holds the default value on creation for the session_count field.
+	campaign.DefaultSessionCount = campaignDescSessionCount.Default.(int64)
+	// campaignDescPromptCount is the schema descriptor for prompt_count field.
+	campaignDescPromptCount := campaignFields[5].Descriptor()
+	// campaign.DefaultPromptCount holds the default value on creation for the prompt_count field.
+	campaign.DefaultPromptCount = campaignDescPromptCount.Default.(int64)
+	// campaignDescFirstPromptID is the schema descriptor for first_prompt_id field.
+	campaignDescFirstPromptID := campaignFields[6].Descriptor()
+	// campaign.FirstPromptIDValidator is a validator for the "first_prompt_id" field. It is called by the builders before save.
+	campaign.FirstPromptIDValidator = campaignDescFirstPromptID.Validators[0].(func(string) error)
+	// campaignDescLastPromptID is the schema descriptor for last_prompt_id field.
+	campaignDescLastPromptID := campaignFields[7].Descriptor()
+	// campaign.LastPromptIDValidator is a validator for the "last_prompt_id" field. It is called by the builders before save.
+	campaign.LastPromptIDValidator = campaignDescLastPromptID.Validators[0].(func(string) error)
+	// campaignDescID is the schema descriptor for id field.
+	campaignDescID := campaignFields[0].Descriptor()
+	// campaign.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	campaign.IDValidator = func() func(string) error {
+		validators := campaignDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	campaignsessionMixin := schema.CampaignSession{}.Mixin()
+	campaignsession.Policy = privacy.NewPolicies(schema.CampaignSession{})
+	campaignsession.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := campaignsession.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	campaignsessionMixinFields0 := campaignsessionMixin[0].Fields()
+	_ = campaignsessionMixinFields0
+	campaignsessionFields := schema.CampaignSession{}.Fields()
+	_ = campaignsessionFields
+	// campaignsessionDescOrgID is the schema descriptor for org_id field.
+	campaignsessionDescOrgID := campaignsessionMixinFields0[0].Descriptor()
+	// campaignsession.OrgIDValidator is a validator for the "org_id" field. It is called by the builders before save.
+	campaignsession.OrgIDValidator = campaignsessionDescOrgID.Validators[0].(func(string) error)
+	// campaignsessionDescCampaignID is the schema descriptor for campaign_id field.
+	campaignsessionDescCampaignID := campaignsessionFields[0].Descriptor()
+	// campaignsession.CampaignIDValidator is a validator for the "campaign_id" field. It is called by the builders before save.
+	campaignsession.CampaignIDValidator = campaignsessionDescCampaignID.Validators[0].(func(string) error)
+	// campaignsessionDescSourceIP is the schema descriptor for source_ip field.
+	campaignsessionDescSourceIP := campaignsessionFields[2].Descriptor()
+	// campaignsession.SourceIPValidator is a validator for the "source_ip" field. It is called by the builders before save.
+	campaignsession.SourceIPValidator = campaignsessionDescSourceIP.Validators[0].(func(string) error)
+	// campaignsessionDescPrompts is the schema descriptor for prompts field.
+	campaignsessionDescPrompts := campaignsessionFields[3].Descriptor()
+	// campaignsession.DefaultPrompts holds the default value on creation for the prompts field.
+	campaignsession.DefaultPrompts = campaignsessionDescPrompts.Default.(int64)
+	// campaignsessionDescLastPromptID is the schema descriptor for last_prompt_id field.
+	campaignsessionDescLastPromptID := campaignsessionFields[4].Descriptor()
+	// campaignsession.LastPromptIDValidator is a validator for the "last_prompt_id" field. It is called by the builders before save.
+	campaignsession.LastPromptIDValidator = campaignsessionDescLastPromptID.Validators[0].(func(string) error)
 	counterMixin := schema.Counter{}.Mixin()
 	counter.Policy = privacy.NewPolicies(schema.Counter{})
 	counter.Hooks[0] = func(next ent.Mutator) ent.Mutator {
@@ -418,6 +522,9 @@ func init() {
 			return next.Mutate(ctx, m)
 		})
 	}
+	promptHooks := schema.Prompt{}.Hooks()
+
+	prompt.Hooks[1] = promptHooks[0]
 	promptMixinFields0 := promptMixin[0].Fields()
 	_ = promptMixinFields0
 	promptMixinFields1 := promptMixin[1].Fields()

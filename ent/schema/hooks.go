@@ -182,6 +182,11 @@ func (Session) Hooks() []ent.Hook {
 	return []ent.Hook{tally.SessionHook}
 }
 
+// Prompts keep their campaigns (per hash, operator and model, and per session): tally.PromptHook.
+func (Prompt) Hooks() []ent.Hook {
+	return []ent.Hook{hook.On(tally.PromptHook, ent.OpCreate)}
+}
+
 // hitHour buckets a hit by the hour it was received in, for the timeline.
 func hitHour(next ent.Mutator) ent.Mutator {
 	return hook.HitFunc(func(ctx context.Context, m *gen.HitMutation) (ent.Value, error) {

@@ -3,6 +3,7 @@ package schema
 import (
 	"entgo.io/contrib/entgql"
 	"entgo.io/ent"
+	"entgo.io/ent/dialect/entsql"
 	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
@@ -53,6 +54,9 @@ func (Session) Edges() []ent.Edge {
 		edge.To("hits", Hit.Type).Annotations(entgql.RelayConnection()),
 		edge.To("signals", Signal.Type),
 		edge.To("prompts", Prompt.Type),
+		// Its campaigns (tally.PromptHook); deleting the session deletes them.
+		edge.To("campaign_memberships", CampaignSession.Type).
+			Annotations(entsql.OnDelete(entsql.Cascade), entgql.Skip(entgql.SkipAll)),
 	}
 }
 

@@ -62,6 +62,8 @@ const (
 	EdgeSignals = "signals"
 	// EdgePrompts holds the string denoting the prompts edge name in mutations.
 	EdgePrompts = "prompts"
+	// EdgeCampaignMemberships holds the string denoting the campaign_memberships edge name in mutations.
+	EdgeCampaignMemberships = "campaign_memberships"
 	// Table holds the table name of the session in the database.
 	Table = "sessions"
 	// OrganizationTable is the table that holds the organization relation/edge.
@@ -92,6 +94,13 @@ const (
 	PromptsInverseTable = "prompts"
 	// PromptsColumn is the table column denoting the prompts relation/edge.
 	PromptsColumn = "session_id"
+	// CampaignMembershipsTable is the table that holds the campaign_memberships relation/edge.
+	CampaignMembershipsTable = "campaign_sessions"
+	// CampaignMembershipsInverseTable is the table name for the CampaignSession entity.
+	// It exists in this package in order to avoid circular dependency with the "campaignsession" package.
+	CampaignMembershipsInverseTable = "campaign_sessions"
+	// CampaignMembershipsColumn is the table column denoting the campaign_memberships relation/edge.
+	CampaignMembershipsColumn = "session_id"
 )
 
 // Columns holds all SQL columns for session fields.
@@ -376,6 +385,20 @@ func ByPrompts(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
 		sqlgraph.OrderByNeighborTerms(s, newPromptsStep(), append([]sql.OrderTerm{term}, terms...)...)
 	}
 }
+
+// ByCampaignMembershipsCount orders the results by campaign_memberships count.
+func ByCampaignMembershipsCount(opts ...sql.OrderTermOption) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborsCount(s, newCampaignMembershipsStep(), opts...)
+	}
+}
+
+// ByCampaignMemberships orders the results by campaign_memberships terms.
+func ByCampaignMemberships(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborTerms(s, newCampaignMembershipsStep(), append([]sql.OrderTerm{term}, terms...)...)
+	}
+}
 func newOrganizationStep() *sqlgraph.Step {
 	return sqlgraph.NewStep(
 		sqlgraph.From(Table, FieldID),
@@ -402,6 +425,13 @@ func newPromptsStep() *sqlgraph.Step {
 		sqlgraph.From(Table, FieldID),
 		sqlgraph.To(PromptsInverseTable, FieldID),
 		sqlgraph.Edge(sqlgraph.O2M, false, PromptsTable, PromptsColumn),
+	)
+}
+func newCampaignMembershipsStep() *sqlgraph.Step {
+	return sqlgraph.NewStep(
+		sqlgraph.From(Table, FieldID),
+		sqlgraph.To(CampaignMembershipsInverseTable, FieldID),
+		sqlgraph.Edge(sqlgraph.O2M, false, CampaignMembershipsTable, CampaignMembershipsColumn),
 	)
 }
 

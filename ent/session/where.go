@@ -952,6 +952,29 @@ func HasPromptsWith(preds ...predicate.Prompt) predicate.Session {
 	})
 }
 
+// HasCampaignMemberships applies the HasEdge predicate on the "campaign_memberships" edge.
+func HasCampaignMemberships() predicate.Session {
+	return predicate.Session(func(s *sql.Selector) {
+		step := sqlgraph.NewStep(
+			sqlgraph.From(Table, FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, CampaignMembershipsTable, CampaignMembershipsColumn),
+		)
+		sqlgraph.HasNeighbors(s, step)
+	})
+}
+
+// HasCampaignMembershipsWith applies the HasEdge predicate on the "campaign_memberships" edge with a given conditions (other predicates).
+func HasCampaignMembershipsWith(preds ...predicate.CampaignSession) predicate.Session {
+	return predicate.Session(func(s *sql.Selector) {
+		step := newCampaignMembershipsStep()
+		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
+			for _, p := range preds {
+				p(s)
+			}
+		})
+	})
+}
+
 // And groups predicates with the AND operator between them.
 func And(predicates ...predicate.Session) predicate.Session {
 	return predicate.Session(sql.AndPredicates(predicates...))

@@ -20,25 +20,6 @@ type Analytics struct {
 	Timeline []*TimelineBucket `json:"timeline"`
 }
 
-// Sessions that leaked the same prompt (by hash) with the same extracted operator and model.
-type Campaign struct {
-	// SHA-256 of the normalised leaked prompt.
-	PromptHash   string `json:"promptHash"`
-	Operator     string `json:"operator"`
-	Model        string `json:"model"`
-	SessionCount int    `json:"sessionCount"`
-	// Prompts captured in the campaign.
-	PromptCount int       `json:"promptCount"`
-	FirstSeen   time.Time `json:"firstSeen"`
-	LastSeen    time.Time `json:"lastSeen"`
-	// The campaign's most recent sessions (at most 20).
-	Sessions []*ent.Session `json:"sessions"`
-	// Distinct source addresses of its sessions (at most 20).
-	Addresses []string `json:"addresses"`
-	// The traps its sessions triggered (of its 20 most recent sessions).
-	Traps []*TrapRef `json:"traps"`
-}
-
 type CampaignConnection struct {
 	Edges    []*CampaignEdge          `json:"edges"`
 	PageInfo *entgql.PageInfo[string] `json:"pageInfo"`

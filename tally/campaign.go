@@ -1,0 +1,409 @@
+package tally
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	entgo "entgo.io/ent"
+
+	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/campaign"
+	"github.com/flytrap/flytrap/ent/campaignsession"
+	"github.com/flytrap/flytrap/ent/hook"
+	"github.com/flytrap/flytrap/ent/privacy"
+	"github.com/flytrap/flytrap/ent/prompt"
+	"github.com/flytrap/flytrap/store/sqltext"
+)
+
+// Campaigns are the maintained aggregates of captured prompts (ent's Campaign and
+// CampaignSession): per organization and (prompt hash, operator, model), the all-time count
+// of prompts and of distinct sessions, the first and last prompt; per stored session of it,
+// its prompts and latest prompt. A created prompt records itself in its transaction's Delta
+// (PromptHook); at commit the memberships, then the campaigns, are upserted in key order
+// before the counters, so concurrent writers lock them in one order.
+
+// CampaignID names org's campaign of (hash, operator, model). It is derived from them, so
+// every writer names the same row without reading it first.
+func CampaignID(org, hash, operator, model string) string {
+	h := sha256.New()
+	for _, s := range []string{org, hash, operator, model} {
+		h.Write(binary.AppendUvarint(nil, uint64(len(s))))
+		h.Write([]byte(s))
+	}
+	return "cmp_" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// CampaignRow is a campaign as stored, or as a recount finds it.
+type CampaignRow struct {
+	Org, Hash, Operator, Model string
+	Sessions, Prompts          int64
+	FirstID, LastID            string
+	FirstSeen, LastSeen        time.Time
+}
+
+// MemberKey is a session's membership of a campaign.
+type MemberKey struct{ Campaign, Session string }
+
+// MemberRow is a membership as stored, or as a recount finds it.
+type MemberRow struct {
+	Org, SourceIP string
+	Prompts       int64
+	LastID        string
+}
+
+// Prompt records a captured prompt (id, captured at at) of session in its campaign.
+func (d *Delta) Prompt(org, hash, operator, model, session, id string, at time.Time) {
+	cid := CampaignID(org, hash, operator, model)
+	if d.campaigns == nil {
+		d.campaigns = map[string]*CampaignRow{}
+		d.members = map[MemberKey]*MemberRow{}
+	}
+	c := d.campaigns[cid]
+	if c == nil {
+		c = &CampaignRow{Org: org, Hash: hash, Operator: operator, Model: model, FirstID: id, LastID: id, FirstSeen: at, LastSeen: at}
+		d.campaigns[cid] = c
+	}
+	c.Prompts++
+	if id < c.FirstID {
+		c.FirstID, c.FirstSeen = id, at
+	}
+	if id > c.LastID {
+		c.LastID, c.LastSeen = id, at
+	}
+	k := MemberKey{cid, session}
+	m := d.members[k]
+	if m == nil {
+		m = &MemberRow{Org: org, LastID: id}
+		d.members[k] = m
+	}
+	m.Prompts++
+	m.LastID = max(m.LastID, id)
+}
+
+// mergeCampaigns adds o's prompts to d's.
+func (d *Delta) mergeCampaigns(o *Delta) {
+	if len(o.campaigns) == 0 {
+		return
+	}
+	if d.campaigns == nil {
+		d.campaigns = map[string]*CampaignRow{}
+		d.members = map[MemberKey]*MemberRow{}
+	}
+	for id, c := range o.campaigns {
+		cur := d.campaigns[id]
+		if cur == nil {
+			cp := *c
+			d.campaigns[id] = &cp
+			continue
+		}
+		cur.Prompts += c.Prompts
+		if c.FirstID < cur.FirstID {
+			cur.FirstID, cur.FirstSeen = c.FirstID, c.FirstSeen
+		}
+		if c.LastID > cur.LastID {
+			cur.LastID, cur.LastSeen = c.LastID, c.LastSeen
+		}
+	}
+	for k, m := range o.members {
+		cur := d.members[k]
+		if cur == nil {
+			cp := *m
+			d.members[k] = &cp
+			continue
+		}
+		cur.Prompts += m.Prompts
+		cur.LastID = max(cur.LastID, m.LastID)
+	}
+}
+
+// Querier runs a statement that returns rows: an *ent.Client, or an *sql.Tx.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// memberCols and campaignCols are the columns the upserts write, in order.
+var (
+	memberCols = []string{campaignsession.FieldOrgID, campaignsession.FieldCampaignID, campaignsession.FieldSessionID,
+		campaignsession.FieldSourceIP, campaignsession.FieldPrompts, campaignsession.FieldLastPromptID}
+	campaignCols = []string{campaign.FieldID, campaign.FieldOrgID, campaign.FieldPromptHash, campaign.FieldOperator, campaign.FieldModel,
+		campaign.FieldSessionCount, campaign.FieldPromptCount, campaign.FieldFirstPromptID, campaign.FieldLastPromptID,
+		campaign.FieldFirstSeen, campaign.FieldLastSeen}
+)
+
+// campaignRows bounds the rows of one campaign upsert (11 bound values a row).
+const campaignRows = 200
+
+// applyCampaigns writes d's prompts: the memberships first, each learning whether it is new
+// (its prompts after the upsert are the delta's alone), then the campaigns, a new member
+// adding one to the campaign's sessions. Both in key order.
+func applyCampaigns(ctx context.Context, x Execer, pg bool, d *Delta) error {
+	if len(d.members) == 0 {
+		return nil
+	}
+	q, ok := x.(Querier)
+	if !ok {
+		return fmt.Errorf("count campaigns: %T cannot query", x)
+	}
+	keys := make([]MemberKey, 0, len(d.members))
+	for k := range d.members {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b MemberKey) int {
+		return cmp.Or(cmp.Compare(a.Campaign, b.Campaign), cmp.Compare(a.Session, b.Session))
+	})
+	sessions := make([]string, 0, len(keys))
+	for _, k := range keys {
+		sessions = append(sessions, k.Session)
+	}
+	ips, err := sourceIPs(ctx, q, pg, sessions)
+	if err != nil {
+		return err
+	}
+	added := map[string]int64{}
+	for len(keys) > 0 {
+		part := keys[:min(len(keys), upsertRows)]
+		keys = keys[len(part):]
+		args := make([]any, 0, len(memberCols)*len(part))
+		for _, k := range part {
+			m := d.members[k]
+			ip, ok := ips[k.Session]
+			if !ok {
+				return fmt.Errorf("count campaigns: session %s is not stored", k.Session)
+			}
+			args = append(args, m.Org, k.Campaign, k.Session, ip, m.Prompts, m.LastID)
+		}
+		var b strings.Builder
+		t := campaignsession.Table
+		b.WriteString("INSERT INTO " + t + " (" + strings.Join(memberCols, ", ") + ") VALUES ")
+		sqltext.Values(&b, pg, len(part), sqltext.Columns(len(memberCols))...)
+		b.WriteString(" ON CONFLICT (campaign_id, session_id) DO UPDATE SET prompts = " + t + ".prompts + excluded.prompts, " +
+			"last_prompt_id = " + greater(t, "last_prompt_id") +
+			" RETURNING campaign_id, session_id, prompts")
+		rows, err := q.QueryContext(ctx, b.String(), args...)
+		if err != nil {
+			return fmt.Errorf("count campaign sessions: %w", err)
+		}
+		for rows.Next() {
+			var k MemberKey
+			var n int64
+			if err := rows.Scan(&k.Campaign, &k.Session, &n); err != nil {
+				rows.Close()
+				return err
+			}
+			if m := d.members[k]; m != nil && n == m.Prompts {
+				added[k.Campaign]++ // the row holds this delta's prompts alone: it is new
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("count campaign sessions: %w", err)
+		}
+	}
+	ids := make([]string, 0, len(d.campaigns))
+	for id := range d.campaigns {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for len(ids) > 0 {
+		part := ids[:min(len(ids), campaignRows)]
+		ids = ids[len(part):]
+		args := make([]any, 0, len(campaignCols)*len(part))
+		for _, id := range part {
+			c := d.campaigns[id]
+			args = append(args, id, c.Org, c.Hash, c.Operator, c.Model, added[id], c.Prompts, c.FirstID, c.LastID, c.FirstSeen.UTC(), c.LastSeen.UTC())
+		}
+		var b strings.Builder
+		t := campaign.Table
+		b.WriteString("INSERT INTO " + t + " (" + strings.Join(campaignCols, ", ") + ") VALUES ")
+		sqltext.Values(&b, pg, len(part), sqltext.Columns(len(campaignCols))...)
+		b.WriteString(" ON CONFLICT (id) DO UPDATE SET session_count = " + t + ".session_count + excluded.session_count, " +
+			"prompt_count = " + t + ".prompt_count + excluded.prompt_count, " +
+			"first_seen = CASE WHEN excluded.first_prompt_id < " + t + ".first_prompt_id THEN excluded.first_seen ELSE " + t + ".first_seen END, " +
+			"first_prompt_id = CASE WHEN excluded.first_prompt_id < " + t + ".first_prompt_id THEN excluded.first_prompt_id ELSE " + t + ".first_prompt_id END, " +
+			"last_seen = CASE WHEN excluded.last_prompt_id > " + t + ".last_prompt_id THEN excluded.last_seen ELSE " + t + ".last_seen END, " +
+			"last_prompt_id = " + greater(t, "last_prompt_id"))
+		if _, err := x.ExecContext(ctx, b.String(), args...); err != nil {
+			return fmt.Errorf("count campaigns: %w", err)
+		}
+	}
+	return nil
+}
+
+// greater is the larger of table's col and the proposed row's (every SET expression reads
+// the row as it was).
+func greater(table, col string) string {
+	return "CASE WHEN excluded." + col + " > " + table + "." + col + " THEN excluded." + col + " ELSE " + table + "." + col + " END"
+}
+
+// sourceIPs reads the source addresses of sessions (sorted, maybe repeated).
+func sourceIPs(ctx context.Context, q Querier, pg bool, sessions []string) (map[string]string, error) {
+	sessions = slices.Compact(slices.Sorted(slices.Values(sessions)))
+	out := make(map[string]string, len(sessions))
+	for len(sessions) > 0 {
+		part := sessions[:min(len(sessions), upsertRows)]
+		sessions = sessions[len(part):]
+		var b strings.Builder
+		b.WriteString("SELECT id, source_ip FROM sessions WHERE id IN ")
+		sqltext.Values(&b, pg, 1, sqltext.Columns(len(part))...)
+		args := make([]any, len(part))
+		for i, s := range part {
+			args[i] = s
+		}
+		rows, err := q.QueryContext(ctx, b.String(), args...)
+		if err != nil {
+			return nil, fmt.Errorf("read campaign sessions' addresses: %w", err)
+		}
+		for rows.Next() {
+			var id, ip string
+			if err := rows.Scan(&id, &ip); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[id] = ip
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// PromptHook records a prompt created through ent (the writer's, the seed tool's) in its
+// campaign, written when its transaction commits (or at once outside one). Deleting prompts
+// changes no campaign: their counts are all-time, like the hourly hit buckets.
+func PromptHook(next entgo.Mutator) entgo.Mutator {
+	return hook.PromptFunc(func(ctx context.Context, m *ent.PromptMutation) (entgo.Value, error) {
+		v, err := next.Mutate(ctx, m)
+		if err != nil || !m.Op().Is(entgo.OpCreate) {
+			return v, err
+		}
+		id, _ := m.ID()
+		org, _ := m.OrgID()
+		hash, _ := m.Hash()
+		operator, _ := m.Operator()
+		model, _ := m.Model()
+		session, _ := m.SessionID()
+		at, _ := m.CreatedAt()
+		var d Delta
+		d.Prompt(org, hash, operator, model, session, id, at)
+		return v, record(ctx, m.Client(), m, &d)
+	})
+}
+
+// Campaigns is every campaign and membership, as stored or as recounted.
+type Campaigns struct {
+	Rows    map[string]CampaignRow
+	Members map[MemberKey]MemberRow
+}
+
+// RecountCampaigns counts the campaigns from scratch over the stored prompts (in pages by
+// id, so memory follows the campaigns, not the prompts): the upgrade's backfill and the tests'
+// check, never a request. The result is as a Delta too, to write.
+func RecountCampaigns(ctx context.Context, c *ent.Client) (*Campaigns, *Delta, error) {
+	ctx = privacy.DecisionContext(ctx, privacy.Allow)
+	var d Delta
+	after := ""
+	for {
+		ps, err := c.Prompt.Query().Where(prompt.IDGT(after)).Order(ent.Asc(prompt.FieldID)).Limit(10000).
+			Select(prompt.FieldOrgID, prompt.FieldHash, prompt.FieldOperator, prompt.FieldModel, prompt.FieldSessionID, prompt.FieldCreatedAt).
+			All(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("recount campaigns: %w", err)
+		}
+		for _, p := range ps {
+			d.Prompt(p.OrgID, p.Hash, p.Operator, p.Model, p.SessionID, p.ID, p.CreatedAt)
+		}
+		if len(ps) < 10000 {
+			break
+		}
+		after = ps[len(ps)-1].ID
+	}
+	sessions := make([]string, 0, len(d.members))
+	for k := range d.members {
+		sessions = append(sessions, k.Session)
+	}
+	ips, err := sourceIPs(ctx, c, c.Dialect() == "postgres", sessions)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := &Campaigns{Rows: map[string]CampaignRow{}, Members: map[MemberKey]MemberRow{}}
+	for k, m := range d.members {
+		r := *m
+		r.SourceIP = ips[k.Session]
+		out.Members[k] = r
+	}
+	sessionsOf := map[string]int64{}
+	for k := range d.members {
+		sessionsOf[k.Campaign]++
+	}
+	for id, cr := range d.campaigns {
+		r := *cr
+		r.Sessions = sessionsOf[id]
+		out.Rows[id] = r
+	}
+	return out, &d, nil
+}
+
+// StoredCampaigns reads every campaign and membership as stored.
+func StoredCampaigns(ctx context.Context, c *ent.Client) (*Campaigns, error) {
+	ctx = privacy.DecisionContext(ctx, privacy.Allow)
+	out := &Campaigns{Rows: map[string]CampaignRow{}, Members: map[MemberKey]MemberRow{}}
+	cs, err := c.Campaign.Query().All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range cs {
+		out.Rows[r.ID] = CampaignRow{Org: r.OrgID, Hash: r.PromptHash, Operator: r.Operator, Model: r.Model, Sessions: r.SessionCount,
+			Prompts: r.PromptCount, FirstID: r.FirstPromptID, LastID: r.LastPromptID, FirstSeen: r.FirstSeen, LastSeen: r.LastSeen}
+	}
+	ms, err := c.CampaignSession.Query().All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range ms {
+		out.Members[MemberKey{m.CampaignID, m.SessionID}] = MemberRow{Org: m.OrgID, SourceIP: m.SourceIP, Prompts: m.Prompts, LastID: m.LastPromptID}
+	}
+	return out, nil
+}
+
+// Diff describes where a and b differ ("" when they agree; times to the millisecond), for a
+// test's failure message and the seed tool's check.
+func (a *Campaigns) Diff(b *Campaigns) string {
+	var out []string
+	same := func(x, y CampaignRow) bool {
+		return x.Org == y.Org && x.Hash == y.Hash && x.Operator == y.Operator && x.Model == y.Model && x.Sessions == y.Sessions &&
+			x.Prompts == y.Prompts && x.FirstID == y.FirstID && x.LastID == y.LastID &&
+			x.FirstSeen.UnixMilli() == y.FirstSeen.UnixMilli() && x.LastSeen.UnixMilli() == y.LastSeen.UnixMilli()
+	}
+	for id, x := range a.Rows {
+		if y, ok := b.Rows[id]; !ok || !same(x, y) {
+			out = append(out, fmt.Sprintf("campaign %s: %+v vs %+v", id, x, y))
+		}
+	}
+	for id, y := range b.Rows {
+		if _, ok := a.Rows[id]; !ok {
+			out = append(out, fmt.Sprintf("campaign %s: none vs %+v", id, y))
+		}
+	}
+	for k, x := range a.Members {
+		if y, ok := b.Members[k]; !ok || x != y {
+			out = append(out, fmt.Sprintf("member %v: %+v vs %+v", k, x, y))
+		}
+	}
+	for k, y := range b.Members {
+		if _, ok := a.Members[k]; !ok {
+			out = append(out, fmt.Sprintf("member %v: none vs %+v", k, y))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, "\n")
+}
