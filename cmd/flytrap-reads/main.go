@@ -40,6 +40,7 @@ import (
 	"github.com/flytrap/flytrap/ent/hithour"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/trap"
+	"github.com/flytrap/flytrap/ent/trapsession"
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/store"
@@ -99,6 +100,11 @@ const sessionsSinceCountQuery = `query($since: Time!) { sessions(first: 50, wher
 
 const campaignsQuery = `query { campaigns(first: 20) { edges { node { promptHash operator model sessionCount promptCount } } } }`
 
+// campaignsPageQuery is the dashboard's campaigns page (web/src/queries.ts CAMPAIGNS).
+const campaignsPageQuery = `query { campaigns(first: 20) { pageInfo { hasNextPage endCursor } edges { cursor node { promptHash operator model
+  sessionCount promptCount firstSeen lastSeen sessions(first: 10) { id sourceIP userAgent classification severity lastSeen }
+  addresses(first: 20) traps { id name path type deleted } } } } }`
+
 // detailQuery is what the dashboard's session page asks for.
 const detailQuery = `query($id: ID!) { sessionDetail(id: $id) { hitsTruncated
   session { id classification severity score explanation { rule ruleText parts { signal points } }
@@ -140,6 +146,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		{name: "GraphQL sessions severity=critical totalCount", graphql: sessionsSeverityCountQuery},
 		{name: "GraphQL analytics (overview, severity, timeline)", graphql: analyticsQuery},
 		{name: "GraphQL campaigns(first:20)", graphql: campaignsQuery},
+		{name: "GraphQL campaigns, the dashboard's page", graphql: campaignsPageQuery},
 		{name: "REST traps", path: "/dashboard/api/traps"},
 		{name: "GraphQL traps(first:50)", graphql: trapsQuery},
 		{name: "GraphQL events(first:100)", graphql: eventsQuery},
@@ -256,6 +263,8 @@ func (r read) do(ctx context.Context, client *http.Client, base, key string) err
 type ids struct {
 	sessionCursor, session, largest string
 	busyTrap, quietTrap             string
+	hammeredTrap                    string // the most hits per session (flytrap-seed's scanners'), "" when none has 100
+	hammered                        string // "N hits from M sessions"
 	eventCursor                     string // GraphQL's, after the event deep before the newest
 	eventPosition                   int64
 	endpoint, deliveryCursor        string // the busiest endpoint, and the cursor -deep down its deliveries
@@ -276,6 +285,11 @@ func (x ids) reads(deep int) []read {
 		{name: "REST sessions trap_id=quietest trap", path: "/dashboard/api/sessions?limit=50&trap_id=" + x.quietTrap},
 		{name: "GraphQL sessions hasHitsWith busiest trap", graphql: sessionsTrapQuery, vars: map[string]any{"trap": x.busyTrap}},
 		{name: "GraphQL sessions hasHitsWith quietest trap", graphql: sessionsTrapQuery, vars: map[string]any{"trap": x.quietTrap}},
+	}
+	if x.hammeredTrap != "" {
+		out = append(out,
+			read{name: "REST sessions trap_id=hammered trap (" + x.hammered + ")", path: "/dashboard/api/sessions?limit=50&trap_id=" + x.hammeredTrap},
+			read{name: "GraphQL sessions hasHitsWith hammered trap", graphql: sessionsTrapQuery, vars: map[string]any{"trap": x.hammeredTrap}})
 	}
 	if x.eventCursor != "" {
 		out = append(out,
@@ -336,6 +350,22 @@ func lookUp(ctx context.Context, dsn, org string, deep int) (ids, error) {
 	}
 	slices.SortFunc(traps, func(a, b *ent.Trap) int { return cmp.Compare(hits[b.ID], hits[a.ID]) })
 	x.busyTrap, x.quietTrap = traps[0].ID, traps[len(traps)-1].ID
+	// The trap with the most hits per session: many hits from a handful of sessions.
+	var members []struct {
+		Trap  string `json:"trap_id"`
+		Count int64  `json:"count"`
+	}
+	if err := c.TrapSession.Query().Where(trapsession.OrgID(org)).GroupBy(trapsession.FieldTrapID).
+		Aggregate(ent.Count()).Scan(ctx, &members); err != nil {
+		return x, fmt.Errorf("sessions per trap: %w", err)
+	}
+	best := int64(100)
+	for _, m := range members {
+		if m.Count > 0 && hits[m.Trap]/m.Count >= best {
+			best = hits[m.Trap] / m.Count
+			x.hammeredTrap, x.hammered = m.Trap, fmt.Sprintf("%d hits from %d sessions", hits[m.Trap], m.Count)
+		}
+	}
 	if last, err := c.Event.Query().Where(entevent.OrgID(org)).Order(ent.Desc(entevent.FieldPosition)).First(ctx); err == nil {
 		ev, err := c.Event.Query().Where(entevent.OrgID(org), entevent.PositionLTE(max(1, last.Position-int64(deep)))).
 			Order(ent.Desc(entevent.FieldPosition)).First(ctx)

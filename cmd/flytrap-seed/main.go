@@ -408,6 +408,17 @@ func (s *seeder) fill(ctx context.Context, out io.Writer) error {
 			if len(s.orgs) > 1 && s.rnd.Float64() >= 0.8 {
 				o = &s.orgs[1+s.rnd.IntN(len(s.orgs)-1)]
 			}
+			// Three scanners hammer the first organization's last trap, 400 hits each: a trap
+			// with many hits from a handful of sessions (the trap filter's hard case); no other
+			// session hits it.
+			hammer := len(o.traps) > 1 && (done+i)%max(1, s.o.sessions/3) == s.o.sessions/6
+			if hammer {
+				o = &s.orgs[0]
+			}
+			random := o.traps
+			if len(random) > 1 {
+				random = random[:len(random)-1]
+			}
 			c := s.pickClass()
 			// Denser towards now: age = span × u², so half the sessions fall in the last quarter;
 			// u goes from 1 down to 0 over the seed (one random point in each session's stratum).
@@ -415,6 +426,9 @@ func (s *seeder) fill(ctx context.Context, out io.Writer) error {
 			last := s.o.now.Add(-time.Duration(u * u * float64(span))).Truncate(time.Millisecond)
 			nh := 1 + int(s.rnd.ExpFloat64()*(s.o.hits-1))
 			nh = min(nh, 500)
+			if hammer {
+				nh = 400
+			}
 			dur := time.Duration(s.rnd.ExpFloat64() * float64(time.Duration(nh)*20*time.Second))
 			first := last.Add(-dur)
 			sid := s.id(ids.Session, first)
@@ -442,8 +456,11 @@ func (s *seeder) fill(ctx context.Context, out io.Writer) error {
 				hitIDs[h] = hid
 				var trapID any
 				kind, status, trapName := hit.KindDecoy, 200, ""
-				if s.rnd.IntN(4) > 0 { // most hits land on a trap
-					trapName = o.traps[s.rnd.IntN(len(o.traps))]
+				if hammer || s.rnd.IntN(4) > 0 { // most hits land on a trap
+					trapName = random[s.rnd.IntN(len(random))]
+					if hammer {
+						trapName = o.traps[len(o.traps)-1]
+					}
 					trapID = trapName
 					trapsHit = appendOnce(trapsHit, trapName)
 				} else {
