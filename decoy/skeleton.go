@@ -21,7 +21,7 @@ type skeleton struct {
 	status      int
 	contentType string
 	header      map[string]string
-	body        []byte // with markers: NUL, a kind byte, the placement number, NUL
+	body        string // with markers: NUL, a kind byte, the placement number, NUL
 	slots       []skelSlot
 	tags        []string // the zero-width texts, with token markers, before encoding
 }
@@ -71,7 +71,7 @@ func skeletonOf(kind Kind, r *renderer) *skeleton {
 	out := kind.render(r)
 	r.skel = nil
 	sk.status, sk.contentType, sk.header = out.Status, out.ContentType, out.Header
-	sk.body = bytes.Clone(out.Body)
+	sk.body = string(out.Body)
 	skeletons.Add(key, sk)
 	return sk
 }
@@ -128,7 +128,7 @@ func (sk *skeleton) fill(r *renderer) Rendered {
 			}
 			vals[n] = v
 		}
-		body = sk.splice(body[:0], string(sk.body), vals)
+		body = sk.splice(body[:0], sk.body, vals)
 		shown := false
 		for _, v := range vals {
 			if v.answer != "" && bytes.Contains(body, []byte(v.answer)) {

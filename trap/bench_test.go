@@ -17,10 +17,12 @@ import (
 	"github.com/flytrap/flytrap/flytraptest/testdb"
 )
 
-// load sends GETs to url from parallel clients, each with its own user agent, and
-// reports requests per second, latency percentiles and CPU per request. Both benchmarks below use it,
-// so the trap listener and a bare handler meet the same load generator.
-func load(b *testing.B, url string) {
+// load sends GETs to url from parallel clients, each with its own user agent (its own
+// visitor, so its own session) or, with oneVisitor, all with one (one session, as wrk and
+// scripts/listener-wrk.sh send them), and reports requests per second, latency percentiles
+// and CPU per request. The benchmarks below use it, so the trap listener and a bare handler
+// meet the same load generator.
+func load(b *testing.B, url string, oneVisitor ...bool) {
 	transport := &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}
 	defer transport.CloseIdleConnections()
 	client := &http.Client{Transport: transport}
@@ -32,6 +34,9 @@ func load(b *testing.B, url string) {
 	start, cpu := time.Now(), testdb.ProcessCPU()
 	b.RunParallel(func(pb *testing.PB) {
 		ua := fmt.Sprintf("Mozilla/5.0 (bench %d) Chrome/131.0 Safari/537.36", worker.Add(1))
+		if len(oneVisitor) > 0 && oneVisitor[0] {
+			ua = "wrk/4.1 (bench)"
+		}
 		var mine []time.Duration
 		for pb.Next() {
 			req, _ := http.NewRequest(http.MethodGet, url, nil)
@@ -80,6 +85,21 @@ func BenchmarkListenerPage(b *testing.B) {
 			written, shed := env.Server.Engine().Stats()
 			b.ReportMetric(float64(shed), "shed")
 			_ = written
+		})
+	}
+}
+
+// BenchmarkListenerOneVisitor is BenchmarkListenerPage with every request from one visitor
+// (one session): what wrk measures (scripts/listener-wrk.sh).
+func BenchmarkListenerOneVisitor(b *testing.B) {
+	for _, be := range ft.Backends() {
+		b.Run(be.Name, func(b *testing.B) {
+			env := ft.Start(b, be)
+			a := env.Tenant("acme")
+			env.MustGraphQL(a.ReadWrite, `mutation { createTrap(input:{name:"Docs", type: page, path:"/internal/docs"}) { id } }`, nil)
+			load(b, env.Trap.URL+"/internal/docs", true)
+			_, shed := env.Server.Engine().Stats()
+			b.ReportMetric(float64(shed), "shed")
 		})
 	}
 }

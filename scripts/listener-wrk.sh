@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The trap listener against a bare net/http server writing the same bytes, with wrk (issue 12,
+# part 4: "≥ 0.4× a bare handler's requests per second at 128 connections on SQLite").
+# Builds flytrap and internal/bareserve, starts flytrap on a fresh SQLite database (every hit
+# durably recorded before its answer), creates a page trap, saves one of its responses as the
+# bare server's body, then runs wrk against each in turn, ROUNDS times, alternating, and prints
+# requests per second, latency and the ratio. wrk sends every request with one user agent
+# from one address: one visitor, one session, as a scanner hammering a trap. Extra arguments
+# go to `flytrap serve` (e.g. --db 'postgres://…' for PostgreSQL).
+# Needs wrk (apt-get install -y wrk), Go and Node (free ports).
+# Usage: bash scripts/listener-wrk.sh [CONNECTIONS=128] [SECONDS=10] [ROUNDS=3] [-- serve flags…]
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+name=listener-wrk
+conns=${1:-128}
+secs=${2:-10}
+rounds=${3:-3}
+shift $(($# < 3 ? $# : 3))
+[[ "${1:-}" == "--" ]] && shift
+
+tmp=$(mktemp -d)
+# shellcheck source=lib/flytrap.sh
+. scripts/lib/flytrap.sh
+command -v wrk >/dev/null || die "wrk is missing: apt-get install -y wrk"
+bare_pid=""
+cleanup() {
+  stop_server
+  [[ -n "$bare_pid" ]] && kill "$bare_pid" 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+go build -o "$tmp/flytrap" ./cmd/flytrap
+go build -o "$tmp/bareserve" ./internal/bareserve
+read -r port trap_port < <(free_ports)
+read -r bare_port _ < <(free_ports)
+db=(--db "$tmp/flytrap.db")
+[[ " $* " == *" --db "* ]] && db=()
+start_flytrap "${db[@]}" --api-addr "127.0.0.1:$port" --trap-addr "127.0.0.1:$trap_port" \
+  --rate-limit 100000000 --rate-burst 100000000 --log-format json "$@"
+wait_for_key
+for _ in $(seq 1 100); do curl -fs -o /dev/null "http://127.0.0.1:$port/readyz" && break; sleep 0.1; done
+curl -fs -o /dev/null -X POST -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+  -d '{"name":"Docs","type":"page","path":"/internal/docs"}' "http://127.0.0.1:$port/dashboard/api/traps" ||
+  die "could not create the trap"
+curl -fs -o "$tmp/page.html" "http://127.0.0.1:$trap_port/internal/docs" || die "the trap does not answer"
+"$tmp/bareserve" -addr "127.0.0.1:$bare_port" -file "$tmp/page.html" &
+bare_pid=$!
+sleep 0.5
+
+run() { # URL → "req/s p50 p99"
+  wrk -t2 -c"$conns" -d"${secs}s" --latency "$1" |
+    awk '/Requests\/sec/ {r=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} /Non-2xx/ {bad=$NF} END {print r, p50, p99, bad+0}'
+}
+echo "$name: page decoy of $(wc -c <"$tmp/page.html") bytes, $conns connections, ${secs} s per run"
+printf '%-6s %12s %8s %8s %12s %8s %8s %7s\n' round listener p50 p99 bare p50 p99 ratio
+for r in $(seq 1 "$rounds"); do
+  read -r lr lp50 lp99 lbad < <(run "http://127.0.0.1:$trap_port/internal/docs")
+  read -r br bp50 bp99 _ < <(run "http://127.0.0.1:$bare_port/internal/docs")
+  [[ "$lbad" == 0 ]] || die "the listener answered $lbad non-2xx responses (shed or failed writes)"
+  printf '%-6s %12s %8s %8s %12s %8s %8s %7.2f\n' "$r" "$lr" "$lp50" "$lp99" "$br" "$bp50" "$bp99" "$(echo "$lr / $br" | bc -l)"
+done
+written=$(curl -fs -H "Authorization: Bearer $key" "http://127.0.0.1:$port/dashboard/api/analytics/overview" |
+  node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).data.totalHits24h))')
+echo "$name: hits recorded: $written"
