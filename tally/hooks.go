@@ -36,11 +36,24 @@ func SessionHook(next entgo.Mutator) entgo.Mutator {
 			d.Add(org, SessionsName(string(sev), string(cls)), 1)
 			d.Add(org, Tripwires, int64(trips))
 			d.Add(org, Prompts, int64(proms))
+			if err := trapSessionsOf(ctx, m, &d); err != nil {
+				return v, err
+			}
 			return v, record(ctx, m.Client(), m, &d)
 		}
 		del := m.Op().Is(entgo.OpDelete | entgo.OpDeleteOne)
+		var traps Delta // the trap_sessions rows of the traps an update sets
+		if !del {
+			if err := trapSessionsOf(ctx, m, &traps); err != nil {
+				return nil, err
+			}
+		}
 		if !del && !countedFieldsChange(m) {
-			return next.Mutate(ctx, m)
+			v, err := next.Mutate(ctx, m)
+			if err != nil {
+				return v, err
+			}
+			return v, record(ctx, m.Client(), m, &traps)
 		}
 		old, err := storedSessions(ctx, m)
 		if err != nil {
@@ -81,6 +94,7 @@ func SessionHook(next entgo.Mutator) entgo.Mutator {
 			d.Add(n.Org, Tripwires, n.Tripwires)
 			d.Add(n.Org, Prompts, n.Prompts)
 		}
+		d.merge(&traps)
 		return v, record(ctx, m.Client(), m, &d)
 	})
 }

@@ -53,6 +53,8 @@ type Delta struct {
 	// Captured prompts, by campaign and by membership (campaign.go).
 	campaigns map[string]*CampaignRow
 	members   map[MemberKey]*MemberRow
+	// Sessions' first hits on traps: trap_sessions rows (trapsessions.go).
+	trapSessions map[trapSessionKey]struct{}
 }
 
 // Hit counts one hit of org received in hour (Unix hours), in the organization's
@@ -91,11 +93,14 @@ func (d *Delta) merge(o *Delta) {
 		d.Add(k.Org, k.Name, n)
 	}
 	d.mergeCampaigns(o)
+	for k := range o.trapSessions {
+		d.TrapSession(k.Trap, k.Session)
+	}
 }
 
 // Empty says whether d changes nothing.
 func (d *Delta) Empty() bool {
-	if len(d.members) > 0 {
+	if len(d.members) > 0 || len(d.trapSessions) > 0 {
 		return false
 	}
 	for _, n := range d.hours {
@@ -237,6 +242,9 @@ type Execer interface {
 // ApplyTo is Apply through x, on PostgreSQL when pg is set.
 func ApplyTo(ctx context.Context, x Execer, pg bool, d *Delta) error {
 	if err := applyCampaigns(ctx, x, pg, d); err != nil {
+		return err
+	}
+	if err := applyTrapSessions(ctx, x, pg, d); err != nil {
 		return err
 	}
 	hours := make([]hourKey, 0, len(d.hours))

@@ -95,9 +95,6 @@ func (e *Engine) writeBatch(ctx context.Context, batch []*job) error {
 	if err := e.insertHits(ctx, c, hits); err != nil {
 		return err
 	}
-	if err := e.insertTrapSessions(ctx, c, order); err != nil {
-		return err
-	}
 	// The hourly hit counters, written at commit (the session counters follow the session
 	// rows through ent's hook): tally package, docs/counters.md.
 	counts := tally.Pending(tx)

@@ -15,7 +15,6 @@ import (
 	"github.com/flytrap/flytrap/ent/predicate"
 	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ent/session"
-	"github.com/flytrap/flytrap/ent/trapsession"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/store/sqltext"
@@ -36,9 +35,7 @@ type sess struct {
 	addHits  int
 	addTrips int
 	addProms int
-	// storedTraps is how many of Traps have their trap_sessions row: the rest are new.
-	storedTraps int
-	verdict     detect.Verdict
+	verdict  detect.Verdict
 	// dirty says the lists or the state changed since the session was stored;
 	// stored is the verdict as stored. An unchanged session costs only its counters.
 	dirty  bool
@@ -214,7 +211,7 @@ func (e *Engine) loadSession(ctx context.Context, c *ent.Client, id string, batc
 			Fired: slices.Clone(row.SignalsFired), Traps: slices.Clone(row.TrapsTriggered),
 			Model: row.ExtractedModel, Operator: row.ExtractedOperator, State: row.State,
 		},
-		wasDetected: row.State.Detected, wasSeverity: row.State.Severity, storedTraps: len(row.TrapsTriggered),
+		wasDetected: row.State.Detected, wasSeverity: row.State.Severity,
 		stored: detect.Verdict{Classification: string(row.Classification), Score: row.Score,
 			Confidence: row.Confidence, Severity: string(row.Severity)},
 	}
@@ -394,7 +391,6 @@ func (s *sess) committed() {
 		s.row = &ent.Session{ID: s.id}
 	}
 	s.addHits, s.addTrips, s.addProms, s.dirty, s.stored = 0, 0, 0, false, s.verdict
-	s.storedTraps = len(s.Traps)
 	s.wasDetected, s.wasSeverity = s.State.Detected, s.State.Severity
 }
 
@@ -408,31 +404,3 @@ func plainTextDecoy(path string) bool {
 	}
 	return false
 }
-
-// insertTrapSessions records the batch's sessions' first hits on traps: a trap_sessions row
-// per trap that joined a session's traps_triggered, in the batch's transaction. ON CONFLICT:
-// a session whose first hit on the trap another instance wrote meanwhile (the row is the same).
-func (e *Engine) insertTrapSessions(ctx context.Context, c *ent.Client, ss []*sess) error {
-	var args []any
-	for _, s := range ss {
-		for _, t := range s.Traps[min(s.storedTraps, len(s.Traps)):] {
-			args = append(args, s.org, t, s.id)
-		}
-	}
-	for len(args) > 0 {
-		n := min(len(args)/3, trapSessionChunk)
-		var q strings.Builder
-		q.WriteString("INSERT INTO " + trapsession.Table + " (" + trapsession.FieldOrgID + ", " + trapsession.FieldTrapID + ", " +
-			trapsession.FieldSessionID + ") VALUES ")
-		sqltext.Values(&q, e.dialect == dialect.Postgres, n, sqltext.Columns(3)...)
-		q.WriteString(" ON CONFLICT (" + trapsession.FieldTrapID + ", " + trapsession.FieldSessionID + ") DO NOTHING")
-		if _, err := c.ExecContext(ctx, q.String(), args[:3*n]...); err != nil {
-			return fmt.Errorf("insert trap sessions: %w", err)
-		}
-		args = args[3*n:]
-	}
-	return nil
-}
-
-// trapSessionChunk is the most trap_sessions rows one INSERT writes.
-const trapSessionChunk = 256

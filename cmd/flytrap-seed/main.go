@@ -381,7 +381,6 @@ var hitColumns = []string{
 // batchTx is what one transaction writes.
 type batchTx struct {
 	sessions []*ent.SessionCreate
-	members  []*ent.TrapSessionCreate // trap_sessions: a row per trap of each session, as the writer adds them
 	hits     [][]any
 	signals  []*ent.SignalCreate
 	prompts  []*ent.PromptCreate
@@ -500,9 +499,6 @@ func (s *seeder) fill(ctx context.Context, out io.Writer) error {
 				SetScore(score).SetConfidence(min(100, score+10)).SetSignalsFired(fired).
 				SetFirstSeen(first).SetLastSeen(last).SetHitCount(nh).SetTripwiresFired(tripwires).
 				SetPromptsCaptured(nPrompts).SetTrapsTriggered(trapsHit).SetExtractedModel(model).SetExtractedOperator(operator))
-			for _, tr := range trapsHit {
-				b.members = append(b.members, tx.TrapSession.Create().SetOrgID(o.id).SetTrapID(tr).SetSessionID(sid))
-			}
 			// The threat events the writer appends: threat.detected when a session is first judged
 			// a threat (detect.Detected), threat.escalated for some that rose to high or critical.
 			if score >= detect.DetectionThreshold && c.name != session.ClassificationHUMAN && c.name != session.ClassificationCRAWLER {
@@ -552,11 +548,6 @@ func (s *seeder) write(ctx context.Context, tx *ent.Tx, b *batchTx) error {
 	for r := range chunks(len(b.sessions), s.o.batch) {
 		if err := tx.Session.CreateBulk(b.sessions[r[0]:r[1]]...).Exec(ctx); err != nil {
 			return fmt.Errorf("insert sessions: %w", err)
-		}
-	}
-	for r := range chunks(len(b.members), s.o.batch) {
-		if err := tx.TrapSession.CreateBulk(b.members[r[0]:r[1]]...).Exec(ctx); err != nil {
-			return fmt.Errorf("insert trap sessions: %w", err)
 		}
 	}
 	if err := s.insertHits(ctx, tx, b.hits); err != nil {
