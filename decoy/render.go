@@ -59,6 +59,9 @@ type Rendered struct {
 	Header     map[string]string
 	Body       []byte
 	Placements []Placement
+	// Links is LinkedPaths(Body, Placements) when the response knows it (a skeleton's,
+	// found once for all its responses: shared, read only), nil otherwise.
+	Links []string
 
 	pooled *[]byte // Body's buffer, from bodies: Release returns it
 }

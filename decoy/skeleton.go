@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,11 @@ type skeleton struct {
 	body        string // with markers: NUL, a kind byte, the placement number, NUL
 	slots       []skelSlot
 	tags        []string // the zero-width texts, with token markers, before encoding
+	// static says, for each possible challenge answer (minAnswer + i), whether the
+	// skeleton's own text holds it: a response then shows it whatever is spliced in.
+	static [maxAnswer - minAnswer + 1]bool
+	values int      // how many markers body has: values spliced into a response
+	links  []string // LinkedPaths of every response: the body's, but for paths with a marker
 }
 
 type skelSlot struct {
@@ -72,6 +78,27 @@ func skeletonOf(kind Kind, r *renderer) *skeleton {
 	r.skel = nil
 	sk.status, sk.contentType, sk.header = out.Status, out.ContentType, out.Header
 	sk.body = string(out.Body)
+	for rest := sk.body; ; {
+		i := strings.IndexByte(rest, 0)
+		seg := rest
+		if i >= 0 {
+			seg = rest[:i]
+		}
+		for n := minAnswer; n <= maxAnswer; n++ {
+			sk.static[n-minAnswer] = sk.static[n-minAnswer] || strings.Contains(seg, strconv.Itoa(n))
+		}
+		if i < 0 || i+4 > len(rest) {
+			break
+		}
+		sk.values++
+		rest = rest[i+4:]
+	}
+	// A path with a marker carries a per-response value: LinkedPaths leaves out those with
+	// a token, and one with another value would differ in every response.
+	sk.links = slices.Clip(slices.DeleteFunc(LinkedPaths([]byte(sk.body), nil), func(p string) bool { return strings.IndexByte(p, 0) >= 0 }))
+	if sk.links == nil {
+		sk.links = []string{}
+	}
 	skeletons.Add(key, sk)
 	return sk
 }
@@ -97,7 +124,10 @@ func (r *renderer) tagText(s string) {
 	r.b = appendTagText(r.b, s)
 }
 
-type skelValues struct{ tok, a, b, phrase, answer string }
+type skelValues struct {
+	tok, a, b, phrase, answer string
+	sum                       int // the answer's value
+}
 
 // fill makes r's response from the skeleton: the values of every placement spliced in,
 // with fresh indices (so fresh tokens and numbers) while a challenge's answer would
@@ -114,6 +144,7 @@ func (sk *skeleton) fill(r *renderer) Rendered {
 		buf = &b
 	}
 	body := (*buf)[:0]
+	spans := make([]int, 0, 2*sk.values)
 	for attempt := 0; ; attempt++ {
 		base := attempt * attemptStep
 		for n, sl := range sk.slots {
@@ -122,16 +153,17 @@ func (sk *skeleton) fill(r *renderer) Rendered {
 			switch sl.purpose {
 			case Challenge:
 				a, b := r.m.challengeOperands(&r.ulid, idx, Challenge)
-				v.a, v.b, v.answer = numberWords(a), numberWords(b), strconv.Itoa(a+b)
+				v.a, v.b, v.answer, v.sum = numberWords(a), numberWords(b), strconv.Itoa(a+b), a+b
 			case Canary:
 				v.phrase = r.m.canaryPhrase(&r.ulid, idx, Canary, v.tok)
 			}
 			vals[n] = v
 		}
-		body = sk.splice(body[:0], sk.body, vals)
+		spans = spans[:0]
+		body = sk.splice(body[:0], sk.body, vals, &spans)
 		shown := false
 		for _, v := range vals {
-			if v.answer != "" && bytes.Contains(body, []byte(v.answer)) {
+			if v.answer != "" && sk.answerShown(body, spans, v.answer, v.sum) {
 				shown = true
 				break
 			}
@@ -145,13 +177,35 @@ func (sk *skeleton) fill(r *renderer) Rendered {
 				}
 			}
 			*buf = body
-			return Rendered{Status: sk.status, ContentType: sk.contentType, Header: sk.header, Body: body, Placements: places, pooled: buf}
+			return Rendered{Status: sk.status, ContentType: sk.contentType, Header: sk.header, Body: body, Placements: places, Links: sk.links, pooled: buf}
 		}
 	}
 }
 
-// splice appends src with its markers replaced by vals.
-func (sk *skeleton) splice(dst []byte, src string, vals []skelValues) []byte {
+// answerShown says whether the decimal answer (of value n) stands in body, the skeleton
+// spliced with values at spans (start, end pairs): exactly bytes.Contains(body, answer),
+// without reading the whole body. An occurrence lies inside the skeleton's own text (static)
+// or overlaps a spliced value, so only the bytes around each value are read.
+func (sk *skeleton) answerShown(body []byte, spans []int, answer string, n int) bool {
+	if n < minAnswer || n > maxAnswer {
+		return bytes.Contains(body, []byte(answer))
+	}
+	if sk.static[n-minAnswer] {
+		return true
+	}
+	l := len(answer)
+	for i := 0; i+1 < len(spans); i += 2 {
+		lo, hi := max(0, spans[i]-l+1), min(len(body), spans[i+1]+l-1)
+		if bytes.Contains(body[lo:hi], []byte(answer)) {
+			return true
+		}
+	}
+	return false
+}
+
+// splice appends src with its markers replaced by vals; with spans, it appends the start
+// and end in dst of each value it puts in.
+func (sk *skeleton) splice(dst []byte, src string, vals []skelValues, spans *[]int) []byte {
 	for {
 		i := strings.IndexByte(src, 0)
 		if i < 0 || i+3 >= len(src) {
@@ -160,6 +214,7 @@ func (sk *skeleton) splice(dst []byte, src string, vals []skelValues) []byte {
 		dst = append(dst, src[:i]...)
 		kind, n := src[i+1], int(src[i+2])
 		src = src[i+4:]
+		start := len(dst)
 		switch kind {
 		case 'T':
 			dst = append(dst, vals[n].tok...)
@@ -170,7 +225,10 @@ func (sk *skeleton) splice(dst []byte, src string, vals []skelValues) []byte {
 		case 'C':
 			dst = append(dst, vals[n].phrase...)
 		case 'Z':
-			dst = appendTagText(dst, string(sk.splice(nil, sk.tags[n], vals)))
+			dst = appendTagText(dst, string(sk.splice(nil, sk.tags[n], vals, nil)))
+		}
+		if spans != nil {
+			*spans = append(*spans, start, len(dst))
 		}
 	}
 }

@@ -1,10 +1,12 @@
 package decoy
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -359,5 +361,44 @@ func TestReleasedBodiesReused(t *testing.T) {
 	r.Release()
 	if r.Body != nil {
 		t.Fatal("Release kept an unpooled body")
+	}
+}
+
+// Every challenge's answer lies in [minAnswer, maxAnswer]: a skeleton knows which of those
+// its own text holds.
+func TestChallengeAnswerRange(t *testing.T) {
+	m := newMacer(testKey)
+	for i := range 20000 {
+		u := [16]byte{byte(i), byte(i >> 8), byte(i >> 16), 7}
+		a, b := m.challengeOperands(&u, i%256, Challenge)
+		if a+b < minAnswer || a+b > maxAnswer {
+			t.Fatalf("operands %d + %d = %d, outside [%d, %d]", a, b, a+b, minAnswer, maxAnswer)
+		}
+	}
+}
+
+// answerShown is bytes.Contains over the body, for answers in the skeleton's own text, in a
+// spliced value, across a value's edges, and nowhere.
+func TestAnswerShownIsContains(t *testing.T) {
+	sk := &skeleton{body: "intro 1" + marker('T', 0) + "9 mid 150 " + marker('T', 1) + marker('A', 0) + " end"}
+	for n := minAnswer; n <= maxAnswer; n++ {
+		sk.static[n-minAnswer] = strings.Contains("intro 1", strconv.Itoa(n)) || strings.Contains("9 mid 150 ", strconv.Itoa(n)) ||
+			strings.Contains(" end", strconv.Itoa(n))
+	}
+	for _, vals := range [][]skelValues{
+		{{tok: "abc", a: "x"}, {tok: "q"}},
+		{{tok: "8xx", a: "y"}, {tok: "1"}}, // "18" across the first edge: with "9", "189"
+		{{tok: "12", a: "3z"}, {tok: "7"}}, // "123" across two values
+		{{tok: "x", a: "w"}, {tok: "196"}},
+		{{tok: "", a: ""}, {tok: ""}},
+	} {
+		var spans []int
+		body := sk.splice(nil, sk.body, vals, &spans)
+		for n := minAnswer; n <= maxAnswer; n++ {
+			ans := strconv.Itoa(n)
+			if got, want := sk.answerShown(body, spans, ans, n), bytes.Contains(body, []byte(ans)); got != want {
+				t.Fatalf("body %q, answer %s: answerShown %v, Contains %v", body, ans, got, want)
+			}
+		}
 	}
 }

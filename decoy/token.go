@@ -360,6 +360,13 @@ func (m *macer) secret(dom byte, u *[16]byte, index int, p Purpose) []byte {
 
 // challengeOperands are the two numbers (41–99, summing to 100–198) a Challenge asks to add.
 // A sum of three digits beginning with 1 can never occur inside a token (a-z, 2-7).
+// A challenge's answer, the sum of its operands, is between minAnswer and maxAnswer: three
+// digits (the skeleton's answer check relies on the range, TestChallengeAnswerRange).
+const (
+	minAnswer = 100
+	maxAnswer = 198
+)
+
 func (m *macer) challengeOperands(u *[16]byte, index int, p Purpose) (a, b int) {
 	s := m.secret(domChallenge, u, index, p)
 	a = 41 + int(s[0])%59

@@ -17,10 +17,10 @@ func TestLinkedPaths(t *testing.T) {
 	body := []byte(`<a href="/docs/a">a</a><img src="/img/x.png"><a href="/docs/a">dup</a>` +
 		`<a href="https://other/x">ext</a><a data-x="/nope">x</a><a href="/q?x=1#f">q</a><link href="/style.css">` +
 		`<a href="/cb/tok123">token</a>`)
-	got := linkedPaths(body, []decoy.Placement{{Token: "tok123", URL: "/cb/tok123"}})
+	got := decoy.LinkedPaths(body, []decoy.Placement{{Token: "tok123", URL: "/cb/tok123"}})
 	want := []string{"/docs/a", "/img/x.png", "/q", "/style.css"}
 	if !slices.Equal(got, want) {
-		t.Fatalf("linkedPaths = %q, want %q", got, want)
+		t.Fatalf("LinkedPaths = %q, want %q", got, want)
 	}
 }
 
@@ -28,14 +28,29 @@ func TestLinkedPaths(t *testing.T) {
 // token links are left out, so a returning visitor's session state stays unchanged.
 func TestLinkedPathsStablePerTrap(t *testing.T) {
 	key := decoy.Key(strings.Repeat("k", 32))
+	fromSkeleton := 0
+	defer func() {
+		if fromSkeleton == 0 {
+			t.Error("no response came from a skeleton: its links were never compared")
+		}
+	}()
 	for i := range 40 {
-		for _, typ := range []string{"page", "api", "llms_txt"} {
+		for _, typ := range []string{"page", "api", "llms_txt", "robots", "credential", "mcp"} {
 			spec := decoy.Spec{TrapID: ids.New(ids.Trap), Name: fmt.Sprintf("Trap %d", i), Type: typ, Path: "/internal/docs", Host: "example.com"}
 			first := decoy.Render(key, spec, ids.New(ids.Hit))
 			again := decoy.Render(key, spec, ids.New(ids.Hit))
-			a, b := linkedPaths(first.Body, first.Placements), linkedPaths(again.Body, again.Placements)
+			a, b := decoy.LinkedPaths(first.Body, first.Placements), decoy.LinkedPaths(again.Body, again.Placements)
 			if !slices.Equal(a, b) {
 				t.Fatalf("%s decoy of %s links to %q, then to %q", typ, spec.TrapID, a, b)
+			}
+			// What a skeleton found once is what each of its responses links to.
+			for _, r := range []decoy.Rendered{first, again} {
+				if r.Links != nil {
+					fromSkeleton++
+				}
+				if r.Links != nil && !slices.Equal(r.Links, decoy.LinkedPaths(r.Body, r.Placements)) {
+					t.Fatalf("%s decoy of %s: its skeleton's links %q, its body's %q", typ, spec.TrapID, r.Links, decoy.LinkedPaths(r.Body, r.Placements))
+				}
 			}
 		}
 	}

@@ -160,9 +160,12 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case t != nil:
 		spec := e.spec(t, r, sr)
 		resp = decoy.Render(e.key, spec, rec.id)
-		defer resp.Release() // after the last write of resp.Body below; linkedPaths copies what it keeps
+		defer resp.Release() // after the last write of resp.Body below; LinkedPaths copies what it keeps
 		rec.kind, rec.trap = "decoy", t
-		rec.linked = linkedPaths(resp.Body, resp.Placements)
+		rec.linked = resp.Links
+		if rec.linked == nil { // not from a skeleton, which knows its links
+			rec.linked = decoy.LinkedPaths(resp.Body, resp.Placements)
+		}
 		if spec.Disallow != nil {
 			rec.disallow = spec.Disallow
 		}
@@ -364,38 +367,4 @@ func boundHeaders(h http.Header) map[string][]string {
 
 func visitorKey(org string, ip netip.Addr, ua string) string {
 	return org + "|" + ip.String() + "|" + ua
-}
-
-// linkedPaths lists the same-site paths a decoy links to (href="/…" or src="/…", at
-// most 64), scanning the bytes once: a regexp here cost a third of a hit's CPU. Paths
-// that carry one of the response's tokens are left out: coming back to them is a
-// callback, never a probe, and as each response has fresh ones, remembering them would
-// change (and rewrite) the session's state on every hit.
-func linkedPaths(body []byte, places []decoy.Placement) []string {
-	var out []string
-	for rest := body; len(out) < 64; {
-		i := bytes.Index(rest, []byte(`="/`))
-		if i < 0 {
-			break
-		}
-		attrOK := i >= 4 && (bytes.Equal(rest[i-4:i], []byte("href")) || bytes.Equal(rest[i-3:i], []byte("src")))
-		rest = rest[i+2:]
-		end := bytes.IndexAny(rest, "\"#? \n")
-		if end < 0 || end > 256 || !attrOK {
-			continue
-		}
-		if p := string(rest[:end]); !slices.Contains(out, p) && !carriesToken(p, places) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func carriesToken(path string, places []decoy.Placement) bool {
-	for _, pl := range places {
-		if pl.Token != "" && strings.Contains(path, pl.Token) {
-			return true
-		}
-	}
-	return false
 }
