@@ -92,6 +92,7 @@ func (r *Rendered) Release() {
 func Render(key Key, spec Spec, hitID string) Rendered {
 	kind := MustKind(spec.Type)
 	r := newRenderer(key, spec, hitID)
+	defer putMacer(r.m)
 	if kind.skeleton && r.ok {
 		return skeletonOf(kind, r).fill(r)
 	}
@@ -149,7 +150,7 @@ func newRenderer(key Key, spec Spec, hitID string) *renderer {
 	r.ulid, r.ok = parseHitID(hitID)
 	r.ok = r.ok && len(key) >= MinKeyLen
 	if r.ok {
-		r.m = newMacer(key)
+		r.m = getMacer(key)
 		r.now = time.UnixMilli(hitTime(&r.ulid)).UTC()
 	} else {
 		r.now = time.Now().UTC()

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/flytrap/flytrap/ids"
 	"github.com/oklog/ulid/v2"
@@ -125,11 +126,30 @@ func init() {
 // Reset the hmac package restores the keyed state cheaply instead of rehashing the key.
 type macer struct {
 	h   hash.Hash
+	key string // what h is keyed with
 	in  [64]byte
 	sum [sha256.Size]byte
 }
 
-func newMacer(key Key) *macer { return &macer{h: hmac.New(sha256.New, key)} }
+func newMacer(key Key) *macer { return &macer{h: hmac.New(sha256.New, key), key: string(key)} }
+
+// macers keeps the macers Render used: making one keys a fresh HMAC (two SHA-256 blocks and
+// five allocations) for every response.
+var macers sync.Pool
+
+// getMacer returns a macer of key, reused when one is at hand; putMacer hands it back.
+func getMacer(key Key) *macer {
+	if m, ok := macers.Get().(*macer); ok && m.key == string(key) {
+		return m
+	}
+	return newMacer(key)
+}
+
+func putMacer(m *macer) {
+	if m != nil {
+		macers.Put(m)
+	}
+}
 
 // mac returns HMAC(key, dom‖msg); the result is valid until the next call.
 func (m *macer) mac(dom byte, msg []byte) []byte {

@@ -49,17 +49,26 @@ curl -fs -o "$tmp/page.html" "http://127.0.0.1:$trap_port/internal/docs" || die 
 bare_pid=$!
 sleep 0.5
 
-run() { # URL → "req/s p50 p99"
-  wrk -t2 -c"$conns" -d"${secs}s" --latency "$1" |
-    awk '/Requests\/sec/ {r=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} /Non-2xx/ {bad=$NF} END {print r, p50, p99, bad+0}'
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # the process's user + system CPU, in clock ticks
+hz=$(getconf CLK_TCK)
+run() { # URL PID → "req/s p50 p99 non-2xx server-CPU-µs-per-request"
+  local before after out
+  before=$(cpu_ticks "$2")
+  out=$(wrk -t2 -c"$conns" -d"${secs}s" --latency "$1" |
+    awk '/Requests\/sec/ {r=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} /Non-2xx/ {bad=$NF} END {print r, p50, p99, bad+0}')
+  after=$(cpu_ticks "$2")
+  read -r rps p50 p99 bad <<<"$out"
+  echo "$rps $p50 $p99 $bad $(echo "($after - $before) * 1000000 / $hz / ($rps * $secs)" | bc -l)"
 }
 echo "$name: page decoy of $(wc -c <"$tmp/page.html") bytes, $conns connections, ${secs} s per run"
-printf '%-6s %12s %8s %8s %12s %8s %8s %7s\n' round listener p50 p99 bare p50 p99 ratio
+echo "$name: cpu = the server process's CPU per request (µs), wrk's own CPU not included"
+printf '%-6s %10s %8s %8s %6s %10s %8s %8s %6s %7s %9s\n' round listener p50 p99 cpu bare p50 p99 cpu ratio cpu-ratio
 for r in $(seq 1 "$rounds"); do
-  read -r lr lp50 lp99 lbad < <(run "http://127.0.0.1:$trap_port/internal/docs")
-  read -r br bp50 bp99 _ < <(run "http://127.0.0.1:$bare_port/internal/docs")
+  read -r lr lp50 lp99 lbad lcpu < <(run "http://127.0.0.1:$trap_port/internal/docs" "$server_pid")
+  read -r br bp50 bp99 _ bcpu < <(run "http://127.0.0.1:$bare_port/internal/docs" "$bare_pid")
   [[ "$lbad" == 0 ]] || die "the listener answered $lbad non-2xx responses (shed or failed writes)"
-  printf '%-6s %12s %8s %8s %12s %8s %8s %7.2f\n' "$r" "$lr" "$lp50" "$lp99" "$br" "$bp50" "$bp99" "$(echo "$lr / $br" | bc -l)"
+  printf '%-6s %10s %8s %8s %6.1f %10s %8s %8s %6.1f %7.2f %9.2f\n' "$r" "$lr" "$lp50" "$lp99" "$lcpu" "$br" "$bp50" "$bp99" "$bcpu" \
+    "$(echo "$lr / $br" | bc -l)" "$(echo "$bcpu / $lcpu" | bc -l)"
 done
 written=$(curl -fs -H "Authorization: Bearer $key" "http://127.0.0.1:$port/dashboard/api/analytics/overview" |
   node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).data.totalHits24h))')
