@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"math/big"
+	mrand "math/rand/v2"
 	"net/url"
 	"slices"
 	"strings"
@@ -389,5 +391,44 @@ func BenchmarkFindTokensJunk1MB(b *testing.B) {
 	b.SetBytes(int64(len(junk)))
 	for b.Loop() {
 		FindTokens(testKey, junk)
+	}
+}
+
+// encodeB62 writes the raw token as its 41-digit base-62 number (math/big's digits, most
+// significant first), the leading digit shifted by the sum of the others.
+func TestEncodeB62(t *testing.T) {
+	rnd := mrand.New(mrand.NewPCG(3, 4))
+	for i := range 5000 {
+		var raw [rawLen]byte
+		for j := range raw {
+			raw[j] = byte(rnd.IntN(256))
+		}
+		switch i {
+		case 0: // zero
+			raw = [rawLen]byte{}
+		case 1: // the largest
+			for j := range raw {
+				raw[j] = 0xff
+			}
+		}
+		n := new(big.Int).SetBytes(raw[:])
+		var d [b62TokenLen]int
+		sixtyTwo, r := big.NewInt(62), new(big.Int)
+		for k := b62TokenLen - 1; k >= 0; k-- {
+			n.DivMod(n, sixtyTwo, r)
+			d[k] = int(r.Int64())
+		}
+		sum := 0
+		for _, x := range d[1:] {
+			sum += x
+		}
+		d[0] = (d[0] + sum) % 62
+		want := make([]byte, b62TokenLen)
+		for k, x := range d {
+			want[k] = b62Alphabet[x]
+		}
+		if got := encodeB62(&raw); got != string(want) {
+			t.Fatalf("encodeB62(%x) = %s, want %s", raw, got, want)
+		}
 	}
 }
