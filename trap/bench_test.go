@@ -22,7 +22,7 @@ import (
 // scripts/listener-wrk.sh send them), and reports requests per second, latency percentiles
 // and CPU per request. The benchmarks below use it, so the trap listener and a bare handler
 // meet the same load generator.
-func load(b *testing.B, url string, oneVisitor ...bool) {
+func load(b *testing.B, url string, oneVisitor bool) {
 	transport := &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}
 	defer transport.CloseIdleConnections()
 	client := &http.Client{Transport: transport}
@@ -34,7 +34,7 @@ func load(b *testing.B, url string, oneVisitor ...bool) {
 	start, cpu := time.Now(), testdb.ProcessCPU()
 	b.RunParallel(func(pb *testing.PB) {
 		ua := fmt.Sprintf("Mozilla/5.0 (bench %d) Chrome/131.0 Safari/537.36", worker.Add(1))
-		if len(oneVisitor) > 0 && oneVisitor[0] {
+		if oneVisitor {
 			ua = "wrk/4.1 (bench)"
 		}
 		var mine []time.Duration
@@ -75,29 +75,19 @@ func load(b *testing.B, url string, oneVisitor ...bool) {
 
 // BenchmarkListenerPage serves a page decoy through the trap listener, each hit
 // durably recorded (with its session, signals and judgement) before the answer.
-func BenchmarkListenerPage(b *testing.B) {
-	for _, be := range ft.Backends() {
-		b.Run(be.Name, func(b *testing.B) {
-			env := ft.Start(b, be)
-			a := env.Tenant("acme")
-			env.MustGraphQL(a.ReadWrite, `mutation { createTrap(input:{name:"Docs", type: page, path:"/internal/docs"}) { id } }`, nil)
-			load(b, env.Trap.URL+"/internal/docs")
-			written, shed := env.Server.Engine().Stats()
-			b.ReportMetric(float64(shed), "shed")
-			_ = written
-		})
-	}
-}
+func BenchmarkListenerPage(b *testing.B) { listenerBench(b, false) }
 
 // BenchmarkListenerOneVisitor is BenchmarkListenerPage with every request from one visitor
 // (one session): what wrk measures (scripts/listener-wrk.sh).
-func BenchmarkListenerOneVisitor(b *testing.B) {
+func BenchmarkListenerOneVisitor(b *testing.B) { listenerBench(b, true) }
+
+func listenerBench(b *testing.B, oneVisitor bool) {
 	for _, be := range ft.Backends() {
 		b.Run(be.Name, func(b *testing.B) {
 			env := ft.Start(b, be)
 			a := env.Tenant("acme")
 			env.MustGraphQL(a.ReadWrite, `mutation { createTrap(input:{name:"Docs", type: page, path:"/internal/docs"}) { id } }`, nil)
-			load(b, env.Trap.URL+"/internal/docs", true)
+			load(b, env.Trap.URL+"/internal/docs", oneVisitor)
 			_, shed := env.Server.Engine().Stats()
 			b.ReportMetric(float64(shed), "shed")
 		})
@@ -120,7 +110,7 @@ func BenchmarkBareHandler(b *testing.B) {
 		_, _ = w.Write(page)
 	}))
 	defer bare.Close()
-	load(b, bare.URL+"/internal/docs")
+	load(b, bare.URL+"/internal/docs", false)
 }
 
 // browserHeaders are the request headers a desktop Chrome sends for a page: what a
