@@ -263,6 +263,7 @@ type ComplexityRoot struct {
 	RetentionSettings struct {
 		Deliveries func(childComplexity int) int
 		Events     func(childComplexity int) int
+		HitHours   func(childComplexity int) int
 		Hits       func(childComplexity int) int
 		Prompts    func(childComplexity int) int
 		Sessions   func(childComplexity int) int
@@ -1611,6 +1612,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RetentionSettings.Events(childComplexity), true
+	case "RetentionSettings.hitHours":
+		if e.ComplexityRoot.RetentionSettings.HitHours == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RetentionSettings.HitHours(childComplexity), true
 	case "RetentionSettings.hits":
 		if e.ComplexityRoot.RetentionSettings.Hits == nil {
 			break
@@ -2959,6 +2966,8 @@ type RetentionSettings {
   deliveries: Int!
   "Sessions, from their last hit; their hits, signals and prompts go with them."
   sessions: Int!
+  "The hourly hit counters (timeline, 24-hour figures)."
+  hitHours: Int!
 }
 
 "A session and its evidence; each list is the newest items, at most the server's limit, oldest first (by time, then id)."
@@ -3628,6 +3637,8 @@ func (ec *executionContext) childFields_RetentionSettings(ctx context.Context, f
 		return ec.fieldContext_RetentionSettings_deliveries(ctx, field)
 	case "sessions":
 		return ec.fieldContext_RetentionSettings_sessions(ctx, field)
+	case "hitHours":
+		return ec.fieldContext_RetentionSettings_hitHours(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RetentionSettings", field.Name)
 }
@@ -9299,6 +9310,29 @@ func (ec *executionContext) _RetentionSettings_sessions(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_RetentionSettings_sessions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RetentionSettings", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _RetentionSettings_hitHours(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RetentionSettings_hitHours(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HitHours, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RetentionSettings_hitHours(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RetentionSettings", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
@@ -24768,6 +24802,11 @@ func (ec *executionContext) _RetentionSettings(ctx context.Context, sel ast.Sele
 			}
 		case "sessions":
 			out.Values[i] = ec._RetentionSettings_sessions(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hitHours":
+			out.Values[i] = ec._RetentionSettings_hitHours(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

@@ -36,6 +36,9 @@ type Config struct {
 	Deliveries time.Duration // finished webhook deliveries (pending ones are kept until they finish)
 	// Sessions are deleted with their hits, signals and prompts once last seen this long ago.
 	Sessions time.Duration
+	// HitHours are the hourly hit counters (hit_hours): the timeline and the 24-hour figures
+	// read the last day of them; they outlive the hits they count.
+	HitHours time.Duration
 
 	Interval  time.Duration // time between purges
 	BatchSize int           // rows deleted per transaction
@@ -46,10 +49,12 @@ type Config struct {
 const Day = 24 * time.Hour
 
 // DefaultConfig keeps raw hits and events 30 days (events as Stripe keeps them),
-// sessions with their signals and prompts 90 days.
+// sessions with their signals and prompts 90 days, the hourly hit counters 400 days (a year
+// and a month: a year's activity to compare with).
 func DefaultConfig() Config {
 	return Config{
 		Hits: 30 * Day, Signals: 90 * Day, Prompts: 90 * Day, Events: 30 * Day, Deliveries: 30 * Day, Sessions: 90 * Day,
+		HitHours: 400 * Day,
 		Interval: 10 * time.Minute, BatchSize: 500, Pause: 20 * time.Millisecond,
 	}
 }
@@ -61,7 +66,8 @@ func (c Config) Validate() error {
 		name string
 		v    time.Duration
 	}{{"retain-hits", c.Hits}, {"retain-signals", c.Signals}, {"retain-prompts", c.Prompts},
-		{"retain-events", c.Events}, {"retain-deliveries", c.Deliveries}, {"retain-sessions", c.Sessions}} {
+		{"retain-events", c.Events}, {"retain-deliveries", c.Deliveries}, {"retain-sessions", c.Sessions},
+		{"retain-hit-hours", c.HitHours}} {
 		if d.v != 0 && d.v < time.Hour {
 			errs = append(errs, fmt.Errorf("%s: must be 0 (keep forever) or at least 1h, got %s", d.name, d.v))
 		}
@@ -80,7 +86,7 @@ func (c Config) Validate() error {
 
 // Enabled says whether anything is ever deleted.
 func (c Config) Enabled() bool {
-	return c.Hits > 0 || c.Signals > 0 || c.Prompts > 0 || c.Events > 0 || c.Deliveries > 0 || c.Sessions > 0
+	return c.Hits > 0 || c.Signals > 0 || c.Prompts > 0 || c.Events > 0 || c.Deliveries > 0 || c.Sessions > 0 || c.HitHours > 0
 }
 
 // String is the settings for a log line.
@@ -91,8 +97,8 @@ func (c Config) String() string {
 		}
 		return FormatDays(d)
 	}
-	return fmt.Sprintf("hits=%s signals=%s prompts=%s events=%s deliveries=%s sessions=%s",
-		f(c.Hits), f(c.Signals), f(c.Prompts), f(c.Events), f(c.Deliveries), f(c.Sessions))
+	return fmt.Sprintf("hits=%s signals=%s prompts=%s events=%s deliveries=%s sessions=%s hit-hours=%s",
+		f(c.Hits), f(c.Signals), f(c.Prompts), f(c.Events), f(c.Deliveries), f(c.Sessions), f(c.HitHours))
 }
 
 // ParseDays reads a retention: "30d", "12h", "720h30m" or "0" (forever).
@@ -132,6 +138,7 @@ type DeletedSession struct {
 // Result counts what one purge deleted.
 type Result struct {
 	Hits, Signals, Prompts, Events, Deliveries, Sessions int64
+	HitHours                                             int64 // hourly hit counter rows
 	// Skipped is set when another instance held the purge lock.
 	Skipped bool
 	// FreedPages is what SQLite's incremental vacuum handed back to the file system.
@@ -143,7 +150,7 @@ type Result struct {
 
 // Total is the number of rows deleted.
 func (r Result) Total() int64 {
-	return r.Hits + r.Signals + r.Prompts + r.Events + r.Deliveries + r.Sessions
+	return r.Hits + r.Signals + r.Prompts + r.Events + r.Deliveries + r.Sessions + r.HitHours
 }
 
 // Purger deletes expired rows.
@@ -195,7 +202,7 @@ func (p *Purger) Run(ctx context.Context) {
 			p.log.Error("retention: purge failed; the next run retries", "err", err, "deleted", res.Total())
 		case res.Total() > 0 || res.FreedPages > 0:
 			p.log.Info("retention: purged expired rows", "hits", res.Hits, "signals", res.Signals, "prompts", res.Prompts,
-				"events", res.Events, "deliveries", res.Deliveries, "sessions", res.Sessions, "freed_pages", res.FreedPages,
+				"events", res.Events, "deliveries", res.Deliveries, "sessions", res.Sessions, "hit_hours", res.HitHours, "freed_pages", res.FreedPages,
 				"dropped_partitions", res.DroppedPartitions)
 		}
 		select {
@@ -251,6 +258,7 @@ func (p *Purger) Purge(ctx context.Context) (Result, error) {
 			return p.purgeByID(ctx, "webhook_deliveries", ids.Delivery, "created_at", "status <> 'PENDING'", cut, &r.Deliveries)
 		}},
 		{p.cfg.Events, p.purgeEvents},
+		{p.cfg.HitHours, p.purgeHitHours},
 	}
 	for _, s := range steps {
 		if s.keep <= 0 {
@@ -268,6 +276,26 @@ func (p *Purger) Purge(ctx context.Context) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// purgeHitHours deletes the hourly hit counters of hours that ended before cut, a batch
+// at a time along the hour index.
+func (p *Purger) purgeHitHours(ctx context.Context, cut time.Time, res *Result) error {
+	q := p.rebind("DELETE FROM hit_hours WHERE id IN (SELECT id FROM hit_hours WHERE hour < ? LIMIT " + strconv.Itoa(p.cfg.BatchSize) + ")")
+	for {
+		r, err := p.db.ExecContext(ctx, q, cut.Unix()/3600)
+		if err != nil {
+			return fmt.Errorf("delete expired hourly counters: %w", err)
+		}
+		k, _ := r.RowsAffected()
+		res.HitHours += k
+		if k < int64(p.cfg.BatchSize) {
+			return nil
+		}
+		if err := p.rest(ctx); err != nil {
+			return err
+		}
+	}
 }
 
 // bound is the smallest id of prefix made at t: every id below it was made before t.

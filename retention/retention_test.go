@@ -19,6 +19,7 @@ import (
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/retention"
 	"github.com/flytrap/flytrap/store"
+	"github.com/flytrap/flytrap/tally"
 )
 
 func TestMain(m *testing.M) { ft.Main(m) }
@@ -297,7 +298,7 @@ func TestPurgeKeepsForeverAtZero(t *testing.T) {
 		h := f.hit(s, ago(400*day), "")
 		f.events(f.org, 2, ago(400*day))
 		cfg := small()
-		cfg.Hits, cfg.Signals, cfg.Prompts, cfg.Events, cfg.Deliveries, cfg.Sessions = 0, 0, 0, 0, 0, 0
+		cfg.Hits, cfg.Signals, cfg.Prompts, cfg.Events, cfg.Deliveries, cfg.Sessions, cfg.HitHours = 0, 0, 0, 0, 0, 0, 0
 		res, err := f.purger(cfg).Purge(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -539,6 +540,46 @@ func TestPurgeDeletesTrapSessions(t *testing.T) {
 		}
 		if n := c.TrapSession.Query().CountX(f.ctx); n != 2 {
 			t.Fatalf("%d trap_sessions rows, want the live session's 2", n)
+		}
+	})
+}
+
+// The hourly hit counters go once their hour ended --retain-hit-hours ago, every
+// organization's and trap's, and only those; 0 keeps them forever.
+func TestPurgeHitHours(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		f := open(t, b)
+		other := f.newOrg("other")
+		var d tally.Delta
+		hours := map[string]time.Time{"old": ago(500 * day), "just past": ago(400*day + time.Hour), "kept": ago(399 * day), "today": ago(time.Hour)}
+		for _, at := range hours {
+			d.Hit(f.org, "trp_a", at.Unix()/3600)
+			d.Hit(other, "", at.Unix()/3600)
+		}
+		if err := tally.Apply(f.ctx, f.db.Client, &d); err != nil {
+			t.Fatal(err)
+		}
+		count := func() int { return f.db.Client.HitHour.Query().CountX(f.ctx) }
+		if n := count(); n != 12 { // per hour: acme's all-traps and trap buckets, other's all-traps one
+			t.Fatalf("%d buckets stored, want 12", n)
+		}
+		cfg := small()
+		cfg.HitHours = 0
+		if res, err := f.purger(cfg).Purge(context.Background()); err != nil || res.HitHours != 0 || count() != 12 {
+			t.Fatalf("retain-hit-hours 0 deleted %d buckets (%v)", res.HitHours, err)
+		}
+		cfg.HitHours, cfg.BatchSize = 400*day, 2 // batches of two: the loop runs
+		res, err := f.purger(cfg).Purge(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.HitHours != 6 || count() != 6 {
+			t.Fatalf("purge deleted %d buckets, %d left; want 6 and 6", res.HitHours, count())
+		}
+		for _, h := range f.db.Client.HitHour.Query().AllX(f.ctx) {
+			if h.Hour < ago(400*day).Unix()/3600 {
+				t.Fatalf("bucket of hour %d kept", h.Hour)
+			}
 		}
 	})
 }

@@ -28,6 +28,7 @@ func (c *Config) registerRetention(fs *flag.FlagSet) {
 		{"retain-events", "events of the event log (REST, SSE, GraphQL); an older cursor gets 410", &r.Events},
 		{"retain-deliveries", "finished webhook deliveries with their attempts", &r.Deliveries},
 		{"retain-sessions", "sessions, counted from their last hit; their hits, signals and prompts go with them", &r.Sessions},
+		{"retain-hit-hours", "the hourly hit counters (the timeline and the 24-hour figures read the last day)", &r.HitHours},
 	} {
 		fs.Func(d.name, "how long to keep "+d.what+": 30d, 12h, or 0 for forever (default "+retention.FormatDays(*d.dst)+")", func(v string) error {
 			t, err := retention.ParseDays(v)
@@ -166,6 +167,6 @@ func (s *Server) storageReport(ctx context.Context) (*model.Storage, error) {
 	r := s.cfg.Retention
 	sec := func(d time.Duration) int { return int(d / time.Second) }
 	out.Retention = &model.RetentionSettings{Hits: sec(r.Hits), Signals: sec(r.Signals), Prompts: sec(r.Prompts),
-		Events: sec(r.Events), Deliveries: sec(r.Deliveries), Sessions: sec(r.Sessions)}
+		Events: sec(r.Events), Deliveries: sec(r.Deliveries), Sessions: sec(r.Sessions), HitHours: sec(r.HitHours)}
 	return out, nil
 }

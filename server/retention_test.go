@@ -34,17 +34,18 @@ func TestRetentionFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := cfg.Retention; r.Hits != 30*retention.Day || r.Events != 30*retention.Day || r.Sessions != 90*retention.Day {
+	if r := cfg.Retention; r.Hits != 30*retention.Day || r.Events != 30*retention.Day || r.Sessions != 90*retention.Day || r.HitHours != 400*retention.Day {
 		t.Fatalf("defaults: %s", r)
 	}
-	cfg, err = parse([]string{"--retain-hits", "7d", "--retain-sessions", "0"}, map[string]string{"FLYTRAP_RETAIN_EVENTS": "36h", "FLYTRAP_RETAIN_HITS": "1d"})
+	cfg, err = parse([]string{"--retain-hits", "7d", "--retain-sessions", "0"}, map[string]string{"FLYTRAP_RETAIN_EVENTS": "36h", "FLYTRAP_RETAIN_HITS": "1d",
+		"FLYTRAP_RETAIN_HIT_HOURS": "800d"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := cfg.Retention; r.Hits != 7*retention.Day || r.Events != 36*time.Hour || r.Sessions != 0 {
+	if r := cfg.Retention; r.Hits != 7*retention.Day || r.Events != 36*time.Hour || r.Sessions != 0 || r.HitHours != 800*retention.Day {
 		t.Fatalf("parsed: %s", r)
 	}
-	for _, bad := range [][]string{{"--retain-hits", "7"}, {"--retain-events", "10m"}, {"--retention-batch", "0"}, {"--retain-sessions", "-1d"}} {
+	for _, bad := range [][]string{{"--retain-hits", "7"}, {"--retain-events", "10m"}, {"--retention-batch", "0"}, {"--retain-sessions", "-1d"}, {"--retain-hit-hours", "30m"}} {
 		if _, err := parse(bad, nil); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
@@ -107,7 +108,7 @@ func TestStorageField(t *testing.T) {
 		env := ft.Start(t, b)
 		a := env.Tenant("acme")
 		env.CreateTrap(a.ReadWrite, "t", "page")
-		const q = `{ storage { dialect sizeBytes freeBytes tables { name rows sizeBytes oldest } retention { hits events sessions } } }`
+		const q = `{ storage { dialect sizeBytes freeBytes tables { name rows sizeBytes oldest } retention { hits events sessions hitHours } } }`
 		for _, key := range []string{a.ReadOnly, a.ReadWrite} {
 			if r := env.GraphQL(key, q, nil); r.Code() != "FORBIDDEN" {
 				t.Fatalf("storage for a non-admin: %s", r.Raw)
@@ -115,7 +116,8 @@ func TestStorageField(t *testing.T) {
 		}
 		data := env.MustGraphQL(a.Admin, q, nil)
 		st := data["storage"].(map[string]any)
-		if st["sizeBytes"].(float64) <= 0 || ft.Dig(st, "retention", "hits").(float64) != 30*86400 || ft.Dig(st, "retention", "sessions").(float64) != 90*86400 {
+		if st["sizeBytes"].(float64) <= 0 || ft.Dig(st, "retention", "hits").(float64) != 30*86400 || ft.Dig(st, "retention", "sessions").(float64) != 90*86400 ||
+			ft.Dig(st, "retention", "hitHours").(float64) != 400*86400 {
 			t.Fatalf("storage: %v", st)
 		}
 		if (b.Name == "sqlite") != (st["freeBytes"] != nil) {

@@ -248,6 +248,11 @@ var (
 				Unique:  true,
 				Columns: []*schema.Column{HitHoursColumns[1], HitHoursColumns[2], HitHoursColumns[3]},
 			},
+			{
+				Name:    "hithour_hour",
+				Unique:  false,
+				Columns: []*schema.Column{HitHoursColumns[3]},
+			},
 		},
 	}
 	// OrganizationsColumns holds the columns for the "organizations" table.

@@ -15,7 +15,8 @@ import (
 // of the change, at its commit. Only it writes them; callers read their organization's rows.
 
 // HitHour counts one organization's hits in one hour: all of them (trap_id ""), and per trap.
-// Deleting hits (retention) leaves it as it is: a purged hit still counts in its hour.
+// Deleting hits (retention) leaves it as it is: a purged hit still counts in its hour. The
+// buckets themselves go after --retain-hit-hours (400 days by default).
 type HitHour struct{ ent.Schema }
 
 func (HitHour) Mixin() []ent.Mixin { return []ent.Mixin{TenantMixin{}} }
@@ -31,7 +32,8 @@ func (HitHour) Fields() []ent.Field {
 }
 
 func (HitHour) Indexes() []ent.Index {
-	return []ent.Index{index.Fields("org_id", "trap_id", "hour").Unique()}
+	// hour: retention deletes the buckets past --retain-hit-hours along it.
+	return []ent.Index{index.Fields("org_id", "trap_id", "hour").Unique(), index.Fields("hour")}
 }
 
 func (HitHour) Annotations() []schema.Annotation {

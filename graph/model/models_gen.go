@@ -96,6 +96,8 @@ type RetentionSettings struct {
 	Deliveries int `json:"deliveries"`
 	// Sessions, from their last hit; their hits, signals and prompts go with them.
 	Sessions int `json:"sessions"`
+	// The hourly hit counters (timeline, 24-hour figures).
+	HitHours int `json:"hitHours"`
 }
 
 type RotateWebhookSecretPayload struct {
