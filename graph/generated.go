@@ -3247,7 +3247,9 @@ type CampaignEdge {
 
 """
 Sessions that leaked the same prompt (by hash) with the same extracted operator and model.
-Its counts and times are all-time: prompts and sessions removed by retention still count.
+Its counts and times are all-time: prompts and sessions removed by retention still count, until
+nothing of the campaign is stored (its last prompt past the prompts' retention, none of its sessions
+kept): the campaign is then removed.
 """
 type Campaign {
   "SHA-256 of the normalised leaked prompt."

@@ -139,6 +139,7 @@ type DeletedSession struct {
 type Result struct {
 	Hits, Signals, Prompts, Events, Deliveries, Sessions int64
 	HitHours                                             int64 // hourly hit counter rows
+	Campaigns                                            int64 // campaigns with nothing of them stored
 	// Skipped is set when another instance held the purge lock.
 	Skipped bool
 	// FreedPages is what SQLite's incremental vacuum handed back to the file system.
@@ -150,7 +151,7 @@ type Result struct {
 
 // Total is the number of rows deleted.
 func (r Result) Total() int64 {
-	return r.Hits + r.Signals + r.Prompts + r.Events + r.Deliveries + r.Sessions + r.HitHours
+	return r.Hits + r.Signals + r.Prompts + r.Events + r.Deliveries + r.Sessions + r.HitHours + r.Campaigns
 }
 
 // Purger deletes expired rows.
@@ -202,7 +203,7 @@ func (p *Purger) Run(ctx context.Context) {
 			p.log.Error("retention: purge failed; the next run retries", "err", err, "deleted", res.Total())
 		case res.Total() > 0 || res.FreedPages > 0:
 			p.log.Info("retention: purged expired rows", "hits", res.Hits, "signals", res.Signals, "prompts", res.Prompts,
-				"events", res.Events, "deliveries", res.Deliveries, "sessions", res.Sessions, "hit_hours", res.HitHours, "freed_pages", res.FreedPages,
+				"events", res.Events, "deliveries", res.Deliveries, "sessions", res.Sessions, "hit_hours", res.HitHours, "campaigns", res.Campaigns, "freed_pages", res.FreedPages,
 				"dropped_partitions", res.DroppedPartitions)
 		}
 		select {
@@ -254,6 +255,8 @@ func (p *Purger) Purge(ctx context.Context) (Result, error) {
 		{p.cfg.Prompts, func(ctx context.Context, cut time.Time, r *Result) error {
 			return p.purgeByID(ctx, "prompts", ids.Prompt, "created_at", "", cut, &r.Prompts)
 		}},
+		// After the sessions and prompts: a campaign goes when nothing of it is stored any more.
+		{p.cfg.Prompts, p.purgeCampaigns},
 		{p.cfg.Deliveries, func(ctx context.Context, cut time.Time, r *Result) error {
 			return p.purgeByID(ctx, "webhook_deliveries", ids.Delivery, "created_at", "status <> 'PENDING'", cut, &r.Deliveries)
 		}},
@@ -276,6 +279,39 @@ func (p *Purger) Purge(ctx context.Context) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// purgeCampaigns deletes the campaigns whose last prompt was captured before cut (its prompts
+// are past --retain-prompts) and none of whose sessions is stored: all-time counts of nothing
+// stored any more. Visitors choose the prompts they leak, so without this every distinct prompt
+// would keep a row forever. Should one leak again, its campaign starts anew. A writer adding a
+// prompt meanwhile moves last_prompt_id past cut, which the delete checks on the row it deletes.
+func (p *Purger) purgeCampaigns(ctx context.Context, cut time.Time, res *Result) error {
+	orgs, err := p.orgs(ctx)
+	if err != nil {
+		return err
+	}
+	q := p.rebind("DELETE FROM campaigns WHERE last_prompt_id < ? AND id IN (SELECT c.id FROM campaigns c WHERE c.org_id = ? AND " +
+		"c.last_prompt_id < ? AND NOT EXISTS (SELECT 1 FROM campaign_sessions m WHERE m.campaign_id = c.id) LIMIT " +
+		strconv.Itoa(p.cfg.BatchSize) + ")")
+	b := bound(ids.Prompt, cut)
+	for _, org := range orgs {
+		for {
+			r, err := p.db.ExecContext(ctx, q, b, org, b)
+			if err != nil {
+				return fmt.Errorf("delete expired campaigns: %w", err)
+			}
+			k, _ := r.RowsAffected()
+			res.Campaigns += k
+			if k < int64(p.cfg.BatchSize) {
+				break
+			}
+			if err := p.rest(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // purgeHitHours deletes the hourly hit counters of hours that ended before cut, a batch

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -580,6 +581,46 @@ func TestPurgeHitHours(t *testing.T) {
 			if h.Hour < ago(400*day).Unix()/3600 {
 				t.Fatalf("bucket of hour %d kept", h.Hour)
 			}
+		}
+	})
+}
+
+// A campaign goes once its last prompt is past --retain-prompts and none of its sessions is
+// stored; one with a stored session, or a recent prompt, stays; --retain-prompts 0 keeps all.
+func TestPurgeCampaigns(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		f := open(t, b)
+		c := f.db.Client
+		other := f.newOrg("other")
+		live := f.session(ago(2*day), ago(time.Hour), 1)
+		f.hit(live, ago(time.Hour), "")
+		mk := func(org, id string, last time.Time, member string) {
+			t.Helper()
+			pid := idAt(ids.Prompt, last)
+			c.Campaign.Create().SetID(id).SetOrgID(org).SetPromptHash(id).SetSessionCount(1).SetPromptCount(1).
+				SetFirstPromptID(pid).SetLastPromptID(pid).SetFirstSeen(last).SetLastSeen(last).SaveX(f.ctx)
+			if member != "" {
+				c.CampaignSession.Create().SetOrgID(org).SetCampaignID(id).SetSessionID(member).SetSourceIP("203.0.113.9").
+					SetPrompts(1).SetLastPromptID(pid).SaveX(f.ctx)
+			}
+		}
+		mk(f.org, "cmp_old_alone", ago(200*day), "")
+		mk(f.org, "cmp_old_member", ago(200*day), live)
+		mk(f.org, "cmp_recent", ago(10*day), "")
+		mk(other, "cmp_other_old", ago(300*day), "")
+		cfg := small()
+		cfg.Prompts = 0
+		if res, err := f.purger(cfg).Purge(context.Background()); err != nil || res.Campaigns != 0 {
+			t.Fatalf("retain-prompts 0 deleted %d campaigns (%v)", res.Campaigns, err)
+		}
+		res, err := f.purger(small()).Purge(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := c.Campaign.Query().IDsX(f.ctx)
+		slices.Sort(left)
+		if res.Campaigns != 2 || !slices.Equal(left, []string{"cmp_old_member", "cmp_recent"}) {
+			t.Fatalf("purge deleted %d campaigns, left %v; want 2, [cmp_old_member cmp_recent]", res.Campaigns, left)
 		}
 	})
 }
