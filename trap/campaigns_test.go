@@ -193,13 +193,20 @@ func TestCampaignsEqualRecount(t *testing.T) {
 			t.Fatalf("second backfill: %v %v", done, err)
 		}
 
-		// The retention purge deletes the sessions' memberships with them; the counts stay.
+		// The retention purge deletes the sessions' memberships with them; the counts stay while
+		// the campaign's last prompt is within --retain-prompts (longer than the sessions' here).
 		cfg := retention.DefaultConfig()
-		cfg.Pause = 0
+		cfg.Pause, cfg.Prompts = 0, 200*retention.Day
 		later := func() time.Time { return time.Now().Add(100 * retention.Day) }
-		if _, err := retention.New(env.DB.SQL, env.DB.Dialect, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), later).Purge(context.Background()); err != nil {
-			t.Fatal(err)
+		purge := func(cfg retention.Config) retention.Result {
+			t.Helper()
+			res, err := retention.New(env.DB.SQL, env.DB.Dialect, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), later).Purge(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
 		}
+		purge(cfg)
 		purged, err := counters.StoredCampaigns(t.Context(), c)
 		if err != nil {
 			t.Fatal(err)
@@ -209,6 +216,11 @@ func TestCampaignsEqualRecount(t *testing.T) {
 		}
 		if d := (&counters.Campaigns{Rows: purged.Rows}).Diff(&counters.Campaigns{Rows: filled.Rows}); d != "" {
 			t.Errorf("the purge changed the campaigns' counts:\n%s", d)
+		}
+		// Once their last prompts are past --retain-prompts too, nothing of them is stored: they go.
+		cfg.Prompts = retention.DefaultConfig().Prompts
+		if res := purge(cfg); res.Campaigns != int64(len(filled.Rows)) || c.Campaign.Query().CountX(ctx) != 0 {
+			t.Fatalf("the second purge deleted %d of %d campaigns", res.Campaigns, len(filled.Rows))
 		}
 	})
 }
