@@ -5289,7 +5289,7 @@ func (ec *executionContext) _ApiKey_id(ctx context.Context, field graphql.Collec
 	)
 }
 func (ec *executionContext) fieldContext_ApiKey_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("ApiKey", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _ApiKey_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
@@ -5312,7 +5312,7 @@ func (ec *executionContext) _ApiKey_orgID(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_ApiKey_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("ApiKey", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _ApiKey_name(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
@@ -5335,7 +5335,7 @@ func (ec *executionContext) _ApiKey_name(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_ApiKey_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("ApiKey", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _ApiKey_scope(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
@@ -5358,7 +5358,7 @@ func (ec *executionContext) _ApiKey_scope(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_ApiKey_scope(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type ApiKeyScope does not have child fields"))
+	return scalarFieldContext("ApiKey", field, false, false, "field of type ApiKeyScope does not have child fields")
 }
 
 func (ec *executionContext) _ApiKey_prefix(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
@@ -5381,7 +5381,7 @@ func (ec *executionContext) _ApiKey_prefix(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_ApiKey_prefix(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("ApiKey", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _ApiKey_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
@@ -5404,7 +5404,7 @@ func (ec *executionContext) _ApiKey_createdAt(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_ApiKey_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("ApiKey", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _ApiKey_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
@@ -5427,7 +5427,7 @@ func (ec *executionContext) _ApiKey_lastUsedAt(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_ApiKey_lastUsedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("ApiKey", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _ApiKey_revokedAt(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
@@ -5450,7 +5450,7 @@ func (ec *executionContext) _ApiKey_revokedAt(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_ApiKey_revokedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("ApiKey", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _ApiKeyConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.ApiKeyConnection) (ret graphql.Marshaler) {
@@ -5537,7 +5537,7 @@ func (ec *executionContext) _ApiKeyConnection_totalCount(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_ApiKeyConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiKeyConnection", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("ApiKeyConnection", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _ApiKeyEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.ApiKeyEdge) (ret graphql.Marshaler) {
@@ -5592,7 +5592,7 @@ func (ec *executionContext) _ApiKeyEdge_cursor(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_ApiKeyEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiKeyEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return scalarFieldContext("ApiKeyEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _Campaign_promptHash(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
@@ -5615,7 +5615,7 @@ func (ec *executionContext) _Campaign_promptHash(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_Campaign_promptHash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Campaign", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Campaign_operator(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
@@ -5638,7 +5638,7 @@ func (ec *executionContext) _Campaign_operator(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Campaign_operator(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Campaign", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Campaign_model(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
@@ -5661,7 +5661,7 @@ func (ec *executionContext) _Campaign_model(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Campaign_model(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Campaign", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Campaign_sessionCount(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
@@ -5684,7 +5684,7 @@ func (ec *executionContext) _Campaign_sessionCount(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_Campaign_sessionCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("Campaign", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Campaign_promptCount(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
@@ -5707,7 +5707,7 @@ func (ec *executionContext) _Campaign_promptCount(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_Campaign_promptCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("Campaign", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Campaign_firstSeen(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
@@ -5730,7 +5730,7 @@ func (ec *executionContext) _Campaign_firstSeen(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Campaign_firstSeen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("Campaign", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Campaign_lastSeen(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
@@ -5753,7 +5753,7 @@ func (ec *executionContext) _Campaign_lastSeen(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Campaign_lastSeen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Campaign", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("Campaign", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Campaign_sessions(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
@@ -5992,7 +5992,7 @@ func (ec *executionContext) _CampaignEdge_cursor(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_CampaignEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CampaignEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return scalarFieldContext("CampaignEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _CreateApiKeyPayload_key(ctx context.Context, field graphql.CollectedField, obj *model.CreateAPIKeyPayload) (ret graphql.Marshaler) {
@@ -6015,7 +6015,7 @@ func (ec *executionContext) _CreateApiKeyPayload_key(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_CreateApiKeyPayload_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CreateApiKeyPayload", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("CreateApiKeyPayload", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _CreateApiKeyPayload_apiKey(ctx context.Context, field graphql.CollectedField, obj *model.CreateAPIKeyPayload) (ret graphql.Marshaler) {
@@ -6102,7 +6102,7 @@ func (ec *executionContext) _CreateWebhookEndpointPayload_secret(ctx context.Con
 	)
 }
 func (ec *executionContext) fieldContext_CreateWebhookEndpointPayload_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CreateWebhookEndpointPayload", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("CreateWebhookEndpointPayload", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _DeletePayload_id(ctx context.Context, field graphql.CollectedField, obj *model.DeletePayload) (ret graphql.Marshaler) {
@@ -6125,7 +6125,7 @@ func (ec *executionContext) _DeletePayload_id(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_DeletePayload_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DeletePayload", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("DeletePayload", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _DeletePayload_deleted(ctx context.Context, field graphql.CollectedField, obj *model.DeletePayload) (ret graphql.Marshaler) {
@@ -6148,7 +6148,7 @@ func (ec *executionContext) _DeletePayload_deleted(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_DeletePayload_deleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DeletePayload", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("DeletePayload", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _Event_id(ctx context.Context, field graphql.CollectedField, obj *ent.Event) (ret graphql.Marshaler) {
@@ -6171,7 +6171,7 @@ func (ec *executionContext) _Event_id(ctx context.Context, field graphql.Collect
 	)
 }
 func (ec *executionContext) fieldContext_Event_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Event", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Event", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Event_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.Event) (ret graphql.Marshaler) {
@@ -6194,7 +6194,7 @@ func (ec *executionContext) _Event_orgID(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_Event_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Event", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Event", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Event_position(ctx context.Context, field graphql.CollectedField, obj *ent.Event) (ret graphql.Marshaler) {
@@ -6217,7 +6217,7 @@ func (ec *executionContext) _Event_position(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Event_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Event", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("Event", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Event_type(ctx context.Context, field graphql.CollectedField, obj *ent.Event) (ret graphql.Marshaler) {
@@ -6240,7 +6240,7 @@ func (ec *executionContext) _Event_type(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Event_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Event", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Event", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Event_apiVersion(ctx context.Context, field graphql.CollectedField, obj *ent.Event) (ret graphql.Marshaler) {
@@ -6263,7 +6263,7 @@ func (ec *executionContext) _Event_apiVersion(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Event_apiVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Event", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Event", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Event_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Event) (ret graphql.Marshaler) {
@@ -6286,7 +6286,7 @@ func (ec *executionContext) _Event_createdAt(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Event_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Event", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("Event", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Event_data(ctx context.Context, field graphql.CollectedField, obj *ent.Event) (ret graphql.Marshaler) {
@@ -6309,7 +6309,7 @@ func (ec *executionContext) _Event_data(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Event_data(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Event", field, false, false, errors.New("field of type Map does not have child fields"))
+	return scalarFieldContext("Event", field, false, false, "field of type Map does not have child fields")
 }
 
 func (ec *executionContext) _EventConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.EventConnection) (ret graphql.Marshaler) {
@@ -6396,7 +6396,7 @@ func (ec *executionContext) _EventConnection_totalCount(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_EventConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EventConnection", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("EventConnection", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _EventEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.EventEdge) (ret graphql.Marshaler) {
@@ -6451,7 +6451,7 @@ func (ec *executionContext) _EventEdge_cursor(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_EventEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EventEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return scalarFieldContext("EventEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _EventMessage_id(ctx context.Context, field graphql.CollectedField, obj *model.EventMessage) (ret graphql.Marshaler) {
@@ -6474,7 +6474,7 @@ func (ec *executionContext) _EventMessage_id(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_EventMessage_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EventMessage", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("EventMessage", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _EventMessage_type(ctx context.Context, field graphql.CollectedField, obj *model.EventMessage) (ret graphql.Marshaler) {
@@ -6497,7 +6497,7 @@ func (ec *executionContext) _EventMessage_type(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_EventMessage_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EventMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("EventMessage", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _EventMessage_apiVersion(ctx context.Context, field graphql.CollectedField, obj *model.EventMessage) (ret graphql.Marshaler) {
@@ -6520,7 +6520,7 @@ func (ec *executionContext) _EventMessage_apiVersion(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_EventMessage_apiVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EventMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("EventMessage", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _EventMessage_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.EventMessage) (ret graphql.Marshaler) {
@@ -6543,7 +6543,7 @@ func (ec *executionContext) _EventMessage_createdAt(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_EventMessage_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EventMessage", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("EventMessage", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _EventMessage_data(ctx context.Context, field graphql.CollectedField, obj *model.EventMessage) (ret graphql.Marshaler) {
@@ -6566,7 +6566,7 @@ func (ec *executionContext) _EventMessage_data(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_EventMessage_data(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EventMessage", field, false, false, errors.New("field of type Map does not have child fields"))
+	return scalarFieldContext("EventMessage", field, false, false, "field of type Map does not have child fields")
 }
 
 func (ec *executionContext) _EventMessage_cursor(ctx context.Context, field graphql.CollectedField, obj *model.EventMessage) (ret graphql.Marshaler) {
@@ -6589,7 +6589,7 @@ func (ec *executionContext) _EventMessage_cursor(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_EventMessage_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EventMessage", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return scalarFieldContext("EventMessage", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _Hit_id(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
@@ -6612,7 +6612,7 @@ func (ec *executionContext) _Hit_id(ctx context.Context, field graphql.Collected
 	)
 }
 func (ec *executionContext) fieldContext_Hit_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Hit", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Hit", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Hit_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
@@ -6635,7 +6635,7 @@ func (ec *executionContext) _Hit_orgID(ctx context.Context, field graphql.Collec
 	)
 }
 func (ec *executionContext) fieldContext_Hit_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Hit", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Hit", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Hit_sessionID(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
@@ -6658,7 +6658,7 @@ func (ec *executionContext) _Hit_sessionID(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Hit_sessionID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Hit", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Hit", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Hit_trapID(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
@@ -6681,7 +6681,7 @@ func (ec *executionContext) _Hit_trapID(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Hit_trapID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Hit", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Hit_method(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
@@ -6704,7 +6704,7 @@ func (ec *executionContext) _Hit_method(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Hit_method(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Hit", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Hit_path(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
@@ -6727,7 +6727,7 @@ func (ec *executionContext) _Hit_path(ctx context.Context, field graphql.Collect
 	)
 }
 func (ec *executionContext) fieldContext_Hit_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Hit", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Hit_query(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
@@ -6750,7 +6750,7 @@ func (ec *executionContext) _Hit_query(ctx context.Context, field graphql.Collec
 	)
 }
 func (ec *executionContext) fieldContext_Hit_query(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Hit", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Hit_headers(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
@@ -6773,7 +6773,7 @@ func (ec *executionContext) _Hit_headers(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_Hit_headers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Hit", field, true, true, errors.New("field of type Map does not have child fields"))
+	return scalarFieldContext("Hit", field, true, true, "field of type Map does not have child fields")
 }
 
 func (ec *executionContext) _Hit_body(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
@@ -6796,7 +6796,7 @@ func (ec *executionContext) _Hit_body(ctx context.Context, field graphql.Collect
 	)
 }
 func (ec *executionContext) fieldContext_Hit_body(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Hit", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Hit_bodyTruncated(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
@@ -6819,7 +6819,7 @@ func (ec *executionContext) _Hit_bodyTruncated(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Hit_bodyTruncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Hit", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("Hit", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _Hit_sourceIP(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
@@ -6842,7 +6842,7 @@ func (ec *executionContext) _Hit_sourceIP(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Hit_sourceIP(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Hit", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Hit_userAgent(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
@@ -6865,7 +6865,7 @@ func (ec *executionContext) _Hit_userAgent(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Hit_userAgent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Hit", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Hit_receivedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
@@ -6888,7 +6888,7 @@ func (ec *executionContext) _Hit_receivedAt(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Hit_receivedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Hit", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("Hit", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Hit_kind(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
@@ -6911,7 +6911,7 @@ func (ec *executionContext) _Hit_kind(ctx context.Context, field graphql.Collect
 	)
 }
 func (ec *executionContext) fieldContext_Hit_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Hit", field, false, false, errors.New("field of type HitKind does not have child fields"))
+	return scalarFieldContext("Hit", field, false, false, "field of type HitKind does not have child fields")
 }
 
 func (ec *executionContext) _Hit_status(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
@@ -6934,7 +6934,7 @@ func (ec *executionContext) _Hit_status(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Hit_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Hit", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("Hit", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Hit_signals(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
@@ -6957,7 +6957,7 @@ func (ec *executionContext) _Hit_signals(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_Hit_signals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Hit", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Hit_session(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
@@ -7076,7 +7076,7 @@ func (ec *executionContext) _HitConnection_totalCount(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_HitConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("HitConnection", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("HitConnection", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _HitEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.HitEdge) (ret graphql.Marshaler) {
@@ -7131,7 +7131,7 @@ func (ec *executionContext) _HitEdge_cursor(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_HitEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("HitEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return scalarFieldContext("HitEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _LureSnippet_html(ctx context.Context, field graphql.CollectedField, obj *model.LureSnippet) (ret graphql.Marshaler) {
@@ -7154,7 +7154,7 @@ func (ec *executionContext) _LureSnippet_html(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_LureSnippet_html(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("LureSnippet", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("LureSnippet", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _LureSnippet_url(ctx context.Context, field graphql.CollectedField, obj *model.LureSnippet) (ret graphql.Marshaler) {
@@ -7177,7 +7177,7 @@ func (ec *executionContext) _LureSnippet_url(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_LureSnippet_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("LureSnippet", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("LureSnippet", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _LureSnippet_token(ctx context.Context, field graphql.CollectedField, obj *model.LureSnippet) (ret graphql.Marshaler) {
@@ -7200,7 +7200,7 @@ func (ec *executionContext) _LureSnippet_token(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_LureSnippet_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("LureSnippet", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("LureSnippet", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Mutation_createTrap(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -7883,7 +7883,7 @@ func (ec *executionContext) _Organization_id(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Organization_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Organization", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Organization", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Organization_name(ctx context.Context, field graphql.CollectedField, obj *ent.Organization) (ret graphql.Marshaler) {
@@ -7906,7 +7906,7 @@ func (ec *executionContext) _Organization_name(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Organization_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Organization", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Organization", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Organization_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Organization) (ret graphql.Marshaler) {
@@ -7929,7 +7929,7 @@ func (ec *executionContext) _Organization_createdAt(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_Organization_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Organization", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("Organization", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Overview_totalHits24h(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
@@ -7952,7 +7952,7 @@ func (ec *executionContext) _Overview_totalHits24h(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_Overview_totalHits24h(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Overview", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("Overview", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Overview_agentsDetected(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
@@ -7975,7 +7975,7 @@ func (ec *executionContext) _Overview_agentsDetected(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_Overview_agentsDetected(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Overview", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("Overview", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Overview_tripwiresFired(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
@@ -7998,7 +7998,7 @@ func (ec *executionContext) _Overview_tripwiresFired(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_Overview_tripwiresFired(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Overview", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("Overview", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Overview_promptsCaptured(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
@@ -8021,7 +8021,7 @@ func (ec *executionContext) _Overview_promptsCaptured(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_Overview_promptsCaptured(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Overview", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("Overview", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Overview_activeTraps(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
@@ -8044,7 +8044,7 @@ func (ec *executionContext) _Overview_activeTraps(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_Overview_activeTraps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Overview", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("Overview", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *entgql.PageInfo[string]) (ret graphql.Marshaler) {
@@ -8067,7 +8067,7 @@ func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_PageInfo_hasNextPage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("PageInfo", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _PageInfo_hasPreviousPage(ctx context.Context, field graphql.CollectedField, obj *entgql.PageInfo[string]) (ret graphql.Marshaler) {
@@ -8090,7 +8090,7 @@ func (ec *executionContext) _PageInfo_hasPreviousPage(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_PageInfo_hasPreviousPage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("PageInfo", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _PageInfo_startCursor(ctx context.Context, field graphql.CollectedField, obj *entgql.PageInfo[string]) (ret graphql.Marshaler) {
@@ -8113,7 +8113,7 @@ func (ec *executionContext) _PageInfo_startCursor(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_PageInfo_startCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return scalarFieldContext("PageInfo", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graphql.CollectedField, obj *entgql.PageInfo[string]) (ret graphql.Marshaler) {
@@ -8136,7 +8136,7 @@ func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return scalarFieldContext("PageInfo", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_id(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
@@ -8159,7 +8159,7 @@ func (ec *executionContext) _Prompt_id(ctx context.Context, field graphql.Collec
 	)
 }
 func (ec *executionContext) fieldContext_Prompt_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Prompt", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
@@ -8182,7 +8182,7 @@ func (ec *executionContext) _Prompt_orgID(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Prompt_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Prompt", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_sessionID(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
@@ -8205,7 +8205,7 @@ func (ec *executionContext) _Prompt_sessionID(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Prompt_sessionID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Prompt", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_hitID(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
@@ -8228,7 +8228,7 @@ func (ec *executionContext) _Prompt_hitID(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Prompt_hitID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Prompt", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_text(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
@@ -8251,7 +8251,7 @@ func (ec *executionContext) _Prompt_text(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_Prompt_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Prompt", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_hash(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
@@ -8274,7 +8274,7 @@ func (ec *executionContext) _Prompt_hash(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_Prompt_hash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Prompt", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_model(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
@@ -8297,7 +8297,7 @@ func (ec *executionContext) _Prompt_model(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Prompt_model(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Prompt", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_operator(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
@@ -8320,7 +8320,7 @@ func (ec *executionContext) _Prompt_operator(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Prompt_operator(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Prompt", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_source(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
@@ -8343,7 +8343,7 @@ func (ec *executionContext) _Prompt_source(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Prompt_source(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Prompt", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
@@ -8366,7 +8366,7 @@ func (ec *executionContext) _Prompt_createdAt(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Prompt_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Prompt", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("Prompt", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_session(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
@@ -9197,7 +9197,7 @@ func (ec *executionContext) _RetentionSettings_hits(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_RetentionSettings_hits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("RetentionSettings", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("RetentionSettings", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _RetentionSettings_signals(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
@@ -9220,7 +9220,7 @@ func (ec *executionContext) _RetentionSettings_signals(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_RetentionSettings_signals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("RetentionSettings", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("RetentionSettings", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _RetentionSettings_prompts(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
@@ -9243,7 +9243,7 @@ func (ec *executionContext) _RetentionSettings_prompts(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_RetentionSettings_prompts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("RetentionSettings", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("RetentionSettings", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _RetentionSettings_events(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
@@ -9266,7 +9266,7 @@ func (ec *executionContext) _RetentionSettings_events(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_RetentionSettings_events(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("RetentionSettings", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("RetentionSettings", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _RetentionSettings_deliveries(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
@@ -9289,7 +9289,7 @@ func (ec *executionContext) _RetentionSettings_deliveries(ctx context.Context, f
 	)
 }
 func (ec *executionContext) fieldContext_RetentionSettings_deliveries(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("RetentionSettings", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("RetentionSettings", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _RetentionSettings_sessions(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
@@ -9312,7 +9312,7 @@ func (ec *executionContext) _RetentionSettings_sessions(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_RetentionSettings_sessions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("RetentionSettings", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("RetentionSettings", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _RetentionSettings_hitHours(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
@@ -9335,7 +9335,7 @@ func (ec *executionContext) _RetentionSettings_hitHours(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_RetentionSettings_hitHours(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("RetentionSettings", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("RetentionSettings", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _RotateWebhookSecretPayload_endpoint(ctx context.Context, field graphql.CollectedField, obj *model.RotateWebhookSecretPayload) (ret graphql.Marshaler) {
@@ -9390,7 +9390,7 @@ func (ec *executionContext) _RotateWebhookSecretPayload_secret(ctx context.Conte
 	)
 }
 func (ec *executionContext) fieldContext_RotateWebhookSecretPayload_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("RotateWebhookSecretPayload", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("RotateWebhookSecretPayload", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _ScorePart_signal(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
@@ -9413,7 +9413,7 @@ func (ec *executionContext) _ScorePart_signal(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_ScorePart_signal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScorePart", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("ScorePart", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _ScorePart_meaning(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
@@ -9436,7 +9436,7 @@ func (ec *executionContext) _ScorePart_meaning(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_ScorePart_meaning(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScorePart", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("ScorePart", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _ScorePart_tripwire(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
@@ -9459,7 +9459,7 @@ func (ec *executionContext) _ScorePart_tripwire(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_ScorePart_tripwire(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScorePart", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("ScorePart", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _ScorePart_weight(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
@@ -9482,7 +9482,7 @@ func (ec *executionContext) _ScorePart_weight(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_ScorePart_weight(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScorePart", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("ScorePart", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _ScorePart_count(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
@@ -9505,7 +9505,7 @@ func (ec *executionContext) _ScorePart_count(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_ScorePart_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScorePart", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("ScorePart", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _ScorePart_points(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
@@ -9528,7 +9528,7 @@ func (ec *executionContext) _ScorePart_points(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_ScorePart_points(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScorePart", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("ScorePart", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _ScorePart_countsOnce(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
@@ -9551,7 +9551,7 @@ func (ec *executionContext) _ScorePart_countsOnce(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_ScorePart_countsOnce(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScorePart", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("ScorePart", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _ScorePart_fromUserAgent(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
@@ -9574,7 +9574,7 @@ func (ec *executionContext) _ScorePart_fromUserAgent(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_ScorePart_fromUserAgent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScorePart", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("ScorePart", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _Session_id(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -9597,7 +9597,7 @@ func (ec *executionContext) _Session_id(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Session_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Session", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Session_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -9620,7 +9620,7 @@ func (ec *executionContext) _Session_orgID(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Session_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Session", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Session_siteID(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -9643,7 +9643,7 @@ func (ec *executionContext) _Session_siteID(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Session_siteID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Session", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Session_sourceIP(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -9666,7 +9666,7 @@ func (ec *executionContext) _Session_sourceIP(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Session_sourceIP(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Session", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Session_userAgent(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -9689,7 +9689,7 @@ func (ec *executionContext) _Session_userAgent(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Session_userAgent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Session", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Session_classification(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -9712,7 +9712,7 @@ func (ec *executionContext) _Session_classification(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_Session_classification(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type Classification does not have child fields"))
+	return scalarFieldContext("Session", field, false, false, "field of type Classification does not have child fields")
 }
 
 func (ec *executionContext) _Session_score(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -9735,7 +9735,7 @@ func (ec *executionContext) _Session_score(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Session_score(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("Session", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Session_confidence(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -9758,7 +9758,7 @@ func (ec *executionContext) _Session_confidence(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Session_confidence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("Session", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Session_severity(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -9781,7 +9781,7 @@ func (ec *executionContext) _Session_severity(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Session_severity(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type Severity does not have child fields"))
+	return scalarFieldContext("Session", field, false, false, "field of type Severity does not have child fields")
 }
 
 func (ec *executionContext) _Session_signalsFired(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -9804,7 +9804,7 @@ func (ec *executionContext) _Session_signalsFired(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_Session_signalsFired(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Session", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Session_firstSeen(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -9827,7 +9827,7 @@ func (ec *executionContext) _Session_firstSeen(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Session_firstSeen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("Session", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Session_lastSeen(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -9850,7 +9850,7 @@ func (ec *executionContext) _Session_lastSeen(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Session_lastSeen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("Session", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Session_hitCount(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -9873,7 +9873,7 @@ func (ec *executionContext) _Session_hitCount(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Session_hitCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("Session", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Session_tripwiresFired(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -9896,7 +9896,7 @@ func (ec *executionContext) _Session_tripwiresFired(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_Session_tripwiresFired(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("Session", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Session_promptsCaptured(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -9919,7 +9919,7 @@ func (ec *executionContext) _Session_promptsCaptured(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_Session_promptsCaptured(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("Session", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Session_extractedModel(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -9942,7 +9942,7 @@ func (ec *executionContext) _Session_extractedModel(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_Session_extractedModel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Session", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Session_extractedOperator(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -9965,7 +9965,7 @@ func (ec *executionContext) _Session_extractedOperator(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_Session_extractedOperator(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Session", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Session_trapsTriggered(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -9988,7 +9988,7 @@ func (ec *executionContext) _Session_trapsTriggered(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_Session_trapsTriggered(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Session", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Session_hits(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -10279,7 +10279,7 @@ func (ec *executionContext) _SessionConnection_totalCount(ctx context.Context, f
 	)
 }
 func (ec *executionContext) fieldContext_SessionConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SessionConnection", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("SessionConnection", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _SessionConnection_totalCountExact(ctx context.Context, field graphql.CollectedField, obj *ent.SessionConnection) (ret graphql.Marshaler) {
@@ -10302,7 +10302,7 @@ func (ec *executionContext) _SessionConnection_totalCountExact(ctx context.Conte
 	)
 }
 func (ec *executionContext) fieldContext_SessionConnection_totalCountExact(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SessionConnection", field, true, true, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("SessionConnection", field, true, true, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _SessionDetail_session(ctx context.Context, field graphql.CollectedField, obj *model.SessionDetail) (ret graphql.Marshaler) {
@@ -10389,7 +10389,7 @@ func (ec *executionContext) _SessionDetail_hitsTruncated(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_SessionDetail_hitsTruncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SessionDetail", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("SessionDetail", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _SessionDetail_signals(ctx context.Context, field graphql.CollectedField, obj *model.SessionDetail) (ret graphql.Marshaler) {
@@ -10508,7 +10508,7 @@ func (ec *executionContext) _SessionEdge_cursor(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_SessionEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SessionEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return scalarFieldContext("SessionEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _SeverityCounts_critical(ctx context.Context, field graphql.CollectedField, obj *model.SeverityCounts) (ret graphql.Marshaler) {
@@ -10531,7 +10531,7 @@ func (ec *executionContext) _SeverityCounts_critical(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_SeverityCounts_critical(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SeverityCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("SeverityCounts", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _SeverityCounts_high(ctx context.Context, field graphql.CollectedField, obj *model.SeverityCounts) (ret graphql.Marshaler) {
@@ -10554,7 +10554,7 @@ func (ec *executionContext) _SeverityCounts_high(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_SeverityCounts_high(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SeverityCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("SeverityCounts", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _SeverityCounts_medium(ctx context.Context, field graphql.CollectedField, obj *model.SeverityCounts) (ret graphql.Marshaler) {
@@ -10577,7 +10577,7 @@ func (ec *executionContext) _SeverityCounts_medium(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_SeverityCounts_medium(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SeverityCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("SeverityCounts", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _SeverityCounts_low(ctx context.Context, field graphql.CollectedField, obj *model.SeverityCounts) (ret graphql.Marshaler) {
@@ -10600,7 +10600,7 @@ func (ec *executionContext) _SeverityCounts_low(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_SeverityCounts_low(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SeverityCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("SeverityCounts", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Signal_id(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
@@ -10623,7 +10623,7 @@ func (ec *executionContext) _Signal_id(ctx context.Context, field graphql.Collec
 	)
 }
 func (ec *executionContext) fieldContext_Signal_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Signal", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Signal_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
@@ -10646,7 +10646,7 @@ func (ec *executionContext) _Signal_orgID(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Signal_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Signal", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Signal_sessionID(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
@@ -10669,7 +10669,7 @@ func (ec *executionContext) _Signal_sessionID(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Signal_sessionID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Signal", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Signal_hitID(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
@@ -10692,7 +10692,7 @@ func (ec *executionContext) _Signal_hitID(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Signal_hitID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Signal", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Signal_name(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
@@ -10715,7 +10715,7 @@ func (ec *executionContext) _Signal_name(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_Signal_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Signal", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Signal_tripwire(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
@@ -10738,7 +10738,7 @@ func (ec *executionContext) _Signal_tripwire(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Signal_tripwire(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("Signal", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _Signal_placement(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
@@ -10761,7 +10761,7 @@ func (ec *executionContext) _Signal_placement(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Signal_placement(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Signal", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Signal_sourceHitID(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
@@ -10784,7 +10784,7 @@ func (ec *executionContext) _Signal_sourceHitID(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Signal_sourceHitID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Signal", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Signal_delayMs(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
@@ -10807,7 +10807,7 @@ func (ec *executionContext) _Signal_delayMs(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Signal_delayMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("Signal", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Signal_detail(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
@@ -10830,7 +10830,7 @@ func (ec *executionContext) _Signal_detail(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Signal_detail(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Signal", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Signal_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
@@ -10853,7 +10853,7 @@ func (ec *executionContext) _Signal_createdAt(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Signal_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Signal", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("Signal", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Signal_session(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
@@ -10908,7 +10908,7 @@ func (ec *executionContext) _SignalGroup_signal(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_SignalGroup_signal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SignalGroup", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("SignalGroup", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _SignalGroup_tripwire(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
@@ -10931,7 +10931,7 @@ func (ec *executionContext) _SignalGroup_tripwire(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_SignalGroup_tripwire(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SignalGroup", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("SignalGroup", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _SignalGroup_placement(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
@@ -10954,7 +10954,7 @@ func (ec *executionContext) _SignalGroup_placement(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_SignalGroup_placement(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SignalGroup", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("SignalGroup", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _SignalGroup_placementLabel(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
@@ -10977,7 +10977,7 @@ func (ec *executionContext) _SignalGroup_placementLabel(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_SignalGroup_placementLabel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SignalGroup", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("SignalGroup", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _SignalGroup_count(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
@@ -11000,7 +11000,7 @@ func (ec *executionContext) _SignalGroup_count(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_SignalGroup_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SignalGroup", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("SignalGroup", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _SignalGroup_minDelayMs(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
@@ -11023,7 +11023,7 @@ func (ec *executionContext) _SignalGroup_minDelayMs(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_SignalGroup_minDelayMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SignalGroup", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("SignalGroup", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _SignalGroup_maxDelayMs(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
@@ -11046,7 +11046,7 @@ func (ec *executionContext) _SignalGroup_maxDelayMs(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_SignalGroup_maxDelayMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SignalGroup", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("SignalGroup", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _SignalGroup_evidence(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
@@ -11069,7 +11069,7 @@ func (ec *executionContext) _SignalGroup_evidence(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_SignalGroup_evidence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SignalGroup", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("SignalGroup", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Site_id(ctx context.Context, field graphql.CollectedField, obj *ent.Site) (ret graphql.Marshaler) {
@@ -11092,7 +11092,7 @@ func (ec *executionContext) _Site_id(ctx context.Context, field graphql.Collecte
 	)
 }
 func (ec *executionContext) fieldContext_Site_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Site", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Site", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Site_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.Site) (ret graphql.Marshaler) {
@@ -11115,7 +11115,7 @@ func (ec *executionContext) _Site_orgID(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Site_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Site", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Site", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Site_name(ctx context.Context, field graphql.CollectedField, obj *ent.Site) (ret graphql.Marshaler) {
@@ -11138,7 +11138,7 @@ func (ec *executionContext) _Site_name(ctx context.Context, field graphql.Collec
 	)
 }
 func (ec *executionContext) fieldContext_Site_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Site", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Site", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Site_host(ctx context.Context, field graphql.CollectedField, obj *ent.Site) (ret graphql.Marshaler) {
@@ -11161,7 +11161,7 @@ func (ec *executionContext) _Site_host(ctx context.Context, field graphql.Collec
 	)
 }
 func (ec *executionContext) fieldContext_Site_host(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Site", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Site", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Site_hostVerified(ctx context.Context, field graphql.CollectedField, obj *ent.Site) (ret graphql.Marshaler) {
@@ -11184,7 +11184,7 @@ func (ec *executionContext) _Site_hostVerified(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Site_hostVerified(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Site", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("Site", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _Site_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Site) (ret graphql.Marshaler) {
@@ -11207,7 +11207,7 @@ func (ec *executionContext) _Site_createdAt(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Site_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Site", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("Site", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _SiteConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.SiteConnection) (ret graphql.Marshaler) {
@@ -11294,7 +11294,7 @@ func (ec *executionContext) _SiteConnection_totalCount(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_SiteConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SiteConnection", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("SiteConnection", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _SiteEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.SiteEdge) (ret graphql.Marshaler) {
@@ -11349,7 +11349,7 @@ func (ec *executionContext) _SiteEdge_cursor(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_SiteEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SiteEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return scalarFieldContext("SiteEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _Storage_dialect(ctx context.Context, field graphql.CollectedField, obj *model.Storage) (ret graphql.Marshaler) {
@@ -11372,7 +11372,7 @@ func (ec *executionContext) _Storage_dialect(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Storage_dialect(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Storage", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Storage", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Storage_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *model.Storage) (ret graphql.Marshaler) {
@@ -11395,7 +11395,7 @@ func (ec *executionContext) _Storage_sizeBytes(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Storage_sizeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Storage", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("Storage", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Storage_freeBytes(ctx context.Context, field graphql.CollectedField, obj *model.Storage) (ret graphql.Marshaler) {
@@ -11418,7 +11418,7 @@ func (ec *executionContext) _Storage_freeBytes(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Storage_freeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Storage", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("Storage", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Storage_tables(ctx context.Context, field graphql.CollectedField, obj *model.Storage) (ret graphql.Marshaler) {
@@ -11505,7 +11505,7 @@ func (ec *executionContext) _StorageTable_name(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_StorageTable_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("StorageTable", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("StorageTable", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _StorageTable_rows(ctx context.Context, field graphql.CollectedField, obj *model.StorageTable) (ret graphql.Marshaler) {
@@ -11528,7 +11528,7 @@ func (ec *executionContext) _StorageTable_rows(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_StorageTable_rows(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("StorageTable", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("StorageTable", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _StorageTable_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *model.StorageTable) (ret graphql.Marshaler) {
@@ -11551,7 +11551,7 @@ func (ec *executionContext) _StorageTable_sizeBytes(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_StorageTable_sizeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("StorageTable", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("StorageTable", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _StorageTable_oldest(ctx context.Context, field graphql.CollectedField, obj *model.StorageTable) (ret graphql.Marshaler) {
@@ -11574,7 +11574,7 @@ func (ec *executionContext) _StorageTable_oldest(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_StorageTable_oldest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("StorageTable", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("StorageTable", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Subscription_events(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
@@ -11673,7 +11673,7 @@ func (ec *executionContext) _TimelineBucket_hour(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_TimelineBucket_hour(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TimelineBucket", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("TimelineBucket", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _TimelineBucket_hits(ctx context.Context, field graphql.CollectedField, obj *model.TimelineBucket) (ret graphql.Marshaler) {
@@ -11696,7 +11696,7 @@ func (ec *executionContext) _TimelineBucket_hits(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_TimelineBucket_hits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TimelineBucket", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("TimelineBucket", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Trap_id(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
@@ -11719,7 +11719,7 @@ func (ec *executionContext) _Trap_id(ctx context.Context, field graphql.Collecte
 	)
 }
 func (ec *executionContext) fieldContext_Trap_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Trap", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Trap", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Trap_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
@@ -11742,7 +11742,7 @@ func (ec *executionContext) _Trap_orgID(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Trap_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Trap", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Trap", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Trap_siteID(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
@@ -11765,7 +11765,7 @@ func (ec *executionContext) _Trap_siteID(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_Trap_siteID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Trap", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Trap", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Trap_name(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
@@ -11788,7 +11788,7 @@ func (ec *executionContext) _Trap_name(ctx context.Context, field graphql.Collec
 	)
 }
 func (ec *executionContext) fieldContext_Trap_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Trap", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Trap", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Trap_path(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
@@ -11811,7 +11811,7 @@ func (ec *executionContext) _Trap_path(ctx context.Context, field graphql.Collec
 	)
 }
 func (ec *executionContext) fieldContext_Trap_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Trap", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Trap", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Trap_type(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
@@ -11834,7 +11834,7 @@ func (ec *executionContext) _Trap_type(ctx context.Context, field graphql.Collec
 	)
 }
 func (ec *executionContext) fieldContext_Trap_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Trap", field, false, false, errors.New("field of type TrapType does not have child fields"))
+	return scalarFieldContext("Trap", field, false, false, "field of type TrapType does not have child fields")
 }
 
 func (ec *executionContext) _Trap_description(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
@@ -11857,7 +11857,7 @@ func (ec *executionContext) _Trap_description(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Trap_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Trap", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Trap", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Trap_active(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
@@ -11880,7 +11880,7 @@ func (ec *executionContext) _Trap_active(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_Trap_active(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Trap", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("Trap", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _Trap_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
@@ -11903,7 +11903,7 @@ func (ec *executionContext) _Trap_createdAt(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Trap_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Trap", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("Trap", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Trap_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
@@ -11926,7 +11926,7 @@ func (ec *executionContext) _Trap_updatedAt(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Trap_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Trap", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("Trap", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Trap_site(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
@@ -12045,7 +12045,7 @@ func (ec *executionContext) _TrapConnection_totalCount(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_TrapConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TrapConnection", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("TrapConnection", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _TrapEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.TrapEdge) (ret graphql.Marshaler) {
@@ -12100,7 +12100,7 @@ func (ec *executionContext) _TrapEdge_cursor(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_TrapEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TrapEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return scalarFieldContext("TrapEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _TrapPreview_status(ctx context.Context, field graphql.CollectedField, obj *model.TrapPreview) (ret graphql.Marshaler) {
@@ -12123,7 +12123,7 @@ func (ec *executionContext) _TrapPreview_status(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_TrapPreview_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TrapPreview", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("TrapPreview", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _TrapPreview_contentType(ctx context.Context, field graphql.CollectedField, obj *model.TrapPreview) (ret graphql.Marshaler) {
@@ -12146,7 +12146,7 @@ func (ec *executionContext) _TrapPreview_contentType(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_TrapPreview_contentType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TrapPreview", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("TrapPreview", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _TrapPreview_body(ctx context.Context, field graphql.CollectedField, obj *model.TrapPreview) (ret graphql.Marshaler) {
@@ -12169,7 +12169,7 @@ func (ec *executionContext) _TrapPreview_body(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_TrapPreview_body(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TrapPreview", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("TrapPreview", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _TrapPreview_path(ctx context.Context, field graphql.CollectedField, obj *model.TrapPreview) (ret graphql.Marshaler) {
@@ -12192,7 +12192,7 @@ func (ec *executionContext) _TrapPreview_path(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_TrapPreview_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TrapPreview", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("TrapPreview", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _TrapRef_id(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
@@ -12215,7 +12215,7 @@ func (ec *executionContext) _TrapRef_id(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_TrapRef_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TrapRef", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("TrapRef", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _TrapRef_name(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
@@ -12238,7 +12238,7 @@ func (ec *executionContext) _TrapRef_name(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_TrapRef_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TrapRef", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("TrapRef", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _TrapRef_path(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
@@ -12261,7 +12261,7 @@ func (ec *executionContext) _TrapRef_path(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_TrapRef_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TrapRef", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("TrapRef", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _TrapRef_type(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
@@ -12284,7 +12284,7 @@ func (ec *executionContext) _TrapRef_type(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_TrapRef_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TrapRef", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("TrapRef", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _TrapRef_deleted(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
@@ -12307,7 +12307,7 @@ func (ec *executionContext) _TrapRef_deleted(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_TrapRef_deleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TrapRef", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("TrapRef", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_classification(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
@@ -12330,7 +12330,7 @@ func (ec *executionContext) _VerdictExplanation_classification(ctx context.Conte
 	)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_classification(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Classification does not have child fields"))
+	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Classification does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_score(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
@@ -12353,7 +12353,7 @@ func (ec *executionContext) _VerdictExplanation_score(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_score(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_confidence(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
@@ -12376,7 +12376,7 @@ func (ec *executionContext) _VerdictExplanation_confidence(ctx context.Context, 
 	)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_confidence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_severity(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
@@ -12399,7 +12399,7 @@ func (ec *executionContext) _VerdictExplanation_severity(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_severity(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Severity does not have child fields"))
+	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Severity does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_matchesStored(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
@@ -12422,7 +12422,7 @@ func (ec *executionContext) _VerdictExplanation_matchesStored(ctx context.Contex
 	)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_matchesStored(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_rawScore(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
@@ -12445,7 +12445,7 @@ func (ec *executionContext) _VerdictExplanation_rawScore(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_rawScore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_floor(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
@@ -12468,7 +12468,7 @@ func (ec *executionContext) _VerdictExplanation_floor(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_floor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_ceiling(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
@@ -12491,7 +12491,7 @@ func (ec *executionContext) _VerdictExplanation_ceiling(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_ceiling(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_rule(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
@@ -12514,7 +12514,7 @@ func (ec *executionContext) _VerdictExplanation_rule(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_rule(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_ruleText(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
@@ -12537,7 +12537,7 @@ func (ec *executionContext) _VerdictExplanation_ruleText(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_ruleText(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_detectionThreshold(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
@@ -12560,7 +12560,7 @@ func (ec *executionContext) _VerdictExplanation_detectionThreshold(ctx context.C
 	)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_detectionThreshold(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("VerdictExplanation", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_parts(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
@@ -12615,7 +12615,7 @@ func (ec *executionContext) _Viewer_orgID(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Viewer_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Viewer", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Viewer", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Viewer_scope(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
@@ -12638,7 +12638,7 @@ func (ec *executionContext) _Viewer_scope(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Viewer_scope(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Viewer", field, false, false, errors.New("field of type ApiKeyScope does not have child fields"))
+	return scalarFieldContext("Viewer", field, false, false, "field of type ApiKeyScope does not have child fields")
 }
 
 func (ec *executionContext) _Viewer_keyID(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
@@ -12661,7 +12661,7 @@ func (ec *executionContext) _Viewer_keyID(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Viewer_keyID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Viewer", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("Viewer", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Viewer_subject(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
@@ -12684,7 +12684,7 @@ func (ec *executionContext) _Viewer_subject(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Viewer_subject(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Viewer", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("Viewer", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookAttempt_at(ctx context.Context, field graphql.CollectedField, obj *schematype.WebhookAttempt) (ret graphql.Marshaler) {
@@ -12707,7 +12707,7 @@ func (ec *executionContext) _WebhookAttempt_at(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_WebhookAttempt_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("WebhookAttempt", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _WebhookAttempt_statusCode(ctx context.Context, field graphql.CollectedField, obj *schematype.WebhookAttempt) (ret graphql.Marshaler) {
@@ -12730,7 +12730,7 @@ func (ec *executionContext) _WebhookAttempt_statusCode(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_WebhookAttempt_statusCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("WebhookAttempt", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _WebhookAttempt_latencyMs(ctx context.Context, field graphql.CollectedField, obj *schematype.WebhookAttempt) (ret graphql.Marshaler) {
@@ -12753,7 +12753,7 @@ func (ec *executionContext) _WebhookAttempt_latencyMs(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_WebhookAttempt_latencyMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("WebhookAttempt", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _WebhookAttempt_error(ctx context.Context, field graphql.CollectedField, obj *schematype.WebhookAttempt) (ret graphql.Marshaler) {
@@ -12776,7 +12776,7 @@ func (ec *executionContext) _WebhookAttempt_error(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_WebhookAttempt_error(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("WebhookAttempt", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookAttempt_response(ctx context.Context, field graphql.CollectedField, obj *schematype.WebhookAttempt) (ret graphql.Marshaler) {
@@ -12799,7 +12799,7 @@ func (ec *executionContext) _WebhookAttempt_response(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_WebhookAttempt_response(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookAttempt", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("WebhookAttempt", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_id(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
@@ -12822,7 +12822,7 @@ func (ec *executionContext) _WebhookDelivery_id(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
@@ -12845,7 +12845,7 @@ func (ec *executionContext) _WebhookDelivery_orgID(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_endpointID(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
@@ -12868,7 +12868,7 @@ func (ec *executionContext) _WebhookDelivery_endpointID(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_endpointID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_messageID(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
@@ -12891,7 +12891,7 @@ func (ec *executionContext) _WebhookDelivery_messageID(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_messageID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_eventType(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
@@ -12914,7 +12914,7 @@ func (ec *executionContext) _WebhookDelivery_eventType(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_eventType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_payload(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
@@ -12937,7 +12937,7 @@ func (ec *executionContext) _WebhookDelivery_payload(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_payload(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type Map does not have child fields"))
+	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type Map does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_status(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
@@ -12960,7 +12960,7 @@ func (ec *executionContext) _WebhookDelivery_status(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type WebhookDeliveryStatus does not have child fields"))
+	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type WebhookDeliveryStatus does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_attemptCount(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
@@ -12983,7 +12983,7 @@ func (ec *executionContext) _WebhookDelivery_attemptCount(ctx context.Context, f
 	)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_attemptCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_nextAttemptAt(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
@@ -13006,7 +13006,7 @@ func (ec *executionContext) _WebhookDelivery_nextAttemptAt(ctx context.Context, 
 	)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_nextAttemptAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_deliveredAt(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
@@ -13029,7 +13029,7 @@ func (ec *executionContext) _WebhookDelivery_deliveredAt(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_deliveredAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_lastStatusCode(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
@@ -13052,7 +13052,7 @@ func (ec *executionContext) _WebhookDelivery_lastStatusCode(ctx context.Context,
 	)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_lastStatusCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_lastError(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
@@ -13075,7 +13075,7 @@ func (ec *executionContext) _WebhookDelivery_lastError(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_lastError(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_attempts(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
@@ -13130,7 +13130,7 @@ func (ec *executionContext) _WebhookDelivery_createdAt(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDeliveryConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDeliveryConnection) (ret graphql.Marshaler) {
@@ -13217,7 +13217,7 @@ func (ec *executionContext) _WebhookDeliveryConnection_totalCount(ctx context.Co
 	)
 }
 func (ec *executionContext) fieldContext_WebhookDeliveryConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookDeliveryConnection", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("WebhookDeliveryConnection", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDeliveryEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDeliveryEdge) (ret graphql.Marshaler) {
@@ -13272,7 +13272,7 @@ func (ec *executionContext) _WebhookDeliveryEdge_cursor(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_WebhookDeliveryEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookDeliveryEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return scalarFieldContext("WebhookDeliveryEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_id(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
@@ -13295,7 +13295,7 @@ func (ec *executionContext) _WebhookEndpoint_id(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type ID does not have child fields"))
+	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
@@ -13318,7 +13318,7 @@ func (ec *executionContext) _WebhookEndpoint_orgID(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_url(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
@@ -13341,7 +13341,7 @@ func (ec *executionContext) _WebhookEndpoint_url(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_description(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
@@ -13364,7 +13364,7 @@ func (ec *executionContext) _WebhookEndpoint_description(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_eventTypes(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
@@ -13387,7 +13387,7 @@ func (ec *executionContext) _WebhookEndpoint_eventTypes(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_eventTypes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_active(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
@@ -13410,7 +13410,7 @@ func (ec *executionContext) _WebhookEndpoint_active(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_active(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_format(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
@@ -13433,7 +13433,7 @@ func (ec *executionContext) _WebhookEndpoint_format(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_format(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type WebhookFormat does not have child fields"))
+	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type WebhookFormat does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_throttleMinutes(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
@@ -13456,7 +13456,7 @@ func (ec *executionContext) _WebhookEndpoint_throttleMinutes(ctx context.Context
 	)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_throttleMinutes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_previousSecretExpiresAt(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
@@ -13479,7 +13479,7 @@ func (ec *executionContext) _WebhookEndpoint_previousSecretExpiresAt(ctx context
 	)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_previousSecretExpiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_failingSince(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
@@ -13502,7 +13502,7 @@ func (ec *executionContext) _WebhookEndpoint_failingSince(ctx context.Context, f
 	)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_failingSince(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_disabledReason(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
@@ -13525,7 +13525,7 @@ func (ec *executionContext) _WebhookEndpoint_disabledReason(ctx context.Context,
 	)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_disabledReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
@@ -13548,7 +13548,7 @@ func (ec *executionContext) _WebhookEndpoint_createdAt(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
@@ -13571,7 +13571,7 @@ func (ec *executionContext) _WebhookEndpoint_updatedAt(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Time does not have child fields"))
+	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpointConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpointConnection) (ret graphql.Marshaler) {
@@ -13658,7 +13658,7 @@ func (ec *executionContext) _WebhookEndpointConnection_totalCount(ctx context.Co
 	)
 }
 func (ec *executionContext) fieldContext_WebhookEndpointConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookEndpointConnection", field, false, false, errors.New("field of type Int does not have child fields"))
+	return scalarFieldContext("WebhookEndpointConnection", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpointEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpointEdge) (ret graphql.Marshaler) {
@@ -13713,7 +13713,7 @@ func (ec *executionContext) _WebhookEndpointEdge_cursor(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_WebhookEndpointEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookEndpointEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return scalarFieldContext("WebhookEndpointEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -13736,7 +13736,7 @@ func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext___Directive_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Directive", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("__Directive", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) ___Directive_description(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -13759,7 +13759,7 @@ func (ec *executionContext) ___Directive_description(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext___Directive_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Directive", field, true, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("__Directive", field, true, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) ___Directive_isRepeatable(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -13782,7 +13782,7 @@ func (ec *executionContext) ___Directive_isRepeatable(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext___Directive_isRepeatable(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Directive", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("__Directive", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) ___Directive_locations(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -13805,7 +13805,7 @@ func (ec *executionContext) ___Directive_locations(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext___Directive_locations(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Directive", field, false, false, errors.New("field of type __DirectiveLocation does not have child fields"))
+	return scalarFieldContext("__Directive", field, false, false, "field of type __DirectiveLocation does not have child fields")
 }
 
 func (ec *executionContext) ___Directive_args(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -13871,7 +13871,7 @@ func (ec *executionContext) ___EnumValue_name(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext___EnumValue_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__EnumValue", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("__EnumValue", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) ___EnumValue_description(ctx context.Context, field graphql.CollectedField, obj *introspection.EnumValue) (ret graphql.Marshaler) {
@@ -13894,7 +13894,7 @@ func (ec *executionContext) ___EnumValue_description(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext___EnumValue_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__EnumValue", field, true, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("__EnumValue", field, true, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) ___EnumValue_isDeprecated(ctx context.Context, field graphql.CollectedField, obj *introspection.EnumValue) (ret graphql.Marshaler) {
@@ -13917,7 +13917,7 @@ func (ec *executionContext) ___EnumValue_isDeprecated(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext___EnumValue_isDeprecated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__EnumValue", field, true, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("__EnumValue", field, true, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) ___EnumValue_deprecationReason(ctx context.Context, field graphql.CollectedField, obj *introspection.EnumValue) (ret graphql.Marshaler) {
@@ -13940,7 +13940,7 @@ func (ec *executionContext) ___EnumValue_deprecationReason(ctx context.Context, 
 	)
 }
 func (ec *executionContext) fieldContext___EnumValue_deprecationReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__EnumValue", field, true, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("__EnumValue", field, true, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) ___Field_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Field) (ret graphql.Marshaler) {
@@ -13963,7 +13963,7 @@ func (ec *executionContext) ___Field_name(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext___Field_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Field", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("__Field", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) ___Field_description(ctx context.Context, field graphql.CollectedField, obj *introspection.Field) (ret graphql.Marshaler) {
@@ -13986,7 +13986,7 @@ func (ec *executionContext) ___Field_description(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext___Field_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Field", field, true, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("__Field", field, true, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) ___Field_args(ctx context.Context, field graphql.CollectedField, obj *introspection.Field) (ret graphql.Marshaler) {
@@ -14084,7 +14084,7 @@ func (ec *executionContext) ___Field_isDeprecated(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext___Field_isDeprecated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Field", field, true, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("__Field", field, true, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) ___Field_deprecationReason(ctx context.Context, field graphql.CollectedField, obj *introspection.Field) (ret graphql.Marshaler) {
@@ -14107,7 +14107,7 @@ func (ec *executionContext) ___Field_deprecationReason(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext___Field_deprecationReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Field", field, true, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("__Field", field, true, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) ___InputValue_name(ctx context.Context, field graphql.CollectedField, obj *introspection.InputValue) (ret graphql.Marshaler) {
@@ -14130,7 +14130,7 @@ func (ec *executionContext) ___InputValue_name(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext___InputValue_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__InputValue", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("__InputValue", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) ___InputValue_description(ctx context.Context, field graphql.CollectedField, obj *introspection.InputValue) (ret graphql.Marshaler) {
@@ -14153,7 +14153,7 @@ func (ec *executionContext) ___InputValue_description(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext___InputValue_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__InputValue", field, true, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("__InputValue", field, true, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) ___InputValue_type(ctx context.Context, field graphql.CollectedField, obj *introspection.InputValue) (ret graphql.Marshaler) {
@@ -14208,7 +14208,7 @@ func (ec *executionContext) ___InputValue_defaultValue(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext___InputValue_defaultValue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__InputValue", field, false, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("__InputValue", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) ___InputValue_isDeprecated(ctx context.Context, field graphql.CollectedField, obj *introspection.InputValue) (ret graphql.Marshaler) {
@@ -14231,7 +14231,7 @@ func (ec *executionContext) ___InputValue_isDeprecated(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext___InputValue_isDeprecated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__InputValue", field, true, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("__InputValue", field, true, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) ___InputValue_deprecationReason(ctx context.Context, field graphql.CollectedField, obj *introspection.InputValue) (ret graphql.Marshaler) {
@@ -14254,7 +14254,7 @@ func (ec *executionContext) ___InputValue_deprecationReason(ctx context.Context,
 	)
 }
 func (ec *executionContext) fieldContext___InputValue_deprecationReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__InputValue", field, true, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("__InputValue", field, true, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) ___Schema_description(ctx context.Context, field graphql.CollectedField, obj *introspection.Schema) (ret graphql.Marshaler) {
@@ -14277,7 +14277,7 @@ func (ec *executionContext) ___Schema_description(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext___Schema_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Schema", field, true, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("__Schema", field, true, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) ___Schema_types(ctx context.Context, field graphql.CollectedField, obj *introspection.Schema) (ret graphql.Marshaler) {
@@ -14460,7 +14460,7 @@ func (ec *executionContext) ___Type_kind(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext___Type_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Type", field, true, false, errors.New("field of type __TypeKind does not have child fields"))
+	return scalarFieldContext("__Type", field, true, false, "field of type __TypeKind does not have child fields")
 }
 
 func (ec *executionContext) ___Type_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Type) (ret graphql.Marshaler) {
@@ -14483,7 +14483,7 @@ func (ec *executionContext) ___Type_name(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext___Type_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Type", field, true, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("__Type", field, true, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) ___Type_description(ctx context.Context, field graphql.CollectedField, obj *introspection.Type) (ret graphql.Marshaler) {
@@ -14506,7 +14506,7 @@ func (ec *executionContext) ___Type_description(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext___Type_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Type", field, true, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("__Type", field, true, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) ___Type_specifiedByURL(ctx context.Context, field graphql.CollectedField, obj *introspection.Type) (ret graphql.Marshaler) {
@@ -14529,7 +14529,7 @@ func (ec *executionContext) ___Type_specifiedByURL(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext___Type_specifiedByURL(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Type", field, true, false, errors.New("field of type String does not have child fields"))
+	return scalarFieldContext("__Type", field, true, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) ___Type_fields(ctx context.Context, field graphql.CollectedField, obj *introspection.Type) (ret graphql.Marshaler) {
@@ -14768,7 +14768,7 @@ func (ec *executionContext) ___Type_isOneOf(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Type", field, true, false, errors.New("field of type Boolean does not have child fields"))
+	return scalarFieldContext("__Type", field, true, false, "field of type Boolean does not have child fields")
 }
 
 // endregion **************************** field.gotpl *****************************

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -71,4 +72,27 @@ func init() {
 			}
 		}()
 	}
+}
+
+// noChildren holds one Child function per message, shared by every field context made with it.
+var noChildren sync.Map // message → func(context.Context, graphql.CollectedField) (*graphql.FieldContext, error)
+
+// scalarFieldContext is graphql.NewScalarFieldContext with its error made only when asked for:
+// generated.go calls it (internal/gqlpatch) for each scalar value it marshals, and gqlgen's
+// version allocates the error and a closure over it every time.
+func scalarFieldContext(object string, field graphql.CollectedField, isMethod, isResolver bool, noChild string) (*graphql.FieldContext, error) {
+	child, ok := noChildren.Load(noChild)
+	if !ok {
+		err := errors.New(noChild)
+		child, _ = noChildren.LoadOrStore(noChild, func(context.Context, graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, err
+		})
+	}
+	return &graphql.FieldContext{
+		Object:     object,
+		Field:      field,
+		IsMethod:   isMethod,
+		IsResolver: isResolver,
+		Child:      child.(func(context.Context, graphql.CollectedField) (*graphql.FieldContext, error)),
+	}, nil
 }

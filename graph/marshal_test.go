@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vektah/gqlparser/v2/ast"
+
 	"github.com/99designs/gqlgen/graphql"
 )
 
@@ -120,5 +122,32 @@ func TestGeneratedUsesMarshalSlice(t *testing.T) {
 	}
 	if strings.Contains(string(src), "graphql.MarshalSliceConcurrently(") || !strings.Contains(string(src), "marshalSlice(ctx") {
 		t.Fatal("generated.go still calls graphql.MarshalSliceConcurrently: run go generate ./...")
+	}
+	if strings.Contains(string(src), "graphql.NewScalarFieldContext(") || !strings.Contains(string(src), "scalarFieldContext(") {
+		t.Fatal("generated.go still calls graphql.NewScalarFieldContext: run go generate ./...")
+	}
+}
+
+// A scalar's field context says, when asked for child fields, that it has none (gqlgen's
+// message), with one shared function per message.
+func TestScalarFieldContext(t *testing.T) {
+	f := graphql.CollectedField{Field: &ast.Field{Name: "id"}}
+	a, _ := scalarFieldContext("Session", f, false, false, "field of type ID does not have child fields")
+	b, _ := scalarFieldContext("Trap", f, true, false, "field of type ID does not have child fields")
+	if a.Object != "Session" || b.Object != "Trap" || a.IsMethod || !b.IsMethod || a.Field.Name != "id" {
+		t.Fatalf("contexts %+v, %+v", a, b)
+	}
+	_, err := a.Child(t.Context(), f)
+	if err == nil || err.Error() != "field of type ID does not have child fields" {
+		t.Fatalf("Child: %v", err)
+	}
+	if _, err2 := b.Child(t.Context(), f); err2 != err {
+		t.Fatal("two contexts of one message do not share its error")
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		_, _ = scalarFieldContext("Session", f, false, false, "field of type ID does not have child fields")
+	})
+	if allocs > 1 {
+		t.Fatalf("%v allocations per context, want 1 (the context itself)", allocs)
 	}
 }

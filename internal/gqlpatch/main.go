@@ -1,14 +1,23 @@
-// Command gqlpatch rewrites graph/generated.go after gqlgen generate: lists of objects are
-// marshalled by graph.marshalSlice (graph/marshal.go) instead of gqlgen's
-// graphql.MarshalSliceConcurrently, which starts a goroutine per element. It is part of
-// go generate (generate.go), so CI's regeneration check covers it.
+// Command gqlpatch rewrites graph/generated.go after gqlgen generate:
+//   - lists of objects are marshalled by graph.marshalSlice (graph/marshal.go) instead of
+//     gqlgen's graphql.MarshalSliceConcurrently, which starts a goroutine per element;
+//   - a scalar field's context comes from graph.scalarFieldContext (graph/marshal.go), given
+//     its "no child fields" message as a constant: gqlgen's graphql.NewScalarFieldContext is
+//     handed errors.New(…) and builds a closure over it for every field of every row, two
+//     allocations per value that are used only if something asks a scalar for child fields.
+//
+// It is part of go generate (generate.go), so CI's regeneration check covers it.
 package main
 
 import (
 	"bytes"
 	"fmt"
 	"os"
+	"regexp"
 )
+
+// scalarCall is gqlgen's call for a scalar field's context, with its message.
+var scalarCall = regexp.MustCompile(`graphql\.NewScalarFieldContext\((.*), errors\.New\(("[^"\\]*")\)\)`)
 
 func main() {
 	const path = "graph/generated.go"
@@ -23,7 +32,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gqlpatch: generated.go calls neither graphql.MarshalSliceConcurrently nor marshalSlice: gqlgen changed, look again")
 		os.Exit(1)
 	}
-	if err := os.WriteFile(path, bytes.ReplaceAll(src, from, to), 0o644); err != nil {
+	src = bytes.ReplaceAll(src, from, to)
+	if !scalarCall.Match(src) && !bytes.Contains(src, []byte("scalarFieldContext(")) {
+		fmt.Fprintln(os.Stderr, "gqlpatch: generated.go calls neither graphql.NewScalarFieldContext(…, errors.New(…)) nor scalarFieldContext: gqlgen changed, look again")
+		os.Exit(1)
+	}
+	src = scalarCall.ReplaceAll(src, []byte("scalarFieldContext($1, $2)"))
+	if err := os.WriteFile(path, src, 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "gqlpatch:", err)
 		os.Exit(1)
 	}
