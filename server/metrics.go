@@ -14,10 +14,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/counter"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/tally"
 	"github.com/flytrap/flytrap/webhook"
 )
 
@@ -213,16 +215,18 @@ var classifications = []session.Classification{
 func (g *sessionGauge) count() {
 	ctx, cancel := context.WithTimeout(privacy.DecisionContext(context.Background(), privacy.Allow), 10*time.Second)
 	defer cancel()
-	var rows []struct {
-		Classification string `json:"classification"`
-		Count          int    `json:"count"`
-	}
-	if err := g.client.Session.Query().GroupBy(session.FieldClassification).Aggregate(ent.Count()).Scan(ctx, &rows); err != nil {
+	// The session counters (tally: exact, kept in the writer's transactions, shared by every
+	// instance): at most 32 rows per organization, where a GROUP BY over the sessions read
+	// every stored session (a million index entries a minute at 1M).
+	rows, err := g.client.Counter.Query().Where(counter.NameHasPrefix("sessions/")).All(ctx)
+	if err != nil {
 		return // the last counts stay, aging
 	}
-	counts := make(map[string]int, len(rows))
+	counts := make(map[string]int, len(classifications))
 	for _, r := range rows {
-		counts[r.Classification] = r.Count
+		if _, class, ok := tally.ParseSessionsName(r.Name); ok {
+			counts[class] += int(r.Value)
+		}
 	}
 	g.mu.Lock()
 	g.counts, g.at = counts, g.now()
