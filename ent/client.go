@@ -2249,6 +2249,22 @@ func (c *SessionClient) QueryCampaignMemberships(_m *Session) *CampaignSessionQu
 	return query
 }
 
+// QueryTrapMemberships queries the trap_memberships edge of a Session.
+func (c *SessionClient) QueryTrapMemberships(_m *Session) *TrapSessionQuery {
+	query := (&TrapSessionClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(session.Table, session.FieldID, id),
+			sqlgraph.To(trapsession.Table, trapsession.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, session.TrapMembershipsTable, session.TrapMembershipsColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
 // Hooks returns the client hooks.
 func (c *SessionClient) Hooks() []Hook {
 	hooks := c.hooks.Session
@@ -2879,6 +2895,22 @@ func (c *TrapSessionClient) GetX(ctx context.Context, id int) *TrapSession {
 		panic(err)
 	}
 	return obj
+}
+
+// QuerySession queries the session edge of a TrapSession.
+func (c *TrapSessionClient) QuerySession(_m *TrapSession) *SessionQuery {
+	query := (&SessionClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(trapsession.Table, trapsession.FieldID, id),
+			sqlgraph.To(session.Table, session.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, trapsession.SessionTable, trapsession.SessionColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
 }
 
 // Hooks returns the client hooks.

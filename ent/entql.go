@@ -653,6 +653,18 @@ var schemaGraph = func() *sqlgraph.Schema {
 		"CampaignSession",
 	)
 	graph.MustAddE(
+		"trap_memberships",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.TrapMembershipsTable,
+			Columns: []string{session.TrapMembershipsColumn},
+			Bidi:    false,
+		},
+		"Session",
+		"TrapSession",
+	)
+	graph.MustAddE(
 		"organization",
 		&sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.M2O,
@@ -723,6 +735,18 @@ var schemaGraph = func() *sqlgraph.Schema {
 		},
 		"Trap",
 		"Site",
+	)
+	graph.MustAddE(
+		"session",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   trapsession.SessionTable,
+			Columns: []string{trapsession.SessionColumn},
+			Bidi:    false,
+		},
+		"TrapSession",
+		"Session",
 	)
 	graph.MustAddE(
 		"endpoint",
@@ -1957,6 +1981,20 @@ func (f *SessionFilter) WhereHasCampaignMembershipsWith(preds ...predicate.Campa
 	})))
 }
 
+// WhereHasTrapMemberships applies a predicate to check if query has an edge trap_memberships.
+func (f *SessionFilter) WhereHasTrapMemberships() {
+	f.Where(entql.HasEdge("trap_memberships"))
+}
+
+// WhereHasTrapMembershipsWith applies a predicate to check if query has an edge trap_memberships with a given conditions (other predicates).
+func (f *SessionFilter) WhereHasTrapMembershipsWith(preds ...predicate.TrapSession) {
+	f.Where(entql.HasEdgeWith("trap_memberships", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
 // addPredicate implements the predicateAdder interface.
 func (_q *SignalQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
@@ -2339,6 +2377,20 @@ func (f *TrapSessionFilter) WhereTrapID(p entql.StringP) {
 // WhereSessionID applies the entql string predicate on the session_id field.
 func (f *TrapSessionFilter) WhereSessionID(p entql.StringP) {
 	f.Where(p.Field(trapsession.FieldSessionID))
+}
+
+// WhereHasSession applies a predicate to check if query has an edge session.
+func (f *TrapSessionFilter) WhereHasSession() {
+	f.Where(entql.HasEdge("session"))
+}
+
+// WhereHasSessionWith applies a predicate to check if query has an edge session with a given conditions (other predicates).
+func (f *TrapSessionFilter) WhereHasSessionWith(preds ...predicate.Session) {
+	f.Where(entql.HasEdgeWith("session", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
 }
 
 // addPredicate implements the predicateAdder interface.

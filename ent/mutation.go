@@ -8538,6 +8538,9 @@ type SessionMutation struct {
 	campaign_memberships        map[int]struct{}
 	removedcampaign_memberships map[int]struct{}
 	clearedcampaign_memberships bool
+	trap_memberships            map[int]struct{}
+	removedtrap_memberships     map[int]struct{}
+	clearedtrap_memberships     bool
 	done                        bool
 	oldValue                    func(context.Context) (*Session, error)
 	predicates                  []predicate.Session
@@ -9707,6 +9710,60 @@ func (m *SessionMutation) ResetCampaignMemberships() {
 	m.removedcampaign_memberships = nil
 }
 
+// AddTrapMembershipIDs adds the "trap_memberships" edge to the TrapSession entity by ids.
+func (m *SessionMutation) AddTrapMembershipIDs(ids ...int) {
+	if m.trap_memberships == nil {
+		m.trap_memberships = make(map[int]struct{})
+	}
+	for i := range ids {
+		m.trap_memberships[ids[i]] = struct{}{}
+	}
+}
+
+// ClearTrapMemberships clears the "trap_memberships" edge to the TrapSession entity.
+func (m *SessionMutation) ClearTrapMemberships() {
+	m.clearedtrap_memberships = true
+}
+
+// TrapMembershipsCleared reports if the "trap_memberships" edge to the TrapSession entity was cleared.
+func (m *SessionMutation) TrapMembershipsCleared() bool {
+	return m.clearedtrap_memberships
+}
+
+// RemoveTrapMembershipIDs removes the "trap_memberships" edge to the TrapSession entity by IDs.
+func (m *SessionMutation) RemoveTrapMembershipIDs(ids ...int) {
+	if m.removedtrap_memberships == nil {
+		m.removedtrap_memberships = make(map[int]struct{})
+	}
+	for i := range ids {
+		delete(m.trap_memberships, ids[i])
+		m.removedtrap_memberships[ids[i]] = struct{}{}
+	}
+}
+
+// RemovedTrapMemberships returns the removed IDs of the "trap_memberships" edge to the TrapSession entity.
+func (m *SessionMutation) RemovedTrapMembershipsIDs() (ids []int) {
+	for id := range m.removedtrap_memberships {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// TrapMembershipsIDs returns the "trap_memberships" edge IDs in the mutation.
+func (m *SessionMutation) TrapMembershipsIDs() (ids []int) {
+	for id := range m.trap_memberships {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ResetTrapMemberships resets all changes to the "trap_memberships" edge.
+func (m *SessionMutation) ResetTrapMemberships() {
+	m.trap_memberships = nil
+	m.clearedtrap_memberships = false
+	m.removedtrap_memberships = nil
+}
+
 // Where appends a list predicates to the SessionMutation builder.
 func (m *SessionMutation) Where(ps ...predicate.Session) {
 	m.predicates = append(m.predicates, ps...)
@@ -10207,7 +10264,7 @@ func (m *SessionMutation) ResetField(name string) error {
 
 // AddedEdges returns all edge names that were set/added in this mutation.
 func (m *SessionMutation) AddedEdges() []string {
-	edges := make([]string, 0, 5)
+	edges := make([]string, 0, 6)
 	if m.organization != nil {
 		edges = append(edges, session.EdgeOrganization)
 	}
@@ -10222,6 +10279,9 @@ func (m *SessionMutation) AddedEdges() []string {
 	}
 	if m.campaign_memberships != nil {
 		edges = append(edges, session.EdgeCampaignMemberships)
+	}
+	if m.trap_memberships != nil {
+		edges = append(edges, session.EdgeTrapMemberships)
 	}
 	return edges
 }
@@ -10258,13 +10318,19 @@ func (m *SessionMutation) AddedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case session.EdgeTrapMemberships:
+		ids := make([]ent.Value, 0, len(m.trap_memberships))
+		for id := range m.trap_memberships {
+			ids = append(ids, id)
+		}
+		return ids
 	}
 	return nil
 }
 
 // RemovedEdges returns all edge names that were removed in this mutation.
 func (m *SessionMutation) RemovedEdges() []string {
-	edges := make([]string, 0, 5)
+	edges := make([]string, 0, 6)
 	if m.removedhits != nil {
 		edges = append(edges, session.EdgeHits)
 	}
@@ -10276,6 +10342,9 @@ func (m *SessionMutation) RemovedEdges() []string {
 	}
 	if m.removedcampaign_memberships != nil {
 		edges = append(edges, session.EdgeCampaignMemberships)
+	}
+	if m.removedtrap_memberships != nil {
+		edges = append(edges, session.EdgeTrapMemberships)
 	}
 	return edges
 }
@@ -10308,13 +10377,19 @@ func (m *SessionMutation) RemovedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case session.EdgeTrapMemberships:
+		ids := make([]ent.Value, 0, len(m.removedtrap_memberships))
+		for id := range m.removedtrap_memberships {
+			ids = append(ids, id)
+		}
+		return ids
 	}
 	return nil
 }
 
 // ClearedEdges returns all edge names that were cleared in this mutation.
 func (m *SessionMutation) ClearedEdges() []string {
-	edges := make([]string, 0, 5)
+	edges := make([]string, 0, 6)
 	if m.clearedorganization {
 		edges = append(edges, session.EdgeOrganization)
 	}
@@ -10329,6 +10404,9 @@ func (m *SessionMutation) ClearedEdges() []string {
 	}
 	if m.clearedcampaign_memberships {
 		edges = append(edges, session.EdgeCampaignMemberships)
+	}
+	if m.clearedtrap_memberships {
+		edges = append(edges, session.EdgeTrapMemberships)
 	}
 	return edges
 }
@@ -10347,6 +10425,8 @@ func (m *SessionMutation) EdgeCleared(name string) bool {
 		return m.clearedprompts
 	case session.EdgeCampaignMemberships:
 		return m.clearedcampaign_memberships
+	case session.EdgeTrapMemberships:
+		return m.clearedtrap_memberships
 	}
 	return false
 }
@@ -10380,6 +10460,9 @@ func (m *SessionMutation) ResetEdge(name string) error {
 		return nil
 	case session.EdgeCampaignMemberships:
 		m.ResetCampaignMemberships()
+		return nil
+	case session.EdgeTrapMemberships:
+		m.ResetTrapMemberships()
 		return nil
 	}
 	return fmt.Errorf("unknown Session edge %s", name)
@@ -13091,16 +13174,17 @@ func (m *TrapMutation) ResetEdge(name string) error {
 // TrapSessionMutation represents an operation that mutates the TrapSession nodes in the graph.
 type TrapSessionMutation struct {
 	config
-	op            Op
-	typ           string
-	id            *int
-	org_id        *string
-	trap_id       *string
-	session_id    *string
-	clearedFields map[string]struct{}
-	done          bool
-	oldValue      func(context.Context) (*TrapSession, error)
-	predicates    []predicate.TrapSession
+	op             Op
+	typ            string
+	id             *int
+	org_id         *string
+	trap_id        *string
+	clearedFields  map[string]struct{}
+	session        *string
+	clearedsession bool
+	done           bool
+	oldValue       func(context.Context) (*TrapSession, error)
+	predicates     []predicate.TrapSession
 }
 
 var _ ent.Mutation = (*TrapSessionMutation)(nil)
@@ -13275,12 +13359,12 @@ func (m *TrapSessionMutation) ResetTrapID() {
 
 // SetSessionID sets the "session_id" field.
 func (m *TrapSessionMutation) SetSessionID(s string) {
-	m.session_id = &s
+	m.session = &s
 }
 
 // SessionID returns the value of the "session_id" field in the mutation.
 func (m *TrapSessionMutation) SessionID() (r string, exists bool) {
-	v := m.session_id
+	v := m.session
 	if v == nil {
 		return
 	}
@@ -13306,7 +13390,34 @@ func (m *TrapSessionMutation) OldSessionID(ctx context.Context) (v string, err e
 
 // ResetSessionID resets all changes to the "session_id" field.
 func (m *TrapSessionMutation) ResetSessionID() {
-	m.session_id = nil
+	m.session = nil
+}
+
+// ClearSession clears the "session" edge to the Session entity.
+func (m *TrapSessionMutation) ClearSession() {
+	m.clearedsession = true
+	m.clearedFields[trapsession.FieldSessionID] = struct{}{}
+}
+
+// SessionCleared reports if the "session" edge to the Session entity was cleared.
+func (m *TrapSessionMutation) SessionCleared() bool {
+	return m.clearedsession
+}
+
+// SessionIDs returns the "session" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// SessionID instead. It exists only for internal usage by the builders.
+func (m *TrapSessionMutation) SessionIDs() (ids []string) {
+	if id := m.session; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetSession resets all changes to the "session" edge.
+func (m *TrapSessionMutation) ResetSession() {
+	m.session = nil
+	m.clearedsession = false
 }
 
 // Where appends a list predicates to the TrapSessionMutation builder.
@@ -13350,7 +13461,7 @@ func (m *TrapSessionMutation) Fields() []string {
 	if m.trap_id != nil {
 		fields = append(fields, trapsession.FieldTrapID)
 	}
-	if m.session_id != nil {
+	if m.session != nil {
 		fields = append(fields, trapsession.FieldSessionID)
 	}
 	return fields
@@ -13476,19 +13587,28 @@ func (m *TrapSessionMutation) ResetField(name string) error {
 
 // AddedEdges returns all edge names that were set/added in this mutation.
 func (m *TrapSessionMutation) AddedEdges() []string {
-	edges := make([]string, 0, 0)
+	edges := make([]string, 0, 1)
+	if m.session != nil {
+		edges = append(edges, trapsession.EdgeSession)
+	}
 	return edges
 }
 
 // AddedIDs returns all IDs (to other nodes) that were added for the given edge
 // name in this mutation.
 func (m *TrapSessionMutation) AddedIDs(name string) []ent.Value {
+	switch name {
+	case trapsession.EdgeSession:
+		if id := m.session; id != nil {
+			return []ent.Value{*id}
+		}
+	}
 	return nil
 }
 
 // RemovedEdges returns all edge names that were removed in this mutation.
 func (m *TrapSessionMutation) RemovedEdges() []string {
-	edges := make([]string, 0, 0)
+	edges := make([]string, 0, 1)
 	return edges
 }
 
@@ -13500,25 +13620,42 @@ func (m *TrapSessionMutation) RemovedIDs(name string) []ent.Value {
 
 // ClearedEdges returns all edge names that were cleared in this mutation.
 func (m *TrapSessionMutation) ClearedEdges() []string {
-	edges := make([]string, 0, 0)
+	edges := make([]string, 0, 1)
+	if m.clearedsession {
+		edges = append(edges, trapsession.EdgeSession)
+	}
 	return edges
 }
 
 // EdgeCleared returns a boolean which indicates if the edge with the given name
 // was cleared in this mutation.
 func (m *TrapSessionMutation) EdgeCleared(name string) bool {
+	switch name {
+	case trapsession.EdgeSession:
+		return m.clearedsession
+	}
 	return false
 }
 
 // ClearEdge clears the value of the edge with the given name. It returns an error
 // if that edge is not defined in the schema.
 func (m *TrapSessionMutation) ClearEdge(name string) error {
+	switch name {
+	case trapsession.EdgeSession:
+		m.ClearSession()
+		return nil
+	}
 	return fmt.Errorf("unknown TrapSession unique edge %s", name)
 }
 
 // ResetEdge resets all changes to the edge with the given name in this mutation.
 // It returns an error if the edge is not defined in the schema.
 func (m *TrapSessionMutation) ResetEdge(name string) error {
+	switch name {
+	case trapsession.EdgeSession:
+		m.ResetSession()
+		return nil
+	}
 	return fmt.Errorf("unknown TrapSession edge %s", name)
 }
 

@@ -74,9 +74,11 @@ type SessionEdges struct {
 	Prompts []*Prompt `json:"prompts,omitempty"`
 	// CampaignMemberships holds the value of the campaign_memberships edge.
 	CampaignMemberships []*CampaignSession `json:"campaign_memberships,omitempty"`
+	// TrapMemberships holds the value of the trap_memberships edge.
+	TrapMemberships []*TrapSession `json:"trap_memberships,omitempty"`
 	// loadedTypes holds the information for reporting if a
 	// type was loaded (or requested) in eager-loading or not.
-	loadedTypes [5]bool
+	loadedTypes [6]bool
 	// totalCount holds the count of the edges above.
 	totalCount [3]map[string]int
 
@@ -84,6 +86,7 @@ type SessionEdges struct {
 	namedSignals             map[string][]*Signal
 	namedPrompts             map[string][]*Prompt
 	namedCampaignMemberships map[string][]*CampaignSession
+	namedTrapMemberships     map[string][]*TrapSession
 }
 
 // OrganizationOrErr returns the Organization value or an error if the edge
@@ -131,6 +134,15 @@ func (e SessionEdges) CampaignMembershipsOrErr() ([]*CampaignSession, error) {
 		return e.CampaignMemberships, nil
 	}
 	return nil, &NotLoadedError{edge: "campaign_memberships"}
+}
+
+// TrapMembershipsOrErr returns the TrapMemberships value or an error if the edge
+// was not loaded in eager-loading.
+func (e SessionEdges) TrapMembershipsOrErr() ([]*TrapSession, error) {
+	if e.loadedTypes[5] {
+		return e.TrapMemberships, nil
+	}
+	return nil, &NotLoadedError{edge: "trap_memberships"}
 }
 
 // scanValues returns the types for scanning values from sql.Rows.
@@ -319,6 +331,11 @@ func (_m *Session) QueryCampaignMemberships() *CampaignSessionQuery {
 	return NewSessionClient(_m.config).QueryCampaignMemberships(_m)
 }
 
+// QueryTrapMemberships queries the "trap_memberships" edge of the Session entity.
+func (_m *Session) QueryTrapMemberships() *TrapSessionQuery {
+	return NewSessionClient(_m.config).QueryTrapMemberships(_m)
+}
+
 // Update returns a builder for updating this Session.
 // Note that you need to call Session.Unwrap() before calling this method if this Session
 // was returned from a transaction, and the transaction was committed or rolled back.
@@ -492,6 +509,30 @@ func (_m *Session) appendNamedCampaignMemberships(name string, edges ...*Campaig
 		_m.Edges.namedCampaignMemberships[name] = []*CampaignSession{}
 	} else {
 		_m.Edges.namedCampaignMemberships[name] = append(_m.Edges.namedCampaignMemberships[name], edges...)
+	}
+}
+
+// NamedTrapMemberships returns the TrapMemberships named value or an error if the edge was not
+// loaded in eager-loading with this name.
+func (_m *Session) NamedTrapMemberships(name string) ([]*TrapSession, error) {
+	if _m.Edges.namedTrapMemberships == nil {
+		return nil, &NotLoadedError{edge: name}
+	}
+	nodes, ok := _m.Edges.namedTrapMemberships[name]
+	if !ok {
+		return nil, &NotLoadedError{edge: name}
+	}
+	return nodes, nil
+}
+
+func (_m *Session) appendNamedTrapMemberships(name string, edges ...*TrapSession) {
+	if _m.Edges.namedTrapMemberships == nil {
+		_m.Edges.namedTrapMemberships = make(map[string][]*TrapSession)
+	}
+	if len(edges) == 0 {
+		_m.Edges.namedTrapMemberships[name] = []*TrapSession{}
+	} else {
+		_m.Edges.namedTrapMemberships[name] = append(_m.Edges.namedTrapMemberships[name], edges...)
 	}
 }
 

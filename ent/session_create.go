@@ -19,6 +19,7 @@ import (
 	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/signal"
+	"github.com/flytrap/flytrap/ent/trapsession"
 )
 
 // SessionCreate is the builder for creating a Session entity.
@@ -332,6 +333,21 @@ func (_c *SessionCreate) AddCampaignMemberships(v ...*CampaignSession) *SessionC
 		ids[i] = v[i].ID
 	}
 	return _c.AddCampaignMembershipIDs(ids...)
+}
+
+// AddTrapMembershipIDs adds the "trap_memberships" edge to the TrapSession entity by IDs.
+func (_c *SessionCreate) AddTrapMembershipIDs(ids ...int) *SessionCreate {
+	_c.mutation.AddTrapMembershipIDs(ids...)
+	return _c
+}
+
+// AddTrapMemberships adds the "trap_memberships" edges to the TrapSession entity.
+func (_c *SessionCreate) AddTrapMemberships(v ...*TrapSession) *SessionCreate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _c.AddTrapMembershipIDs(ids...)
 }
 
 // Mutation returns the SessionMutation object of the builder.
@@ -739,6 +755,22 @@ func (_c *SessionCreate) createSpec() (*Session, *sqlgraph.CreateSpec) {
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(campaignsession.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges = append(_spec.Edges, edge)
+	}
+	if nodes := _c.mutation.TrapMembershipsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.TrapMembershipsTable,
+			Columns: []string{session.TrapMembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(trapsession.FieldID, field.TypeInt),
 			},
 		}
 		for _, k := range nodes {

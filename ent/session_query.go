@@ -20,6 +20,7 @@ import (
 	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/signal"
+	"github.com/flytrap/flytrap/ent/trapsession"
 )
 
 // SessionQuery is the builder for querying Session entities.
@@ -34,12 +35,14 @@ type SessionQuery struct {
 	withSignals                  *SignalQuery
 	withPrompts                  *PromptQuery
 	withCampaignMemberships      *CampaignSessionQuery
+	withTrapMemberships          *TrapSessionQuery
 	loadTotal                    []func(context.Context, []*Session) error
 	modifiers                    []func(*sql.Selector)
 	withNamedHits                map[string]*HitQuery
 	withNamedSignals             map[string]*SignalQuery
 	withNamedPrompts             map[string]*PromptQuery
 	withNamedCampaignMemberships map[string]*CampaignSessionQuery
+	withNamedTrapMemberships     map[string]*TrapSessionQuery
 	// intermediate query (i.e. traversal path).
 	sql  *sql.Selector
 	path func(context.Context) (*sql.Selector, error)
@@ -179,6 +182,28 @@ func (_q *SessionQuery) QueryCampaignMemberships() *CampaignSessionQuery {
 			sqlgraph.From(session.Table, session.FieldID, selector),
 			sqlgraph.To(campaignsession.Table, campaignsession.FieldID),
 			sqlgraph.Edge(sqlgraph.O2M, false, session.CampaignMembershipsTable, session.CampaignMembershipsColumn),
+		)
+		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
+		return fromU, nil
+	}
+	return query
+}
+
+// QueryTrapMemberships chains the current query on the "trap_memberships" edge.
+func (_q *SessionQuery) QueryTrapMemberships() *TrapSessionQuery {
+	query := (&TrapSessionClient{config: _q.config}).Query()
+	query.path = func(ctx context.Context) (fromU *sql.Selector, err error) {
+		if err := _q.prepareQuery(ctx); err != nil {
+			return nil, err
+		}
+		selector := _q.sqlQuery(ctx)
+		if err := selector.Err(); err != nil {
+			return nil, err
+		}
+		step := sqlgraph.NewStep(
+			sqlgraph.From(session.Table, session.FieldID, selector),
+			sqlgraph.To(trapsession.Table, trapsession.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, session.TrapMembershipsTable, session.TrapMembershipsColumn),
 		)
 		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
 		return fromU, nil
@@ -383,6 +408,7 @@ func (_q *SessionQuery) Clone() *SessionQuery {
 		withSignals:             _q.withSignals.Clone(),
 		withPrompts:             _q.withPrompts.Clone(),
 		withCampaignMemberships: _q.withCampaignMemberships.Clone(),
+		withTrapMemberships:     _q.withTrapMemberships.Clone(),
 		// clone intermediate query.
 		sql:       _q.sql.Clone(),
 		path:      _q.path,
@@ -442,6 +468,17 @@ func (_q *SessionQuery) WithCampaignMemberships(opts ...func(*CampaignSessionQue
 		opt(query)
 	}
 	_q.withCampaignMemberships = query
+	return _q
+}
+
+// WithTrapMemberships tells the query-builder to eager-load the nodes that are connected to
+// the "trap_memberships" edge. The optional arguments are used to configure the query builder of the edge.
+func (_q *SessionQuery) WithTrapMemberships(opts ...func(*TrapSessionQuery)) *SessionQuery {
+	query := (&TrapSessionClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	_q.withTrapMemberships = query
 	return _q
 }
 
@@ -529,12 +566,13 @@ func (_q *SessionQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Sess
 	var (
 		nodes       = []*Session{}
 		_spec       = _q.querySpec()
-		loadedTypes = [5]bool{
+		loadedTypes = [6]bool{
 			_q.withOrganization != nil,
 			_q.withHits != nil,
 			_q.withSignals != nil,
 			_q.withPrompts != nil,
 			_q.withCampaignMemberships != nil,
+			_q.withTrapMemberships != nil,
 		}
 	)
 	_spec.ScanValues = func(columns []string) ([]any, error) {
@@ -594,6 +632,13 @@ func (_q *SessionQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Sess
 			return nil, err
 		}
 	}
+	if query := _q.withTrapMemberships; query != nil {
+		if err := _q.loadTrapMemberships(ctx, query, nodes,
+			func(n *Session) { n.Edges.TrapMemberships = []*TrapSession{} },
+			func(n *Session, e *TrapSession) { n.Edges.TrapMemberships = append(n.Edges.TrapMemberships, e) }); err != nil {
+			return nil, err
+		}
+	}
 	for name, query := range _q.withNamedHits {
 		if err := _q.loadHits(ctx, query, nodes,
 			func(n *Session) { n.appendNamedHits(name) },
@@ -619,6 +664,13 @@ func (_q *SessionQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Sess
 		if err := _q.loadCampaignMemberships(ctx, query, nodes,
 			func(n *Session) { n.appendNamedCampaignMemberships(name) },
 			func(n *Session, e *CampaignSession) { n.appendNamedCampaignMemberships(name, e) }); err != nil {
+			return nil, err
+		}
+	}
+	for name, query := range _q.withNamedTrapMemberships {
+		if err := _q.loadTrapMemberships(ctx, query, nodes,
+			func(n *Session) { n.appendNamedTrapMemberships(name) },
+			func(n *Session, e *TrapSession) { n.appendNamedTrapMemberships(name, e) }); err != nil {
 			return nil, err
 		}
 	}
@@ -764,6 +816,36 @@ func (_q *SessionQuery) loadCampaignMemberships(ctx context.Context, query *Camp
 	}
 	query.Where(predicate.CampaignSession(func(s *sql.Selector) {
 		s.Where(sql.InValues(s.C(session.CampaignMembershipsColumn), fks...))
+	}))
+	neighbors, err := query.All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range neighbors {
+		fk := n.SessionID
+		node, ok := nodeids[fk]
+		if !ok {
+			return fmt.Errorf(`unexpected referenced foreign-key "session_id" returned %v for node %v`, fk, n.ID)
+		}
+		assign(node, n)
+	}
+	return nil
+}
+func (_q *SessionQuery) loadTrapMemberships(ctx context.Context, query *TrapSessionQuery, nodes []*Session, init func(*Session), assign func(*Session, *TrapSession)) error {
+	fks := make([]driver.Value, 0, len(nodes))
+	nodeids := make(map[string]*Session)
+	for i := range nodes {
+		fks = append(fks, nodes[i].ID)
+		nodeids[nodes[i].ID] = nodes[i]
+		if init != nil {
+			init(nodes[i])
+		}
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(trapsession.FieldSessionID)
+	}
+	query.Where(predicate.TrapSession(func(s *sql.Selector) {
+		s.Where(sql.InValues(s.C(session.TrapMembershipsColumn), fks...))
 	}))
 	neighbors, err := query.All(ctx)
 	if err != nil {
@@ -929,6 +1011,20 @@ func (_q *SessionQuery) WithNamedCampaignMemberships(name string, opts ...func(*
 		_q.withNamedCampaignMemberships = make(map[string]*CampaignSessionQuery)
 	}
 	_q.withNamedCampaignMemberships[name] = query
+	return _q
+}
+
+// WithNamedTrapMemberships tells the query-builder to eager-load the nodes that are connected to the "trap_memberships"
+// edge with the given name. The optional arguments are used to configure the query builder of the edge.
+func (_q *SessionQuery) WithNamedTrapMemberships(name string, opts ...func(*TrapSessionQuery)) *SessionQuery {
+	query := (&TrapSessionClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	if _q.withNamedTrapMemberships == nil {
+		_q.withNamedTrapMemberships = make(map[string]*TrapSessionQuery)
+	}
+	_q.withNamedTrapMemberships[name] = query
 	return _q
 }
 

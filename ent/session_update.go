@@ -19,6 +19,7 @@ import (
 	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/signal"
+	"github.com/flytrap/flytrap/ent/trapsession"
 )
 
 // SessionUpdate is the builder for updating Session entities.
@@ -362,6 +363,21 @@ func (_u *SessionUpdate) AddCampaignMemberships(v ...*CampaignSession) *SessionU
 	return _u.AddCampaignMembershipIDs(ids...)
 }
 
+// AddTrapMembershipIDs adds the "trap_memberships" edge to the TrapSession entity by IDs.
+func (_u *SessionUpdate) AddTrapMembershipIDs(ids ...int) *SessionUpdate {
+	_u.mutation.AddTrapMembershipIDs(ids...)
+	return _u
+}
+
+// AddTrapMemberships adds the "trap_memberships" edges to the TrapSession entity.
+func (_u *SessionUpdate) AddTrapMemberships(v ...*TrapSession) *SessionUpdate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddTrapMembershipIDs(ids...)
+}
+
 // Mutation returns the SessionMutation object of the builder.
 func (_u *SessionUpdate) Mutation() *SessionMutation {
 	return _u.mutation
@@ -449,6 +465,27 @@ func (_u *SessionUpdate) RemoveCampaignMemberships(v ...*CampaignSession) *Sessi
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveCampaignMembershipIDs(ids...)
+}
+
+// ClearTrapMemberships clears all "trap_memberships" edges to the TrapSession entity.
+func (_u *SessionUpdate) ClearTrapMemberships() *SessionUpdate {
+	_u.mutation.ClearTrapMemberships()
+	return _u
+}
+
+// RemoveTrapMembershipIDs removes the "trap_memberships" edge to TrapSession entities by IDs.
+func (_u *SessionUpdate) RemoveTrapMembershipIDs(ids ...int) *SessionUpdate {
+	_u.mutation.RemoveTrapMembershipIDs(ids...)
+	return _u
+}
+
+// RemoveTrapMemberships removes "trap_memberships" edges to TrapSession entities.
+func (_u *SessionUpdate) RemoveTrapMemberships(v ...*TrapSession) *SessionUpdate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveTrapMembershipIDs(ids...)
 }
 
 // Save executes the query and returns the number of nodes affected by the update operation.
@@ -818,6 +855,51 @@ func (_u *SessionUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 		}
 		_spec.Edges.Add = append(_spec.Edges.Add, edge)
 	}
+	if _u.mutation.TrapMembershipsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.TrapMembershipsTable,
+			Columns: []string{session.TrapMembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(trapsession.FieldID, field.TypeInt),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedTrapMembershipsIDs(); len(nodes) > 0 && !_u.mutation.TrapMembershipsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.TrapMembershipsTable,
+			Columns: []string{session.TrapMembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(trapsession.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.TrapMembershipsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.TrapMembershipsTable,
+			Columns: []string{session.TrapMembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(trapsession.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
 	_spec.AddModifiers(_u.modifiers...)
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -1167,6 +1249,21 @@ func (_u *SessionUpdateOne) AddCampaignMemberships(v ...*CampaignSession) *Sessi
 	return _u.AddCampaignMembershipIDs(ids...)
 }
 
+// AddTrapMembershipIDs adds the "trap_memberships" edge to the TrapSession entity by IDs.
+func (_u *SessionUpdateOne) AddTrapMembershipIDs(ids ...int) *SessionUpdateOne {
+	_u.mutation.AddTrapMembershipIDs(ids...)
+	return _u
+}
+
+// AddTrapMemberships adds the "trap_memberships" edges to the TrapSession entity.
+func (_u *SessionUpdateOne) AddTrapMemberships(v ...*TrapSession) *SessionUpdateOne {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddTrapMembershipIDs(ids...)
+}
+
 // Mutation returns the SessionMutation object of the builder.
 func (_u *SessionUpdateOne) Mutation() *SessionMutation {
 	return _u.mutation
@@ -1254,6 +1351,27 @@ func (_u *SessionUpdateOne) RemoveCampaignMemberships(v ...*CampaignSession) *Se
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveCampaignMembershipIDs(ids...)
+}
+
+// ClearTrapMemberships clears all "trap_memberships" edges to the TrapSession entity.
+func (_u *SessionUpdateOne) ClearTrapMemberships() *SessionUpdateOne {
+	_u.mutation.ClearTrapMemberships()
+	return _u
+}
+
+// RemoveTrapMembershipIDs removes the "trap_memberships" edge to TrapSession entities by IDs.
+func (_u *SessionUpdateOne) RemoveTrapMembershipIDs(ids ...int) *SessionUpdateOne {
+	_u.mutation.RemoveTrapMembershipIDs(ids...)
+	return _u
+}
+
+// RemoveTrapMemberships removes "trap_memberships" edges to TrapSession entities.
+func (_u *SessionUpdateOne) RemoveTrapMemberships(v ...*TrapSession) *SessionUpdateOne {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveTrapMembershipIDs(ids...)
 }
 
 // Where appends a list predicates to the SessionUpdate builder.
@@ -1646,6 +1764,51 @@ func (_u *SessionUpdateOne) sqlSave(ctx context.Context) (_node *Session, err er
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(campaignsession.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.TrapMembershipsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.TrapMembershipsTable,
+			Columns: []string{session.TrapMembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(trapsession.FieldID, field.TypeInt),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedTrapMembershipsIDs(); len(nodes) > 0 && !_u.mutation.TrapMembershipsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.TrapMembershipsTable,
+			Columns: []string{session.TrapMembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(trapsession.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.TrapMembershipsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.TrapMembershipsTable,
+			Columns: []string{session.TrapMembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(trapsession.FieldID, field.TypeInt),
 			},
 		}
 		for _, k := range nodes {

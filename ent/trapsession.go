@@ -8,6 +8,7 @@ import (
 
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
+	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/trapsession"
 )
 
@@ -21,8 +22,33 @@ type TrapSession struct {
 	// TrapID holds the value of the "trap_id" field.
 	TrapID string `json:"trap_id,omitempty"`
 	// SessionID holds the value of the "session_id" field.
-	SessionID    string `json:"session_id,omitempty"`
+	SessionID string `json:"session_id,omitempty"`
+	// Edges holds the relations/edges for other nodes in the graph.
+	// The values are being populated by the TrapSessionQuery when eager-loading is set.
+	Edges        TrapSessionEdges `json:"edges"`
 	selectValues sql.SelectValues
+}
+
+// TrapSessionEdges holds the relations/edges for other nodes in the graph.
+type TrapSessionEdges struct {
+	// Session holds the value of the session edge.
+	Session *Session `json:"session,omitempty"`
+	// loadedTypes holds the information for reporting if a
+	// type was loaded (or requested) in eager-loading or not.
+	loadedTypes [1]bool
+	// totalCount holds the count of the edges above.
+	totalCount [1]map[string]int
+}
+
+// SessionOrErr returns the Session value or an error if the edge
+// was not loaded in eager-loading, or loaded but was not found.
+func (e TrapSessionEdges) SessionOrErr() (*Session, error) {
+	if e.Session != nil {
+		return e.Session, nil
+	} else if e.loadedTypes[0] {
+		return nil, &NotFoundError{label: session.Label}
+	}
+	return nil, &NotLoadedError{edge: "session"}
 }
 
 // scanValues returns the types for scanning values from sql.Rows.
@@ -84,6 +110,11 @@ func (_m *TrapSession) assignValues(columns []string, values []any) error {
 // This includes values selected through modifiers, order, etc.
 func (_m *TrapSession) Value(name string) (ent.Value, error) {
 	return _m.selectValues.Get(name)
+}
+
+// QuerySession queries the "session" edge of the TrapSession entity.
+func (_m *TrapSession) QuerySession() *SessionQuery {
+	return NewTrapSessionClient(_m.config).QuerySession(_m)
 }
 
 // Update returns a builder for updating this TrapSession.

@@ -10,6 +10,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
+	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/trapsession"
 )
 
@@ -37,6 +38,11 @@ func (_c *TrapSessionCreate) SetTrapID(v string) *TrapSessionCreate {
 func (_c *TrapSessionCreate) SetSessionID(v string) *TrapSessionCreate {
 	_c.mutation.SetSessionID(v)
 	return _c
+}
+
+// SetSession sets the "session" edge to the Session entity.
+func (_c *TrapSessionCreate) SetSession(v *Session) *TrapSessionCreate {
+	return _c.SetSessionID(v.ID)
 }
 
 // Mutation returns the TrapSessionMutation object of the builder.
@@ -92,10 +98,8 @@ func (_c *TrapSessionCreate) check() error {
 	if _, ok := _c.mutation.SessionID(); !ok {
 		return &ValidationError{Name: "session_id", err: errors.New(`ent: missing required field "TrapSession.session_id"`)}
 	}
-	if v, ok := _c.mutation.SessionID(); ok {
-		if err := trapsession.SessionIDValidator(v); err != nil {
-			return &ValidationError{Name: "session_id", err: fmt.Errorf(`ent: validator failed for field "TrapSession.session_id": %w`, err)}
-		}
+	if len(_c.mutation.SessionIDs()) == 0 {
+		return &ValidationError{Name: "session", err: errors.New(`ent: missing required edge "TrapSession.session"`)}
 	}
 	return nil
 }
@@ -132,9 +136,22 @@ func (_c *TrapSessionCreate) createSpec() (*TrapSession, *sqlgraph.CreateSpec) {
 		_spec.SetField(trapsession.FieldTrapID, field.TypeString, value)
 		_node.TrapID = value
 	}
-	if value, ok := _c.mutation.SessionID(); ok {
-		_spec.SetField(trapsession.FieldSessionID, field.TypeString, value)
-		_node.SessionID = value
+	if nodes := _c.mutation.SessionIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   trapsession.SessionTable,
+			Columns: []string{trapsession.SessionColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(session.FieldID, field.TypeString),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_node.SessionID = nodes[0]
+		_spec.Edges = append(_spec.Edges, edge)
 	}
 	return _node, _spec
 }

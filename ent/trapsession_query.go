@@ -13,18 +13,20 @@ import (
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
 	"github.com/flytrap/flytrap/ent/predicate"
+	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/trapsession"
 )
 
 // TrapSessionQuery is the builder for querying TrapSession entities.
 type TrapSessionQuery struct {
 	config
-	ctx        *QueryContext
-	order      []trapsession.OrderOption
-	inters     []Interceptor
-	predicates []predicate.TrapSession
-	loadTotal  []func(context.Context, []*TrapSession) error
-	modifiers  []func(*sql.Selector)
+	ctx         *QueryContext
+	order       []trapsession.OrderOption
+	inters      []Interceptor
+	predicates  []predicate.TrapSession
+	withSession *SessionQuery
+	loadTotal   []func(context.Context, []*TrapSession) error
+	modifiers   []func(*sql.Selector)
 	// intermediate query (i.e. traversal path).
 	sql  *sql.Selector
 	path func(context.Context) (*sql.Selector, error)
@@ -59,6 +61,28 @@ func (_q *TrapSessionQuery) Unique(unique bool) *TrapSessionQuery {
 func (_q *TrapSessionQuery) Order(o ...trapsession.OrderOption) *TrapSessionQuery {
 	_q.order = append(_q.order, o...)
 	return _q
+}
+
+// QuerySession chains the current query on the "session" edge.
+func (_q *TrapSessionQuery) QuerySession() *SessionQuery {
+	query := (&SessionClient{config: _q.config}).Query()
+	query.path = func(ctx context.Context) (fromU *sql.Selector, err error) {
+		if err := _q.prepareQuery(ctx); err != nil {
+			return nil, err
+		}
+		selector := _q.sqlQuery(ctx)
+		if err := selector.Err(); err != nil {
+			return nil, err
+		}
+		step := sqlgraph.NewStep(
+			sqlgraph.From(trapsession.Table, trapsession.FieldID, selector),
+			sqlgraph.To(session.Table, session.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, trapsession.SessionTable, trapsession.SessionColumn),
+		)
+		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
+		return fromU, nil
+	}
+	return query
 }
 
 // First returns the first TrapSession entity from the query.
@@ -248,16 +272,28 @@ func (_q *TrapSessionQuery) Clone() *TrapSessionQuery {
 		return nil
 	}
 	return &TrapSessionQuery{
-		config:     _q.config,
-		ctx:        _q.ctx.Clone(),
-		order:      append([]trapsession.OrderOption{}, _q.order...),
-		inters:     append([]Interceptor{}, _q.inters...),
-		predicates: append([]predicate.TrapSession{}, _q.predicates...),
+		config:      _q.config,
+		ctx:         _q.ctx.Clone(),
+		order:       append([]trapsession.OrderOption{}, _q.order...),
+		inters:      append([]Interceptor{}, _q.inters...),
+		predicates:  append([]predicate.TrapSession{}, _q.predicates...),
+		withSession: _q.withSession.Clone(),
 		// clone intermediate query.
 		sql:       _q.sql.Clone(),
 		path:      _q.path,
 		modifiers: append([]func(*sql.Selector){}, _q.modifiers...),
 	}
+}
+
+// WithSession tells the query-builder to eager-load the nodes that are connected to
+// the "session" edge. The optional arguments are used to configure the query builder of the edge.
+func (_q *TrapSessionQuery) WithSession(opts ...func(*SessionQuery)) *TrapSessionQuery {
+	query := (&SessionClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	_q.withSession = query
+	return _q
 }
 
 // GroupBy is used to group vertices by one or more fields/columns.
@@ -342,8 +378,11 @@ func (_q *TrapSessionQuery) prepareQuery(ctx context.Context) error {
 
 func (_q *TrapSessionQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*TrapSession, error) {
 	var (
-		nodes = []*TrapSession{}
-		_spec = _q.querySpec()
+		nodes       = []*TrapSession{}
+		_spec       = _q.querySpec()
+		loadedTypes = [1]bool{
+			_q.withSession != nil,
+		}
 	)
 	_spec.ScanValues = func(columns []string) ([]any, error) {
 		return (*TrapSession).scanValues(nil, columns)
@@ -351,6 +390,7 @@ func (_q *TrapSessionQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*
 	_spec.Assign = func(columns []string, values []any) error {
 		node := &TrapSession{config: _q.config}
 		nodes = append(nodes, node)
+		node.Edges.loadedTypes = loadedTypes
 		return node.assignValues(columns, values)
 	}
 	if len(_q.modifiers) > 0 {
@@ -365,12 +405,48 @@ func (_q *TrapSessionQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*
 	if len(nodes) == 0 {
 		return nodes, nil
 	}
+	if query := _q.withSession; query != nil {
+		if err := _q.loadSession(ctx, query, nodes, nil,
+			func(n *TrapSession, e *Session) { n.Edges.Session = e }); err != nil {
+			return nil, err
+		}
+	}
 	for i := range _q.loadTotal {
 		if err := _q.loadTotal[i](ctx, nodes); err != nil {
 			return nil, err
 		}
 	}
 	return nodes, nil
+}
+
+func (_q *TrapSessionQuery) loadSession(ctx context.Context, query *SessionQuery, nodes []*TrapSession, init func(*TrapSession), assign func(*TrapSession, *Session)) error {
+	ids := make([]string, 0, len(nodes))
+	nodeids := make(map[string][]*TrapSession)
+	for i := range nodes {
+		fk := nodes[i].SessionID
+		if _, ok := nodeids[fk]; !ok {
+			ids = append(ids, fk)
+		}
+		nodeids[fk] = append(nodeids[fk], nodes[i])
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	query.Where(session.IDIn(ids...))
+	neighbors, err := query.All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range neighbors {
+		nodes, ok := nodeids[n.ID]
+		if !ok {
+			return fmt.Errorf(`unexpected foreign-key "session_id" returned %v`, n.ID)
+		}
+		for i := range nodes {
+			assign(nodes[i], n)
+		}
+	}
+	return nil
 }
 
 func (_q *TrapSessionQuery) sqlCount(ctx context.Context) (int, error) {
@@ -400,6 +476,9 @@ func (_q *TrapSessionQuery) querySpec() *sqlgraph.QuerySpec {
 			if fields[i] != trapsession.FieldID {
 				_spec.Node.Columns = append(_spec.Node.Columns, fields[i])
 			}
+		}
+		if _q.withSession != nil {
+			_spec.Node.AddColumnOnce(trapsession.FieldSessionID)
 		}
 	}
 	if ps := _q.predicates; len(ps) > 0 {

@@ -60,6 +60,14 @@ func (_u *TrapSessionUpdate) ExecX(ctx context.Context) {
 	}
 }
 
+// check runs all checks and user-defined validators on the builder.
+func (_u *TrapSessionUpdate) check() error {
+	if _u.mutation.SessionCleared() && len(_u.mutation.SessionIDs()) > 0 {
+		return errors.New(`ent: clearing a required unique edge "TrapSession.session"`)
+	}
+	return nil
+}
+
 // Modify adds a statement modifier for attaching custom logic to the UPDATE statement.
 func (_u *TrapSessionUpdate) Modify(modifiers ...func(u *sql.UpdateBuilder)) *TrapSessionUpdate {
 	_u.modifiers = append(_u.modifiers, modifiers...)
@@ -67,6 +75,9 @@ func (_u *TrapSessionUpdate) Modify(modifiers ...func(u *sql.UpdateBuilder)) *Tr
 }
 
 func (_u *TrapSessionUpdate) sqlSave(ctx context.Context) (_node int, err error) {
+	if err := _u.check(); err != nil {
+		return _node, err
+	}
 	_spec := sqlgraph.NewUpdateSpec(trapsession.Table, trapsession.Columns, sqlgraph.NewFieldSpec(trapsession.FieldID, field.TypeInt))
 	if ps := _u.mutation.predicates; len(ps) > 0 {
 		_spec.Predicate = func(selector *sql.Selector) {
@@ -142,6 +153,14 @@ func (_u *TrapSessionUpdateOne) ExecX(ctx context.Context) {
 	}
 }
 
+// check runs all checks and user-defined validators on the builder.
+func (_u *TrapSessionUpdateOne) check() error {
+	if _u.mutation.SessionCleared() && len(_u.mutation.SessionIDs()) > 0 {
+		return errors.New(`ent: clearing a required unique edge "TrapSession.session"`)
+	}
+	return nil
+}
+
 // Modify adds a statement modifier for attaching custom logic to the UPDATE statement.
 func (_u *TrapSessionUpdateOne) Modify(modifiers ...func(u *sql.UpdateBuilder)) *TrapSessionUpdateOne {
 	_u.modifiers = append(_u.modifiers, modifiers...)
@@ -149,6 +168,9 @@ func (_u *TrapSessionUpdateOne) Modify(modifiers ...func(u *sql.UpdateBuilder)) 
 }
 
 func (_u *TrapSessionUpdateOne) sqlSave(ctx context.Context) (_node *TrapSession, err error) {
+	if err := _u.check(); err != nil {
+		return _node, err
+	}
 	_spec := sqlgraph.NewUpdateSpec(trapsession.Table, trapsession.Columns, sqlgraph.NewFieldSpec(trapsession.FieldID, field.TypeInt))
 	id, ok := _u.mutation.ID()
 	if !ok {

@@ -602,17 +602,6 @@ func (p *Purger) deleteSessions(ctx context.Context, list []string, cut time.Tim
 	} else if err != nil {
 		return 0, fmt.Errorf("delete expired sessions: %w", err)
 	}
-	// Their rows in trap_sessions (the sessions list's trap filter) go with them.
-	if len(gone) > 0 {
-		ids := make([]string, len(gone))
-		for i, d := range gone {
-			ids[i] = d.ID
-		}
-		in, args := p.in(ids)
-		if _, err := tx.ExecContext(ctx, p.rebind("DELETE FROM trap_sessions WHERE session_id IN ("+in+")"), args...); err != nil {
-			return 0, fmt.Errorf("delete expired sessions' trap_sessions: %w", err)
-		}
-	}
 	// The counters of stored sessions (per severity and classification, tripwires, prompts)
 	// leave these sessions in this transaction (SessionsDeleted).
 	if p.SessionsDeleted != nil && len(gone) > 0 {

@@ -550,6 +550,14 @@ var (
 		Name:       "trap_sessions",
 		Columns:    TrapSessionsColumns,
 		PrimaryKey: []*schema.Column{TrapSessionsColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "trap_sessions_sessions_trap_memberships",
+				Columns:    []*schema.Column{TrapSessionsColumns[3]},
+				RefColumns: []*schema.Column{SessionsColumns[0]},
+				OnDelete:   schema.Cascade,
+			},
+		},
 		Indexes: []*schema.Index{
 			{
 				Name:    "trapsession_trap_id_session_id",
@@ -687,5 +695,6 @@ func init() {
 	SitesTable.ForeignKeys[0].RefTable = OrganizationsTable
 	TrapsTable.ForeignKeys[0].RefTable = OrganizationsTable
 	TrapsTable.ForeignKeys[1].RefTable = SitesTable
+	TrapSessionsTable.ForeignKeys[0].RefTable = SessionsTable
 	WebhookDeliveriesTable.ForeignKeys[0].RefTable = WebhookEndpointsTable
 }

@@ -1040,10 +1040,6 @@ func init() {
 	trapsessionDescTrapID := trapsessionFields[0].Descriptor()
 	// trapsession.TrapIDValidator is a validator for the "trap_id" field. It is called by the builders before save.
 	trapsession.TrapIDValidator = trapsessionDescTrapID.Validators[0].(func(string) error)
-	// trapsessionDescSessionID is the schema descriptor for session_id field.
-	trapsessionDescSessionID := trapsessionFields[1].Descriptor()
-	// trapsession.SessionIDValidator is a validator for the "session_id" field. It is called by the builders before save.
-	trapsession.SessionIDValidator = trapsessionDescSessionID.Validators[0].(func(string) error)
 	webhookdeliveryMixin := schema.WebhookDelivery{}.Mixin()
 	webhookdelivery.Policy = privacy.NewPolicies(schema.WebhookDelivery{})
 	webhookdelivery.Hooks[0] = func(next ent.Mutator) ent.Mutator {

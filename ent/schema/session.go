@@ -57,6 +57,9 @@ func (Session) Edges() []ent.Edge {
 		// Its campaigns (tally.PromptHook); deleting the session deletes them.
 		edge.To("campaign_memberships", CampaignSession.Type).
 			Annotations(entsql.OnDelete(entsql.Cascade), entgql.Skip(entgql.SkipAll)),
+		// The traps it hit (trap_sessions, the trap filter's); deleting the session deletes them.
+		edge.To("trap_memberships", TrapSession.Type).
+			Annotations(entsql.OnDelete(entsql.Cascade), entgql.Skip(entgql.SkipAll)),
 	}
 }
 

@@ -64,6 +64,8 @@ const (
 	EdgePrompts = "prompts"
 	// EdgeCampaignMemberships holds the string denoting the campaign_memberships edge name in mutations.
 	EdgeCampaignMemberships = "campaign_memberships"
+	// EdgeTrapMemberships holds the string denoting the trap_memberships edge name in mutations.
+	EdgeTrapMemberships = "trap_memberships"
 	// Table holds the table name of the session in the database.
 	Table = "sessions"
 	// OrganizationTable is the table that holds the organization relation/edge.
@@ -101,6 +103,13 @@ const (
 	CampaignMembershipsInverseTable = "campaign_sessions"
 	// CampaignMembershipsColumn is the table column denoting the campaign_memberships relation/edge.
 	CampaignMembershipsColumn = "session_id"
+	// TrapMembershipsTable is the table that holds the trap_memberships relation/edge.
+	TrapMembershipsTable = "trap_sessions"
+	// TrapMembershipsInverseTable is the table name for the TrapSession entity.
+	// It exists in this package in order to avoid circular dependency with the "trapsession" package.
+	TrapMembershipsInverseTable = "trap_sessions"
+	// TrapMembershipsColumn is the table column denoting the trap_memberships relation/edge.
+	TrapMembershipsColumn = "session_id"
 )
 
 // Columns holds all SQL columns for session fields.
@@ -399,6 +408,20 @@ func ByCampaignMemberships(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOpti
 		sqlgraph.OrderByNeighborTerms(s, newCampaignMembershipsStep(), append([]sql.OrderTerm{term}, terms...)...)
 	}
 }
+
+// ByTrapMembershipsCount orders the results by trap_memberships count.
+func ByTrapMembershipsCount(opts ...sql.OrderTermOption) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborsCount(s, newTrapMembershipsStep(), opts...)
+	}
+}
+
+// ByTrapMemberships orders the results by trap_memberships terms.
+func ByTrapMemberships(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborTerms(s, newTrapMembershipsStep(), append([]sql.OrderTerm{term}, terms...)...)
+	}
+}
 func newOrganizationStep() *sqlgraph.Step {
 	return sqlgraph.NewStep(
 		sqlgraph.From(Table, FieldID),
@@ -432,6 +455,13 @@ func newCampaignMembershipsStep() *sqlgraph.Step {
 		sqlgraph.From(Table, FieldID),
 		sqlgraph.To(CampaignMembershipsInverseTable, FieldID),
 		sqlgraph.Edge(sqlgraph.O2M, false, CampaignMembershipsTable, CampaignMembershipsColumn),
+	)
+}
+func newTrapMembershipsStep() *sqlgraph.Step {
+	return sqlgraph.NewStep(
+		sqlgraph.From(Table, FieldID),
+		sqlgraph.To(TrapMembershipsInverseTable, FieldID),
+		sqlgraph.Edge(sqlgraph.O2M, false, TrapMembershipsTable, TrapMembershipsColumn),
 	)
 }
 

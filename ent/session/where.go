@@ -975,6 +975,29 @@ func HasCampaignMembershipsWith(preds ...predicate.CampaignSession) predicate.Se
 	})
 }
 
+// HasTrapMemberships applies the HasEdge predicate on the "trap_memberships" edge.
+func HasTrapMemberships() predicate.Session {
+	return predicate.Session(func(s *sql.Selector) {
+		step := sqlgraph.NewStep(
+			sqlgraph.From(Table, FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, TrapMembershipsTable, TrapMembershipsColumn),
+		)
+		sqlgraph.HasNeighbors(s, step)
+	})
+}
+
+// HasTrapMembershipsWith applies the HasEdge predicate on the "trap_memberships" edge with a given conditions (other predicates).
+func HasTrapMembershipsWith(preds ...predicate.TrapSession) predicate.Session {
+	return predicate.Session(func(s *sql.Selector) {
+		step := newTrapMembershipsStep()
+		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
+			for _, p := range preds {
+				p(s)
+			}
+		})
+	})
+}
+
 // And groups predicates with the AND operator between them.
 func And(predicates ...predicate.Session) predicate.Session {
 	return predicate.Session(sql.AndPredicates(predicates...))

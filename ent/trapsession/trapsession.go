@@ -5,6 +5,7 @@ package trapsession
 import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
+	"entgo.io/ent/dialect/sql/sqlgraph"
 )
 
 const (
@@ -18,8 +19,17 @@ const (
 	FieldTrapID = "trap_id"
 	// FieldSessionID holds the string denoting the session_id field in the database.
 	FieldSessionID = "session_id"
+	// EdgeSession holds the string denoting the session edge name in mutations.
+	EdgeSession = "session"
 	// Table holds the table name of the trapsession in the database.
 	Table = "trap_sessions"
+	// SessionTable is the table that holds the session relation/edge.
+	SessionTable = "trap_sessions"
+	// SessionInverseTable is the table name for the Session entity.
+	// It exists in this package in order to avoid circular dependency with the "session" package.
+	SessionInverseTable = "sessions"
+	// SessionColumn is the table column denoting the session relation/edge.
+	SessionColumn = "session_id"
 )
 
 // Columns holds all SQL columns for trapsession fields.
@@ -52,8 +62,6 @@ var (
 	OrgIDValidator func(string) error
 	// TrapIDValidator is a validator for the "trap_id" field. It is called by the builders before save.
 	TrapIDValidator func(string) error
-	// SessionIDValidator is a validator for the "session_id" field. It is called by the builders before save.
-	SessionIDValidator func(string) error
 )
 
 // OrderOption defines the ordering options for the TrapSession queries.
@@ -77,4 +85,18 @@ func ByTrapID(opts ...sql.OrderTermOption) OrderOption {
 // BySessionID orders the results by the session_id field.
 func BySessionID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldSessionID, opts...).ToFunc()
+}
+
+// BySessionField orders the results by session field.
+func BySessionField(field string, opts ...sql.OrderTermOption) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborTerms(s, newSessionStep(), sql.OrderByField(field, opts...))
+	}
+}
+func newSessionStep() *sqlgraph.Step {
+	return sqlgraph.NewStep(
+		sqlgraph.From(Table, FieldID),
+		sqlgraph.To(SessionInverseTable, FieldID),
+		sqlgraph.Edge(sqlgraph.M2O, true, SessionTable, SessionColumn),
+	)
 }

@@ -4,6 +4,7 @@ package trapsession
 
 import (
 	"entgo.io/ent/dialect/sql"
+	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/flytrap/flytrap/ent/predicate"
 )
 
@@ -260,6 +261,29 @@ func SessionIDEqualFold(v string) predicate.TrapSession {
 // SessionIDContainsFold applies the ContainsFold predicate on the "session_id" field.
 func SessionIDContainsFold(v string) predicate.TrapSession {
 	return predicate.TrapSession(sql.FieldContainsFold(FieldSessionID, v))
+}
+
+// HasSession applies the HasEdge predicate on the "session" edge.
+func HasSession() predicate.TrapSession {
+	return predicate.TrapSession(func(s *sql.Selector) {
+		step := sqlgraph.NewStep(
+			sqlgraph.From(Table, FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, SessionTable, SessionColumn),
+		)
+		sqlgraph.HasNeighbors(s, step)
+	})
+}
+
+// HasSessionWith applies the HasEdge predicate on the "session" edge with a given conditions (other predicates).
+func HasSessionWith(preds ...predicate.Session) predicate.TrapSession {
+	return predicate.TrapSession(func(s *sql.Selector) {
+		step := newSessionStep()
+		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
+			for _, p := range preds {
+				p(s)
+			}
+		})
+	})
 }
 
 // And groups predicates with the AND operator between them.
