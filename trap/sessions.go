@@ -35,7 +35,10 @@ type sess struct {
 	addHits  int
 	addTrips int
 	addProms int
-	verdict  detect.Verdict
+	// storedTraps is how many of Traps (which only grows) are stored: traps_triggered is
+	// written, and its trap_sessions rows added, only when it grew.
+	storedTraps int
+	verdict     detect.Verdict
 	// dirty says the lists or the state changed since the session was stored;
 	// stored is the verdict as stored. An unchanged session costs only its counters.
 	dirty  bool
@@ -211,7 +214,7 @@ func (e *Engine) loadSession(ctx context.Context, c *ent.Client, id string, batc
 			Fired: slices.Clone(row.SignalsFired), Traps: slices.Clone(row.TrapsTriggered),
 			Model: row.ExtractedModel, Operator: row.ExtractedOperator, State: row.State,
 		},
-		wasDetected: row.State.Detected, wasSeverity: row.State.Severity,
+		wasDetected: row.State.Detected, wasSeverity: row.State.Severity, storedTraps: len(row.TrapsTriggered),
 		stored: detect.Verdict{Classification: string(row.Classification), Score: row.Score,
 			Confidence: row.Confidence, Severity: string(row.Severity)},
 	}
@@ -312,8 +315,10 @@ func (e *Engine) saveSession(ctx context.Context, c *ent.Client, s *sess) error 
 		u.AddPromptsCaptured(s.addProms)
 	}
 	if s.dirty {
-		u.SetSignalsFired(s.Fired).SetTrapsTriggered(s.Traps).SetExtractedModel(s.Model).
-			SetExtractedOperator(s.Operator).SetState(s.State)
+		u.SetSignalsFired(s.Fired).SetExtractedModel(s.Model).SetExtractedOperator(s.Operator).SetState(s.State)
+		if len(s.Traps) != s.storedTraps {
+			u.SetTrapsTriggered(s.Traps)
+		}
 	}
 	if v != s.stored {
 		u.SetClassification(session.Classification(v.Classification)).SetScore(v.Score).
@@ -391,6 +396,7 @@ func (s *sess) committed() {
 		s.row = &ent.Session{ID: s.id}
 	}
 	s.addHits, s.addTrips, s.addProms, s.dirty, s.stored = 0, 0, 0, false, s.verdict
+	s.storedTraps = len(s.Traps)
 	s.wasDetected, s.wasSeverity = s.State.Detected, s.State.Severity
 }
 
