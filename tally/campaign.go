@@ -62,66 +62,54 @@ type MemberRow struct {
 // Prompt records a captured prompt (id, captured at at) of session in its campaign.
 func (d *Delta) Prompt(org, hash, operator, model, session, id string, at time.Time) {
 	cid := CampaignID(org, hash, operator, model)
-	if d.campaigns == nil {
-		d.campaigns = map[string]*CampaignRow{}
-		d.members = map[MemberKey]*MemberRow{}
-	}
-	c := d.campaigns[cid]
-	if c == nil {
-		c = &CampaignRow{Org: org, Hash: hash, Operator: operator, Model: model, FirstID: id, LastID: id, FirstSeen: at, LastSeen: at}
-		d.campaigns[cid] = c
-	}
-	c.Prompts++
-	if id < c.FirstID {
-		c.FirstID, c.FirstSeen = id, at
-	}
-	if id > c.LastID {
-		c.LastID, c.LastSeen = id, at
-	}
-	k := MemberKey{cid, session}
-	m := d.members[k]
-	if m == nil {
-		m = &MemberRow{Org: org, LastID: id}
-		d.members[k] = m
-	}
-	m.Prompts++
-	m.LastID = max(m.LastID, id)
+	d.addCampaign(cid, &CampaignRow{Org: org, Hash: hash, Operator: operator, Model: model, Prompts: 1,
+		FirstID: id, LastID: id, FirstSeen: at, LastSeen: at})
+	d.addMember(MemberKey{cid, session}, &MemberRow{Org: org, Prompts: 1, LastID: id})
 }
 
 // mergeCampaigns adds o's prompts to d's.
 func (d *Delta) mergeCampaigns(o *Delta) {
-	if len(o.campaigns) == 0 {
-		return
-	}
-	if d.campaigns == nil {
-		d.campaigns = map[string]*CampaignRow{}
-		d.members = map[MemberKey]*MemberRow{}
-	}
 	for id, c := range o.campaigns {
-		cur := d.campaigns[id]
-		if cur == nil {
-			cp := *c
-			d.campaigns[id] = &cp
-			continue
-		}
-		cur.Prompts += c.Prompts
-		if c.FirstID < cur.FirstID {
-			cur.FirstID, cur.FirstSeen = c.FirstID, c.FirstSeen
-		}
-		if c.LastID > cur.LastID {
-			cur.LastID, cur.LastSeen = c.LastID, c.LastSeen
-		}
+		d.addCampaign(id, c)
 	}
 	for k, m := range o.members {
-		cur := d.members[k]
-		if cur == nil {
-			cp := *m
-			d.members[k] = &cp
-			continue
-		}
-		cur.Prompts += m.Prompts
-		cur.LastID = max(cur.LastID, m.LastID)
+		d.addMember(k, m)
 	}
+}
+
+// addCampaign adds c's prompts to d's campaign id (a copy of c when d has none yet).
+func (d *Delta) addCampaign(id string, c *CampaignRow) {
+	if d.campaigns == nil {
+		d.campaigns = map[string]*CampaignRow{}
+	}
+	cur := d.campaigns[id]
+	if cur == nil {
+		cp := *c
+		d.campaigns[id] = &cp
+		return
+	}
+	cur.Prompts += c.Prompts
+	if c.FirstID < cur.FirstID {
+		cur.FirstID, cur.FirstSeen = c.FirstID, c.FirstSeen
+	}
+	if c.LastID > cur.LastID {
+		cur.LastID, cur.LastSeen = c.LastID, c.LastSeen
+	}
+}
+
+// addMember adds m's prompts to d's membership k (a copy of m when d has none yet).
+func (d *Delta) addMember(k MemberKey, m *MemberRow) {
+	if d.members == nil {
+		d.members = map[MemberKey]*MemberRow{}
+	}
+	cur := d.members[k]
+	if cur == nil {
+		cp := *m
+		d.members[k] = &cp
+		return
+	}
+	cur.Prompts += m.Prompts
+	cur.LastID = max(cur.LastID, m.LastID)
 }
 
 // Querier runs a statement that returns rows: an *ent.Client, or an *sql.Tx.
