@@ -79,6 +79,7 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 		r := NewResolver(c, nil, nil, nil)
 		q := &queryResolver{r}
 		since := now.Add(-50 * time.Minute)
+		defer func(was int) { trapListMax = was }(trapListMax)
 		for _, limit := range []int{1000, 30, 0} { // from trap_sessions always, sometimes, never
 			trapListMax = limit
 			for _, tr := range traps {
@@ -126,7 +127,6 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 				}
 			}
 		}
-		trapListMax = 1000
 	})
 }
 
