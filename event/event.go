@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flytrap/flytrap/ent"
+	entevent "github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/sequence"
 )
@@ -58,19 +59,61 @@ func Append(ctx context.Context, tx *ent.Tx, org, typ string, data map[string]an
 	if err != nil {
 		return nil, err
 	}
+	at, err := eventTime(ctx, c, time.Now())
+	if err != nil {
+		return nil, err
+	}
 	ev, err := c.Event.Create().
 		SetOrgID(org).
 		SetPosition(pos).
 		SetSeq(seq).
 		SetType(typ).
 		SetAPIVersion(APIVersion).
-		SetCreatedAt(time.Now().UTC().Truncate(time.Second)).
+		SetCreatedAt(at).
 		SetData(data).
 		Save(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("write %s event: %w", typ, err)
 	}
 	return ev, nil
+}
+
+// clockCounter holds the time of the newest event, in Unix seconds.
+const clockCounter = seqSequence + ":clock"
+
+// eventTime is the created_at of the event being appended: now to the second, or the
+// newest event's time when that is later (an instance whose clock is ahead wrote it). So
+// event times never decrease along seq, hence along every organization's positions, and
+// a day's events are a run of each organization's positions: retention can drop the
+// partition of a day without leaving a hole in a log (docs/decisions.md, "Events
+// partitioned by day"). The caller holds the global counter's row lock, which orders
+// every appender's read and write of the clock.
+func eventTime(ctx context.Context, c *ent.Client, now time.Time) (time.Time, error) {
+	at := now.Unix()
+	s, err := c.Sequence.Get(ctx, clockCounter)
+	switch {
+	case err == nil:
+		if s.Value >= at {
+			return time.Unix(s.Value, 0).UTC(), nil
+		}
+	case ent.IsNotFound(err):
+		// The first event since the clock exists: the log may have events already.
+		newest, err := c.Event.Query().Order(ent.Desc(entevent.FieldSeq)).First(ctx)
+		if err != nil && !ent.IsNotFound(err) {
+			return time.Time{}, fmt.Errorf("read the newest event: %w", err)
+		}
+		if newest != nil {
+			at = max(at, newest.CreatedAt.Unix())
+		}
+	default:
+		return time.Time{}, fmt.Errorf("read the event clock: %w", err)
+	}
+	err = c.Sequence.Create().SetID(clockCounter).SetValue(at).
+		OnConflictColumns(sequence.FieldID).UpdateNewValues().Exec(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("advance the event clock: %w", err)
+	}
+	return time.Unix(at, 0).UTC(), nil
 }
 
 // next increments counter name (creating it at 1) and returns its new value.

@@ -2,8 +2,10 @@ package event_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/flytrap/flytrap/ent"
 	entevent "github.com/flytrap/flytrap/ent/event"
@@ -115,4 +117,65 @@ func BenchmarkAppend(b *testing.B) {
 			}
 		})
 	}
+}
+
+// Event times never decrease along seq: an event appended after one dated ahead of this
+// instance's clock (another instance's clock runs ahead) takes that time. With no clock yet
+// (a database from before it), the newest stored event's time is the floor.
+func TestEventTimesNeverDecrease(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		db := openDB(t, b)
+		sys := ft.System()
+		org := db.Client.Organization.Create().SetName("acme").SaveX(sys)
+		newest := func() *ent.Event {
+			t.Helper()
+			ev, err := db.Client.Event.Query().Order(ent.Desc(entevent.FieldSeq)).First(sys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ev
+		}
+		if err := appendOne(sys, db.Client, org.ID); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(newest().CreatedAt); d < 0 || d > time.Minute {
+			t.Fatalf("the first event is dated %s, not now", newest().CreatedAt)
+		}
+		ahead := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
+		rebind := func(q string) string {
+			if b.Name == "sqlite" {
+				return strings.ReplaceAll(strings.ReplaceAll(q, "$1", "?"), "$2", "?")
+			}
+			return q
+		}
+		if _, err := db.SQL.Exec(rebind("UPDATE sequences SET value = $1 WHERE id = $2"), ahead.Unix(), "events:clock"); err != nil {
+			t.Fatal(err)
+		}
+		if err := appendOne(sys, db.Client, org.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got := newest().CreatedAt; !got.Equal(ahead) {
+			t.Fatalf("an event after one dated %s is dated %s", ahead, got)
+		}
+		// No clock: the newest event's time, later than now, is the floor.
+		further := ahead.Add(time.Hour)
+		if _, err := db.SQL.Exec(rebind("DELETE FROM sequences WHERE id = $1"), "events:clock"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.SQL.Exec(rebind("UPDATE events SET created_at = $1 WHERE id = $2"), further, newest().ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := appendOne(sys, db.Client, org.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got := newest().CreatedAt; !got.Equal(further) {
+			t.Fatalf("with no clock, an event after one dated %s is dated %s", further, got)
+		}
+		evs := db.Client.Event.Query().Order(ent.Asc(entevent.FieldSeq)).AllX(sys)
+		for i := 1; i < len(evs); i++ {
+			if evs[i].CreatedAt.Before(evs[i-1].CreatedAt) {
+				t.Fatalf("seq %d is dated before seq %d", evs[i].Seq, evs[i-1].Seq)
+			}
+		}
+	})
 }

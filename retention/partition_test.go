@@ -2,6 +2,7 @@ package retention_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -84,9 +85,10 @@ func TestPurgeDropsExpiredPartitions(t *testing.T) {
 		}
 		results[name] = res
 	}
-	// The days before the cut's (2026-10-23 12:00) are whole partitions: 2026-10-07 to 2026-10-22.
-	if got := results["partitioned"].DroppedPartitions; got != 16 {
-		t.Errorf("dropped %d partitions, want 16", got)
+	// The days before the cut's (2026-10-23 12:00) are whole partitions: 2026-10-07 to 2026-10-22,
+	// of hits and of events (these empty).
+	if got := results["partitioned"].DroppedPartitions; got != 2*16 {
+		t.Errorf("dropped %d partitions, want 16 of hits and 16 of events", got)
 	}
 	if got := results["plain"].DroppedPartitions; got != 0 {
 		t.Errorf("dropped %d partitions of a plain table", got)
@@ -133,8 +135,9 @@ func TestPurgeSkipsABusyPartitionedTable(t *testing.T) {
 	}
 	res, err := f.purger(small()).Purge(context.Background())
 	busy.Rollback()
-	if err != nil || res.Hits != 0 || res.DroppedPartitions != 0 {
-		t.Fatalf("purge while hits is busy: %+v %v; want nothing done and no error", res, err)
+	// Only the events' partitions of those days (empty, and events is not busy) go.
+	if err != nil || res.Hits != 0 || res.DroppedPartitions != store.PartitionDays+1 {
+		t.Fatalf("purge while hits is busy: %+v %v; want nothing done to hits and no error", res, err)
 	}
 	if n := f.count("SELECT COUNT(*) FROM hits"); n != 2 {
 		t.Fatalf("%d hits left, want both (nothing deleted row by row)", n)
@@ -142,5 +145,80 @@ func TestPurgeSkipsABusyPartitionedTable(t *testing.T) {
 	res, err = f.purger(small()).Purge(context.Background())
 	if err != nil || res.Hits != 2 || res.DroppedPartitions != store.PartitionDays+1 {
 		t.Fatalf("purge once hits is free: %+v %v; want the 8 partitions made and 2 hits", res, err)
+	}
+}
+
+// On events partitioned by day, the purge drops each day's partition older than the cut and
+// deletes the cut's own day row by row: what is left equals the row-delete path's on a plain
+// table, each organization's log a run of its last positions up to its head.
+func TestPurgeDropsExpiredEventPartitions(t *testing.T) {
+	part := openWith(t, ft.PostgresDSN(t), store.Options{})
+	plain := openWith(t, ft.PostgresDSN(t), store.Options{NoPartitions: true})
+	if _, err := part.db.EnsurePartitions(part.ctx, now.AddDate(0, 0, -40)); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []*fixture{part, plain} {
+		other := f.newOrg("other")
+		for d := 40; d >= 0; d -= 3 { // days 40, 37, …, 1 before now: expired, the cut's day, kept
+			f.events(f.org, 2, ago(time.Duration(d)*day))
+			f.events(other, 1, ago(time.Duration(d)*day+time.Hour))
+		}
+	}
+	res := map[*fixture]retention.Result{}
+	for _, f := range []*fixture{part, plain} {
+		r, err := f.purger(small()).Purge(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res[f] = r
+	}
+	// Days 40 to 31 back are expired and partitioned (33 days back on: the 8 days EnsurePartitions made).
+	if res[part].DroppedPartitions < 3 || res[plain].DroppedPartitions != 0 {
+		t.Errorf("dropped %d partitions (plain %d)", res[part].DroppedPartitions, res[plain].DroppedPartitions)
+	}
+	if res[part].Events != res[plain].Events || res[part].Events == 0 {
+		t.Errorf("events purged: partitioned %d, plain %d", res[part].Events, res[plain].Events)
+	}
+	left := func(f *fixture) string {
+		return fmt.Sprint(f.count("SELECT COUNT(*) FROM events"), f.count("SELECT MIN(position) FROM events WHERE org_id = $1", f.org),
+			f.count("SELECT MAX(position) - MIN(position) + 1 FROM events WHERE org_id = $1", f.org))
+	}
+	if a, b := left(part), left(plain); a != b {
+		t.Errorf("events left (count, oldest position, span): partitioned %s, plain %s", a, b)
+	}
+	if n := part.count("SELECT COUNT(*) FROM events WHERE created_at < $1", now.Add(-30*day)); n != 0 {
+		t.Errorf("%d events past retention are stored", n)
+	}
+}
+
+// An events partition whose drop would leave a hole is not dropped: an instance with a clock
+// days behind dated an organization's second event in an expired day while its first, from
+// an instance on time, is kept. Dropping that day would delete position 2 and keep 1, and a
+// reader after 1 would skip 2 without being told. The purge deletes row by row instead, a
+// run of first positions only, so both stay.
+func TestPurgeKeepsAnEventPartitionThatWouldLeaveAHole(t *testing.T) {
+	f := openWith(t, ft.PostgresDSN(t), store.Options{})
+	if _, err := f.db.EnsurePartitions(f.ctx, now.AddDate(0, 0, -40)); err != nil {
+		t.Fatal(err)
+	}
+	f.events(f.org, 1, ago(time.Hour))
+	f.events(f.org, 1, ago(36*day)) // written before event times were kept in order
+	res, err := f.purger(small()).Purge(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Events != 0 {
+		t.Errorf("%d events purged, want none: position 1 is not expired", res.Events)
+	}
+	if n := f.count("SELECT COUNT(*) FROM events"); n != 2 {
+		t.Fatalf("%d events left, want both", n)
+	}
+	if f.count("SELECT COUNT(*) FROM pg_class WHERE relname = $1", store.PartitionName("events", store.Day(ago(36*day)))) != 1 {
+		t.Error("the partition holding position 2 was dropped")
+	}
+	// Once position 1 expires too, both go, row by row, and the partition with them.
+	later := f.purgerAt(small(), now.Add(31*day))
+	if res, err := later.Purge(context.Background()); err != nil || res.Events != 2 {
+		t.Fatalf("purge 31 days on: %+v %v", res, err)
 	}
 }

@@ -260,7 +260,13 @@ func (p *Purger) Purge(ctx context.Context) (Result, error) {
 		{p.cfg.Deliveries, func(ctx context.Context, cut time.Time, r *Result) error {
 			return p.purgeByID(ctx, "webhook_deliveries", ids.Delivery, "created_at", "status <> 'PENDING'", cut, &r.Deliveries)
 		}},
-		{p.cfg.Events, p.purgeEvents},
+		{p.cfg.Events, func(ctx context.Context, cut time.Time, r *Result) error {
+			done, err := p.dropPartitions(ctx, "events", "created_at", cut, r, &r.Events)
+			if err != nil || !done {
+				return err
+			}
+			return p.purgeEvents(ctx, cut, r)
+		}},
 		{p.cfg.HitHours, p.purgeHitHours},
 	}
 	for _, s := range steps {
@@ -383,6 +389,10 @@ func (p *Purger) purgeByID(ctx context.Context, table, prefix, timeCol, extra st
 // run (deleting those rows one by one would be the slow path the drop avoids) and the
 // next run retries. The default partition and a partition reaching past cut are left
 // to the batched delete.
+//
+// An events partition is dropped only when that leaves no hole in any organization's log
+// (dropEvents), else it and the later ones are left to the batched delete, which deletes
+// a run of each log's first positions.
 func (p *Purger) dropPartitions(ctx context.Context, table, column string, cut time.Time, res *Result, n *int64) (done bool, err error) {
 	if p.dialect != dialect.Postgres {
 		return true, nil
@@ -395,7 +405,11 @@ func (p *Purger) dropPartitions(ctx context.Context, table, column string, cut t
 		if part.Default || part.To.IsZero() || part.To.After(cut) {
 			continue
 		}
-		k, err := p.dropPartition(ctx, part.Name)
+		k, err := p.dropPartition(ctx, table, part)
+		if errors.Is(err, errHole) {
+			p.log.Info("retention: an events partition holds events after ones kept elsewhere; deleting its events one by one instead", "partition", part.Name)
+			return true, nil
+		}
 		if isLockTimeout(err) {
 			p.log.Warn("retention: a partition could not be dropped now (its table is busy); the next run retries", "partition", part.Name)
 			return false, nil
@@ -413,8 +427,12 @@ func (p *Purger) dropPartitions(ctx context.Context, table, column string, cut t
 	return true, nil
 }
 
-// dropPartition counts and drops one partition in one transaction.
-func (p *Purger) dropPartition(ctx context.Context, name string) (int64, error) {
+// errHole is dropPartition refusing to drop an events partition (dropEvents).
+var errHole = errors.New("dropping the partition would leave a hole in an event log")
+
+// dropPartition counts and drops one partition of table in one transaction.
+func (p *Purger) dropPartition(ctx context.Context, table string, part store.Partition) (int64, error) {
+	name := part.Name
 	tx, err := p.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
@@ -431,10 +449,41 @@ func (p *Purger) dropPartition(ctx context.Context, name string) (int64, error) 
 	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+q).Scan(&n); err != nil {
 		return 0, err
 	}
+	if table == "events" {
+		ok, err := dropEvents(ctx, tx, q, part)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			return 0, errHole
+		}
+	}
 	if _, err := tx.ExecContext(ctx, "DROP TABLE "+q); err != nil {
 		return 0, err
 	}
 	return n, tx.Commit()
+}
+
+// dropEvents says whether dropping the events partition q (part) leaves every
+// organization's log without a hole: whether no event kept has a lower seq than the
+// partition's highest. Seq and positions are handed out in one commit order, so an
+// organization's events below the partition's highest seq are exactly those at lower
+// positions. Event times never decrease along seq (event.Append), so this holds but for
+// events written before that rule, by instances with clocks apart; the events kept are
+// the later partitions' and the default partition's (partitions are dropped oldest first,
+// and a refused one stops the drops), each partition's seq index answering at once.
+func dropEvents(ctx context.Context, tx *sql.Tx, q string, part store.Partition) (bool, error) {
+	var top, kept sql.NullInt64
+	if err := tx.QueryRowContext(ctx, "SELECT max(seq) FROM "+q).Scan(&top); err != nil {
+		return false, err
+	}
+	if !top.Valid {
+		return true, nil
+	}
+	if err := tx.QueryRowContext(ctx, "SELECT min(seq) FROM events WHERE created_at >= $1 OR created_at < $2", part.To, part.From).Scan(&kept); err != nil {
+		return false, fmt.Errorf("look for events kept below the partition's: %w", err)
+	}
+	return !kept.Valid || kept.Int64 > top.Int64, nil
 }
 
 // isLockTimeout says err is PostgreSQL's lock_timeout firing (55P03).

@@ -175,8 +175,10 @@ func (f *fixture) exists(table, id string) bool {
 	return f.count("SELECT COUNT(*) FROM "+table+" WHERE id = ?", id) == 1
 }
 
-func (f *fixture) purger(cfg retention.Config) *retention.Purger {
-	return retention.New(f.db.SQL, f.db.Dialect, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), func() time.Time { return now })
+func (f *fixture) purger(cfg retention.Config) *retention.Purger { return f.purgerAt(cfg, now) }
+
+func (f *fixture) purgerAt(cfg retention.Config, at time.Time) *retention.Purger {
+	return retention.New(f.db.SQL, f.db.Dialect, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), func() time.Time { return at })
 }
 
 func small() retention.Config {

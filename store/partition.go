@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,8 +16,8 @@ import (
 )
 
 // keepPartitioning lets ent's migration run on a PostgreSQL database where a table is
-// range-partitioned by time: hits as Flytrap creates it on a new database (createPartitionedHits),
-// converts it (PartitionHits) or an operator made it (docs/operations.md, "Hits partitioned by day"). ent's
+// range-partitioned by time: hits or events as Flytrap creates them on a new database
+// (createPartitioned), converts them (Partition) or an operator made them (docs/operations.md, "Hits partitioned by day"). ent's
 // description of the table has neither the partitioning nor the primary key a partitioned
 // table needs (one that includes the partition key), and Atlas refuses to drop a partition
 // key ("drop and add is required"): so before diffing, the desired table takes both from the
@@ -48,9 +49,32 @@ func keepPartitioning(next schema.Differ) schema.Differ {
 			}
 			want.PrimaryKey = pk
 			want.Attrs = append(want.Attrs, p)
+			keyUniqueOnPartition(want, p)
 		}
 		return next.Diff(current, desired)
 	})
+}
+
+// keyUniqueOnPartition appends the partition key to each of want's unique indexes that lacks
+// it: PostgreSQL accepts a unique index on a partitioned table only when it includes the key.
+// On events, (org_id, position) and seq thus become (org_id, position, created_at) and
+// (seq, created_at); the counters that hand them out keep them unique (docs/decisions.md,
+// "Events partitioned by day"). An index already of that shape is left as it is.
+func keyUniqueOnPartition(want *atlas.Table, p *postgres.Partition) {
+	if len(p.Parts) != 1 || p.Parts[0].C == nil {
+		return
+	}
+	key, ok := want.Column(p.Parts[0].C.Name)
+	if !ok {
+		return
+	}
+	// A column ent marks unique is among them (ent names its index table_column_key).
+	for _, ix := range want.Indexes {
+		if !ix.Unique || slices.ContainsFunc(ix.Parts, func(part *atlas.IndexPart) bool { return part.C == key }) {
+			continue
+		}
+		ix.Parts = append(ix.Parts, &atlas.IndexPart{SeqNo: len(ix.Parts), C: key})
+	}
 }
 
 func partitionOf(t *atlas.Table) (*postgres.Partition, bool) {
@@ -62,8 +86,9 @@ func partitionOf(t *atlas.Table) (*postgres.Partition, bool) {
 	return nil, false
 }
 
-// Time partitions (PostgreSQL): hits is range-partitioned by received_at, one partition a
-// UTC day, plus a DEFAULT partition that takes any hit outside them (docs/operations.md).
+// Time partitions (PostgreSQL): hits is range-partitioned by received_at and events by
+// created_at, one partition a UTC day, plus a DEFAULT partition that takes any row outside
+// them (docs/operations.md).
 const (
 	// PartitionDays is how many days after today get their partition ahead of time.
 	PartitionDays = 7
@@ -78,7 +103,7 @@ const (
 )
 
 // TimePartitioned names each table Flytrap partitions by time, with its partition key.
-var TimePartitioned = []struct{ Table, Column string }{{"hits", "received_at"}}
+var TimePartitioned = []struct{ Table, Column string }{{"hits", "received_at"}, {"events", "created_at"}}
 
 // Partition is one partition of a table range-partitioned by time.
 type Partition struct {
@@ -151,35 +176,46 @@ func PartitionName(table string, day time.Time) string {
 
 func pgTime(t time.Time) string { return "'" + t.UTC().Format("2006-01-02 15:04:05") + "+00'" }
 
-// createPartitionedHits creates hits on a new PostgreSQL database as a table partitioned by
-// received_at, with its default partition and the days from today on (ent's migration adds
-// the other columns, indexes and foreign keys next, keepPartitioning keeping the partitioning).
-// A database that already has hits keeps it as it is.
-func createPartitionedHits(ctx context.Context, conn *sql.Conn, now time.Time) error {
-	var exists bool
-	if err := conn.QueryRowContext(ctx, `SELECT to_regclass('hits') IS NOT NULL`).Scan(&exists); err != nil {
-		return fmt.Errorf("look for hits: %w", err)
+// createPartitioned creates each table of TimePartitioned that a new PostgreSQL database does
+// not have yet as a table partitioned by its time column, with its default partition and the
+// days from today on (ent's migration adds the other columns, indexes and foreign keys next,
+// keepPartitioning keeping the partitioning). A table that exists is kept as it is: a
+// database from before events were partitioned keeps a plain events table until
+// `flytrap partition-events` converts it.
+func createPartitioned(ctx context.Context, conn *sql.Conn, now time.Time) error {
+	made := false
+	for _, tp := range TimePartitioned {
+		var exists bool
+		if err := conn.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, tp.Table).Scan(&exists); err != nil {
+			return fmt.Errorf("look for %s: %w", tp.Table, err)
+		}
+		if exists {
+			continue
+		}
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		t, c := quote(tp.Table), quote(tp.Column)
+		for _, q := range []string{
+			"CREATE TABLE " + t + " (id varchar NOT NULL, " + c + " timestamptz NOT NULL, CONSTRAINT " + quote(tp.Table+"_pkey") +
+				" PRIMARY KEY (id, " + c + ")) PARTITION BY RANGE (" + c + ")",
+			"CREATE TABLE " + quote(tp.Table+"_default") + " PARTITION OF " + t + " DEFAULT",
+		} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("create the partitioned %s table: %w", tp.Table, err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		made = true
 	}
-	if exists {
+	if !made {
 		return nil
 	}
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	for _, q := range []string{
-		`CREATE TABLE hits (id varchar NOT NULL, received_at timestamptz NOT NULL, CONSTRAINT hits_pkey PRIMARY KEY (id, received_at)) PARTITION BY RANGE (received_at)`,
-		`CREATE TABLE hits_default PARTITION OF hits DEFAULT`,
-	} {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("create the partitioned hits table: %w", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	_, err = ensurePartitions(ctx, conn, now)
+	_, err := ensurePartitions(ctx, conn, now)
 	return err
 }
 
@@ -299,32 +335,36 @@ func columns(ctx context.Context, tx *sql.Tx, table string) (string, error) {
 // quote is a PostgreSQL identifier.
 func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
-// ErrAlreadyPartitioned is PartitionHits on a hits table that is partitioned already.
-var ErrAlreadyPartitioned = errors.New("hits is partitioned already")
+// ErrAlreadyPartitioned is Partition on a table that is partitioned already.
+var ErrAlreadyPartitioned = errors.New("the table is partitioned already")
 
-// PartitionHits converts a plain hits table to one partitioned by day, for a PostgreSQL
-// database made with --pg-partitions=false or before partitions: in one transaction it
-// renames the table aside, creates the partitioned hits with its default partition and a
-// partition a day from keep before now to PartitionDays after it, copies every row (rows
-// older than that land in the default partition, where retention deletes them row by row)
-// and drops the old table; then ent's migration adds the indexes and foreign keys. It
-// needs free space about the size of hits, and holds hits locked throughout: stop the
-// service first. It returns the rows copied.
-func (d *DB) PartitionHits(ctx context.Context, now time.Time, keep time.Duration) (int64, error) {
+// Partition converts table (hits or events: TimePartitioned), plain on a PostgreSQL database
+// made with --pg-partitions=false or before it was partitioned, to one partitioned by day: in
+// one transaction it renames the table aside, creates the partitioned table with its default
+// partition and a partition a day from keep before now to PartitionDays after it, copies
+// every row (rows older than that land in the default partition, where retention deletes
+// them row by row) and drops the old table; then ent's migration adds the indexes and
+// foreign keys. It needs free space about the size of the table, and holds it locked
+// throughout: stop the service first. It returns the rows copied.
+func (d *DB) Partition(ctx context.Context, table string, now time.Time, keep time.Duration) (int64, error) {
 	if d.Dialect != dialect.Postgres {
 		return 0, errors.New("partitions are for PostgreSQL")
 	}
-	n, err := d.partitionHits(ctx, now, keep)
+	i := slices.IndexFunc(TimePartitioned, func(tp struct{ Table, Column string }) bool { return tp.Table == table })
+	if i < 0 {
+		return 0, fmt.Errorf("%s is not a table Flytrap partitions", table)
+	}
+	n, err := d.partition(ctx, table, TimePartitioned[i].Column, now, keep)
 	if err != nil {
 		return n, err
 	}
 	if err := migrateSchema(ctx, d.Client, d.SQL, d.Dialect, Options{}); err != nil {
-		return n, fmt.Errorf("add the indexes and foreign keys to the partitioned hits: %w", err)
+		return n, fmt.Errorf("add the indexes and foreign keys to the partitioned %s: %w", table, err)
 	}
 	return n, nil
 }
 
-func (d *DB) partitionHits(ctx context.Context, now time.Time, keep time.Duration) (int64, error) {
+func (d *DB) partition(ctx context.Context, table, column string, now time.Time, keep time.Duration) (int64, error) {
 	conn, err := d.SQL.Conn(ctx)
 	if err != nil {
 		return 0, err
@@ -336,8 +376,8 @@ func (d *DB) partitionHits(ctx context.Context, now time.Time, keep time.Duratio
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrationLock))
 	var kind string
-	if err := conn.QueryRowContext(ctx, `SELECT relkind FROM pg_class WHERE oid = to_regclass('hits')`).Scan(&kind); err != nil {
-		return 0, fmt.Errorf("inspect hits: %w", err)
+	if err := conn.QueryRowContext(ctx, `SELECT relkind FROM pg_class WHERE oid = to_regclass($1)`, table).Scan(&kind); err != nil {
+		return 0, fmt.Errorf("inspect %s: %w", table, err)
 	}
 	if kind == "p" {
 		return 0, ErrAlreadyPartitioned
@@ -353,14 +393,15 @@ func (d *DB) partitionHits(ctx context.Context, now time.Time, keep time.Duratio
 		}
 		return nil
 	}
-	if err := exec(`LOCK TABLE hits IN ACCESS EXCLUSIVE MODE`); err != nil {
+	t, c, plain := quote(table), quote(column), quote(table+"_plain")
+	if err := exec("LOCK TABLE " + t + " IN ACCESS EXCLUSIVE MODE"); err != nil {
 		return 0, err
 	}
-	if err := exec(`ALTER TABLE hits RENAME TO hits_plain`); err != nil {
+	if err := exec("ALTER TABLE " + t + " RENAME TO " + plain); err != nil {
 		return 0, err
 	}
 	// Index names are the schema's: the old ones step aside for the ones ent makes next.
-	rows, err := tx.QueryContext(ctx, `SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'hits_plain' ORDER BY 1`)
+	rows, err := tx.QueryContext(ctx, `SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = $1 ORDER BY 1`, table+"_plain")
 	if err != nil {
 		return 0, err
 	}
@@ -375,13 +416,13 @@ func (d *DB) partitionHits(ctx context.Context, now time.Time, keep time.Duratio
 	}
 	rows.Close()
 	for i, ix := range indexes {
-		if err := exec(fmt.Sprintf(`ALTER INDEX %s RENAME TO hits_plain_%d`, quote(ix), i)); err != nil {
+		if err := exec(fmt.Sprintf(`ALTER INDEX %s RENAME TO %s`, quote(ix), quote(fmt.Sprintf("%s_plain_%d", table, i)))); err != nil {
 			return 0, err
 		}
 	}
 	for _, q := range []string{
-		`CREATE TABLE hits (LIKE hits_plain INCLUDING DEFAULTS, CONSTRAINT hits_pkey PRIMARY KEY (id, received_at)) PARTITION BY RANGE (received_at)`,
-		`CREATE TABLE hits_default PARTITION OF hits DEFAULT`,
+		"CREATE TABLE " + t + " (LIKE " + plain + " INCLUDING DEFAULTS, CONSTRAINT " + quote(table+"_pkey") + " PRIMARY KEY (id, " + c + ")) PARTITION BY RANGE (" + c + ")",
+		"CREATE TABLE " + quote(table+"_default") + " PARTITION OF " + t + " DEFAULT",
 	} {
 		if err := exec(q); err != nil {
 			return 0, err
@@ -389,20 +430,20 @@ func (d *DB) partitionHits(ctx context.Context, now time.Time, keep time.Duratio
 	}
 	for day := Day(now.Add(-keep)); !day.After(Day(now).AddDate(0, 0, PartitionDays)); day = day.AddDate(0, 0, 1) {
 		next := day.AddDate(0, 0, 1)
-		if err := exec("CREATE TABLE " + quote(PartitionName("hits", day)) + " PARTITION OF hits FOR VALUES FROM (" + pgTime(day) + ") TO (" + pgTime(next) + ")"); err != nil {
+		if err := exec("CREATE TABLE " + quote(PartitionName(table, day)) + " PARTITION OF " + t + " FOR VALUES FROM (" + pgTime(day) + ") TO (" + pgTime(next) + ")"); err != nil {
 			return 0, err
 		}
 	}
-	cols, err := columns(ctx, tx, "hits")
+	cols, err := columns(ctx, tx, table)
 	if err != nil {
 		return 0, err
 	}
-	res, err := tx.ExecContext(ctx, "INSERT INTO hits ("+cols+") SELECT "+cols+" FROM hits_plain")
+	res, err := tx.ExecContext(ctx, "INSERT INTO "+t+" ("+cols+") SELECT "+cols+" FROM "+plain)
 	if err != nil {
-		return 0, fmt.Errorf("copy the hits: %w", err)
+		return 0, fmt.Errorf("copy %s: %w", table, err)
 	}
 	n, _ := res.RowsAffected()
-	if err := exec(`DROP TABLE hits_plain`); err != nil {
+	if err := exec("DROP TABLE " + plain); err != nil {
 		return 0, err
 	}
 	return n, tx.Commit()

@@ -115,6 +115,59 @@ func TestNewDatabaseHasPartitionedHits(t *testing.T) {
 	}
 }
 
+// A new PostgreSQL database gets events range-partitioned by day too. Its unique indexes
+// carry the partition key, as PostgreSQL requires; the counters keep the numbers unique.
+func TestNewDatabaseHasPartitionedEvents(t *testing.T) {
+	dsn := ft.PostgresDSN(t)
+	ctx := context.Background()
+	db, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	raw := db.SQL
+	var key, pk string
+	if err := raw.QueryRow(`SELECT pg_get_partkeydef('events'::regclass)`).Scan(&key); err != nil || key != "RANGE (created_at)" {
+		t.Fatalf("events is not range-partitioned by created_at: %q %v", key, err)
+	}
+	raw.QueryRow(`SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'events'::regclass AND contype = 'p'`).Scan(&pk)
+	if pk != "PRIMARY KEY (id, created_at)" {
+		t.Fatalf("primary key %q", pk)
+	}
+	rows, err := raw.Query(`SELECT indexdef FROM pg_indexes WHERE tablename = 'events' AND indexdef LIKE 'CREATE UNIQUE%' AND indexname <> 'events_pkey' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var unique []string
+	for rows.Next() {
+		var def string
+		rows.Scan(&def)
+		unique = append(unique, def[strings.Index(def, "("):])
+	}
+	rows.Close()
+	if want := []string{"(org_id, \"position\", created_at)", "(seq, created_at)"}; !slices.Equal(unique, want) {
+		t.Fatalf("unique indexes of events %q, want %q", unique, want)
+	}
+	list, ok, err := store.Partitions(ctx, raw, "events", "created_at")
+	if err != nil || !ok || len(list) != store.PartitionDays+2 {
+		t.Fatalf("partitions of events: %v %v %v", names(list), ok, err)
+	}
+	var fks int
+	raw.QueryRow(`SELECT COUNT(*) FROM pg_constraint WHERE conrelid = 'events'::regclass AND contype = 'f'`).Scan(&fks)
+	if fks != 1 {
+		t.Fatalf("events has %d foreign keys, want its organization's", fks)
+	}
+	before := schemaOf(t, raw)
+	again, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("second start: %v", err)
+	}
+	again.Close()
+	if after := schemaOf(t, raw); after != before && time.Now().UTC().Day() == store.Day(time.Now()).Day() {
+		t.Fatalf("a second start changed the schema:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
 // With NoPartitions a new database gets a plain hits table, and the manager leaves it alone.
 func TestNoPartitionsKeepsHitsPlain(t *testing.T) {
 	dsn := ft.PostgresDSN(t)
@@ -204,8 +257,10 @@ func TestPartitionManager(t *testing.T) {
 	var want []string
 	// The days from later's to PartitionDays after it: the days between now's window and
 	// later's are past by then, and their hits would go to the default partition.
-	for d := store.Day(later); !d.After(store.Day(later).AddDate(0, 0, store.PartitionDays)); d = d.AddDate(0, 0, 1) {
-		want = append(want, store.PartitionName("hits", d))
+	for _, table := range []string{"events", "hits"} {
+		for d := store.Day(later); !d.After(store.Day(later).AddDate(0, 0, store.PartitionDays)); d = d.AddDate(0, 0, 1) {
+			want = append(want, store.PartitionName(table, d))
+		}
 	}
 	if !slices.Equal(all, want) {
 		t.Fatalf("the two instances made %v and %v, want %v once", made[0], made[1], want)
@@ -269,7 +324,7 @@ func TestPartitionHitsConvertsAPlainTable(t *testing.T) {
 			SetHeaders(map[string][]string{"Accept": {"*/*"}}).SetSourceIP("203.0.113.9").SetReceivedAt(at).SaveX(sys)
 		want = append(want, h.ID)
 	}
-	n, err := db.PartitionHits(ctx, now, 30*24*time.Hour)
+	n, err := db.Partition(ctx, "hits", now, 30*24*time.Hour)
 	if err != nil || n != 4 {
 		t.Fatalf("converted %d rows, %v", n, err)
 	}
@@ -290,7 +345,7 @@ func TestPartitionHitsConvertsAPlainTable(t *testing.T) {
 			t.Fatalf("hit %s after the conversion: %v %v", id, h, err)
 		}
 	}
-	if _, err := db.PartitionHits(ctx, now, 30*24*time.Hour); !errors.Is(err, store.ErrAlreadyPartitioned) {
+	if _, err := db.Partition(ctx, "hits", now, 30*24*time.Hour); !errors.Is(err, store.ErrAlreadyPartitioned) {
 		t.Fatalf("a second conversion: %v", err)
 	}
 	// The service's next start changes nothing.

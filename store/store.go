@@ -36,9 +36,9 @@ type DB struct {
 
 // Options are choices made when a database is created.
 type Options struct {
-	// NoPartitions creates hits on a new PostgreSQL database as a plain table instead of
-	// one range-partitioned by day (docs/operations.md). An existing hits table is kept as
-	// it is either way.
+	// NoPartitions creates hits and events on a new PostgreSQL database as plain tables
+	// instead of ones range-partitioned by day (docs/operations.md). An existing table is
+	// kept as it is either way.
 	NoPartitions bool
 }
 
@@ -190,7 +190,7 @@ func migrateSchema(ctx context.Context, client *ent.Client, db *sql.DB, dia stri
 		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrationLock))
 		if !o.NoPartitions {
 			// Before ent's migration, which then completes the partitioned table.
-			if err := createPartitionedHits(ctx, conn, time.Now()); err != nil {
+			if err := createPartitioned(ctx, conn, time.Now()); err != nil {
 				return err
 			}
 		}

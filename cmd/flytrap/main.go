@@ -21,6 +21,7 @@ import (
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/retention"
 	"github.com/flytrap/flytrap/server"
 	"github.com/flytrap/flytrap/store"
 	"github.com/flytrap/flytrap/viewer"
@@ -61,6 +62,8 @@ const usage = `Usage:
   flytrap backup --to FILE                     copy a SQLite database while the service runs
   flytrap partition-hits [--retain-hits 30d]   PostgreSQL: turn a plain hits table into one partitioned
                                                by day (stop the service first)
+  flytrap partition-events [--retain-events 30d]
+                                               the same for the events table
 
 Every command takes --db (FLYTRAP_DB). "flytrap serve -h" lists the service's flags.
 `
@@ -89,7 +92,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env serve
 	case "backup":
 		return backup(ctx, rest, stdout, stderr, env)
 	case "partition-hits":
-		return partitionHits(ctx, rest, stdout, stderr, env)
+		return partitionTable(ctx, "hits", retention.DefaultConfig().Hits, rest, stdout, stderr, env)
+	case "partition-events":
+		return partitionTable(ctx, "events", retention.DefaultConfig().Events, rest, stdout, stderr, env)
 	default:
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)

@@ -14,16 +14,17 @@ import (
 	"github.com/flytrap/flytrap/store"
 )
 
-// partitionHits converts a PostgreSQL database's plain hits table to one partitioned by
-// day (store.PartitionHits): the service stopped, once.
-func partitionHits(ctx context.Context, args []string, stdout, stderr io.Writer, env server.Env) error {
-	fs := newFlagSet("flytrap partition-hits", stderr)
-	keep := retention.DefaultConfig().Hits
-	fs.Func("retain-hits", "the days back that get a partition each, as serve's --retain-hits (default "+retention.FormatDays(keep)+
-		"); older hits go to the default partition, where retention deletes them", func(v string) error {
+// partitionTable converts a PostgreSQL database's plain hits or events table to one
+// partitioned by day (store.Partition): the service stopped, once. keep is retention's
+// default for the table, which its --retain-TABLE flag overrides.
+func partitionTable(ctx context.Context, table string, keep time.Duration, args []string, stdout, stderr io.Writer, env server.Env) error {
+	cmd := "partition-" + table
+	fs := newFlagSet("flytrap "+cmd, stderr)
+	fs.Func("retain-"+table, "the days back that get a partition each, as serve's --retain-"+table+" (default "+retention.FormatDays(keep)+
+		"); older rows go to the default partition, where retention deletes them", func(v string) error {
 		d, err := retention.ParseDays(v)
 		if err == nil && d == 0 {
-			err = errors.New("0 keeps hits forever: give the days back that should get their own partition")
+			err = fmt.Errorf("0 keeps %s forever: give the days back that should get their own partition", table)
 		}
 		keep = d
 		return err
@@ -37,18 +38,18 @@ func partitionHits(ctx context.Context, args []string, stdout, stderr io.Writer,
 	}
 	defer db.Close()
 	if db.Dialect != dialect.Postgres {
-		return fmt.Errorf("partition-hits is for PostgreSQL; a SQLite database has no partitions")
+		return fmt.Errorf("%s is for PostgreSQL; a SQLite database has no partitions", cmd)
 	}
 	now := time.Now()
-	n, err := db.PartitionHits(ctx, now, keep)
+	n, err := db.Partition(ctx, table, now, keep)
 	if errors.Is(err, store.ErrAlreadyPartitioned) {
-		fmt.Fprintln(stdout, "hits is partitioned already: nothing to do")
+		fmt.Fprintf(stdout, "%s is partitioned already: nothing to do\n", table)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "hits is partitioned by day: %d rows copied; a partition a day from %s to %s, older hits in hits_default\n",
-		n, store.Day(now.Add(-keep)).Format(time.DateOnly), store.Day(now).AddDate(0, 0, store.PartitionDays).Format(time.DateOnly))
+	fmt.Fprintf(stdout, "%s is partitioned by day: %d rows copied; a partition a day from %s to %s, older rows in %s_default\n",
+		table, n, store.Day(now.Add(-keep)).Format(time.DateOnly), store.Day(now).AddDate(0, 0, store.PartitionDays).Format(time.DateOnly), table)
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 // serve with FLYTRAP_PG_PARTITIONS=false makes a plain hits table on a new PostgreSQL
 // database; flytrap partition-hits, with the service stopped, partitions it by day once.
 // On SQLite the command says it is for PostgreSQL.
-func TestPartitionHitsCommand(t *testing.T) {
+func TestPartitionCommands(t *testing.T) {
 	if err := failCLI(t, noEnv, "partition-hits", "--db", filepath.Join(t.TempDir(), "f.db")); !strings.Contains(err.Error(), "PostgreSQL") {
 		t.Fatalf("on SQLite: %v", err)
 	}
@@ -54,5 +54,27 @@ func TestPartitionHitsCommand(t *testing.T) {
 	}
 	if err := failCLI(t, noEnv, "partition-hits", "--db", dsn, "--retain-hits", "0"); !strings.Contains(err.Error(), "forever") {
 		t.Fatalf("--retain-hits 0: %v", err)
+	}
+
+	// The same for events, with its events and their positions kept.
+	if _, err := raw.Exec(`INSERT INTO organizations (id, name, created_at) VALUES ('org_x', 'x', now())`); err != nil {
+		t.Fatal(err)
+	}
+	for i, age := range []string{"40 days", "3 days", "1 hour"} {
+		if _, err := raw.Exec(`INSERT INTO events (id, org_id, position, seq, type, api_version, created_at, data)
+			VALUES ($1, 'org_x', $2, $2, 'trap.created', '2026-11-22', now() - $3::interval, '{}')`, "evt_"+age, i+1, age); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out := mustCLI(t, noEnv, "partition-events", "--db", dsn); !strings.Contains(out, "events is partitioned by day: 3 rows copied") {
+		t.Fatalf("partition-events: %q", out)
+	}
+	var evKind string
+	raw.QueryRow(`SELECT relkind FROM pg_class WHERE oid = 'events'::regclass`).Scan(&evKind)
+	var inDefault, total int
+	raw.QueryRow(`SELECT COUNT(*) FROM events_default`).Scan(&inDefault)
+	raw.QueryRow(`SELECT COUNT(*) FROM events WHERE org_id = 'org_x' AND position > 1`).Scan(&total)
+	if evKind != "p" || inDefault != 1 || total != 2 {
+		t.Fatalf("after partition-events: events %q, %d in the default partition (want the 40 days old one), %d after position 1", evKind, inDefault, total)
 	}
 }
