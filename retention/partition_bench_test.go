@@ -167,6 +167,82 @@ func BenchmarkPartitionPurge(b *testing.B) {
 	}
 }
 
+// BenchmarkEventPartitionPurge purges FLYTRAP_BENCH_EVENTS events (default 300,000) of ten
+// organizations spread over ten expired days (35 to 44 days ago), next to 30 days of recent
+// events (1,000 a day) that stay, with the default retention: on a plain events table
+// (batched deletes of each log's oldest positions) and on one partitioned by day (ten
+// partitions dropped, each after the hole check). Positions, seq and times rise together, as
+// event.Append writes them. Run it alone, once:
+//
+//	FLYTRAP_TEST_POSTGRES_URL=… go test -run '^$' -bench EventPartitionPurge -benchtime 1x -timeout 30m ./retention/
+func BenchmarkEventPartitionPurge(b *testing.B) {
+	n := envInt("FLYTRAP_BENCH_EVENTS", 300_000)
+	const orgs, recent = 10, 30_000
+	for _, l := range layouts {
+		b.Run(l.name, func(b *testing.B) {
+			db := benchDB(b, l.opts)
+			var org [orgs]string
+			for i := range org {
+				o, err := db.Client.Organization.Create().SetName("acme").Save(ft.System())
+				if err != nil {
+					b.Fatal(err)
+				}
+				org[i] = o.ID
+			}
+			end := store.Day(time.Now()).AddDate(0, 0, -34)
+			span := 10 * retention.Day
+			total := n + recent
+			tx, err := db.SQL.Begin()
+			if err != nil {
+				b.Fatal(err)
+			}
+			st, err := tx.Prepare(pq.CopyIn("events", "id", "org_id", "position", "seq", "type", "api_version", "created_at", "data"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range total {
+				t := end.Add(-span + time.Duration(float64(span)*float64(i)/float64(n)))
+				if i >= n {
+					t = time.Now().Add(-time.Duration(total-1-i) * (30 * retention.Day / recent))
+				}
+				if _, err := st.Exec(idAt(ids.Event, t), org[i%orgs], i/orgs+1, i+1, "threat.detected", "2026-11-22", t.UTC(),
+					`{"session":{"id":"ses_x","severity":"HIGH"}}`); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := st.Exec(); err != nil {
+				b.Fatal(err)
+			}
+			st.Close()
+			if err := tx.Commit(); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := db.SQL.Exec("ANALYZE events"); err != nil {
+				b.Fatal(err)
+			}
+			p := retention.New(db.SQL, db.Dialect, retention.DefaultConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
+			b.ResetTimer()
+			start := time.Now()
+			res, err := p.Purge(context.Background())
+			took := time.Since(start)
+			b.StopTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res.Events != int64(n) {
+				b.Fatalf("purged %d events, want %d (%+v)", res.Events, n, res)
+			}
+			var oldest int64
+			if err := db.SQL.QueryRow("SELECT MIN(position) FROM events WHERE org_id = $1", org[0]).Scan(&oldest); err != nil || oldest != int64(n/orgs+1) {
+				b.Fatalf("org 0's oldest position %d (%v), want %d", oldest, err, n/orgs+1)
+			}
+			b.ReportMetric(took.Seconds(), "purge-s")
+			b.ReportMetric(float64(res.Events)/took.Seconds(), "rows/s")
+			b.ReportMetric(float64(res.DroppedPartitions), "partitions-dropped")
+		})
+	}
+}
+
 // BenchmarkHitLookups measures the reads of hits by something else than their time, on a
 // plain table and on one partitioned by day with ~55 partitions (46 days back, a week
 // ahead, default): by-id looks up 4 hits by id alone (the writer's fallback for tokens,

@@ -39,7 +39,7 @@ func (c *Config) registerRetention(fs *flag.FlagSet) {
 	fs.DurationVar(&r.Interval, "retention-interval", r.Interval, "time between two purges of expired rows")
 	fs.IntVar(&r.BatchSize, "retention-batch", r.BatchSize, "rows a purge deletes per transaction (1 to 10000)")
 	fs.DurationVar(&r.Pause, "retention-pause", r.Pause, "rest after each purge batch, so the hit writer and the API get the database")
-	fs.BoolVar(&c.PGPartitions, "pg-partitions", c.PGPartitions, "PostgreSQL: partition hits by day on a new database and create each day's partition ahead (false: a plain hits table, no partitions made)")
+	fs.BoolVar(&c.PGPartitions, "pg-partitions", c.PGPartitions, "PostgreSQL: partition hits and events by day on a new database and create each day's partition ahead (false: plain tables, no partitions made)")
 	fs.Int64Var(&c.DiskLowBytes, "disk-low-bytes", c.DiskLowBytes, "free space on the SQLite database's file system below which the log warns (0: never)")
 }
 

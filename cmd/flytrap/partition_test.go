@@ -10,8 +10,9 @@ import (
 	ft "github.com/flytrap/flytrap/flytraptest"
 )
 
-// serve with FLYTRAP_PG_PARTITIONS=false makes a plain hits table on a new PostgreSQL
-// database; flytrap partition-hits, with the service stopped, partitions it by day once.
+// serve with FLYTRAP_PG_PARTITIONS=false makes plain hits and events tables on a new PostgreSQL
+// database; flytrap partition-hits and partition-events, with the service stopped, partition
+// them by day once.
 // On SQLite the command says it is for PostgreSQL.
 func TestPartitionCommands(t *testing.T) {
 	if err := failCLI(t, noEnv, "partition-hits", "--db", filepath.Join(t.TempDir(), "f.db")); !strings.Contains(err.Error(), "PostgreSQL") {
