@@ -17,6 +17,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -157,6 +158,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := s.fill(ctx, out); err != nil {
 		return err
 	}
+	if err := orderEvents(ctx, db.SQL); err != nil {
+		return err
+	}
 	el := time.Since(start)
 	fmt.Fprintf(out, "seeded %d sessions, %d hits, %d signals, %d prompts, %d events, %d webhook deliveries on %s in %v (%.0f sessions/s, %.0f hits/s)\n",
 		o.sessions-s.start, s.nHits, s.nSignals, s.nPrompts, s.nEvents, s.nDeliveries, db.Dialect, el.Round(time.Second),
@@ -175,6 +179,26 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "org %s\nkey %s\n", s.orgs[0].id, key)
+	return nil
+}
+
+// orderEvents renumbers the seeded events in time order, as event.Append writes them: seq
+// and each organization's positions rise with created_at (docs/decisions.md, "Events
+// partitioned by day, without holes"). The seed dates events at random over its days; the
+// counters' values stay right, as the numbers are only permuted. The first pass makes room
+// (the unique indexes are checked row by row).
+func orderEvents(ctx context.Context, db *sql.DB) error {
+	for _, q := range []string{
+		`UPDATE events SET seq = -seq, position = -position`,
+		`UPDATE events SET seq = r.s, position = r.p FROM (SELECT id AS rid,
+			row_number() OVER (ORDER BY created_at, seq DESC) AS s,
+			row_number() OVER (PARTITION BY org_id ORDER BY created_at, seq DESC) AS p FROM events) r
+			WHERE events.id = r.rid`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("put the events in time order: %w", err)
+		}
+	}
 	return nil
 }
 

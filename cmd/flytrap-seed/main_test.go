@@ -113,6 +113,9 @@ func TestSeedIsConsistent(t *testing.T) {
 			if ev.Seq != int64(i+1) || ev.Position != next[ev.OrgID] {
 				t.Fatalf("event %d: seq %d position %d, want %d and %d", i, ev.Seq, ev.Position, i+1, next[ev.OrgID])
 			}
+			if i > 0 && ev.CreatedAt.Before(events[i-1].CreatedAt) {
+				t.Fatalf("event %d (seq %d) is dated before the one before it: event times must rise with seq", i, ev.Seq)
+			}
 			if !strings.HasPrefix(ev.Type, "threat.") || ev.Data["session_id"] == nil {
 				t.Fatalf("event %d: %s %v", i, ev.Type, ev.Data)
 			}
