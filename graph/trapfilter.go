@@ -102,10 +102,18 @@ func (r *Resolver) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereIn
 			conds = append(conds, exists(sql.Select(ts.C(trapsession.FieldID)).From(ts).Where(sql.And(
 				sql.EQ(ts.C(trapsession.FieldTrapID), id), sql.ColumnsEQ(ts.C(trapsession.FieldSessionID), s.C(session.FieldID))))))
 		}
-		// One of its hits on the trap, which makes the result exactly hasHitsWith's.
+		// One of its hits on the trap, which makes the result exactly hasHitsWith's: the
+		// session's hits by their session_id index, each row's trap_id compared. SQLite's
+		// planner (3.50, with ANALYZE's statistics) would rather search the trap's hits by
+		// the trap_id index for every session, a million row reads a page for a trap of 1,001
+		// sessions with a hit each (1.05 s against 20 ms); "+" keeps it off that index.
 		hits := sql.Table(hit.Table)
+		onTrap := sql.EQ(hits.C(hit.FieldTrapID), id)
+		if c.Dialect() == dialect.SQLite {
+			onTrap = sql.ExprP("+"+hits.C(hit.FieldTrapID)+" = ?", id)
+		}
 		conds = append(conds, exists(sql.Select(hits.C(hit.FieldID)).From(hits).Where(sql.And(
-			sql.ColumnsEQ(hits.C(hit.FieldSessionID), s.C(session.FieldID)), sql.EQ(hits.C(hit.FieldTrapID), id)))))
+			sql.ColumnsEQ(hits.C(hit.FieldSessionID), s.C(session.FieldID)), onTrap))))
 		s.Where(sql.And(conds...))
 	})
 	return &w, nil
