@@ -6,6 +6,9 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"entgo.io/ent/dialect"
 	"entgo.io/ent/dialect/sql"
@@ -14,6 +17,7 @@ import (
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/trapsession"
+	"github.com/flytrap/flytrap/ids"
 )
 
 // trapListMax is the most sessions of a trap for which the sessions list filtered by that
@@ -45,9 +49,11 @@ func trapFilter(where *ent.SessionWhereInput) (string, bool) {
 // (trap, session) row, probed by trap_sessions' unique index; the walk stops at the page's
 // end, so a page reads about page size × the organization's sessions ÷ the trap's (more than
 // trapListMax) rows: 8,000 for 50 of a trap just over 5,000 sessions among 800,000. The two
-// costs meet near there: listing n sessions by id reads n rows, walking reads 50 × N ÷ n. Either way a kept session also has one of its hits on the
-// trap, probed through the hits' session_id index, which makes the result exactly
-// hasHitsWith's (a session whose hits on the trap were purged is not listed).
+// costs meet near there: listing n sessions by id reads n rows, walking reads 50 × N ÷ n.
+// Either way a kept session also has one of its hits on the trap, which makes the result
+// exactly hasHitsWith's (a session whose hits on the trap were purged is not listed): a
+// session first seen after the oldest hit stored has all its hits (allHitsKeptSince), so
+// its trap_sessions row says it; an older one is probed through the hits' session_id index.
 func (r *Resolver) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereInput) (*ent.SessionWhereInput, error) {
 	id, ok := trapFilter(where)
 	if !ok {
@@ -84,6 +90,10 @@ func (r *Resolver) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereIn
 			return nil, err
 		}
 	}
+	keptSince, kept, err := allHitsKeptSince(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	w := *where
 	w.HasHitsWith = nil
 	w.Predicates = slices.Clone(w.Predicates)
@@ -112,11 +122,45 @@ func (r *Resolver) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereIn
 		if c.Dialect() == dialect.SQLite {
 			onTrap = sql.ExprP("+"+hits.C(hit.FieldTrapID)+" = ?", id)
 		}
-		conds = append(conds, exists(sql.Select(hits.C(hit.FieldID)).From(hits).Where(sql.And(
-			sql.ColumnsEQ(hits.C(hit.FieldSessionID), s.C(session.FieldID)), onTrap))))
+		probe := exists(sql.Select(hits.C(hit.FieldID)).From(hits).Where(sql.And(
+			sql.ColumnsEQ(hits.C(hit.FieldSessionID), s.C(session.FieldID)), onTrap)))
+		if kept {
+			// A session first seen after the oldest hit stored (and an hour for instances'
+			// clocks) has every hit it sent: its trap_sessions row is its hit on the trap.
+			probe = sql.Or(sql.GTE(s.C(session.FieldFirstSeen), keptSince), probe)
+		}
+		conds = append(conds, probe)
 		s.Where(sql.And(conds...))
 	})
 	return &w, nil
+}
+
+// allHitsKeptSince is a time after which every session first seen still has every hit it
+// sent: retention deletes hits oldest first (received before its cut), so a session
+// whose first hit is later than the oldest hit stored lost none. Hit ids are ULIDs made
+// with the hit's received_at, so the oldest is the first id (the primary key's first
+// entry). An hour more covers a session whose hits several instances received, their
+// clocks apart. ok is false when no hit is stored.
+func allHitsKeptSince(ctx context.Context, c *ent.Client) (t time.Time, ok bool, err error) {
+	rows, err := c.QueryContext(ctx, "SELECT "+hit.FieldID+" FROM "+hit.Table+" ORDER BY "+hit.FieldID+" LIMIT 1")
+	if err != nil {
+		return t, false, fmt.Errorf("read the oldest hit: %w", err)
+	}
+	defer rows.Close()
+	var id string
+	for rows.Next() {
+		if err := rows.Scan(&id); err != nil {
+			return t, false, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return t, false, err
+	}
+	u, ok := ids.Parse(id, ids.Hit)
+	if !ok {
+		return t, false, nil
+	}
+	return ulid.Time(u.Time()).Add(time.Hour), true, nil
 }
 
 // exists is "(q LIMIT 1) IS NOT NULL": LIMIT 1 keeps the probe a per-row subquery, where

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"entgo.io/contrib/entgql"
+	"github.com/oklog/ulid/v2"
 
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/flytraptest/testdb"
+	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/store"
 )
 
@@ -40,10 +42,14 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 		var hits []*ent.HitCreate
 		for i := range 300 {
 			sid := fmt.Sprintf("ses_%026d", i)
+			// Ties on last_seen too, so the page boundaries fall between equal values.
+			last := now.Add(-time.Duration(rnd.IntN(100)) * time.Minute)
+			first := last.Add(-time.Minute)
 			var hit []string
 			for h := range 1 + rnd.IntN(4) {
-				hc := c.Hit.Create().SetID(fmt.Sprintf("hit_%022d%04d", i, h)).SetOrgID(o.ID).SetSessionID(sid).
-					SetMethod("GET").SetPath("/").SetSourceIP("192.0.2.1").SetReceivedAt(now).SetHeaders(schematype.Headers{})
+				at := first.Add(time.Duration(h) * time.Second)
+				hc := c.Hit.Create().SetID(ids.Format(ids.Hit, ulid.MustNew(ulid.Timestamp(at), ulid.DefaultEntropy()))).SetOrgID(o.ID).SetSessionID(sid).
+					SetMethod("GET").SetPath("/").SetSourceIP("192.0.2.1").SetReceivedAt(at).SetHeaders(schematype.Headers{})
 				for j, tr := range traps {
 					if rnd.IntN(100) < weights[j] {
 						hc.SetTrapID(tr)
@@ -57,16 +63,16 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 			}
 			triggered := slices.Clone(hit)
 			if i%17 == 0 && !slices.Contains(triggered, traps[1]) {
-				triggered = append(triggered, traps[1]) // its hit on the trap was purged
+				// Its hit on the trap was purged: it came 40 days ago, before every hit stored.
+				triggered = append(triggered, traps[1])
+				first = now.AddDate(0, 0, -40)
 			}
 			if triggered == nil {
 				triggered = []string{}
 			}
-			// Ties on last_seen too, so the page boundaries fall between equal values.
-			last := now.Add(-time.Duration(rnd.IntN(100)) * time.Minute)
 			sessions = append(sessions, c.Session.Create().SetID(sid).SetOrgID(o.ID).SetSourceIP("192.0.2.1").
 				SetClassification([]session.Classification{session.ClassificationHUMAN, session.ClassificationAI_AGENT}[i%2]).
-				SetFirstSeen(last.Add(-time.Minute)).SetLastSeen(last).SetTrapsTriggered(triggered))
+				SetFirstSeen(first).SetLastSeen(last).SetTrapsTriggered(triggered))
 		}
 		c.Session.CreateBulk(sessions...).ExecX(ctx)
 		// trap_sessions came with the sessions (tally's session hook): as the writer's.
@@ -75,6 +81,15 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 		}
 		for i := 0; i < len(hits); i += 200 {
 			c.Hit.CreateBulk(hits[i:min(i+200, len(hits))]...).ExecX(ctx)
+		}
+		// Sessions first seen after the oldest hit (and an hour) are kept without a hit probe,
+		// the others with one: both kinds are here.
+		keptSince, ok, err := allHitsKeptSince(ctx, c)
+		if err != nil || !ok {
+			t.Fatalf("oldest hit: %v %v", ok, err)
+		}
+		if n := c.Session.Query().Where(session.FirstSeenGTE(keptSince)).CountX(ctx); n < 50 || n > 250 {
+			t.Fatalf("%d of 300 sessions first seen after %s: the data does not test both ways", n, keptSince)
 		}
 		r := NewResolver(c, nil, nil, nil)
 		q := &queryResolver{r}
