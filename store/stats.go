@@ -96,7 +96,7 @@ func (d *DB) Stats(ctx context.Context, exact bool) (*Stats, error) {
 			return nil, fmt.Errorf("count %s: %w", t.name, err)
 		}
 		if d.Dialect == dialect.Postgres {
-			// A partitioned table (hits) has no storage of its own: its partitions do.
+			// A partitioned table (hits, events) has no storage of its own: its partitions do.
 			if err := d.SQL.QueryRowContext(ctx, `SELECT pg_total_relation_size($1::regclass) + COALESCE((SELECT SUM(pg_total_relation_size(relid))
 				FROM pg_partition_tree($1::regclass) WHERE relid <> $1::regclass), 0)::bigint`, t.name).Scan(&ts.SizeBytes); err != nil {
 				return nil, fmt.Errorf("size of %s: %w", t.name, err)
