@@ -114,7 +114,7 @@ func (r *Resolver) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereIn
 		}
 		// One of its hits on the trap, which makes the result exactly hasHitsWith's: the
 		// session's hits by their session_id index, each row's trap_id compared. SQLite's
-		// planner (3.50, with ANALYZE's statistics) would rather search the trap's hits by
+		// planner (3.54, with ANALYZE's statistics) would rather search the trap's hits by
 		// the trap_id index for every session, a million row reads a page for a trap of 1,001
 		// sessions with a hit each (1.05 s against 20 ms); "+" keeps it off that index.
 		hits := sql.Table(hit.Table)
