@@ -3,10 +3,13 @@
 package event
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"time"
+
+	"entgo.io/ent/dialect"
 
 	"github.com/flytrap/flytrap/ent"
 	entevent "github.com/flytrap/flytrap/ent/event"
@@ -87,9 +90,26 @@ const clockCounter = seqSequence + ":clock"
 // a day's events are a run of each organization's positions: retention can drop the
 // partition of a day without leaving a hole in a log (docs/decisions.md, "Events
 // partitioned by day"). The caller holds the global counter's row lock, which orders
-// every appender's read and write of the clock.
+// every appender's read and write of the clock. On PostgreSQL "now" is the database
+// server's clock, one for every instance: an instance whose clock runs ahead would
+// otherwise date every instance's events ahead with it until the real time caught up.
 func eventTime(ctx context.Context, c *ent.Client, now time.Time) (time.Time, error) {
 	at := now.Unix()
+	if c.Dialect() == dialect.Postgres {
+		rows, err := c.QueryContext(ctx, "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint")
+		if err != nil {
+			return time.Time{}, fmt.Errorf("read the database's clock: %w", err)
+		}
+		for rows.Next() {
+			err = rows.Scan(&at)
+		}
+		if cerr := rows.Close(); err == nil {
+			err = cmp.Or(cerr, rows.Err())
+		}
+		if err != nil {
+			return time.Time{}, fmt.Errorf("read the database's clock: %w", err)
+		}
+	}
 	s, err := c.Sequence.Get(ctx, clockCounter)
 	switch {
 	case err == nil:

@@ -7,6 +7,7 @@ package graph
 
 import (
 	"context"
+	"time"
 
 	"entgo.io/contrib/entgql"
 	"github.com/flytrap/flytrap/ent"
@@ -68,17 +69,34 @@ func (r *queryResolver) Sessions(ctx context.Context, after *entgql.Cursor[strin
 	if err := CheckCursors(after, before, ids.Session, orderName(orderBy.Field != nil, func() string { return orderBy.Field.String() })); err != nil {
 		return nil, err
 	}
-	where, err := r.sessionsOnTrap(ctx, where)
+	list := func(probeAll bool) (*ent.SessionConnection, time.Time, error) {
+		where, keptSince, err := r.sessionsOnTrap(ctx, where, probeAll)
+		if err != nil {
+			return nil, keptSince, err
+		}
+		ctx := ctx
+		if count, ok := r.sessionCount(where); ok {
+			ctx = ent.WithCount(ctx, "Session", count)
+		} else {
+			ctx = ent.WithCount(ctx, "Session", r.sessionRows(where))
+		}
+		conn, err := r.ent(ctx).Session.Query().Paginate(ctx, after, first, before, last,
+			ent.WithSessionOrder(orderBy), ent.WithSessionFilter(where.Filter))
+		return conn, keptSince, err
+	}
+	conn, keptSince, err := list(false)
 	if err != nil {
 		return nil, err
 	}
-	if count, ok := r.sessionCount(where); ok {
-		ctx = ent.WithCount(ctx, "Session", count)
-	} else {
-		ctx = ent.WithCount(ctx, "Session", r.sessionRows(where))
+	// A purge of hits between the trap filter's look at the oldest hit and the page: once more,
+	// every session probed (graph/trapfilter.go).
+	if purged, err := hitsPurgedSince(ctx, r.ent(ctx), keptSince); err != nil || purged {
+		if err != nil {
+			return nil, err
+		}
+		conn, _, err = list(true)
 	}
-	return r.ent(ctx).Session.Query().Paginate(ctx, after, first, before, last,
-		ent.WithSessionOrder(orderBy), ent.WithSessionFilter(where.Filter))
+	return conn, err
 }
 
 // Sites is the resolver for the sites field.

@@ -54,10 +54,14 @@ func trapFilter(where *ent.SessionWhereInput) (string, bool) {
 // exactly hasHitsWith's (a session whose hits on the trap were purged is not listed): a
 // session first seen after the oldest hit stored has all its hits (allHitsKeptSince), so
 // its trap_sessions row says it; an older one is probed through the hits' session_id index.
-func (r *Resolver) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereInput) (*ent.SessionWhereInput, error) {
+//
+// keptSince is the time used to skip probes (zero when every session is probed): the
+// caller reads the page, then asks hitsPurgedSince whether a purge moved it meanwhile (the
+// two are separate statements) and if so lists again with probeAll.
+func (r *Resolver) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereInput, probeAll bool) (_ *ent.SessionWhereInput, keptSince time.Time, err error) {
 	id, ok := trapFilter(where)
 	if !ok {
-		return where, nil
+		return where, keptSince, nil
 	}
 	c := r.ent(ctx)
 	// How many sessions hit the trap, counted up to trapListMax + 1 on trap_sessions' (trap_id,
@@ -66,7 +70,7 @@ func (r *Resolver) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereIn
 	n, err := scanInt(ctx, c, "SELECT COUNT(*) FROM (SELECT 1 FROM "+trapsession.Table+" WHERE "+trapsession.FieldTrapID+" = $1 LIMIT $2) t",
 		id, trapListMax+1)
 	if err != nil {
-		return nil, fmt.Errorf("count the trap's sessions: %w", err)
+		return nil, keptSince, fmt.Errorf("count the trap's sessions: %w", err)
 	}
 	var sessions []string
 	if n <= trapListMax {
@@ -76,23 +80,28 @@ func (r *Resolver) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereIn
 		}
 		rows, err := c.QueryContext(ctx, q, id)
 		if err != nil {
-			return nil, fmt.Errorf("read the trap's sessions: %w", err)
+			return nil, keptSince, fmt.Errorf("read the trap's sessions: %w", err)
 		}
 		for rows.Next() {
 			var sid string
 			if err := rows.Scan(&sid); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("read the trap's sessions: %w", err)
+				return nil, keptSince, fmt.Errorf("read the trap's sessions: %w", err)
 			}
 			sessions = append(sessions, sid)
 		}
 		if err := rows.Close(); err != nil {
-			return nil, err
+			return nil, keptSince, err
 		}
 	}
-	keptSince, kept, err := allHitsKeptSince(ctx, c)
-	if err != nil {
-		return nil, err
+	kept := false
+	if !probeAll {
+		if keptSince, kept, err = allHitsKeptSince(ctx, c); err != nil {
+			return nil, keptSince, err
+		}
+		if !kept {
+			keptSince = time.Time{}
+		}
 	}
 	w := *where
 	w.HasHitsWith = nil
@@ -132,7 +141,7 @@ func (r *Resolver) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereIn
 		conds = append(conds, probe)
 		s.Where(sql.And(conds...))
 	})
-	return &w, nil
+	return &w, keptSince, nil
 }
 
 // allHitsKeptSince is a time after which every session first seen still has every hit it
@@ -160,7 +169,18 @@ func allHitsKeptSince(ctx context.Context, c *ent.Client) (t time.Time, ok bool,
 	if !ok {
 		return t, false, nil
 	}
-	return ulid.Time(u.Time()).Add(time.Hour), true, nil
+	return ulid.Time(u.Time()).UTC().Add(time.Hour), true, nil
+}
+
+// hitsPurgedSince says whether hits were purged since allHitsKeptSince answered keptSince
+// (zero: no answer was used), so that a page read with it may list a session whose hits on
+// the trap went meanwhile.
+func hitsPurgedSince(ctx context.Context, c *ent.Client, keptSince time.Time) (bool, error) {
+	if keptSince.IsZero() {
+		return false, nil
+	}
+	now, ok, err := allHitsKeptSince(ctx, c)
+	return err == nil && (!ok || now.After(keptSince)), err
 }
 
 // exists is "(q LIMIT 1) IS NOT NULL": LIMIT 1 keeps the probe a per-row subquery, where

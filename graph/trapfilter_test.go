@@ -88,6 +88,13 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("oldest hit: %v %v", ok, err)
 		}
+		if keptSince.Location() != time.UTC {
+			// SQLite compares times as text: a local time would shift the cut by the zone's offset.
+			t.Fatalf("allHitsKeptSince answered %s, not in UTC", keptSince)
+		}
+		if purged, err := hitsPurgedSince(ctx, c, keptSince); err != nil || purged {
+			t.Fatalf("hits purged since the oldest was read, with none purged: %v %v", purged, err)
+		}
 		if n := c.Session.Query().Where(session.FirstSeenGTE(keptSince)).CountX(ctx); n < 50 || n > 250 {
 			t.Fatalf("%d of 300 sessions first seen after %s: the data does not test both ways", n, keptSince)
 		}
@@ -126,7 +133,7 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 						}
 						after = conn.PageInfo.EndCursor
 					}
-					rewritten, err := r.sessionsOnTrap(ctx, where)
+					rewritten, _, err := r.sessionsOnTrap(ctx, where, false)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -141,6 +148,47 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 					}
 				}
 			}
+		}
+	})
+}
+
+// A purge between the trap filter's look at the oldest hit and its page makes the list read
+// again, probing every session: hitsPurgedSince notices the oldest hit moved.
+func TestHitsPurgedSince(t *testing.T) {
+	testdb.ForEachBackend(t, func(t *testing.T, b testdb.Backend) {
+		ctx := privacy.DecisionContext(context.Background(), privacy.Allow)
+		db, err := store.Open(ctx, b.DSN(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		c := db.Client
+		if _, ok, err := allHitsKeptSince(ctx, c); ok || err != nil {
+			t.Fatalf("no hit stored: %v %v", ok, err)
+		}
+		o := c.Organization.Create().SetName("o").SaveX(ctx)
+		s := c.Session.Create().SetOrgID(o.ID).SetSourceIP("192.0.2.1").SaveX(ctx)
+		var hitIDs []string
+		for _, ago := range []time.Duration{48 * time.Hour, time.Hour} {
+			at := time.Now().Add(-ago).UTC()
+			h := c.Hit.Create().SetID(ids.Format(ids.Hit, ulid.MustNew(ulid.Timestamp(at), ulid.DefaultEntropy()))).SetOrgID(o.ID).
+				SetSessionID(s.ID).SetMethod("GET").SetPath("/").SetSourceIP("192.0.2.1").SetReceivedAt(at).SetHeaders(schematype.Headers{}).SaveX(ctx)
+			hitIDs = append(hitIDs, h.ID)
+		}
+		kept, ok, err := allHitsKeptSince(ctx, c)
+		if !ok || err != nil || kept.Sub(time.Now().Add(-47*time.Hour)).Abs() > time.Second {
+			t.Fatalf("oldest hit + 1 h: %s %v %v", kept, ok, err)
+		}
+		if purged, err := hitsPurgedSince(ctx, c, time.Time{}); purged || err != nil {
+			t.Fatalf("no time used: %v %v", purged, err)
+		}
+		c.Hit.DeleteOneID(hitIDs[0]).ExecX(ctx)
+		if purged, err := hitsPurgedSince(ctx, c, kept); !purged || err != nil {
+			t.Fatalf("after the oldest hit went: purged %v %v", purged, err)
+		}
+		c.Hit.DeleteOneID(hitIDs[1]).ExecX(ctx)
+		if purged, err := hitsPurgedSince(ctx, c, kept); !purged || err != nil {
+			t.Fatalf("after every hit went: purged %v %v", purged, err)
 		}
 	})
 }

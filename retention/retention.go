@@ -161,6 +161,8 @@ type Purger struct {
 	cfg     Config
 	log     *slog.Logger
 	now     func() time.Time
+	// refused names the events partitions whose drop was refused (dropEvents), logged once.
+	refused map[string]bool
 
 	// SessionsDeleted runs in the transaction that deletes sessions, with the rows it
 	// deletes (their hits, signals and prompts are gone already). Maintained counters
@@ -407,7 +409,15 @@ func (p *Purger) dropPartitions(ctx context.Context, table, column string, cut t
 		}
 		k, err := p.dropPartition(ctx, table, part)
 		if errors.Is(err, errHole) {
-			p.log.Info("retention: an events partition holds events after ones kept elsewhere; deleting its events one by one instead", "partition", part.Name)
+			level := slog.LevelInfo
+			if p.refused[part.Name] {
+				level = slog.LevelDebug // said once: a converted log can keep a day refused for weeks
+			}
+			if p.refused == nil {
+				p.refused = map[string]bool{}
+			}
+			p.refused[part.Name] = true
+			p.log.Log(ctx, level, "retention: an events partition holds events after ones kept elsewhere; deleting its events one by one instead", "partition", part.Name)
 			return true, nil
 		}
 		if isLockTimeout(err) {

@@ -77,7 +77,7 @@ type Config struct {
 	Retention retention.Config
 	// DiskLowBytes: below this much free space on the SQLite file's file system, the log warns.
 	DiskLowBytes int64
-	// PGPartitions: on PostgreSQL, create hits range-partitioned by day on a new database and
+	// PGPartitions: on PostgreSQL, create hits and events range-partitioned by day on a new database and
 	// keep partitions created ahead (store.EnsurePartitions; docs/operations.md).
 	PGPartitions bool
 }

@@ -80,7 +80,7 @@ func (s *Server) ensurePartitions(ctx context.Context) {
 	made, err := s.db.EnsurePartitions(ctx, time.Now())
 	switch {
 	case err != nil:
-		s.log.Error("partitions: could not create the partitions ahead; hits land in the default partition meanwhile, and the next run retries", "err", err)
+		s.log.Error("partitions: could not create the partitions ahead; rows land in the default partition meanwhile, and the next run retries", "err", err)
 	case len(made) > 0:
 		s.log.Info("partitions: created", "partitions", made)
 	}

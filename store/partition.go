@@ -223,7 +223,7 @@ func createPartitioned(ctx context.Context, conn *sql.Conn, now time.Time) error
 // every table Flytrap partitions by time (TimePartitioned) that is range-partitioned on its
 // column, skipping days an existing partition covers; it returns the partitions it made.
 // One instance does it at a time (an advisory lock); the others wait, then find nothing to do.
-// SQLite, and a PostgreSQL database whose hits is a plain table, have nothing to do.
+// SQLite, and a PostgreSQL table that is plain, have nothing to do.
 func (d *DB) EnsurePartitions(ctx context.Context, now time.Time) ([]string, error) {
 	if d.Dialect != dialect.Postgres {
 		return nil, nil
@@ -244,8 +244,11 @@ func ensurePartitions(ctx context.Context, conn *sql.Conn, now time.Time) ([]str
 	var made []string
 	for _, tp := range TimePartitioned {
 		list, ok, err := Partitions(ctx, conn, tp.Table, tp.Column)
-		if err != nil || !ok {
+		if err != nil {
 			return made, err
+		}
+		if !ok {
+			continue // a plain table (say hits, with events converted): nothing to make
 		}
 		var def string
 		for _, p := range list {

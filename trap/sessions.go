@@ -118,7 +118,7 @@ func idTimes(list []string) (from, to time.Time, ok bool) {
 		if !ok {
 			return time.Time{}, time.Time{}, false
 		}
-		t := ulid.Time(u.Time())
+		t := ulid.Time(u.Time()).UTC() // UTC: SQLite compares times as text
 		if i == 0 || t.Before(from) {
 			from = t
 		}
