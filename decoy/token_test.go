@@ -460,3 +460,15 @@ func TestEncodeB62(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkFindTokensPage searches a decoy page (8 KB) whose tokens were minted with another
+// key: each is token-shaped and fails to open, the cost a body full of foreign tokens adds.
+func BenchmarkFindTokensPage(b *testing.B) {
+	page := string(Render(Key("another key, thirty-two bytes.."), testSpec("page", 1), newHitID(b)).Body)
+	b.SetBytes(int64(len(page)))
+	for b.Loop() {
+		if FindTokens(testKey, page) != nil {
+			b.Fatal("found a token of another key")
+		}
+	}
+}
