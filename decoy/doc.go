@@ -19,8 +19,8 @@
 // The engine records a hit's Placements, runs FindTokens over every later request's
 // path, query, headers and body, and ParseToken resolves each token to its hit, index
 // and purpose without any lookup. Tokens are 48 characters of lower-case base32 that
-// encrypt and authenticate (HMAC-SHA256) the hit id, index and purpose, so they can be
-// neither guessed nor forged, and tokens of one response share nothing visible.
+// encrypt and authenticate (SIV-style with AES, seal.go) the hit id, index and purpose,
+// so they can be neither guessed nor forged, and tokens of one response share nothing visible.
 //
 // Render is a pure function of the key, the trap and the hit id: a trap's look is seeded
 // by its id, a response's details and tokens by the hit. Nothing here does I/O.

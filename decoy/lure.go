@@ -66,6 +66,16 @@ func (m *macer) versioned(v byte, u *[16]byte, index int, p Purpose) string {
 	return encodeToken(&raw)
 }
 
+// snippet seals trap id u as a snippet's token, with the HMAC seal: a snippet is pasted
+// into pages and caches, and must stay the token it was when the AES seal came (seal.go).
+func (m *macer) snippet(u *[16]byte) string {
+	var pl [payloadLen]byte
+	copy(pl[:16], u[:])
+	pl[16] = snippetVersion<<4 | byte(Callback)
+	raw := m.sealHMAC(&pl)
+	return encodeToken(&raw)
+}
+
 // LureServed reports whether ref is a lure token minted for a page of siteID, and when
 // that page was served. A lure token brought to another site's listener is ignored.
 func LureServed(key Key, ref TokenRef, siteID string) (time.Time, bool) {
@@ -73,7 +83,9 @@ func LureServed(key Key, ref TokenRef, siteID string) (time.Time, bool) {
 	if ref.Origin != OriginLure || !ok || len(key) < MinKeyLen {
 		return time.Time{}, false
 	}
-	if string(newMacer(key).siteTag(siteID)) != string(u[6:10]) {
+	m := getMacer(key)
+	defer putMacer(m)
+	if string(m.siteTag(siteID)) != string(u[6:10]) {
 		return time.Time{}, false
 	}
 	return time.UnixMilli(hitTime(&u)), true
@@ -87,7 +99,9 @@ func SnippetToken(key Key, trapID string) string {
 		return ""
 	}
 	raw := [16]byte(u)
-	return newMacer(key).versioned(snippetVersion, &raw, 0, Callback)
+	m := getMacer(key)
+	defer putMacer(m)
+	return m.snippet(&raw)
 }
 
 // LureTarget is a trap a lure may point at: its path on the site.
@@ -116,7 +130,8 @@ func Lure(key Key, spec LureSpec, now time.Time) ([]byte, []Placement) {
 		return nil, nil
 	}
 	count := min(max(spec.Count, 1), MaxLures)
-	m := newMacer(key)
+	m := getMacer(key)
+	defer putMacer(m)
 	var u [16]byte
 	ms := uint64(now.UnixMilli())
 	u[0], u[1], u[2], u[3], u[4], u[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)

@@ -58,7 +58,9 @@ func AWSKeyID(key Key, hitID string, index int) string {
 	if !ok {
 		return ""
 	}
-	return newMacer(key).awsKeyID(&u, index)
+	m := getMacer(key)
+	defer putMacer(m)
+	return m.awsKeyID(&u, index)
 }
 
 // AWSSecretKey is the secret access key paired with AWSKeyID(key, hitID, index).
@@ -67,7 +69,9 @@ func AWSSecretKey(key Key, hitID string, index int) string {
 	if !ok {
 		return ""
 	}
-	return newMacer(key).awsSecret(&u, index)
+	m := getMacer(key)
+	defer putMacer(m)
+	return m.awsSecret(&u, index)
 }
 
 func (m *macer) awsTag(u *[16]byte, index int) []byte {
@@ -166,7 +170,9 @@ func ParseAWSKeyID(key Key, id string) (AWSKeyRef, bool) {
 			v >>= 8
 		}
 	}
-	newMacer(key).feistel(&blk, true)
+	m := getMacer(key)
+	m.feistel(&blk, true)
+	putMacer(m)
 	var t [8]byte
 	copy(t[2:], blk[:6])
 	ref := AWSKeyRef{Millis: int64(binary.BigEndian.Uint64(t[:])), Index: int(blk[6])}
@@ -181,7 +187,9 @@ func (ref AWSKeyRef) Match(key Key, hitID string) (TokenRef, bool) {
 	if !ok || len(key) < MinKeyLen || hitTime(&u) != ref.Millis {
 		return TokenRef{}, false
 	}
-	tag := newMacer(key).awsTag(&u, ref.Index)
+	m := getMacer(key)
+	defer putMacer(m)
+	tag := m.awsTag(&u, ref.Index)
 	if tag[0] != ref.tag[0] || tag[1] != ref.tag[1] || tag[2] != ref.tag[2] {
 		return TokenRef{}, false
 	}
@@ -246,7 +254,9 @@ func SecretName(key Key, ref TokenRef) string {
 		return "AWS access key"
 	case Credential:
 		if u, ok := refArgs(key, ref); ok {
-			return credentialStyles[newMacer(key).credentialStyle(&u, ref.Index)].service + " API key"
+			m := getMacer(key)
+			defer putMacer(m)
+			return credentialStyles[m.credentialStyle(&u, ref.Index)].service + " API key"
 		}
 		return "API key"
 	}

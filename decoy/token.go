@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"hash"
 	"slices"
 	"strconv"
@@ -76,10 +75,12 @@ type TokenRef struct {
 }
 
 // Token layout. The 18-byte payload (16 ULID bytes of the hit id, a version/purpose
-// byte, the placement index) is sealed SIV-style: tag = HMAC(key, 1‖payload)[:12],
-// ciphertext = payload ⊕ HMAC(key, 2‖tag)[:18]; the token is base32(tag‖ciphertext).
+// byte, the placement index) is sealed SIV-style: a 96-bit tag authenticates the payload
+// and is the IV of the stream that encrypts it; the token is base32(tag‖ciphertext).
 // Encrypting keeps the tokens of one response from sharing a visible prefix (the hit
 // id) and leaks neither the hit id nor its time; the 96-bit tag makes them unforgeable.
+// Two seals exist (seal.go): tokens are minted with the AES seal, and the HMAC seal of
+// the tokens minted before it (and of snippets, which must not change) still opens.
 const (
 	payloadLen = 18
 	tagLen     = 12
@@ -122,19 +123,25 @@ func init() {
 	}
 }
 
-// macer is a keyed HMAC-SHA256 reused across many short messages: after the first
-// Reset the hmac package restores the keyed state cheaply instead of rehashing the key.
+// macer holds what one key seals and derives with: a keyed HMAC-SHA256 reused across many
+// short messages (after the first Reset the hmac package restores the keyed state cheaply
+// instead of rehashing the key), and the AES seal's ciphers (seal.go).
 type macer struct {
 	h   hash.Hash
 	key string // what h is keyed with
 	in  [64]byte
 	sum [sha256.Size]byte
+	aes aesSeal
 }
 
-func newMacer(key Key) *macer { return &macer{h: hmac.New(sha256.New, key), key: string(key)} }
+func newMacer(key Key) *macer {
+	m := &macer{h: hmac.New(sha256.New, key), key: string(key)}
+	m.aes.init(key)
+	return m
+}
 
-// macers keeps the macers Render used: making one keys a fresh HMAC (two SHA-256 blocks and
-// five allocations) for every response.
+// macers keeps the macers of a key: making one keys a fresh HMAC (two SHA-256 blocks and
+// five allocations) and derives and expands the AES seal's keys.
 var macers sync.Pool
 
 // getMacer returns a macer of key, reused when one is at hand; putMacer hands it back.
@@ -158,26 +165,6 @@ func (m *macer) mac(dom byte, msg []byte) []byte {
 	m.h.Reset()
 	m.h.Write(m.in[:n])
 	return m.h.Sum(m.sum[:0])
-}
-
-// seal makes the raw token of payload.
-func (m *macer) seal(p *[payloadLen]byte) (raw [rawLen]byte) {
-	copy(raw[:tagLen], m.mac(domTag, p[:]))
-	ks := m.mac(domStream, raw[:tagLen])
-	for i := range payloadLen {
-		raw[tagLen+i] = p[i] ^ ks[i]
-	}
-	return raw
-}
-
-// open authenticates raw and returns its payload.
-func (m *macer) open(raw *[rawLen]byte) (p [payloadLen]byte, ok bool) {
-	ks := m.mac(domStream, raw[:tagLen])
-	for i := range payloadLen {
-		p[i] = raw[tagLen+i] ^ ks[i]
-	}
-	tag := m.mac(domTag, p[:])
-	return p, subtle.ConstantTimeCompare(tag[:tagLen], raw[:tagLen]) == 1
 }
 
 // token makes the token of (ulid, index, p); the caller has checked its arguments.
@@ -245,15 +232,17 @@ func formatHitID(u *[16]byte) string { return ids.Format(ids.Hit, *u) }
 func hitTime(u *[16]byte) int64 { return int64(ulid.ULID(*u).Time()) }
 
 // NewToken makes the token of placement index of the response that hit hitID served:
-// 48 characters of lower-case base32 (a-z, 2-7) that encrypt and authenticate (HMAC-SHA256,
-// 96-bit tag) the hit id's 16 ULID bytes, index and purpose. It returns "" when the key is
+// 48 characters of lower-case base32 (a-z, 2-7) that encrypt and authenticate (the AES seal,
+// seal.go: AES-CMAC, 96-bit tag, and AES-CTR) the hit id's 16 ULID bytes, index and purpose. It returns "" when the key is
 // shorter than MinKeyLen, hitID is not "hit_" and a ULID, index is outside 0–255 or p is unknown.
 func NewToken(key Key, hitID string, index int, p Purpose) string {
 	u, ok := parseHitID(hitID)
 	if !ok || len(key) < MinKeyLen || index < 0 || index > maxIndex || !p.valid() {
 		return ""
 	}
-	return newMacer(key).token(&u, index, p)
+	m := getMacer(key)
+	defer putMacer(m)
+	return m.token(&u, index, p)
 }
 
 // ParseToken authenticates token s (exactly, lower case) and returns what it refers to.
@@ -265,7 +254,9 @@ func ParseToken(key Key, s string) (TokenRef, bool) {
 	if !ok {
 		return TokenRef{}, false
 	}
-	return newMacer(key).parse(&raw)
+	m := getMacer(key)
+	defer putMacer(m)
+	return m.parse(&raw)
 }
 
 func (m *macer) parse(raw *[rawLen]byte) (TokenRef, bool) {
@@ -309,6 +300,7 @@ func FindTokens(key Key, text string) []TokenRef {
 		out   []found
 		tries int
 	)
+	defer func() { putMacer(m) }() // m is made on the first candidate that decodes
 	check := func(pos int, cand string, raw *[rawLen]byte, decoded bool) int {
 		if len(out) >= maxFound || tries >= maxTries {
 			return candStop
@@ -323,7 +315,7 @@ func FindTokens(key Key, text string) []TokenRef {
 			}
 		}
 		if m == nil {
-			m = newMacer(key)
+			m = getMacer(key)
 		}
 		ref, ok := m.parse(raw)
 		if !ok {
@@ -407,7 +399,9 @@ func ChallengeAnswer(key Key, ref TokenRef) string {
 	if !ok {
 		return ""
 	}
-	a, b := newMacer(key).challengeOperands(&u, ref.Index, ref.Purpose)
+	m := getMacer(key)
+	defer putMacer(m)
+	a, b := m.challengeOperands(&u, ref.Index, ref.Purpose)
 	return strconv.Itoa(a + b)
 }
 
@@ -418,7 +412,8 @@ func CanaryPhrase(key Key, ref TokenRef) string {
 	if !ok {
 		return ""
 	}
-	m := newMacer(key)
+	m := getMacer(key)
+	defer putMacer(m)
 	return m.canaryPhrase(&u, ref.Index, ref.Purpose, m.token(&u, ref.Index, ref.Purpose))
 }
 
@@ -451,7 +446,8 @@ func CredentialValue(key Key, ref TokenRef) string {
 	if !ok {
 		return ""
 	}
-	m := newMacer(key)
+	m := getMacer(key)
+	defer putMacer(m)
 	return credentialStyles[m.credentialStyle(&u, ref.Index)].prefix + m.tokenShaped(&u, ref.Index, ref.Purpose, shapeBase62)
 }
 
