@@ -149,22 +149,29 @@ func BenchmarkPartitionPurge(b *testing.B) {
 				logTo = os.Stderr
 			}
 			p := retention.New(db.SQL, db.Dialect, retention.DefaultConfig(), slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: slog.LevelDebug})), time.Now)
-			b.ResetTimer()
-			start := time.Now()
-			res, err := p.Purge(context.Background())
-			took := time.Since(start)
-			b.StopTimer()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if res.Hits != int64(n) {
+			if res := timePurge(b, p, func(r retention.Result) int64 { return r.Hits }); res.Hits != int64(n) {
 				b.Fatalf("purged %d hits, want %d (%+v)", res.Hits, n, res)
 			}
-			b.ReportMetric(took.Seconds(), "purge-s")
-			b.ReportMetric(float64(res.Hits)/took.Seconds(), "rows/s")
-			b.ReportMetric(float64(res.DroppedPartitions), "partitions-dropped")
 		})
 	}
+}
+
+// timePurge runs one purge as the benchmark's timed work and reports its time, the rate of
+// the rows rows counts, and the partitions dropped.
+func timePurge(b *testing.B, p *retention.Purger, rows func(retention.Result) int64) retention.Result {
+	b.Helper()
+	b.ResetTimer()
+	start := time.Now()
+	res, err := p.Purge(context.Background())
+	took := time.Since(start)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(took.Seconds(), "purge-s")
+	b.ReportMetric(float64(rows(res))/took.Seconds(), "rows/s")
+	b.ReportMetric(float64(res.DroppedPartitions), "partitions-dropped")
+	return res
 }
 
 // BenchmarkEventPartitionPurge purges FLYTRAP_BENCH_EVENTS events (default 300,000) of ten
@@ -221,24 +228,13 @@ func BenchmarkEventPartitionPurge(b *testing.B) {
 				b.Fatal(err)
 			}
 			p := retention.New(db.SQL, db.Dialect, retention.DefaultConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
-			b.ResetTimer()
-			start := time.Now()
-			res, err := p.Purge(context.Background())
-			took := time.Since(start)
-			b.StopTimer()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if res.Events != int64(n) {
+			if res := timePurge(b, p, func(r retention.Result) int64 { return r.Events }); res.Events != int64(n) {
 				b.Fatalf("purged %d events, want %d (%+v)", res.Events, n, res)
 			}
 			var oldest int64
 			if err := db.SQL.QueryRow("SELECT MIN(position) FROM events WHERE org_id = $1", org[0]).Scan(&oldest); err != nil || oldest != int64(n/orgs+1) {
 				b.Fatalf("org 0's oldest position %d (%v), want %d", oldest, err, n/orgs+1)
 			}
-			b.ReportMetric(took.Seconds(), "purge-s")
-			b.ReportMetric(float64(res.Events)/took.Seconds(), "rows/s")
-			b.ReportMetric(float64(res.DroppedPartitions), "partitions-dropped")
 		})
 	}
 }

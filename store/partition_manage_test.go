@@ -43,6 +43,20 @@ func schemaOf(t *testing.T, raw *sql.DB) string {
 	return b.String()
 }
 
+// checkPartitionedBy fails t unless table is range-partitioned by column alone, with the
+// primary key (id, column).
+func checkPartitionedBy(t *testing.T, raw *sql.DB, table, column string) {
+	t.Helper()
+	var key, pk string
+	if err := raw.QueryRow(`SELECT pg_get_partkeydef($1::regclass)`, table).Scan(&key); err != nil || key != "RANGE ("+column+")" {
+		t.Fatalf("%s is not range-partitioned by %s: %q %v", table, column, key, err)
+	}
+	raw.QueryRow(`SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'p'`, table).Scan(&pk)
+	if pk != "PRIMARY KEY (id, "+column+")" {
+		t.Fatalf("primary key of %s %q", table, pk)
+	}
+}
+
 func names(list []store.Partition) []string {
 	var out []string
 	for _, p := range list {
@@ -63,14 +77,7 @@ func TestNewDatabaseHasPartitionedHits(t *testing.T) {
 	}
 	defer db.Close()
 	raw := db.SQL
-	var key, pk string
-	if err := raw.QueryRow(`SELECT pg_get_partkeydef('hits'::regclass)`).Scan(&key); err != nil || key != "RANGE (received_at)" {
-		t.Fatalf("hits is not range-partitioned by received_at: %q %v", key, err)
-	}
-	raw.QueryRow(`SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'hits'::regclass AND contype = 'p'`).Scan(&pk)
-	if pk != "PRIMARY KEY (id, received_at)" {
-		t.Fatalf("primary key %q", pk)
-	}
+	checkPartitionedBy(t, raw, "hits", "received_at")
 	list, ok, err := store.Partitions(ctx, raw, "hits", "received_at")
 	if err != nil || !ok {
 		t.Fatalf("partitions: %v %v", ok, err)
@@ -126,14 +133,7 @@ func TestNewDatabaseHasPartitionedEvents(t *testing.T) {
 	}
 	defer db.Close()
 	raw := db.SQL
-	var key, pk string
-	if err := raw.QueryRow(`SELECT pg_get_partkeydef('events'::regclass)`).Scan(&key); err != nil || key != "RANGE (created_at)" {
-		t.Fatalf("events is not range-partitioned by created_at: %q %v", key, err)
-	}
-	raw.QueryRow(`SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'events'::regclass AND contype = 'p'`).Scan(&pk)
-	if pk != "PRIMARY KEY (id, created_at)" {
-		t.Fatalf("primary key %q", pk)
-	}
+	checkPartitionedBy(t, raw, "events", "created_at")
 	rows, err := raw.Query(`SELECT indexdef FROM pg_indexes WHERE tablename = 'events' AND indexdef LIKE 'CREATE UNIQUE%' AND indexname <> 'events_pkey' ORDER BY 1`)
 	if err != nil {
 		t.Fatal(err)
