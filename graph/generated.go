@@ -51,6 +51,7 @@ type ResolverRoot interface {
 }
 
 type DirectiveRoot struct {
+	PageLimits func(ctx context.Context, obj any, next graphql.Resolver) (res any, err error)
 }
 
 type ComplexityRoot struct {
@@ -2896,6 +2897,11 @@ priced that many times. A list without it is priced at the length of its list ar
 at the maximum page size. Connections are priced by first/last.
 """
 directive @listSize(assumedSize: Int!) on FIELD_DEFINITION
+"""
+A connection's page size: first and last must be between 0 and 100, and a page that gives
+neither holds the first 50. Every connection field carries it (a test checks).
+"""
+directive @pageLimits on FIELD_DEFINITION
 
 extend type Query {
   "The caller's organization."
@@ -3130,7 +3136,7 @@ type RotateWebhookSecretPayload {
 
 extend type Query {
   "Deliveries of one webhook endpoint, newest first."
-  webhookDeliveries(endpointID: ID!, after: Cursor, first: Int, before: Cursor, last: Int, status: WebhookDeliveryStatus): WebhookDeliveryConnection!
+  webhookDeliveries(endpointID: ID!, after: Cursor, first: Int, before: Cursor, last: Int, status: WebhookDeliveryStatus): WebhookDeliveryConnection! @pageLimits
 }
 
 extend type Mutation {
@@ -3232,7 +3238,7 @@ extend type Query {
   (by the latest captured prompt). Read from maintained rows: a page costs the same however
   many prompts are stored.
   """
-  campaigns(first: Int, after: Cursor): CampaignConnection! @cost(weight: 10)
+  campaigns(first: Int, after: Cursor): CampaignConnection! @cost(weight: 10) @pageLimits
 }
 
 type CampaignConnection {
@@ -8501,7 +8507,20 @@ func (ec *executionContext) _Query_apiKeys(ctx context.Context, field graphql.Co
 			fc := graphql.GetFieldContext(ctx)
 			return ec.Resolvers.Query().APIKeys(ctx, fc.Args["after"].(*entgql.Cursor[string]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[string]), fc.Args["last"].(*int), fc.Args["orderBy"].(*ent.ApiKeyOrder), fc.Args["where"].(*ent.ApiKeyWhereInput))
 		},
-		nil,
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.PageLimits == nil {
+					var zeroVal *ent.ApiKeyConnection
+					return zeroVal, errors.New("directive pageLimits is not implemented")
+				}
+				return ec.Directives.PageLimits(ctx, nil, directive0)
+			}
+
+			next = directive1
+			return next
+		},
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.ApiKeyConnection) graphql.Marshaler {
 			return ec.marshalNApiKeyConnection2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐApiKeyConnection(ctx, selections, v)
 		},
@@ -8545,7 +8564,20 @@ func (ec *executionContext) _Query_events(ctx context.Context, field graphql.Col
 			fc := graphql.GetFieldContext(ctx)
 			return ec.Resolvers.Query().Events(ctx, fc.Args["after"].(*entgql.Cursor[string]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[string]), fc.Args["last"].(*int), fc.Args["orderBy"].(*ent.EventOrder), fc.Args["where"].(*ent.EventWhereInput))
 		},
-		nil,
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.PageLimits == nil {
+					var zeroVal *ent.EventConnection
+					return zeroVal, errors.New("directive pageLimits is not implemented")
+				}
+				return ec.Directives.PageLimits(ctx, nil, directive0)
+			}
+
+			next = directive1
+			return next
+		},
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.EventConnection) graphql.Marshaler {
 			return ec.marshalNEventConnection2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐEventConnection(ctx, selections, v)
 		},
@@ -8589,7 +8621,20 @@ func (ec *executionContext) _Query_sessions(ctx context.Context, field graphql.C
 			fc := graphql.GetFieldContext(ctx)
 			return ec.Resolvers.Query().Sessions(ctx, fc.Args["after"].(*entgql.Cursor[string]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[string]), fc.Args["last"].(*int), fc.Args["orderBy"].(*ent.SessionOrder), fc.Args["where"].(*ent.SessionWhereInput))
 		},
-		nil,
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.PageLimits == nil {
+					var zeroVal *ent.SessionConnection
+					return zeroVal, errors.New("directive pageLimits is not implemented")
+				}
+				return ec.Directives.PageLimits(ctx, nil, directive0)
+			}
+
+			next = directive1
+			return next
+		},
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.SessionConnection) graphql.Marshaler {
 			return ec.marshalNSessionConnection2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSessionConnection(ctx, selections, v)
 		},
@@ -8633,7 +8678,20 @@ func (ec *executionContext) _Query_sites(ctx context.Context, field graphql.Coll
 			fc := graphql.GetFieldContext(ctx)
 			return ec.Resolvers.Query().Sites(ctx, fc.Args["after"].(*entgql.Cursor[string]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[string]), fc.Args["last"].(*int), fc.Args["orderBy"].(*ent.SiteOrder), fc.Args["where"].(*ent.SiteWhereInput))
 		},
-		nil,
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.PageLimits == nil {
+					var zeroVal *ent.SiteConnection
+					return zeroVal, errors.New("directive pageLimits is not implemented")
+				}
+				return ec.Directives.PageLimits(ctx, nil, directive0)
+			}
+
+			next = directive1
+			return next
+		},
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.SiteConnection) graphql.Marshaler {
 			return ec.marshalNSiteConnection2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSiteConnection(ctx, selections, v)
 		},
@@ -8677,7 +8735,20 @@ func (ec *executionContext) _Query_traps(ctx context.Context, field graphql.Coll
 			fc := graphql.GetFieldContext(ctx)
 			return ec.Resolvers.Query().Traps(ctx, fc.Args["after"].(*entgql.Cursor[string]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[string]), fc.Args["last"].(*int), fc.Args["orderBy"].(*ent.TrapOrder), fc.Args["where"].(*ent.TrapWhereInput))
 		},
-		nil,
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.PageLimits == nil {
+					var zeroVal *ent.TrapConnection
+					return zeroVal, errors.New("directive pageLimits is not implemented")
+				}
+				return ec.Directives.PageLimits(ctx, nil, directive0)
+			}
+
+			next = directive1
+			return next
+		},
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.TrapConnection) graphql.Marshaler {
 			return ec.marshalNTrapConnection2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐTrapConnection(ctx, selections, v)
 		},
@@ -8721,7 +8792,20 @@ func (ec *executionContext) _Query_webhookEndpoints(ctx context.Context, field g
 			fc := graphql.GetFieldContext(ctx)
 			return ec.Resolvers.Query().WebhookEndpoints(ctx, fc.Args["after"].(*entgql.Cursor[string]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[string]), fc.Args["last"].(*int), fc.Args["orderBy"].(*ent.WebhookEndpointOrder), fc.Args["where"].(*ent.WebhookEndpointWhereInput))
 		},
-		nil,
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.PageLimits == nil {
+					var zeroVal *ent.WebhookEndpointConnection
+					return zeroVal, errors.New("directive pageLimits is not implemented")
+				}
+				return ec.Directives.PageLimits(ctx, nil, directive0)
+			}
+
+			next = directive1
+			return next
+		},
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.WebhookEndpointConnection) graphql.Marshaler {
 			return ec.marshalNWebhookEndpointConnection2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐWebhookEndpointConnection(ctx, selections, v)
 		},
@@ -9025,7 +9109,20 @@ func (ec *executionContext) _Query_webhookDeliveries(ctx context.Context, field 
 			fc := graphql.GetFieldContext(ctx)
 			return ec.Resolvers.Query().WebhookDeliveries(ctx, fc.Args["endpointID"].(string), fc.Args["after"].(*entgql.Cursor[string]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[string]), fc.Args["last"].(*int), fc.Args["status"].(*webhookdelivery.Status))
 		},
-		nil,
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.PageLimits == nil {
+					var zeroVal *ent.WebhookDeliveryConnection
+					return zeroVal, errors.New("directive pageLimits is not implemented")
+				}
+				return ec.Directives.PageLimits(ctx, nil, directive0)
+			}
+
+			next = directive1
+			return next
+		},
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.WebhookDeliveryConnection) graphql.Marshaler {
 			return ec.marshalNWebhookDeliveryConnection2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐWebhookDeliveryConnection(ctx, selections, v)
 		},
@@ -9069,7 +9166,20 @@ func (ec *executionContext) _Query_campaigns(ctx context.Context, field graphql.
 			fc := graphql.GetFieldContext(ctx)
 			return ec.Resolvers.Query().Campaigns(ctx, fc.Args["first"].(*int), fc.Args["after"].(*entgql.Cursor[string]))
 		},
-		nil,
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.PageLimits == nil {
+					var zeroVal *model.CampaignConnection
+					return zeroVal, errors.New("directive pageLimits is not implemented")
+				}
+				return ec.Directives.PageLimits(ctx, nil, directive0)
+			}
+
+			next = directive1
+			return next
+		},
 		func(ctx context.Context, selections ast.SelectionSet, v *model.CampaignConnection) graphql.Marshaler {
 			return ec.marshalNCampaignConnection2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaignConnection(ctx, selections, v)
 		},
@@ -10003,7 +10113,20 @@ func (ec *executionContext) _Session_hits(ctx context.Context, field graphql.Col
 			fc := graphql.GetFieldContext(ctx)
 			return obj.Hits(ctx, fc.Args["after"].(*entgql.Cursor[string]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[string]), fc.Args["last"].(*int), fc.Args["orderBy"].(*ent.HitOrder), fc.Args["where"].(*ent.HitWhereInput))
 		},
-		nil,
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.PageLimits == nil {
+					var zeroVal *ent.HitConnection
+					return zeroVal, errors.New("directive pageLimits is not implemented")
+				}
+				return ec.Directives.PageLimits(ctx, obj, directive0)
+			}
+
+			next = directive1
+			return next
+		},
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.HitConnection) graphql.Marshaler {
 			return ec.marshalNHitConnection2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐHitConnection(ctx, selections, v)
 		},
