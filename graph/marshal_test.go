@@ -151,3 +151,15 @@ func TestScalarFieldContext(t *testing.T) {
 		t.Fatalf("%v allocations per context, want 1 (the context itself)", allocs)
 	}
 }
+
+// go generate hands an object's deferred fields to gqlgen only when it has some
+// (internal/gqlpatch): gqlgen built the object's path for nothing.
+func TestGeneratedDefersOnlyWhenDeferred(t *testing.T) {
+	src, err := os.ReadFile("generated.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(src), "if len(deferLabelToView) > 0 {") || strings.Contains(string(src), "\n\tatomic.AddInt32(&ec.Deferred") {
+		t.Fatal("generated.go hands deferred fields to gqlgen unconditionally: run go generate ./...")
+	}
+}
