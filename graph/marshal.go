@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
 )
 
 // marshalSlice marshals a list of objects, each element in the caller's goroutine or, when
@@ -95,4 +96,28 @@ func scalarFieldContext(object string, field graphql.CollectedField, isMethod, i
 		IsResolver: isResolver,
 		Child:      child.(func(context.Context, graphql.CollectedField) (*graphql.FieldContext, error)),
 	}, nil
+}
+
+// resolvePlain is graphql.ResolveField for a scalar field that reads a struct field of its
+// object and has no directive: generated.go calls it (internal/gqlpatch) for every such value.
+// It takes ResolveField's steps — the field's context, a recovered panic nulls the value with
+// an error, the value marshalled in the field's context — except the field middleware chain,
+// which the server leaves empty (a limit on some fields is a directive, see @pageLimits): the
+// chain cost each value a closure, its context and the value boxed as an interface.
+func resolvePlain[T any](ctx context.Context, oc *graphql.OperationContext, field graphql.CollectedField,
+	fieldContext func(context.Context, graphql.CollectedField) (*graphql.FieldContext, error),
+	v T, marshal func(context.Context, ast.SelectionSet, T) graphql.Marshaler, nonNull bool) (ret graphql.Marshaler) {
+	fc, err := fieldContext(ctx, field)
+	if err != nil {
+		return graphql.Null
+	}
+	ctx = graphql.WithFieldContext(ctx, fc)
+	defer func() {
+		if r := recover(); r != nil {
+			oc.Error(ctx, oc.Recover(ctx, r))
+			ret = graphql.Null
+		}
+	}()
+	_ = nonNull // a value of T is never nil: ResolveField's "must not be null" cannot apply
+	return marshal(ctx, field.Selections, v)
 }

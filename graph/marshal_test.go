@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -149,6 +150,63 @@ func TestScalarFieldContext(t *testing.T) {
 	})
 	if allocs > 1 {
 		t.Fatalf("%v allocations per context, want 1 (the context itself)", allocs)
+	}
+}
+
+// resolvePlain answers as graphql.ResolveField does with no field middleware: the value, a
+// marshaller's error on the field's path, a panic as a null with an error on that path.
+func TestResolvePlainAsResolveField(t *testing.T) {
+	oc := &graphql.OperationContext{
+		RecoverFunc:        func(ctx context.Context, p any) error { return errors.New("internal error") },
+		ResolverMiddleware: func(ctx context.Context, next graphql.Resolver) (any, error) { return next(ctx) },
+	}
+	field := graphql.CollectedField{Field: &ast.Field{Name: "sourceIP", Alias: "ip"}}
+	fieldContext := func(_ context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+		return scalarFieldContext("Session", field, false, false, "field of type String does not have child fields")
+	}
+	for name, marshal := range map[string]func(context.Context, ast.SelectionSet, string) graphql.Marshaler{
+		"value": func(_ context.Context, _ ast.SelectionSet, v string) graphql.Marshaler {
+			return graphql.MarshalString(v)
+		},
+		"error": func(ctx context.Context, _ ast.SelectionSet, v string) graphql.Marshaler {
+			graphql.AddErrorf(ctx, "bad %s", v)
+			return graphql.Null
+		},
+		"panic": func(context.Context, ast.SelectionSet, string) graphql.Marshaler { panic("boom") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			run := func(resolve func(ctx context.Context) graphql.Marshaler) (string, string) {
+				ctx := responseContext()
+				out := marshalled(resolve(ctx))
+				return out, fmt.Sprint(graphql.GetErrors(ctx))
+			}
+			plainOut, plainErrs := run(func(ctx context.Context) graphql.Marshaler {
+				return resolvePlain(ctx, oc, field, fieldContext, "198.51.100.7", marshal, true)
+			})
+			gqlgenOut, gqlgenErrs := run(func(ctx context.Context) graphql.Marshaler {
+				return graphql.ResolveField(ctx, oc, field, fieldContext,
+					func(context.Context) (any, error) { return "198.51.100.7", nil }, nil, marshal, true, true)
+			})
+			if plainOut != gqlgenOut || plainErrs != gqlgenErrs {
+				t.Fatalf("resolvePlain %s %s, ResolveField %s %s", plainOut, plainErrs, gqlgenOut, gqlgenErrs)
+			}
+		})
+	}
+}
+
+// go generate resolves plain scalar fields with resolvePlain (internal/gqlpatch).
+func TestGeneratedUsesResolvePlain(t *testing.T) {
+	src, err := os.ReadFile("generated.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_sourceIP, obj.SourceIP, ec.marshalNString2string, true)",
+		"resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_lastSeen, obj.LastSeen, ec.marshalNTime2timeᚐTime, true)",
+	} {
+		if !strings.Contains(string(src), want) {
+			t.Fatalf("generated.go lacks %s: run go generate ./...", want)
+		}
 	}
 }
 

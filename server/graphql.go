@@ -63,6 +63,8 @@ func (s *Server) graphQLHandler() *handler.Server {
 	srv.Use(depthLimit{max: s.cfg.DepthLimit}) // first: its message is the clearer one
 	srv.Use(costLimit{max: s.cfg.ComplexityLimit})
 	srv.Use(transactioner{entgql.Transactioner{TxOpener: s.db.Client}, s.log})
+	// No AroundFields: plain scalar fields skip field middleware (graph.resolvePlain); a rule
+	// for some fields is a directive, as @pageLimits is.
 	srv.SetErrorPresenter(s.presentError)
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
 		s.log.ErrorContext(ctx, "panic in resolver", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))

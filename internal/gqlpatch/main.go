@@ -5,6 +5,10 @@
 //     its "no child fields" message as a constant: gqlgen's graphql.NewScalarFieldContext is
 //     handed errors.New(…) and builds a closure over it for every field of every row, two
 //     allocations per value that are used only if something asks a scalar for child fields;
+//   - a scalar field that reads a struct field of its object, with no directive, is resolved
+//     by graph.resolvePlain instead of graphql.ResolveField: the same steps without the field
+//     middleware chain (the server registers no field middleware), the closures around the
+//     value and the value boxed as an interface, four allocations per value;
 //   - an object's deferred fields are handed to gqlgen only when it has some: gqlgen built the
 //     object's path for them first (graphql.GetPath, a slice per object) and then did nothing.
 //
@@ -17,6 +21,30 @@ import (
 	"os"
 	"regexp"
 )
+
+// plainField is gqlgen's resolution of a field that reads a struct field of its object
+// without directives (no middleware chain), recovering from panics.
+var plainField = regexp.MustCompile(`(?m)^\treturn graphql\.ResolveField\(
+\t\tctx,
+\t\tec\.OperationContext,
+\t\tfield,
+\t\tfunc\(ctx context\.Context, field graphql\.CollectedField\) \(\*graphql\.FieldContext, error\) \{
+\t\t\treturn ec\.(fieldContext_\w+)\(ctx, field\)
+\t\t\},
+\t\tfunc\(ctx context\.Context\) \(any, error\) \{
+\t\t\treturn obj\.(\w+), nil
+\t\t\},
+\t\tnil,
+\t\tfunc\(ctx context\.Context, selections ast\.SelectionSet, v ([^)\n]+)\) graphql\.Marshaler \{
+\t\t\treturn ec\.(marshal[^(\s]+)\(ctx, selections, v\)
+\t\t\},
+\t\ttrue,
+\t\t(true|false),
+\t\)
+`)
+
+// scalarContext is the start of a scalar field's context function, after the rewrite below.
+var scalarContext = regexp.MustCompile(`func \(ec \*executionContext\) (fieldContext_\w+)\(_ context\.Context, field graphql\.CollectedField\) \(fc \*graphql\.FieldContext, err error\) \{\n\treturn scalarFieldContext\(`)
 
 // deferredGroup is how an object's marshaller hands its deferred fields to gqlgen.
 const deferredGroup = `
@@ -64,6 +92,24 @@ func main() {
 		os.Exit(1)
 	}
 	src = scalarCall.ReplaceAll(src, []byte("scalarFieldContext($1, $2)"))
+
+	scalars := map[string]bool{}
+	for _, m := range scalarContext.FindAllSubmatch(src, -1) {
+		scalars[string(m[1])] = true
+	}
+	plain := 0
+	src = plainField.ReplaceAllFunc(src, func(call []byte) []byte {
+		m := plainField.FindSubmatch(call)
+		if !scalars[string(m[1])] || string(m[3]) == "any" {
+			return call // objects and interfaces keep gqlgen's resolution
+		}
+		plain++
+		return fmt.Appendf(nil, "\treturn resolvePlain(ctx, ec.OperationContext, field, ec.%s, obj.%s, ec.%s, %s)\n", m[1], m[2], m[4], m[5])
+	})
+	if plain == 0 && !bytes.Contains(src, []byte("resolvePlain(")) {
+		fmt.Fprintln(os.Stderr, "gqlpatch: no plain scalar field matched gqlgen's graphql.ResolveField call: gqlgen changed, look again")
+		os.Exit(1)
+	}
 
 	if !bytes.Contains(src, []byte(deferredGroup)) && !bytes.Contains(src, []byte(deferredGroupIfAny)) {
 		fmt.Fprintln(os.Stderr, "gqlpatch: generated.go hands deferred fields to gqlgen in a new way: gqlgen changed, look again")
