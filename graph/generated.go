@@ -19181,7 +19181,7 @@ func (ec *executionContext) _Analytics(ctx context.Context, sel ast.SelectionSet
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var apiKeyImplementors = []string{"ApiKey", "Node"}
@@ -19255,7 +19255,7 @@ func (ec *executionContext) _ApiKey(ctx context.Context, sel ast.SelectionSet, o
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var apiKeyConnectionImplementors = []string{"ApiKeyConnection"}
@@ -19304,7 +19304,7 @@ func (ec *executionContext) _ApiKeyConnection(ctx context.Context, sel ast.Selec
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var apiKeyEdgeImplementors = []string{"ApiKeyEdge"}
@@ -19348,7 +19348,7 @@ func (ec *executionContext) _ApiKeyEdge(ctx context.Context, sel ast.SelectionSe
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var campaignImplementors = []string{"Campaign"}
@@ -19531,7 +19531,7 @@ func (ec *executionContext) _Campaign(ctx context.Context, sel ast.SelectionSet,
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var campaignConnectionImplementors = []string{"CampaignConnection"}
@@ -19575,7 +19575,7 @@ func (ec *executionContext) _CampaignConnection(ctx context.Context, sel ast.Sel
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var campaignEdgeImplementors = []string{"CampaignEdge"}
@@ -19619,7 +19619,7 @@ func (ec *executionContext) _CampaignEdge(ctx context.Context, sel ast.Selection
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var createApiKeyPayloadImplementors = []string{"CreateApiKeyPayload"}
@@ -19663,7 +19663,7 @@ func (ec *executionContext) _CreateApiKeyPayload(ctx context.Context, sel ast.Se
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var createWebhookEndpointPayloadImplementors = []string{"CreateWebhookEndpointPayload"}
@@ -19707,7 +19707,7 @@ func (ec *executionContext) _CreateWebhookEndpointPayload(ctx context.Context, s
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var deletePayloadImplementors = []string{"DeletePayload"}
@@ -19751,7 +19751,7 @@ func (ec *executionContext) _DeletePayload(ctx context.Context, sel ast.Selectio
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var eventImplementors = []string{"Event", "Node"}
@@ -19820,7 +19820,7 @@ func (ec *executionContext) _Event(ctx context.Context, sel ast.SelectionSet, ob
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var eventConnectionImplementors = []string{"EventConnection"}
@@ -19869,7 +19869,7 @@ func (ec *executionContext) _EventConnection(ctx context.Context, sel ast.Select
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var eventEdgeImplementors = []string{"EventEdge"}
@@ -19913,7 +19913,7 @@ func (ec *executionContext) _EventEdge(ctx context.Context, sel ast.SelectionSet
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var eventMessageImplementors = []string{"EventMessage"}
@@ -19977,7 +19977,7 @@ func (ec *executionContext) _EventMessage(ctx context.Context, sel ast.Selection
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var hitImplementors = []string{"Hit", "Node"}
@@ -20162,7 +20162,7 @@ func (ec *executionContext) _Hit(ctx context.Context, sel ast.SelectionSet, obj 
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var hitConnectionImplementors = []string{"HitConnection"}
@@ -20211,7 +20211,7 @@ func (ec *executionContext) _HitConnection(ctx context.Context, sel ast.Selectio
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var hitEdgeImplementors = []string{"HitEdge"}
@@ -20255,7 +20255,7 @@ func (ec *executionContext) _HitEdge(ctx context.Context, sel ast.SelectionSet, 
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var lureSnippetImplementors = []string{"LureSnippet"}
@@ -20304,7 +20304,7 @@ func (ec *executionContext) _LureSnippet(ctx context.Context, sel ast.SelectionS
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var mutationImplementors = []string{"Mutation"}
@@ -20451,7 +20451,7 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var organizationImplementors = []string{"Organization", "Node"}
@@ -20500,7 +20500,7 @@ func (ec *executionContext) _Organization(ctx context.Context, sel ast.Selection
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var overviewImplementors = []string{"Overview"}
@@ -20559,7 +20559,7 @@ func (ec *executionContext) _Overview(ctx context.Context, sel ast.SelectionSet,
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var pageInfoImplementors = []string{"PageInfo"}
@@ -20613,7 +20613,7 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var promptImplementors = []string{"Prompt", "Node"}
@@ -20735,7 +20735,7 @@ func (ec *executionContext) _Prompt(ctx context.Context, sel ast.SelectionSet, o
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var queryImplementors = []string{"Query"}
@@ -21165,7 +21165,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var retentionSettingsImplementors = []string{"RetentionSettings"}
@@ -21234,7 +21234,7 @@ func (ec *executionContext) _RetentionSettings(ctx context.Context, sel ast.Sele
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var rotateWebhookSecretPayloadImplementors = []string{"RotateWebhookSecretPayload"}
@@ -21278,7 +21278,7 @@ func (ec *executionContext) _RotateWebhookSecretPayload(ctx context.Context, sel
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var scorePartImplementors = []string{"ScorePart"}
@@ -21352,7 +21352,7 @@ func (ec *executionContext) _ScorePart(ctx context.Context, sel ast.SelectionSet
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var sessionImplementors = []string{"Session", "Node"}
@@ -21704,7 +21704,7 @@ func (ec *executionContext) _Session(ctx context.Context, sel ast.SelectionSet, 
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var sessionConnectionImplementors = []string{"SessionConnection"}
@@ -21791,7 +21791,7 @@ func (ec *executionContext) _SessionConnection(ctx context.Context, sel ast.Sele
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var sessionDetailImplementors = []string{"SessionDetail"}
@@ -21850,7 +21850,7 @@ func (ec *executionContext) _SessionDetail(ctx context.Context, sel ast.Selectio
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var sessionEdgeImplementors = []string{"SessionEdge"}
@@ -21894,7 +21894,7 @@ func (ec *executionContext) _SessionEdge(ctx context.Context, sel ast.SelectionS
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var severityCountsImplementors = []string{"SeverityCounts"}
@@ -21948,7 +21948,7 @@ func (ec *executionContext) _SeverityCounts(ctx context.Context, sel ast.Selecti
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var signalImplementors = []string{"Signal", "Node"}
@@ -22075,7 +22075,7 @@ func (ec *executionContext) _Signal(ctx context.Context, sel ast.SelectionSet, o
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var signalGroupImplementors = []string{"SignalGroup"}
@@ -22149,7 +22149,7 @@ func (ec *executionContext) _SignalGroup(ctx context.Context, sel ast.SelectionS
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var siteImplementors = []string{"Site", "Node"}
@@ -22213,7 +22213,7 @@ func (ec *executionContext) _Site(ctx context.Context, sel ast.SelectionSet, obj
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var siteConnectionImplementors = []string{"SiteConnection"}
@@ -22262,7 +22262,7 @@ func (ec *executionContext) _SiteConnection(ctx context.Context, sel ast.Selecti
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var siteEdgeImplementors = []string{"SiteEdge"}
@@ -22306,7 +22306,7 @@ func (ec *executionContext) _SiteEdge(ctx context.Context, sel ast.SelectionSet,
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var storageImplementors = []string{"Storage"}
@@ -22365,7 +22365,7 @@ func (ec *executionContext) _Storage(ctx context.Context, sel ast.SelectionSet, 
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var storageTableImplementors = []string{"StorageTable"}
@@ -22419,7 +22419,7 @@ func (ec *executionContext) _StorageTable(ctx context.Context, sel ast.Selection
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var subscriptionImplementors = []string{"Subscription"}
@@ -22485,7 +22485,7 @@ func (ec *executionContext) _TimelineBucket(ctx context.Context, sel ast.Selecti
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var trapImplementors = []string{"Trap", "Node"}
@@ -22607,7 +22607,7 @@ func (ec *executionContext) _Trap(ctx context.Context, sel ast.SelectionSet, obj
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var trapConnectionImplementors = []string{"TrapConnection"}
@@ -22656,7 +22656,7 @@ func (ec *executionContext) _TrapConnection(ctx context.Context, sel ast.Selecti
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var trapEdgeImplementors = []string{"TrapEdge"}
@@ -22700,7 +22700,7 @@ func (ec *executionContext) _TrapEdge(ctx context.Context, sel ast.SelectionSet,
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var trapPreviewImplementors = []string{"TrapPreview"}
@@ -22754,7 +22754,7 @@ func (ec *executionContext) _TrapPreview(ctx context.Context, sel ast.SelectionS
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var trapRefImplementors = []string{"TrapRef"}
@@ -22813,7 +22813,7 @@ func (ec *executionContext) _TrapRef(ctx context.Context, sel ast.SelectionSet, 
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var verdictExplanationImplementors = []string{"VerdictExplanation"}
@@ -22907,7 +22907,7 @@ func (ec *executionContext) _VerdictExplanation(ctx context.Context, sel ast.Sel
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var viewerImplementors = []string{"Viewer"}
@@ -22961,7 +22961,7 @@ func (ec *executionContext) _Viewer(ctx context.Context, sel ast.SelectionSet, o
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var webhookAttemptImplementors = []string{"WebhookAttempt"}
@@ -23020,7 +23020,7 @@ func (ec *executionContext) _WebhookAttempt(ctx context.Context, sel ast.Selecti
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var webhookDeliveryImplementors = []string{"WebhookDelivery", "Node"}
@@ -23124,7 +23124,7 @@ func (ec *executionContext) _WebhookDelivery(ctx context.Context, sel ast.Select
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var webhookDeliveryConnectionImplementors = []string{"WebhookDeliveryConnection"}
@@ -23173,7 +23173,7 @@ func (ec *executionContext) _WebhookDeliveryConnection(ctx context.Context, sel 
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var webhookDeliveryEdgeImplementors = []string{"WebhookDeliveryEdge"}
@@ -23217,7 +23217,7 @@ func (ec *executionContext) _WebhookDeliveryEdge(ctx context.Context, sel ast.Se
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var webhookEndpointImplementors = []string{"WebhookEndpoint", "Node"}
@@ -23316,7 +23316,7 @@ func (ec *executionContext) _WebhookEndpoint(ctx context.Context, sel ast.Select
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var webhookEndpointConnectionImplementors = []string{"WebhookEndpointConnection"}
@@ -23365,7 +23365,7 @@ func (ec *executionContext) _WebhookEndpointConnection(ctx context.Context, sel 
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var webhookEndpointEdgeImplementors = []string{"WebhookEndpointEdge"}
@@ -23409,7 +23409,7 @@ func (ec *executionContext) _WebhookEndpointEdge(ctx context.Context, sel ast.Se
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var __DirectiveImplementors = []string{"__Directive"}
@@ -23468,7 +23468,7 @@ func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionS
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var __EnumValueImplementors = []string{"__EnumValue"}
@@ -23522,7 +23522,7 @@ func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionS
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var __FieldImplementors = []string{"__Field"}
@@ -23586,7 +23586,7 @@ func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, 
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var __InputValueImplementors = []string{"__InputValue"}
@@ -23650,7 +23650,7 @@ func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.Selection
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var __SchemaImplementors = []string{"__Schema"}
@@ -23714,7 +23714,7 @@ func (ec *executionContext) ___Schema(ctx context.Context, sel ast.SelectionSet,
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 var __TypeImplementors = []string{"__Type"}
@@ -23803,7 +23803,7 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 		})
 	}
 
-	return out
+	return marshalObject(fields, out)
 }
 
 // endregion **************************** object.gotpl ****************************

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"errors"
+	"io"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -120,4 +121,60 @@ func resolvePlain[T any](ctx context.Context, oc *graphql.OperationContext, fiel
 	}()
 	_ = nonNull // a value of T is never nil: ResolveField's "must not be null" cannot apply
 	return marshal(ctx, field.Selections, v)
+}
+
+// object writes an object's fields as graphql.FieldSet's MarshalGQL does, byte for byte:
+// generated.go returns it (internal/gqlpatch) where gqlgen returns the field set itself.
+// gqlgen's walk copies every field into a new allocation and keeps a map per object of the
+// aliases written, to skip a repeated one; here the aliases are compared in place.
+type object struct {
+	fields []graphql.CollectedField
+	set    *graphql.FieldSet
+}
+
+func marshalObject(fields []graphql.CollectedField, set *graphql.FieldSet) graphql.Marshaler {
+	return &object{fields: fields, set: set}
+}
+
+func (o *object) MarshalGQL(w io.Writer) {
+	io.WriteString(w, "{")
+	written := 0
+	for i := range o.fields {
+		alias := o.fields[i].Alias
+		if o.repeated(i, alias) {
+			continue
+		}
+		if written > 0 {
+			io.WriteString(w, ",")
+		}
+		written++
+		writeName(w, alias)
+		io.WriteString(w, ":")
+		o.set.Values[i].MarshalGQL(w)
+	}
+	io.WriteString(w, "}")
+}
+
+// repeated says whether a field before i has the same alias.
+func (o *object) repeated(i int, alias string) bool {
+	for j := range i {
+		if o.fields[j].Alias == alias {
+			return true
+		}
+	}
+	return false
+}
+
+// writeName writes a field's alias as a JSON string. GraphQL names need no escaping, which
+// gqlgen's writer would apply; anything else goes through it.
+func writeName(w io.Writer, name string) {
+	for i := range len(name) {
+		if c := name[i]; c < 0x20 || c == '\\' || c == '"' || c >= 0x80 {
+			graphql.MarshalString(name).MarshalGQL(w)
+			return
+		}
+	}
+	io.WriteString(w, `"`)
+	io.WriteString(w, name)
+	io.WriteString(w, `"`)
 }

@@ -221,3 +221,38 @@ func TestGeneratedDefersOnlyWhenDeferred(t *testing.T) {
 		t.Fatal("generated.go hands deferred fields to gqlgen unconditionally: run go generate ./...")
 	}
 }
+
+// An object is written as graphql.FieldSet writes it: in order, a repeated alias once (its
+// first value), names escaped as JSON strings.
+func TestMarshalObjectAsFieldSet(t *testing.T) {
+	for name, aliases := range map[string][]string{
+		"none":     {},
+		"one":      {"id"},
+		"several":  {"id", "sourceIP", "lastSeen", "__typename"},
+		"repeated": {"id", "name", "id", "name", "other"},
+		"escaped":  {"a\"b", "tab\there", "é", "back\\slash"},
+	} {
+		fields := make([]graphql.CollectedField, len(aliases))
+		for i, a := range aliases {
+			fields[i] = graphql.CollectedField{Field: &ast.Field{Alias: a, Name: "f"}}
+		}
+		set := graphql.NewFieldSet(fields)
+		for i := range fields {
+			set.Values[i] = graphql.MarshalInt(i)
+		}
+		if got, want := marshalled(marshalObject(fields, set)), marshalled(set); got != want {
+			t.Errorf("%s: %s, gqlgen %s", name, got, want)
+		}
+	}
+}
+
+// go generate writes objects with marshalObject (internal/gqlpatch).
+func TestGeneratedUsesMarshalObject(t *testing.T) {
+	src, err := os.ReadFile("generated.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(src), "\n\treturn out\n}") || !strings.Contains(string(src), "return marshalObject(fields, out)") {
+		t.Fatal("generated.go returns gqlgen's field sets: run go generate ./...")
+	}
+}
