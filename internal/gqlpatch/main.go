@@ -10,7 +10,9 @@
 //     middleware chain (the server registers no field middleware), the closures around the
 //     value and the value boxed as an interface, four allocations per value;
 //   - an object's deferred fields are handed to gqlgen only when it has some: gqlgen built the
-//     object's path for them first (graphql.GetPath, a slice per object) and then did nothing;
+//     object's path for them first (graphql.GetPath, a slice per object) and then did nothing,
+//     and it made the deferred field set and its map of views for every object; they are made
+//     when the first deferred field comes;
 //   - an object is written by graph.marshalObject, which writes what graphql.FieldSet does
 //     without copying each field into an allocation and without a map per object.
 //
@@ -118,6 +120,23 @@ func main() {
 		os.Exit(1)
 	}
 	src = bytes.ReplaceAll(src, []byte(deferredGroup), []byte(deferredGroupIfAny))
+
+	// Every object's marshaller makes a deferred field set and a map of views, used only by
+	// deferred fields.
+	for _, r := range [][2]string{
+		{"\tdeferredFieldSet := graphql.NewFieldSet(nil)\n", "\tvar deferredFieldSet *graphql.FieldSet // gqlpatch: made for the first deferred field\n"},
+		{"\tdeferLabelToView := make(map[string]*graphql.FieldSetView)\n", "\tvar deferLabelToView map[string]*graphql.FieldSetView\n"},
+		{"\t\t\t\tdeferredFieldSet.AddField(field)\n", "\t\t\t\tif deferredFieldSet == nil {\n\t\t\t\t\tdeferredFieldSet, deferLabelToView = graphql.NewFieldSet(nil), map[string]*graphql.FieldSetView{}\n\t\t\t\t}\n\t\t\t\tdeferredFieldSet.AddField(field)\n"},
+	} {
+		if !bytes.Contains(src, []byte(r[0])) && !bytes.Contains(src, []byte(r[1])) {
+			fmt.Fprintf(os.Stderr, "gqlpatch: generated.go has neither %q nor %q: gqlgen changed, look again\n", r[0], r[1])
+			os.Exit(1)
+		}
+		if r[0] == "\t\t\t\tdeferredFieldSet.AddField(field)\n" && bytes.Contains(src, []byte("if deferredFieldSet == nil {")) {
+			continue // already patched: the call stays, after the check
+		}
+		src = bytes.ReplaceAll(src, []byte(r[0]), []byte(r[1]))
+	}
 
 	// Every object's marshaller ends with the deferred group, then returns its field set.
 	fromReturn, toReturn := []byte(deferredGroupIfAny+"\n\treturn out\n}\n"), []byte(deferredGroupIfAny+"\n\treturn marshalObject(fields, out)\n}\n")
