@@ -24,11 +24,15 @@ import (
 func marshalSlice(ctx context.Context, length int, _ int64, omitPanicHandler bool,
 	marshalElement func(ctx context.Context, i int) graphql.Marshaler) graphql.Array {
 	ret := make(graphql.Array, length)
+	// The elements' field contexts and indexes, one allocation each for the whole list.
+	contexts, indexes := make([]graphql.FieldContext, length), make([]int, length)
 	var wg sync.WaitGroup
 	var failed atomic.Bool
 	for i := range length {
 		idx := i
-		childCtx := graphql.WithFieldContext(ctx, &graphql.FieldContext{Index: &idx})
+		indexes[i] = i
+		contexts[i].Index = &indexes[i]
+		childCtx := graphql.WithFieldContext(ctx, &contexts[i])
 		run := func() {
 			if !omitPanicHandler {
 				defer func() {
