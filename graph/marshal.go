@@ -3,11 +3,13 @@ package graph
 import (
 	"context"
 	"errors"
+	"io"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
 )
 
 // marshalSlice marshals a list of objects, each element in the caller's goroutine or, when
@@ -22,11 +24,15 @@ import (
 func marshalSlice(ctx context.Context, length int, _ int64, omitPanicHandler bool,
 	marshalElement func(ctx context.Context, i int) graphql.Marshaler) graphql.Array {
 	ret := make(graphql.Array, length)
+	// The elements' field contexts and indexes, one allocation each for the whole list.
+	contexts, indexes := make([]graphql.FieldContext, length), make([]int, length)
 	var wg sync.WaitGroup
 	var failed atomic.Bool
 	for i := range length {
 		idx := i
-		childCtx := graphql.WithFieldContext(ctx, &graphql.FieldContext{Index: &idx})
+		indexes[i] = i
+		contexts[i].Index = &indexes[i]
+		childCtx := graphql.WithFieldContext(ctx, &contexts[i])
 		run := func() {
 			if !omitPanicHandler {
 				defer func() {
@@ -95,4 +101,84 @@ func scalarFieldContext(object string, field graphql.CollectedField, isMethod, i
 		IsResolver: isResolver,
 		Child:      child.(func(context.Context, graphql.CollectedField) (*graphql.FieldContext, error)),
 	}, nil
+}
+
+// resolvePlain is graphql.ResolveField for a scalar field that reads a struct field of its
+// object and has no directive: generated.go calls it (internal/gqlpatch) for every such value.
+// It takes ResolveField's steps — the field's context, a recovered panic nulls the value with
+// an error, the value marshalled in the field's context — except the field middleware chain,
+// which the server leaves empty (a limit on some fields is a directive, see @pageLimits): the
+// chain cost each value a closure, its context and the value boxed as an interface.
+func resolvePlain[T any](ctx context.Context, oc *graphql.OperationContext, field graphql.CollectedField,
+	fieldContext func(context.Context, graphql.CollectedField) (*graphql.FieldContext, error),
+	v T, marshal func(context.Context, ast.SelectionSet, T) graphql.Marshaler, nonNull bool) (ret graphql.Marshaler) {
+	fc, err := fieldContext(ctx, field)
+	if err != nil {
+		return graphql.Null
+	}
+	ctx = graphql.WithFieldContext(ctx, fc)
+	defer func() {
+		if r := recover(); r != nil {
+			oc.Error(ctx, oc.Recover(ctx, r))
+			ret = graphql.Null
+		}
+	}()
+	_ = nonNull // a value of T is never nil: ResolveField's "must not be null" cannot apply
+	return marshal(ctx, field.Selections, v)
+}
+
+// object writes an object's fields as graphql.FieldSet's MarshalGQL does, byte for byte:
+// generated.go returns it (internal/gqlpatch) where gqlgen returns the field set itself.
+// gqlgen's walk copies every field into a new allocation and keeps a map per object of the
+// aliases written, to skip a repeated one; here the aliases are compared in place.
+type object struct {
+	fields []graphql.CollectedField
+	set    *graphql.FieldSet
+}
+
+func marshalObject(fields []graphql.CollectedField, set *graphql.FieldSet) graphql.Marshaler {
+	return &object{fields: fields, set: set}
+}
+
+func (o *object) MarshalGQL(w io.Writer) {
+	io.WriteString(w, "{")
+	written := 0
+	for i := range o.fields {
+		alias := o.fields[i].Alias
+		if o.repeated(i, alias) {
+			continue
+		}
+		if written > 0 {
+			io.WriteString(w, ",")
+		}
+		written++
+		writeName(w, alias)
+		io.WriteString(w, ":")
+		o.set.Values[i].MarshalGQL(w)
+	}
+	io.WriteString(w, "}")
+}
+
+// repeated says whether a field before i has the same alias.
+func (o *object) repeated(i int, alias string) bool {
+	for j := range i {
+		if o.fields[j].Alias == alias {
+			return true
+		}
+	}
+	return false
+}
+
+// writeName writes a field's alias as a JSON string. GraphQL names need no escaping, which
+// gqlgen's writer would apply; anything else goes through it.
+func writeName(w io.Writer, name string) {
+	for i := range len(name) {
+		if c := name[i]; c < 0x20 || c == '\\' || c == '"' || c >= 0x80 {
+			graphql.MarshalString(name).MarshalGQL(w)
+			return
+		}
+	}
+	io.WriteString(w, `"`)
+	io.WriteString(w, name)
+	io.WriteString(w, `"`)
 }

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -149,5 +150,110 @@ func TestScalarFieldContext(t *testing.T) {
 	})
 	if allocs > 1 {
 		t.Fatalf("%v allocations per context, want 1 (the context itself)", allocs)
+	}
+}
+
+// resolvePlain answers as graphql.ResolveField does with no field middleware: the value, a
+// marshaller's error on the field's path, a panic as a null with an error on that path.
+func TestResolvePlainAsResolveField(t *testing.T) {
+	oc := &graphql.OperationContext{
+		RecoverFunc:        func(ctx context.Context, p any) error { return errors.New("internal error") },
+		ResolverMiddleware: func(ctx context.Context, next graphql.Resolver) (any, error) { return next(ctx) },
+	}
+	field := graphql.CollectedField{Field: &ast.Field{Name: "sourceIP", Alias: "ip"}}
+	fieldContext := func(_ context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+		return scalarFieldContext("Session", field, false, false, "field of type String does not have child fields")
+	}
+	for name, marshal := range map[string]func(context.Context, ast.SelectionSet, string) graphql.Marshaler{
+		"value": func(_ context.Context, _ ast.SelectionSet, v string) graphql.Marshaler {
+			return graphql.MarshalString(v)
+		},
+		"error": func(ctx context.Context, _ ast.SelectionSet, v string) graphql.Marshaler {
+			graphql.AddErrorf(ctx, "bad %s", v)
+			return graphql.Null
+		},
+		"panic": func(context.Context, ast.SelectionSet, string) graphql.Marshaler { panic("boom") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			run := func(resolve func(ctx context.Context) graphql.Marshaler) (string, string) {
+				ctx := responseContext()
+				out := marshalled(resolve(ctx))
+				return out, fmt.Sprint(graphql.GetErrors(ctx))
+			}
+			plainOut, plainErrs := run(func(ctx context.Context) graphql.Marshaler {
+				return resolvePlain(ctx, oc, field, fieldContext, "198.51.100.7", marshal, true)
+			})
+			gqlgenOut, gqlgenErrs := run(func(ctx context.Context) graphql.Marshaler {
+				return graphql.ResolveField(ctx, oc, field, fieldContext,
+					func(context.Context) (any, error) { return "198.51.100.7", nil }, nil, marshal, true, true)
+			})
+			if plainOut != gqlgenOut || plainErrs != gqlgenErrs {
+				t.Fatalf("resolvePlain %s %s, ResolveField %s %s", plainOut, plainErrs, gqlgenOut, gqlgenErrs)
+			}
+		})
+	}
+}
+
+// go generate resolves plain scalar fields with resolvePlain (internal/gqlpatch).
+func TestGeneratedUsesResolvePlain(t *testing.T) {
+	src, err := os.ReadFile("generated.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_sourceIP, obj.SourceIP, ec.marshalNString2string, true)",
+		"resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_lastSeen, obj.LastSeen, ec.marshalNTime2timeᚐTime, true)",
+	} {
+		if !strings.Contains(string(src), want) {
+			t.Fatalf("generated.go lacks %s: run go generate ./...", want)
+		}
+	}
+}
+
+// go generate hands an object's deferred fields to gqlgen only when it has some
+// (internal/gqlpatch): gqlgen built the object's path for nothing.
+func TestGeneratedDefersOnlyWhenDeferred(t *testing.T) {
+	src, err := os.ReadFile("generated.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(src), "if len(deferLabelToView) > 0 {") || strings.Contains(string(src), "\n\tatomic.AddInt32(&ec.Deferred") ||
+		strings.Contains(string(src), "deferredFieldSet := graphql.NewFieldSet(nil)") {
+		t.Fatal("generated.go hands deferred fields to gqlgen unconditionally: run go generate ./...")
+	}
+}
+
+// An object is written as graphql.FieldSet writes it: in order, a repeated alias once (its
+// first value), names escaped as JSON strings.
+func TestMarshalObjectAsFieldSet(t *testing.T) {
+	for name, aliases := range map[string][]string{
+		"none":     {},
+		"one":      {"id"},
+		"several":  {"id", "sourceIP", "lastSeen", "__typename"},
+		"repeated": {"id", "name", "id", "name", "other"},
+		"escaped":  {"a\"b", "tab\there", "é", "back\\slash"},
+	} {
+		fields := make([]graphql.CollectedField, len(aliases))
+		for i, a := range aliases {
+			fields[i] = graphql.CollectedField{Field: &ast.Field{Alias: a, Name: "f"}}
+		}
+		set := graphql.NewFieldSet(fields)
+		for i := range fields {
+			set.Values[i] = graphql.MarshalInt(i)
+		}
+		if got, want := marshalled(marshalObject(fields, set)), marshalled(set); got != want {
+			t.Errorf("%s: %s, gqlgen %s", name, got, want)
+		}
+	}
+}
+
+// go generate writes objects with marshalObject (internal/gqlpatch).
+func TestGeneratedUsesMarshalObject(t *testing.T) {
+	src, err := os.ReadFile("generated.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(src), "\n\treturn out\n}") || !strings.Contains(string(src), "return marshalObject(fields, out)") {
+		t.Fatal("generated.go returns gqlgen's field sets: run go generate ./...")
 	}
 }

@@ -3,7 +3,7 @@
 # same PostgreSQL database (docs/benchmarks.md, "Counters"), with wrk, same fields, same
 # connections. Installs postgraphile@4 into a temporary directory (npm), needs wrk and a running
 # Flytrap serving DB. Both pages: 50 sessions of ORG, last_seen descending.
-# Usage: bash scripts/postgraphile-compare.sh DB_URL ORG FLYTRAP_URL FLYTRAP_KEY [CONNECTIONS] [SECONDS]
+# Usage: [FLYTRAP_PID=PID] bash scripts/postgraphile-compare.sh DB_URL ORG FLYTRAP_URL FLYTRAP_KEY [CONNECTIONS] [SECONDS]
 set -euo pipefail
 db=${1:?usage: postgraphile-compare.sh DB_URL ORG FLYTRAP_URL FLYTRAP_KEY [CONNECTIONS] [SECONDS]}
 org=${2:?} flytrap=${3:?} key=${4:?} conns=${5:-8} secs=${6:-20}
@@ -29,9 +29,19 @@ lua "$pgq" >"$tmp/pg.lua"
 lua "$ftq" "$key" >"$tmp/ft.lua"
 printf 'PostGraphile answer: %.120s…\n' "$(curl -s -X POST -H 'Content-Type: application/json' -d "$pgq" "http://127.0.0.1:$port/graphql")"
 printf 'Flytrap answer:      %.120s…\n' "$(curl -s -X POST -H 'Content-Type: application/json' -H "Authorization: Bearer $key" -d "$ftq" "$flytrap/graphql")"
+# With FLYTRAP_PID set (the serving process), each Flytrap round also prints that process's own CPU
+# time per request (utime + stime from /proc), which the machine's other load disturbs far less than
+# requests per second.
+cpu() { awk '{print $14 + $15}' "/proc/$FLYTRAP_PID/stat"; }
 for round in 1 2; do
   echo "== round $round: PostGraphile 4"
   wrk -t2 -c"$conns" -d"${secs}s" --latency -s "$tmp/pg.lua" "http://127.0.0.1:$port/graphql" | grep -E 'Requests/sec|50%|99%|Non-2xx'
   echo "== round $round: Flytrap"
-  wrk -t2 -c"$conns" -d"${secs}s" --latency -s "$tmp/ft.lua" "$flytrap/graphql" | grep -E 'Requests/sec|50%|99%|Non-2xx'
+  [[ -n ${FLYTRAP_PID:-} ]] && c0=$(cpu)
+  out=$(wrk -t2 -c"$conns" -d"${secs}s" --latency -s "$tmp/ft.lua" "$flytrap/graphql")
+  grep -E 'Requests/sec|50%|99%|Non-2xx' <<<"$out"
+  if [[ -n ${FLYTRAP_PID:-} ]]; then
+    n=$(awk '/requests in/ {print $1}' <<<"$out")
+    awk -v c=$(($(cpu) - c0)) -v t="$(getconf CLK_TCK)" -v n="$n" 'BEGIN { printf "Flytrap CPU/request: %.0f µs\n", c / t * 1e6 / n }'
+  fi
 done

@@ -47,7 +47,7 @@ const (
 )
 
 func (s *Server) graphQLHandler() *handler.Server {
-	srv := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: s.resolver}))
+	srv := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: s.resolver, Directives: graph.DirectiveRoot{PageLimits: pageLimits}}))
 	srv.AddTransport(s.ws)
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
@@ -63,7 +63,8 @@ func (s *Server) graphQLHandler() *handler.Server {
 	srv.Use(depthLimit{max: s.cfg.DepthLimit}) // first: its message is the clearer one
 	srv.Use(costLimit{max: s.cfg.ComplexityLimit})
 	srv.Use(transactioner{entgql.Transactioner{TxOpener: s.db.Client}, s.log})
-	srv.AroundFields(pageLimits)
+	// No AroundFields: plain scalar fields skip field middleware (graph.resolvePlain); a rule
+	// for some fields is a directive, as @pageLimits is.
 	srv.SetErrorPresenter(s.presentError)
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
 		s.log.ErrorContext(ctx, "panic in resolver", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
@@ -141,18 +142,23 @@ func (t transactioner) InterceptResponse(ctx context.Context, next graphql.Respo
 	return rsp
 }
 
-// pageLimits gives every connection a default page size and refuses pages over the maximum,
-// which entgql does not do by itself.
-func pageLimits(ctx context.Context, next graphql.Resolver) (any, error) {
+// pageLimits gives a connection a default page size and refuses pages over the maximum,
+// which entgql does not do by itself. It is the @pageLimits directive, which every connection
+// field carries (TestEveryConnectionHasPageLimits): a field middleware would run for every
+// field of every row.
+func pageLimits(ctx context.Context, _ any, next graphql.Resolver) (any, error) {
 	fc := graphql.GetFieldContext(ctx)
-	if fc == nil || fc.Field.Definition == nil || !strings.HasSuffix(fc.Field.Definition.Type.Name(), "Connection") || fc.Args == nil {
+	if fc == nil || fc.Args == nil {
 		return next(ctx)
 	}
 	first, _ := fc.Args["first"].(*int)
 	last, _ := fc.Args["last"].(*int)
-	for name, n := range map[string]*int{"first": first, "last": last} {
-		if n != nil && (*n < 0 || *n > MaxPageSize) {
-			return nil, apperr.Invalid(name, "must be between 0 and %d", MaxPageSize)
+	for _, a := range [...]struct {
+		name string
+		n    *int
+	}{{"first", first}, {"last", last}} {
+		if a.n != nil && (*a.n < 0 || *a.n > MaxPageSize) {
+			return nil, apperr.Invalid(a.name, "must be between 0 and %d", MaxPageSize)
 		}
 	}
 	if first == nil && last == nil {

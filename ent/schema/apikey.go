@@ -47,7 +47,7 @@ func (APIKey) Indexes() []ent.Index {
 func (APIKey) Annotations() []schema.Annotation {
 	return []schema.Annotation{
 		entgql.Type("ApiKey"),
-		entgql.QueryField("apiKeys"),
+		entgql.QueryField("apiKeys").Directives(pageLimits),
 		entgql.RelayConnection(),
 	}
 }

@@ -52,5 +52,5 @@ func (Event) Indexes() []ent.Index {
 }
 
 func (Event) Annotations() []schema.Annotation {
-	return []schema.Annotation{entgql.QueryField(), entgql.RelayConnection()}
+	return []schema.Annotation{entgql.QueryField().Directives(pageLimits), entgql.RelayConnection()}
 }

@@ -51,7 +51,7 @@ func (Session) Edges() []ent.Edge {
 	return []ent.Edge{
 		edge.From("organization", Organization.Type).Ref("sessions").Field("org_id").
 			Unique().Required().Immutable().Annotations(entgql.Skip(entgql.SkipAll)),
-		edge.To("hits", Hit.Type).Annotations(entgql.RelayConnection()),
+		edge.To("hits", Hit.Type).Annotations(entgql.RelayConnection(), entgql.Directives(pageLimits)),
 		edge.To("signals", Signal.Type),
 		edge.To("prompts", Prompt.Type),
 		// Its campaigns (tally.PromptHook); deleting the session deletes them.
@@ -74,7 +74,7 @@ func (Session) Indexes() []ent.Index {
 
 func (Session) Annotations() []schema.Annotation {
 	return []schema.Annotation{
-		entgql.QueryField(),
+		entgql.QueryField().Directives(pageLimits),
 		entgql.RelayConnection(),
 	}
 }

@@ -6,7 +6,13 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"entgo.io/contrib/entgql"
 )
+
+// pageLimits marks a connection field for the server's page-size limits (schema.graphqls),
+// which run for the fields that carry it rather than for every field of every row.
+var pageLimits = entgql.NewDirective("pageLimits")
 
 // nowUTC is the time stamps are taken at: UTC, milliseconds, the precision the API shows and
 // both databases keep, so what a create answers is what a later read returns.

@@ -73,7 +73,7 @@ func (WebhookEndpoint) Indexes() []ent.Index {
 
 func (WebhookEndpoint) Annotations() []schema.Annotation {
 	return []schema.Annotation{
-		entgql.QueryField("webhookEndpoints"),
+		entgql.QueryField("webhookEndpoints").Directives(pageLimits),
 		entgql.RelayConnection(),
 		entgql.Mutations(entgql.MutationCreate(), entgql.MutationUpdate()),
 	}

@@ -1,6 +1,7 @@
 // Package scalar holds strict versions of GraphQL's String and Int: a variable of
 // the wrong JSON type is refused, as the GraphQL specification asks, instead of
-// being converted (gqlgen's defaults turn 5 into "5" and "10" into 10).
+// being converted (gqlgen's defaults turn 5 into "5" and "10" into 10). Int and Time
+// are written as gqlgen writes them, without its allocations per value (write.go).
 package scalar
 
 import (
@@ -23,7 +24,7 @@ func UnmarshalString(v any) (string, error) {
 }
 
 // MarshalInt writes an Int.
-func MarshalInt(i int) graphql.Marshaler { return graphql.MarshalInt(i) }
+func MarshalInt(i int) graphql.Marshaler { return intValue(i) }
 
 // UnmarshalInt accepts only an integer number that fits in 32 bits, as GraphQL's Int does.
 func UnmarshalInt(v any) (int, error) {
@@ -38,7 +39,7 @@ func UnmarshalInt(v any) (int, error) {
 }
 
 // MarshalInt64 writes an Int held in 64 bits (event positions).
-func MarshalInt64(i int64) graphql.Marshaler { return graphql.MarshalInt64(i) }
+func MarshalInt64(i int64) graphql.Marshaler { return intValue(i) }
 
 // UnmarshalInt64 accepts only an integer number.
 func UnmarshalInt64(v any) (int64, error) { return integer(v) }
