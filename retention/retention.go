@@ -161,7 +161,7 @@ type Purger struct {
 	cfg     Config
 	log     *slog.Logger
 	now     func() time.Time
-	// refused names the events partitions whose drop was refused (dropEvents), logged once.
+	// refused names the events partitions whose drop was refused (keepsLogsWhole), logged once.
 	refused map[string]bool
 
 	// SessionsDeleted runs in the transaction that deletes sessions, with the rows it
@@ -245,7 +245,7 @@ func (p *Purger) Purge(ctx context.Context) (Result, error) {
 		// Sessions first: their evidence goes with them, and what stays is then judged on its own age.
 		{p.cfg.Sessions, p.purgeSessions},
 		{p.cfg.Hits, func(ctx context.Context, cut time.Time, r *Result) error {
-			done, err := p.dropPartitions(ctx, "hits", "received_at", cut, r, &r.Hits)
+			done, err := p.dropPartitions(ctx, "hits", "received_at", cut, r, &r.Hits, nil)
 			if err != nil || !done {
 				return err
 			}
@@ -263,7 +263,7 @@ func (p *Purger) Purge(ctx context.Context) (Result, error) {
 			return p.purgeByID(ctx, "webhook_deliveries", ids.Delivery, "created_at", "status <> 'PENDING'", cut, &r.Deliveries)
 		}},
 		{p.cfg.Events, func(ctx context.Context, cut time.Time, r *Result) error {
-			done, err := p.dropPartitions(ctx, "events", "created_at", cut, r, &r.Events)
+			done, err := p.dropPartitions(ctx, "events", "created_at", cut, r, &r.Events, keepsLogsWhole)
 			if err != nil || !done {
 				return err
 			}
@@ -304,19 +304,8 @@ func (p *Purger) purgeCampaigns(ctx context.Context, cut time.Time, res *Result)
 		strconv.Itoa(p.cfg.BatchSize) + ")")
 	b := bound(ids.Prompt, cut)
 	for _, org := range orgs {
-		for {
-			r, err := p.db.ExecContext(ctx, q, b, org, b)
-			if err != nil {
-				return fmt.Errorf("delete expired campaigns: %w", err)
-			}
-			k, _ := r.RowsAffected()
-			res.Campaigns += k
-			if k < int64(p.cfg.BatchSize) {
-				break
-			}
-			if err := p.rest(ctx); err != nil {
-				return err
-			}
+		if err := p.deleteBatches(ctx, "expired campaigns", &res.Campaigns, q, b, org, b); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -326,20 +315,7 @@ func (p *Purger) purgeCampaigns(ctx context.Context, cut time.Time, res *Result)
 // at a time along the hour index.
 func (p *Purger) purgeHitHours(ctx context.Context, cut time.Time, res *Result) error {
 	q := p.rebind("DELETE FROM hit_hours WHERE id IN (SELECT id FROM hit_hours WHERE hour < ? LIMIT " + strconv.Itoa(p.cfg.BatchSize) + ")")
-	for {
-		r, err := p.db.ExecContext(ctx, q, cut.Unix()/3600)
-		if err != nil {
-			return fmt.Errorf("delete expired hourly counters: %w", err)
-		}
-		k, _ := r.RowsAffected()
-		res.HitHours += k
-		if k < int64(p.cfg.BatchSize) {
-			return nil
-		}
-		if err := p.rest(ctx); err != nil {
-			return err
-		}
-	}
+	return p.deleteBatches(ctx, "expired hourly counters", &res.HitHours, q, cut.Unix()/3600)
 }
 
 // bound is the smallest id of prefix made at t: every id below it was made before t.
@@ -365,10 +341,16 @@ func (p *Purger) purgeByID(ctx context.Context, table, prefix, timeCol, extra st
 	q := p.rebind("DELETE FROM " + table + " WHERE " + timeCol + " < ? AND id IN (SELECT id FROM " + table + " WHERE " + where +
 		" ORDER BY id LIMIT " + strconv.Itoa(p.cfg.BatchSize) + ")")
 	b := bound(prefix, cut)
+	return p.deleteBatches(ctx, "expired "+table, n, q, cut, b, cut)
+}
+
+// deleteBatches runs q, a DELETE of at most one batch, until a run deletes less than a
+// batch, resting between runs; it adds the rows deleted to n. what names them in errors.
+func (p *Purger) deleteBatches(ctx context.Context, what string, n *int64, q string, args ...any) error {
 	for {
-		r, err := p.db.ExecContext(ctx, q, cut, b, cut)
+		r, err := p.db.ExecContext(ctx, q, args...)
 		if err != nil {
-			return fmt.Errorf("delete expired %s: %w", table, err)
+			return fmt.Errorf("delete %s: %w", what, err)
 		}
 		k, _ := r.RowsAffected()
 		*n += k
@@ -392,10 +374,10 @@ func (p *Purger) purgeByID(ctx context.Context, table, prefix, timeCol, extra st
 // next run retries. The default partition and a partition reaching past cut are left
 // to the batched delete.
 //
-// An events partition is dropped only when that leaves no hole in any organization's log
-// (dropEvents), else it and the later ones are left to the batched delete, which deletes
-// a run of each log's first positions.
-func (p *Purger) dropPartitions(ctx context.Context, table, column string, cut time.Time, res *Result, n *int64) (done bool, err error) {
+// When safe is given, a partition is dropped only when safe says so (for events: when that
+// leaves no hole in any organization's log, keepsLogsWhole); else it and the later ones are
+// left to the batched delete.
+func (p *Purger) dropPartitions(ctx context.Context, table, column string, cut time.Time, res *Result, n *int64, safe dropCheck) (done bool, err error) {
 	if p.dialect != dialect.Postgres {
 		return true, nil
 	}
@@ -407,8 +389,8 @@ func (p *Purger) dropPartitions(ctx context.Context, table, column string, cut t
 		if part.Default || part.To.IsZero() || part.To.After(cut) {
 			continue
 		}
-		k, err := p.dropPartition(ctx, table, part)
-		if errors.Is(err, errHole) {
+		k, err := p.dropPartition(ctx, part, safe)
+		if errors.Is(err, errUnsafe) {
 			level := slog.LevelInfo
 			if p.refused[part.Name] {
 				level = slog.LevelDebug // said once: a converted log can keep a day refused for weeks
@@ -417,7 +399,7 @@ func (p *Purger) dropPartitions(ctx context.Context, table, column string, cut t
 				p.refused = map[string]bool{}
 			}
 			p.refused[part.Name] = true
-			p.log.Log(ctx, level, "retention: an events partition holds events after ones kept elsewhere; deleting its events one by one instead", "partition", part.Name)
+			p.log.Log(ctx, level, "retention: a partition cannot be dropped whole (an events partition holds events after ones kept elsewhere); deleting its rows one by one instead", "partition", part.Name)
 			return true, nil
 		}
 		if isLockTimeout(err) {
@@ -437,11 +419,14 @@ func (p *Purger) dropPartitions(ctx context.Context, table, column string, cut t
 	return true, nil
 }
 
-// errHole is dropPartition refusing to drop an events partition (dropEvents).
-var errHole = errors.New("dropping the partition would leave a hole in an event log")
+// dropCheck says, in the transaction that holds partition q share-locked, whether it may be dropped.
+type dropCheck func(ctx context.Context, tx *sql.Tx, q string, part store.Partition) (bool, error)
 
-// dropPartition counts and drops one partition of table in one transaction.
-func (p *Purger) dropPartition(ctx context.Context, table string, part store.Partition) (int64, error) {
+// errUnsafe is dropPartition refusing a drop its check refused.
+var errUnsafe = errors.New("dropping the partition is not safe")
+
+// dropPartition counts and drops one partition in one transaction, if safe (when given) agrees.
+func (p *Purger) dropPartition(ctx context.Context, part store.Partition, safe dropCheck) (int64, error) {
 	name := part.Name
 	tx, err := p.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -459,13 +444,13 @@ func (p *Purger) dropPartition(ctx context.Context, table string, part store.Par
 	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+q).Scan(&n); err != nil {
 		return 0, err
 	}
-	if table == "events" {
-		ok, err := dropEvents(ctx, tx, q, part)
+	if safe != nil {
+		ok, err := safe(ctx, tx, q, part)
 		if err != nil {
 			return 0, err
 		}
 		if !ok {
-			return 0, errHole
+			return 0, errUnsafe
 		}
 	}
 	if _, err := tx.ExecContext(ctx, "DROP TABLE "+q); err != nil {
@@ -474,7 +459,7 @@ func (p *Purger) dropPartition(ctx context.Context, table string, part store.Par
 	return n, tx.Commit()
 }
 
-// dropEvents says whether dropping the events partition q (part) leaves every
+// keepsLogsWhole says whether dropping the events partition q (part) leaves every
 // organization's log without a hole: whether no event kept has a lower seq than the
 // partition's highest. Seq and positions are handed out in one commit order, so an
 // organization's events below the partition's highest seq are exactly those at lower
@@ -482,7 +467,7 @@ func (p *Purger) dropPartition(ctx context.Context, table string, part store.Par
 // events written before that rule, by instances with clocks apart; the events kept are
 // the later partitions' and the default partition's (partitions are dropped oldest first,
 // and a refused one stops the drops), each partition's seq index answering at once.
-func dropEvents(ctx context.Context, tx *sql.Tx, q string, part store.Partition) (bool, error) {
+func keepsLogsWhole(ctx context.Context, tx *sql.Tx, q string, part store.Partition) (bool, error) {
 	var top, kept sql.NullInt64
 	if err := tx.QueryRowContext(ctx, "SELECT max(seq) FROM "+q).Scan(&top); err != nil {
 		return false, err
