@@ -1,7 +1,9 @@
 package graph
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -67,31 +69,17 @@ func (r *Resolver) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereIn
 	// How many sessions hit the trap, counted up to trapListMax + 1 on trap_sessions' (trap_id,
 	// session_id) index alone; then, for a trap with few, their ids from the same index.
 	// (A trap id names one organization's trap: the sessions query keeps to the viewer's.)
-	n, err := scanInt(ctx, c, "SELECT COUNT(*) FROM (SELECT 1 FROM "+trapsession.Table+" WHERE "+trapsession.FieldTrapID+" = $1 LIMIT $2) t",
+	counted, err := scanAll[int](ctx, c, "SELECT COUNT(*) FROM (SELECT 1 FROM "+trapsession.Table+" WHERE "+trapsession.FieldTrapID+" = $1 LIMIT $2) t",
 		id, trapListMax+1)
-	if err != nil {
-		return nil, keptSince, fmt.Errorf("count the trap's sessions: %w", err)
+	if err != nil || len(counted) != 1 {
+		return nil, keptSince, fmt.Errorf("count the trap's sessions: %w", cmp.Or(err, errors.New("no count")))
 	}
+	n := counted[0]
 	var sessions []string
 	if n <= trapListMax {
-		q := "SELECT " + trapsession.FieldSessionID + " FROM " + trapsession.Table + " WHERE " + trapsession.FieldTrapID + " = $1"
-		if c.Dialect() != dialect.Postgres {
-			q = strings.ReplaceAll(q, "$1", "?")
-		}
-		rows, err := c.QueryContext(ctx, q, id)
+		sessions, err = scanAll[string](ctx, c, "SELECT "+trapsession.FieldSessionID+" FROM "+trapsession.Table+" WHERE "+trapsession.FieldTrapID+" = $1", id)
 		if err != nil {
 			return nil, keptSince, fmt.Errorf("read the trap's sessions: %w", err)
-		}
-		for rows.Next() {
-			var sid string
-			if err := rows.Scan(&sid); err != nil {
-				rows.Close()
-				return nil, keptSince, fmt.Errorf("read the trap's sessions: %w", err)
-			}
-			sessions = append(sessions, sid)
-		}
-		if err := rows.Close(); err != nil {
-			return nil, keptSince, err
 		}
 	}
 	kept := false
@@ -151,21 +139,14 @@ func (r *Resolver) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereIn
 // entry). An hour more covers a session whose hits several instances received, their
 // clocks apart. ok is false when no hit is stored.
 func allHitsKeptSince(ctx context.Context, c *ent.Client) (t time.Time, ok bool, err error) {
-	rows, err := c.QueryContext(ctx, "SELECT "+hit.FieldID+" FROM "+hit.Table+" ORDER BY "+hit.FieldID+" LIMIT 1")
+	oldest, err := scanAll[string](ctx, c, "SELECT "+hit.FieldID+" FROM "+hit.Table+" ORDER BY "+hit.FieldID+" LIMIT 1")
 	if err != nil {
 		return t, false, fmt.Errorf("read the oldest hit: %w", err)
 	}
-	defer rows.Close()
-	var id string
-	for rows.Next() {
-		if err := rows.Scan(&id); err != nil {
-			return t, false, err
-		}
+	if len(oldest) == 0 {
+		return t, false, nil
 	}
-	if err := rows.Err(); err != nil {
-		return t, false, err
-	}
-	u, ok := ids.Parse(id, ids.Hit)
+	u, ok := ids.Parse(oldest[0], ids.Hit)
 	if !ok {
 		return t, false, nil
 	}
@@ -193,21 +174,24 @@ func exists(q *sql.Selector) *sql.Predicate {
 	})
 }
 
-// scanInt runs a query of one integer ($1, $2… placeholders, rewritten for SQLite).
-func scanInt(ctx context.Context, c *ent.Client, q string, args ...any) (int, error) {
+// scanAll runs a query of one column ($1, $2… placeholders, rewritten for SQLite) and
+// returns its values.
+func scanAll[T any](ctx context.Context, c *ent.Client, q string, args ...any) ([]T, error) {
 	if c.Dialect() != dialect.Postgres {
 		q = strings.NewReplacer("$1", "?", "$2", "?").Replace(q)
 	}
 	rows, err := c.QueryContext(ctx, q, args...)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer rows.Close()
-	n := 0
+	var out []T
 	for rows.Next() {
-		if err := rows.Scan(&n); err != nil {
-			return 0, err
+		var v T
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
 		}
+		out = append(out, v)
 	}
-	return n, rows.Err()
+	return out, rows.Err()
 }
