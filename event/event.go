@@ -15,6 +15,7 @@ import (
 	entevent "github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/sequence"
+	"github.com/flytrap/flytrap/store/upgrade"
 )
 
 // APIVersion is the current version of the event and REST shapes, carried by every
@@ -85,55 +86,56 @@ func Append(ctx context.Context, tx *ent.Tx, org, typ string, data map[string]an
 const clockCounter = seqSequence + ":clock"
 
 // eventTime is the created_at of the event being appended: now to the second, or the
-// newest event's time when that is later (an instance whose clock is ahead wrote it). So
-// event times never decrease along seq, hence along every organization's positions, and
-// a day's events are a run of each organization's positions: retention can drop the
-// partition of a day without leaving a hole in a log (docs/decisions.md, "Events
-// partitioned by day"). The caller holds the global counter's row lock, which orders
-// every appender's read and write of the clock. On PostgreSQL "now" is the database
+// newest event's time when that is later (an instance whose clock is ahead wrote it), in
+// one upsert of the clock counter. So event times never decrease along seq, hence along
+// every organization's positions, and a day's events are a run of each organization's
+// positions: retention can drop the partition of a day without leaving a hole in a log
+// (docs/decisions.md, "Events partitioned by day"). The caller holds the global counter's
+// row lock, which orders every appender's upsert. On PostgreSQL "now" is the database
 // server's clock, one for every instance: an instance whose clock runs ahead would
 // otherwise date every instance's events ahead with it until the real time caught up.
+// A log from before the clock gets it from its newest event once (StartClock).
 func eventTime(ctx context.Context, c *ent.Client, now time.Time) (time.Time, error) {
-	at := now.Unix()
+	q := `INSERT INTO sequences (id, value) VALUES (?, ?)
+		ON CONFLICT (id) DO UPDATE SET value = max(sequences.value, excluded.value) RETURNING value`
+	args := []any{clockCounter, now.Unix()}
 	if c.Dialect() == dialect.Postgres {
-		rows, err := c.QueryContext(ctx, "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint")
-		if err != nil {
-			return time.Time{}, fmt.Errorf("read the database's clock: %w", err)
-		}
-		for rows.Next() {
-			err = rows.Scan(&at)
-		}
-		if cerr := rows.Close(); err == nil {
-			err = cmp.Or(cerr, rows.Err())
-		}
-		if err != nil {
-			return time.Time{}, fmt.Errorf("read the database's clock: %w", err)
-		}
+		q = `INSERT INTO sequences (id, value) VALUES ($1, floor(extract(epoch FROM clock_timestamp()))::bigint)
+			ON CONFLICT (id) DO UPDATE SET value = GREATEST(sequences.value, excluded.value) RETURNING value`
+		args = args[:1]
 	}
-	s, err := c.Sequence.Get(ctx, clockCounter)
-	switch {
-	case err == nil:
-		if s.Value >= at {
-			return time.Unix(s.Value, 0).UTC(), nil
-		}
-	case ent.IsNotFound(err):
-		// The first event since the clock exists: the log may have events already.
-		newest, err := c.Event.Query().Order(ent.Desc(entevent.FieldSeq)).First(ctx)
-		if err != nil && !ent.IsNotFound(err) {
-			return time.Time{}, fmt.Errorf("read the newest event: %w", err)
-		}
-		if newest != nil {
-			at = max(at, newest.CreatedAt.Unix())
-		}
-	default:
-		return time.Time{}, fmt.Errorf("read the event clock: %w", err)
-	}
-	err = c.Sequence.Create().SetID(clockCounter).SetValue(at).
-		OnConflictColumns(sequence.FieldID).UpdateNewValues().Exec(ctx)
+	rows, err := c.QueryContext(ctx, q, args...)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("advance the event clock: %w", err)
 	}
+	defer rows.Close()
+	var at int64
+	for rows.Next() {
+		if err := rows.Scan(&at); err != nil {
+			return time.Time{}, fmt.Errorf("advance the event clock: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil || at == 0 {
+		return time.Time{}, fmt.Errorf("advance the event clock: %w", cmp.Or(err, errors.New("no value returned")))
+	}
 	return time.Unix(at, 0).UTC(), nil
+}
+
+// StartClock sets the event clock of a log stored before it to its newest event's time,
+// once (upgrade.Once), so that the first event after the upgrade is not dated before it.
+func StartClock(ctx context.Context, c *ent.Client) (bool, error) {
+	return upgrade.Once(ctx, c, "event-clock-1", func(ctx context.Context, tx *ent.Tx) error {
+		ctx = privacy.DecisionContext(ctx, privacy.Allow)
+		newest, err := tx.Event.Query().Order(ent.Desc(entevent.FieldSeq)).First(ctx)
+		if ent.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return tx.Sequence.Create().SetID(clockCounter).SetValue(newest.CreatedAt.Unix()).
+			OnConflictColumns(sequence.FieldID).UpdateNewValues().Exec(ctx)
+	})
 }
 
 // next increments counter name (creating it at 1) and returns its new value.

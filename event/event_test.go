@@ -157,13 +157,19 @@ func TestEventTimesNeverDecrease(t *testing.T) {
 		if got := newest().CreatedAt; !got.Equal(ahead) {
 			t.Fatalf("an event after one dated %s is dated %s", ahead, got)
 		}
-		// No clock: the newest event's time, later than now, is the floor.
+		// No clock (a log stored before it): the upgrade step starts it at the newest event's
+		// time, later than now, which is then the floor.
 		further := ahead.Add(time.Hour)
-		if _, err := db.SQL.Exec(rebind("DELETE FROM sequences WHERE id = $1"), "events:clock"); err != nil {
-			t.Fatal(err)
+		for _, q := range [][2]string{{"DELETE FROM sequences WHERE id = $1", "events:clock"}, {"DELETE FROM flytrap_upgrades WHERE name = $1", "event-clock-1"}} {
+			if _, err := db.SQL.Exec(rebind(q[0]), q[1]); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if _, err := db.SQL.Exec(rebind("UPDATE events SET created_at = $1 WHERE id = $2"), further, newest().ID); err != nil {
 			t.Fatal(err)
+		}
+		if ran, err := event.StartClock(sys, db.Client); err != nil || !ran {
+			t.Fatalf("starting the clock of a log from before it: ran %v, %v", ran, err)
 		}
 		if err := appendOne(sys, db.Client, org.ID); err != nil {
 			t.Fatal(err)

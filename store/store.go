@@ -19,6 +19,7 @@ import (
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/migrate"
 	_ "github.com/flytrap/flytrap/ent/runtime" // hooks and privacy policies
+	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/store/upgrade"
 	"github.com/flytrap/flytrap/tally"
 )
@@ -216,6 +217,10 @@ func migrateSchema(ctx context.Context, client *ent.Client, db *sql.DB, dia stri
 	// And one from before the maintained campaigns gets its captured prompts grouped once.
 	if _, err := tally.BackfillCampaigns(ctx, client); err != nil {
 		return fmt.Errorf("backfill the campaigns: %w", err)
+	}
+	// And one from before the event clock starts it at its newest event.
+	if _, err := event.StartClock(ctx, client); err != nil {
+		return fmt.Errorf("start the event clock: %w", err)
 	}
 	return nil
 }
