@@ -125,6 +125,7 @@ func (s *Server) TrapServer() *http.Server {
 		IdleTimeout:       time.Minute,
 		MaxHeaderBytes:    32 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnContext:       trap.ConnContext,
 	}
 }
 

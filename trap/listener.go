@@ -81,7 +81,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sr := rt.site(r.Host)
 	if sr == nil {
-		writeRendered(w, decoy.NotFound(r.URL.Path))
+		writeRendered(w, r, decoy.NotFound(r.URL.Path))
 		return
 	}
 	body, truncated := readBody(r)
@@ -182,7 +182,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if detect.ProbeCounts(rec.path, rec.ua, rec.known) {
 				e.visits.probe(key, rec.path, now, detect.MaxProbes)
 			}
-			writeRendered(w, resp)
+			writeRendered(w, r, resp)
 			return
 		}
 	}
@@ -217,7 +217,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case stream != nil:
 		stream.deliver(legacy)
 	}
-	writeRendered(w, resp)
+	writeRendered(w, r, resp)
 }
 
 func (e *Engine) spec(t *ent.Trap, r *http.Request, sr *siteRoutes) decoy.Spec {
@@ -288,7 +288,7 @@ func (e *Engine) tokenResponse(r *http.Request) decoy.Rendered {
 	return decoy.NotFound(p)
 }
 
-func writeRendered(w http.ResponseWriter, resp decoy.Rendered) {
+func writeRendered(w http.ResponseWriter, r *http.Request, resp decoy.Rendered) {
 	h := w.Header()
 	h.Set("Server", decoy.ServerHeader)
 	for k, v := range resp.Header {
@@ -302,8 +302,16 @@ func writeRendered(w http.ResponseWriter, resp decoy.Rendered) {
 	if status == 0 {
 		status = http.StatusOK
 	}
+	c := wholeConn(r, len(resp.Body))
+	if c != nil {
+		c.hold()
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(resp.Body)
+	if c != nil {
+		_ = http.NewResponseController(w).Flush() // what net/http still buffers, into the held bytes
+		_ = c.release()                            // a failed write fails the connection's next one too
+	}
 }
 
 func unavailable(w http.ResponseWriter) {

@@ -2,10 +2,12 @@ package trap
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/flytrap/flytrap/decoy"
@@ -32,12 +34,73 @@ func (l nginxListener) Accept() (net.Conn, error) {
 	return &nginxConn{Conn: c}, nil
 }
 
-type nginxConn struct{ net.Conn }
+type nginxConn struct {
+	net.Conn
+	held *[]byte // what net/http wrote while a handler holds the connection (see hold)
+}
+
+// A response of more than net/http's 4 KB connection buffer leaves in two writes: the
+// buffer (headers and the body's start), then the rest of the body. Each is a system
+// call and a TCP segment, the largest share of the listener's CPU per request after the
+// writer. While a handler holds the connection, its writes gather in one buffer and
+// release sends them in one.
+const (
+	wholeMinBody = 2048     // a body this size or smaller leaves with its headers in one write anyway
+	heldMaxKept  = 64 << 10 // a larger held buffer is not kept for reuse
+)
+
+var heldBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+type ctxKeyConn struct{}
+
+// ConnContext is the trap listener's http.Server.ConnContext: it hands the handler the
+// connection WrapListener made, so a response can be written whole (see wholeConn).
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if nc, ok := c.(*nginxConn); ok {
+		return context.WithValue(ctx, ctxKeyConn{}, nc)
+	}
+	return ctx
+}
+
+// wholeConn is the connection of r if a body of n bytes would otherwise leave in more
+// than one write, and the connection can gather it (it came through WrapListener).
+func wholeConn(r *http.Request, n int) *nginxConn {
+	if n <= wholeMinBody || r.ProtoMajor != 1 {
+		return nil
+	}
+	c, _ := r.Context().Value(ctxKeyConn{}).(*nginxConn)
+	return c
+}
+
+// hold gathers every write to the connection until release. Only the goroutine serving
+// the connection's request may call it: net/http writes an HTTP/1 response from there.
+func (c *nginxConn) hold() { c.held = heldBuffers.Get().(*[]byte) }
+
+// release sends what was gathered since hold in one write. If that write fails the
+// connection is closed, as net/http closes one whose write failed: a response cut
+// short must not be followed by another on the same connection.
+func (c *nginxConn) release() error {
+	b := c.held
+	c.held = nil
+	_, err := c.Conn.Write(*b)
+	if err != nil {
+		_ = c.Conn.Close()
+	}
+	if cap(*b) <= heldMaxKept {
+		*b = (*b)[:0]
+		heldBuffers.Put(b)
+	}
+	return err
+}
 
 // goErrorHeaders is what net/http's server (conn.serve) puts after the status line of its own errors.
 const goErrorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
 
 func (c *nginxConn) Write(b []byte) (int, error) {
+	if c.held != nil {
+		*c.held = append(*c.held, b...)
+		return len(b), nil
+	}
 	if page, ok := nginxErrorFor(b, time.Now()); ok {
 		if _, err := c.Conn.Write(page); err != nil {
 			return 0, err

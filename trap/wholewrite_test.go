@@ -1,0 +1,153 @@
+package trap
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flytrap/flytrap/decoy"
+)
+
+// countingConn counts the writes that reach the socket, and fails them once failWrites is set.
+type countingConn struct {
+	net.Conn
+	mu         sync.Mutex
+	writes     []int
+	failWrites bool
+	closed     bool
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failWrites {
+		return 0, errors.New("injected write failure")
+	}
+	c.writes = append(c.writes, len(b))
+	return c.Conn.Write(b)
+}
+
+func (c *countingConn) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	return c.Conn.Close()
+}
+
+func (c *countingConn) take() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.writes
+	c.writes = nil
+	return w
+}
+
+type countingListener struct {
+	net.Listener
+	conns chan *countingConn
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	cc := &countingConn{Conn: c}
+	l.conns <- cc
+	return cc, nil
+}
+
+// TestResponsesLeaveInOneWrite: a decoy larger than net/http's 4 KB connection buffer
+// reaches the socket in one write, whole and byte for byte, for GET and HEAD, and the
+// next response on the same keep-alive connection is unharmed.
+func TestResponsesLeaveInOneWrite(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := countingListener{ln, make(chan *countingConn, 4)}
+	bodies := map[string][]byte{
+		"/big":   bytes.Repeat([]byte("<p>decoy</p>\n"), 1200), // 15.6 KB
+		"/huge":  bytes.Repeat([]byte("x"), 100<<10),           // beyond what the pool keeps
+		"/small": []byte("<html>404</html>\n"),
+	}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeRendered(w, r, decoy.Rendered{ContentType: "text/html", Body: bodies[r.URL.Path]})
+		}),
+		ConnContext: ConnContext,
+	}
+	go func() { _ = srv.Serve(WrapListener(counted)) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	server := <-counted.conns
+	br := bufio.NewReader(c)
+	for _, tc := range []struct {
+		method, path string
+		writes       int
+	}{
+		{"GET", "/big", 1}, {"GET", "/huge", 1}, {"HEAD", "/big", 1}, {"GET", "/small", 1}, {"GET", "/big", 1}, {"GET", "/huge", 1},
+	} {
+		name := tc.method + " " + tc.path
+		fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: example.com\r\n\r\n", tc.method, tc.path)
+		res, err := http.ReadResponse(br, &http.Request{Method: tc.method})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil {
+			t.Fatalf("%s: reading the body: %v", name, err)
+		}
+		want := bodies[tc.path]
+		if tc.method == "HEAD" {
+			want = nil
+		}
+		if !bytes.Equal(got, want) || res.ContentLength != int64(len(bodies[tc.path])) {
+			t.Fatalf("%s: body of %d bytes (Content-Length %d), want %d", name, len(got), res.ContentLength, len(bodies[tc.path]))
+		}
+		if res.Header.Get("Server") != decoy.ServerHeader {
+			t.Fatalf("%s: Server %q", name, res.Header.Get("Server"))
+		}
+		if w := server.take(); len(w) != tc.writes {
+			t.Fatalf("%s: the response reached the socket in %d writes %v, want %d", name, len(w), w, tc.writes)
+		}
+	}
+}
+
+// TestHeldWriteFailureClosesTheConnection: a gathered response whose write fails closes
+// the connection, so no later response follows a cut one on it.
+func TestHeldWriteFailureClosesTheConnection(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	cc := &countingConn{Conn: a}
+	nc := &nginxConn{Conn: cc}
+	nc.hold()
+	if n, err := nc.Write([]byte(strings.Repeat("y", 5000))); n != 5000 || err != nil {
+		t.Fatalf("a held write: %d, %v", n, err)
+	}
+	cc.failWrites = true
+	if err := nc.release(); err == nil {
+		t.Fatal("release reported no error for a failed write")
+	}
+	if !cc.closed {
+		t.Fatal("the connection stayed open after its gathered response failed")
+	}
+	if nc.held != nil {
+		t.Fatal("the connection still holds its writes after release")
+	}
+}
