@@ -310,7 +310,7 @@ func writeRendered(w http.ResponseWriter, r *http.Request, resp decoy.Rendered) 
 	_, _ = w.Write(resp.Body)
 	if c != nil {
 		_ = http.NewResponseController(w).Flush() // what net/http still buffers, into the held bytes
-		_ = c.release()                            // a failed write fails the connection's next one too
+		_ = c.release()                           // a failed write closes the connection
 	}
 }
 
