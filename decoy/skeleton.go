@@ -133,7 +133,12 @@ type skelValues struct {
 // with fresh indices (so fresh tokens and numbers) while a challenge's answer would
 // stand literally in the text, as Render does.
 func (sk *skeleton) fill(r *renderer) Rendered {
-	vals := make([]skelValues, len(sk.slots))
+	var valsOnStack [16]skelValues // a decoy's placements, most of the time: no allocation per response
+	vals := valsOnStack[:0]
+	if len(sk.slots) > len(valsOnStack) {
+		vals = make([]skelValues, 0, len(sk.slots))
+	}
+	vals = vals[:len(sk.slots)]
 	size := len(sk.body) + len(sk.slots)*160 // a token, its URL or phrase, two numbers in words
 	for _, t := range sk.tags {
 		size += 4 * (len(t) + 80) // tag characters are four bytes each, the token included
@@ -144,7 +149,11 @@ func (sk *skeleton) fill(r *renderer) Rendered {
 		buf = &b
 	}
 	body := (*buf)[:0]
-	spans := make([]int, 0, 2*sk.values)
+	var spansOnStack [64]int
+	spans := spansOnStack[:0]
+	if 2*sk.values > len(spansOnStack) {
+		spans = make([]int, 0, 2*sk.values)
+	}
 	for attempt := 0; ; attempt++ {
 		base := attempt * attemptStep
 		for n, sl := range sk.slots {
@@ -159,8 +168,7 @@ func (sk *skeleton) fill(r *renderer) Rendered {
 			}
 			vals[n] = v
 		}
-		spans = spans[:0]
-		body = sk.splice(body[:0], sk.body, vals, &spans)
+		body, spans = sk.splice(body[:0], sk.body, vals, spans[:0], true)
 		shown := false
 		for _, v := range vals {
 			if v.answer != "" && sk.answerShown(body, spans, v.answer, v.sum) {
@@ -203,13 +211,13 @@ func (sk *skeleton) answerShown(body []byte, spans []int, answer string, n int) 
 	return false
 }
 
-// splice appends src with its markers replaced by vals; with spans, it appends the start
-// and end in dst of each value it puts in.
-func (sk *skeleton) splice(dst []byte, src string, vals []skelValues, spans *[]int) []byte {
+// splice appends src with its markers replaced by vals; if track, it appends to spans the
+// start and end in dst of each value it puts in.
+func (sk *skeleton) splice(dst []byte, src string, vals []skelValues, spans []int, track bool) ([]byte, []int) {
 	for {
 		i := strings.IndexByte(src, 0)
 		if i < 0 || i+3 >= len(src) {
-			return append(dst, src...)
+			return append(dst, src...), spans
 		}
 		dst = append(dst, src[:i]...)
 		kind, n := src[i+1], int(src[i+2])
@@ -225,10 +233,11 @@ func (sk *skeleton) splice(dst []byte, src string, vals []skelValues, spans *[]i
 		case 'C':
 			dst = append(dst, vals[n].phrase...)
 		case 'Z':
-			dst = appendTagText(dst, string(sk.splice(nil, sk.tags[n], vals, nil)))
+			tag, _ := sk.splice(nil, sk.tags[n], vals, nil, false)
+			dst = appendTagText(dst, string(tag))
 		}
-		if spans != nil {
-			*spans = append(*spans, start, len(dst))
+		if track {
+			spans = append(spans, start, len(dst))
 		}
 	}
 }

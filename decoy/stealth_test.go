@@ -392,8 +392,7 @@ func TestAnswerShownIsContains(t *testing.T) {
 		{{tok: "x", a: "w"}, {tok: "196"}},
 		{{tok: "", a: ""}, {tok: ""}},
 	} {
-		var spans []int
-		body := sk.splice(nil, sk.body, vals, &spans)
+		body, spans := sk.splice(nil, sk.body, vals, nil, true)
 		for n := minAnswer; n <= maxAnswer; n++ {
 			ans := strconv.Itoa(n)
 			if got, want := sk.answerShown(body, spans, ans, n), bytes.Contains(body, []byte(ans)); got != want {

@@ -183,6 +183,12 @@ func (e *Engine) Run(ctx context.Context) {
 		linger.Reset(e.cfg.Linger)
 	fill:
 		for len(batch) < e.cfg.BatchSize {
+			select { // what is already queued, without the cost of a select on the timer too
+			case j := <-e.queue:
+				batch = append(batch, j)
+				continue
+			default:
+			}
 			select {
 			case j := <-e.queue:
 				batch = append(batch, j)

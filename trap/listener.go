@@ -323,10 +323,13 @@ func unavailable(w http.ResponseWriter) {
 }
 
 func readBody(r *http.Request) ([]byte, bool) {
-	if r.Body == nil {
+	if r.Body == nil || r.Body == http.NoBody { // most hits: a GET, no body to make room for
 		return nil, false
 	}
 	var buf bytes.Buffer
+	if r.ContentLength > 0 { // room for the body, and for ReadFrom's look past it for the end
+		buf.Grow(int(min(r.ContentLength, maxReadBody+1)) + bytes.MinRead)
+	}
 	n, _ := io.Copy(&buf, io.LimitReader(r.Body, maxReadBody+1))
 	b := buf.Bytes()
 	if n > maxReadBody {
