@@ -77,6 +77,9 @@ type Config struct {
 	Retention retention.Config
 	// DiskLowBytes: below this much free space on the SQLite file's file system, the log warns.
 	DiskLowBytes int64
+	// GCHeapFloorBytes: the heap may grow to this size before the garbage collector runs
+	// (internal/gcfloor); 0 leaves Go's default. GOGC in the environment overrides it.
+	GCHeapFloorBytes int64
 	// PGPartitions: on PostgreSQL, create hits and events range-partitioned by day on a new database and
 	// keep partitions created ahead (store.EnsurePartitions; docs/operations.md).
 	PGPartitions bool
@@ -122,9 +125,10 @@ func DefaultConfig() Config {
 		Metrics:                true,
 		MetricsSessionsRefresh: time.Minute,
 
-		Retention:    retention.DefaultConfig(),
-		DiskLowBytes: 1 << 30,
-		PGPartitions: true,
+		Retention:        retention.DefaultConfig(),
+		DiskLowBytes:     1 << 30,
+		GCHeapFloorBytes: 64 << 20,
+		PGPartitions:     true,
 	}
 }
 
@@ -209,6 +213,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 		c.Upstream = u
 		return err
 	})
+	fs.Int64Var(&c.GCHeapFloorBytes, "gc-heap-floor-bytes", c.GCHeapFloorBytes, "the heap may grow to this many bytes before Go's garbage collector runs (then to twice the live heap); 0: Go's default. GOGC in the environment wins")
 	fs.Int64Var(&c.MaxLureBytes, "lure-max-bytes", c.MaxLureBytes, "upstream HTML pages larger than this get no lures (and a page is searched this far for its </body>)")
 	c.registerRetention(fs)
 	fs.Func("oidc-token", "JWT the dashboard sends to the API after OIDC sign-in: access_token (default) or id_token", oidcTokenFlag(&c.OIDC.Token))
@@ -322,6 +327,9 @@ func (c Config) Validate() error {
 	}
 	if c.DiskLowBytes < 0 {
 		errs = append(errs, errors.New("disk-low-bytes: must not be negative"))
+	}
+	if c.GCHeapFloorBytes < 0 || c.GCHeapFloorBytes > 1<<40 {
+		errs = append(errs, errors.New("gc-heap-floor-bytes: must be 0 (off) to 1 TiB"))
 	}
 	if err := c.Webhook.Validate(); err != nil {
 		errs = append(errs, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/internal/gcfloor"
 	"github.com/flytrap/flytrap/retention"
 	"github.com/flytrap/flytrap/server"
 	"github.com/flytrap/flytrap/store"
@@ -116,6 +117,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, env ser
 		return err
 	}
 	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	if stopGC, ok := gcfloor.Start(uint64(cfg.GCHeapFloorBytes)); ok {
+		defer stopGC()
+	} else if cfg.GCHeapFloorBytes > 0 {
+		log.Info("GOGC is set: the garbage collector follows it, not --gc-heap-floor-bytes", "GOGC", os.Getenv("GOGC"))
+	}
 	// The ports come first: a start that cannot listen must not bootstrap an empty
 	// database, or the admin key it made would never be shown (and later starts make none).
 	ln, err := server.Listen(cfg)

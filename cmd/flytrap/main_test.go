@@ -14,6 +14,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"syscall"
@@ -888,5 +890,45 @@ func TestHelp(t *testing.T) {
 		if err := run(t.Context(), []string{arg}, &out, io.Discard, noEnv); err != nil || !strings.Contains(out.String(), "flytrap keys create") {
 			t.Errorf("%s: %v, output %q", arg, err, out.String())
 		}
+	}
+}
+
+// gcPercent is the GC percentage in effect in this process.
+func gcPercent() uint64 {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// TestServeSetsTheGCHeapFloor: serve raises GOGC while the live heap is under the floor
+// (--gc-heap-floor-bytes) and puts it back when it stops; with GOGC in the environment
+// it leaves the collector alone and says why.
+func TestServeSetsTheGCHeapFloor(t *testing.T) {
+	t.Setenv("GOGC", "")
+	before := gcPercent()
+	s := serveReady(t, noEnv, "--db", filepath.Join(t.TempDir(), "f.db"), "--api-addr", "127.0.0.1:0", "--gc-heap-floor-bytes", "1099511627776")
+	deadline := time.Now().Add(10 * time.Second)
+	for gcPercent() <= 100 {
+		if time.Now().After(deadline) {
+			t.Fatalf("GOGC stayed at %d under a 1 TiB heap floor", gcPercent())
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.stop(t)
+	if got := gcPercent(); got != before {
+		t.Fatalf("GOGC after serve stopped: %d, want the %d it was", got, before)
+	}
+
+	t.Setenv("GOGC", "150") // read by the runtime at start only: here it stands for an operator's setting
+	s = serveReady(t, noEnv, "--db", filepath.Join(t.TempDir(), "f.db"), "--api-addr", "127.0.0.1:0", "--gc-heap-floor-bytes", "1099511627776")
+	runtime.GC()
+	time.Sleep(20 * time.Millisecond)
+	if got := gcPercent(); got != before {
+		t.Errorf("serve changed GOGC to %d although GOGC was set", got)
+	}
+	s.stop(t)
+	if !strings.Contains(s.stderr.String(), "GOGC is set") {
+		t.Errorf("serve did not say it leaves GOGC alone:\n%s", s.stderr)
 	}
 }
