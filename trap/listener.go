@@ -302,16 +302,15 @@ func writeRendered(w http.ResponseWriter, r *http.Request, resp decoy.Rendered) 
 	if status == 0 {
 		status = http.StatusOK
 	}
-	c := wholeConn(r, len(resp.Body))
-	if c != nil {
+	if c := wholeConn(r, len(resp.Body)); c != nil {
 		c.hold()
+		defer func() { // deferred: a panic below must not leave the connection holding its writes
+			_ = http.NewResponseController(w).Flush() // what net/http still buffers, into the held bytes
+			_ = c.release()                           // a failed write closes the connection
+		}()
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(resp.Body)
-	if c != nil {
-		_ = http.NewResponseController(w).Flush() // what net/http still buffers, into the held bytes
-		_ = c.release()                           // a failed write closes the connection
-	}
 }
 
 func unavailable(w http.ResponseWriter) {
@@ -327,8 +326,9 @@ func readBody(r *http.Request) ([]byte, bool) {
 		return nil, false
 	}
 	var buf bytes.Buffer
-	if r.ContentLength > 0 { // room for the body, and for ReadFrom's look past it for the end
-		buf.Grow(int(min(r.ContentLength, maxReadBody+1)) + bytes.MinRead)
+	if r.ContentLength > 0 { // room for a small body, and for ReadFrom's look past it for the end;
+		// no more: a declared length is not a body, and a slow client must not hold 64 KB with it
+		buf.Grow(int(min(r.ContentLength, 8<<10)) + bytes.MinRead)
 	}
 	n, _ := io.Copy(&buf, io.LimitReader(r.Body, maxReadBody+1))
 	b := buf.Bytes()

@@ -76,15 +76,18 @@ func wholeConn(r *http.Request, n int) *nginxConn {
 // the connection's request may call it: net/http writes an HTTP/1 response from there.
 func (c *nginxConn) hold() { c.held = heldBuffers.Get().(*[]byte) }
 
-// release sends what was gathered since hold in one write. If that write fails the
+// release sends what was gathered since hold in one write (none if nothing was: the
+// handler wrote to a recorder, as the proxy's robots.txt does). If that write fails the
 // connection is closed, as net/http closes one whose write failed: a response cut
 // short must not be followed by another on the same connection.
 func (c *nginxConn) release() error {
 	b := c.held
 	c.held = nil
-	_, err := c.Conn.Write(*b)
-	if err != nil {
-		_ = c.Conn.Close()
+	var err error
+	if len(*b) > 0 {
+		if _, err = c.Conn.Write(*b); err != nil {
+			_ = c.Conn.Close()
+		}
 	}
 	if cap(*b) <= heldMaxKept {
 		*b = (*b)[:0]

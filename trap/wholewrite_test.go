@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -149,5 +150,26 @@ func TestHeldWriteFailureClosesTheConnection(t *testing.T) {
 	}
 	if nc.held != nil {
 		t.Fatal("the connection still holds its writes after release")
+	}
+}
+
+// TestWholeWriteToARecorder: a handler that answers into a recorder (the proxy's robots.txt
+// takes the engine's answer that way) on a request of a gathering connection writes
+// nothing to the connection and leaves it open.
+func TestWholeWriteToARecorder(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	cc := &countingConn{Conn: a}
+	nc := &nginxConn{Conn: cc}
+	r := httptest.NewRequest("GET", "/robots.txt", nil)
+	r = r.WithContext(ConnContext(r.Context(), nc))
+	rec := httptest.NewRecorder()
+	body := bytes.Repeat([]byte("Disallow: /x\n"), 400)
+	writeRendered(rec, r, decoy.Rendered{ContentType: "text/plain", Body: body})
+	if !bytes.Equal(rec.Body.Bytes(), body) {
+		t.Fatalf("the recorder got %d bytes, want %d", rec.Body.Len(), len(body))
+	}
+	if w := cc.take(); len(w) != 0 || cc.closed || nc.held != nil {
+		t.Fatalf("the connection: writes %v, closed %v, still holding %v", w, cc.closed, nc.held != nil)
 	}
 }

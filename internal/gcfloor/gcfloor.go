@@ -5,8 +5,8 @@
 // allocates about 12 KB per hit, so under load the collector would run some twenty
 // times a second, for a tenth of the process's CPU, to keep the heap near 16 MB. A
 // floor lets the heap reach floor bytes first (GOGC is raised while the live heap is
-// small) and leaves Go's own rule, twice the live heap, once the live heap is past
-// half the floor: the heap goal is max(floor, 2 × live).
+// small) and leaves Go's own rule, about twice the live heap, once that reaches the
+// floor: the heap goal is max(floor, Go's default goal).
 //
 // The percentage is set again after every collection (a finalizer on a sentinel
 // object, the technique of Uber's GOGC tuner), from the live heap that collection
@@ -22,23 +22,32 @@ import (
 	"sync"
 )
 
-// Percent is the GOGC that makes the heap goal max(floor, 2 × live) for a live heap of
-// live bytes: 100 (Go's default) once 2 × live reaches the floor.
-func Percent(live, floor uint64) int {
-	if live == 0 || floor <= 2*live {
+// heapMinimum is the runtime's smallest heap goal at GOGC=100; it scales with GOGC.
+const heapMinimum = 4 << 20
+
+// Percent is the GOGC that makes the heap goal max(floor, Go's default goal) for a live
+// heap of live bytes and roots bytes of stacks and globals. The runtime's goal is
+// live + (live + roots) × GOGC/100, and never under heapMinimum × GOGC/100: both stay
+// at or under the floor. 100 (Go's default) once the default goal reaches the floor.
+func Percent(live, roots, floor uint64) int {
+	if live == 0 || 2*live+roots >= floor {
 		return 100
 	}
-	return int(min(floor/live*100-100, 100_000)) // floor/live rounds down: the goal stays at or under the floor
+	p := (floor - live) * 100 / (live + roots)
+	p = min(p, floor*100/heapMinimum)
+	return int(max(p, 100))
 }
 
-// Start keeps the heap goal at max(floor, 2 × live) until stop is called, which
+// Start keeps the heap goal at max(floor, Go's default) until stop is called, which
 // restores GOGC. It does nothing (and says so) when floor is 0 or when the GOGC
-// environment variable is set: an operator's setting wins.
+// environment variable is set: an operator's setting wins. GOGC is the process's: run
+// one tuner at a time (flytrap serve starts one).
 func Start(floor uint64) (stop func(), started bool) {
 	if floor == 0 || os.Getenv("GOGC") != "" {
 		return func() {}, false
 	}
-	t := &tuner{floor: floor, base: gogc(), sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	t := &tuner{floor: floor, base: gogc(), sample: []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}}
 	t.adjust()
 	t.arm()
 	return t.stop, true
@@ -78,10 +87,14 @@ func (t *tuner) adjust() bool {
 		return false
 	}
 	metrics.Read(t.sample)
-	if t.sample[0].Value.Kind() != metrics.KindUint64 {
-		return true
+	var v [3]uint64
+	for i, s := range t.sample {
+		if s.Value.Kind() != metrics.KindUint64 {
+			return true
+		}
+		v[i] = s.Value.Uint64()
 	}
-	if p := Percent(t.sample[0].Value.Uint64(), t.floor); p != t.current {
+	if p := Percent(v[0], v[1]+v[2], t.floor); p != t.current {
 		debug.SetGCPercent(p)
 		t.current = p
 	}
