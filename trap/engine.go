@@ -68,6 +68,13 @@ type Engine struct {
 	stopped atomic.Bool
 	done    chan struct{}
 
+	// inflight counts requests between their body's read and their answer. While the
+	// writer lingers over a batch, waitingWith is the batch's size (else -1), and the
+	// answer that brings inflight down to it wakes the writer through settled (Run).
+	inflight    atomic.Int64
+	waitingWith atomic.Int64
+	settled     chan struct{}
+
 	received atomic.Int64 // hits offered to the queue
 	shed     atomic.Int64 // requests refused for overload
 	written  atomic.Int64 // hits made durable
@@ -98,8 +105,10 @@ func New(ctx context.Context, cfg Config, client *ent.Client, dia string, log *s
 		visits:  newVisitorCache(100_000),
 		recent:  recent,
 		mcp:     newMCPStreams(),
+		settled: make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
+	e.waitingWith.Store(-1)
 	e.openSessionSQL = openSessionSQL(dia)
 	return e, nil
 }
@@ -163,8 +172,26 @@ func loadKey(ctx context.Context, client *ent.Client) (decoy.Key, error) {
 	return decoy.Key(s.Value), nil
 }
 
+// answered marks the end of a request the listener took in (its answer is written).
+func (e *Engine) answered() {
+	if e.inflight.Add(-1) <= e.waitingWith.Load() {
+		select {
+		case e.settled <- struct{}{}:
+		default: // the writer has a wake-up waiting already
+		}
+	}
+}
+
 // Run writes queued hits until ctx ends, then drains the queue: every hit the
 // listener accepted is written before Run returns.
+//
+// A batch is written once it is full, once Linger has passed since its first hit, or
+// as soon as every request the listener is serving waits on it: a hit that could join
+// is then at least a network round trip away, and waiting would only delay the hits at
+// hand. Under load other requests are always being prepared or answered, and batches
+// fill as before; a lone visitor's hit is written at once instead of a Linger later
+// (PostgreSQL's commit_delay waits only while commit_siblings transactions are active,
+// for the same reason).
 func (e *Engine) Run(ctx context.Context) {
 	defer close(e.done)
 	batch := make([]*job, 0, e.cfg.BatchSize)
@@ -189,12 +216,20 @@ func (e *Engine) Run(ctx context.Context) {
 				continue
 			default:
 			}
+			e.waitingWith.Store(int64(len(batch)))
+			if e.inflight.Load() <= int64(len(batch)) { // every request in flight waits on this batch
+				e.waitingWith.Store(-1)
+				break fill
+			}
 			select {
 			case j := <-e.queue:
 				batch = append(batch, j)
+			case <-e.settled: // look at the queue and the count again
 			case <-linger.C:
+				e.waitingWith.Store(-1)
 				break fill
 			}
+			e.waitingWith.Store(-1)
 		}
 		linger.Stop()
 		e.write(context.WithoutCancel(ctx), batch)

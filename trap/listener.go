@@ -85,6 +85,8 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, truncated := readBody(r)
+	e.inflight.Add(1) // until the answer is written: the writer lingers only for such requests (Run)
+	defer e.answered()
 	rec := &hitRecord{
 		id:         ids.New(ids.Hit),
 		org:        sr.site.OrgID,
