@@ -54,7 +54,7 @@ hz=$(getconf CLK_TCK)
 run() { # URL PID → "req/s p50 p99 non-2xx server-CPU-µs-per-request"
   local before after out
   before=$(cpu_ticks "$2")
-  out=$(wrk -t2 -c"$conns" -d"${secs}s" --latency "$1" |
+  out=$(wrk -t"$((conns < 2 ? 1 : 2))" -c"$conns" -d"${secs}s" --latency "$1" |
     awk '/Requests\/sec/ {r=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} /Non-2xx/ {bad=$NF} END {print r, p50, p99, bad+0}')
   after=$(cpu_ticks "$2")
   read -r rps p50 p99 bad <<<"$out"
