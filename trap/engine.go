@@ -68,9 +68,11 @@ type Engine struct {
 	stopped atomic.Bool
 	done    chan struct{}
 
-	// inflight counts requests between their body's read and their answer. While the
-	// writer lingers over a batch, waitingWith is the batch's size (else -1), and the
-	// answer that brings inflight down to it wakes the writer through settled (Run).
+	// inflight counts requests from their body's read until their hit is committed (or
+	// they turn out to have none). While the writer lingers over a batch, waitingWith is
+	// the batch's size (else -1), and the request that brings inflight down to it wakes
+	// the writer through settled (Run). A request whose write timed out stops counting
+	// while its hit may still be queued: the writer may then commit early, never wrongly.
 	inflight    atomic.Int64
 	waitingWith atomic.Int64
 	settled     chan struct{}
@@ -172,7 +174,7 @@ func loadKey(ctx context.Context, client *ent.Client) (decoy.Key, error) {
 	return decoy.Key(s.Value), nil
 }
 
-// answered marks the end of a request the listener took in (its answer is written).
+// answered marks the end of a counted request's wait (see inflight).
 func (e *Engine) answered() {
 	if e.inflight.Add(-1) <= e.waitingWith.Load() {
 		select {

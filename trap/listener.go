@@ -85,8 +85,17 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, truncated := readBody(r)
-	e.inflight.Add(1) // until the answer is written: the writer lingers only for such requests (Run)
-	defer e.answered()
+	// Counted from here until its hit is committed (or it has none): the writer lingers
+	// only for requests so counted (Run).
+	e.inflight.Add(1)
+	counted := true
+	settle := func() {
+		if counted {
+			counted = false
+			e.answered()
+		}
+	}
+	defer settle()
 	rec := &hitRecord{
 		id:         ids.New(ids.Hit),
 		org:        sr.site.OrgID,
@@ -212,6 +221,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		unavailable(w) // it may still be written: the visitor is told to retry, never told it was kept
 		return
 	}
+	settle() // what is left, an answer or a stream, is no reason for the writer to wait
 	switch {
 	case opened:
 		e.serveMCPStream(w, r, stream, endpoint)
