@@ -68,8 +68,8 @@ type Engine struct {
 	stopped atomic.Bool
 	done    chan struct{}
 
-	// inflight counts requests from their body's read until their hit is committed (or
-	// they turn out to have none). While the writer lingers over a batch, waitingWith is
+	// inflight counts requests from their body's read until their answer is written (a
+	// legacy MCP stream's: until it opens). While the writer lingers over a batch, waitingWith is
 	// the batch's size (else -1), and the request that brings inflight down to it wakes
 	// the writer through settled (Run). A request whose write timed out stops counting
 	// while its hit may still be queued: the writer may then commit early, never wrongly.

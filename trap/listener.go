@@ -85,8 +85,8 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, truncated := readBody(r)
-	// Counted from here until its hit is committed (or it has none): the writer lingers
-	// only for requests so counted (Run).
+	// Counted from here until its answer is written, or its stream opened: the writer
+	// lingers only for requests so counted (Run).
 	e.inflight.Add(1)
 	counted := true
 	settle := func() {
@@ -221,9 +221,9 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		unavailable(w) // it may still be written: the visitor is told to retry, never told it was kept
 		return
 	}
-	settle() // what is left, an answer or a stream, is no reason for the writer to wait
 	switch {
 	case opened:
+		settle() // a stream lasts minutes: no reason for the writer to wait (an answer takes microseconds)
 		e.serveMCPStream(w, r, stream, endpoint)
 		return
 	case stream != nil:
