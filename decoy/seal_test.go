@@ -70,10 +70,7 @@ func TestAESSealDefinition(t *testing.T) {
 	m := newMacer(testKey)
 	rnd := mrand.New(mrand.NewPCG(1, 2))
 	for range 1000 {
-		var p [payloadLen]byte
-		for i := range p {
-			p[i] = byte(rnd.IntN(256))
-		}
+		p := randomPayload(rnd)
 		raw := m.seal(&p)
 		tag := cm.cmac(p[:])
 		var want [rawLen]byte
@@ -145,10 +142,7 @@ func TestSealsAreSeparate(t *testing.T) {
 	m := newMacer(testKey)
 	rnd := mrand.New(mrand.NewPCG(5, 6))
 	for range 1000 {
-		var p [payloadLen]byte
-		for i := range p {
-			p[i] = byte(rnd.IntN(256))
-		}
+		p := randomPayload(rnd)
 		a, h := m.seal(&p), m.sealHMAC(&p)
 		if _, ok := m.openHMAC(&a); ok {
 			t.Fatalf("the AES seal of %x opens with HMAC", p)
@@ -198,4 +192,13 @@ func BenchmarkSeal(b *testing.B) {
 			}
 		}
 	})
+}
+
+// randomPayload is a payload of random bytes from rnd.
+func randomPayload(rnd *mrand.Rand) [payloadLen]byte {
+	var p [payloadLen]byte
+	for i := range p {
+		p[i] = byte(rnd.IntN(256))
+	}
+	return p
 }

@@ -338,10 +338,6 @@ func readBody(r *http.Request) ([]byte, bool) {
 		return nil, false
 	}
 	var buf bytes.Buffer
-	if r.ContentLength > 0 { // room for a small body, and for ReadFrom's look past it for the end;
-		// no more: a declared length is not a body, and a slow client must not hold 64 KB with it
-		buf.Grow(int(min(r.ContentLength, 8<<10)) + bytes.MinRead)
-	}
 	n, _ := io.Copy(&buf, io.LimitReader(r.Body, maxReadBody+1))
 	b := buf.Bytes()
 	if n > maxReadBody {
