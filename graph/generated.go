@@ -5276,56 +5276,56 @@ func (ec *executionContext) fieldContext_Analytics_timeline(_ context.Context, f
 }
 
 func (ec *executionContext) _ApiKey_id(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKey_id, obj.ID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKey_id, obj.ID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_ApiKey_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("ApiKey", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _ApiKey_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKey_orgID, obj.OrgID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKey_orgID, obj.OrgID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_ApiKey_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("ApiKey", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _ApiKey_name(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKey_name, obj.Name, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKey_name, obj.Name, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_ApiKey_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("ApiKey", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _ApiKey_scope(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKey_scope, obj.Scope, ec.marshalNApiKeyScope2githubᚗcomᚋflytrapᚋflytrapᚋviewerᚐScope, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKey_scope, obj.Scope, ec.marshalNApiKeyScope2githubᚗcomᚋflytrapᚋflytrapᚋviewerᚐScope)
 }
 func (ec *executionContext) fieldContext_ApiKey_scope(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("ApiKey", field, false, false, "field of type ApiKeyScope does not have child fields")
 }
 
 func (ec *executionContext) _ApiKey_prefix(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKey_prefix, obj.Prefix, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKey_prefix, obj.Prefix, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_ApiKey_prefix(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("ApiKey", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _ApiKey_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKey_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKey_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_ApiKey_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("ApiKey", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _ApiKey_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKey_lastUsedAt, obj.LastUsedAt, ec.marshalOTime2ᚖtimeᚐTime, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKey_lastUsedAt, obj.LastUsedAt, ec.marshalOTime2ᚖtimeᚐTime)
 }
 func (ec *executionContext) fieldContext_ApiKey_lastUsedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("ApiKey", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _ApiKey_revokedAt(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKey_revokedAt, obj.RevokedAt, ec.marshalOTime2ᚖtimeᚐTime, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKey_revokedAt, obj.RevokedAt, ec.marshalOTime2ᚖtimeᚐTime)
 }
 func (ec *executionContext) fieldContext_ApiKey_revokedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("ApiKey", field, false, false, "field of type Time does not have child fields")
@@ -5396,7 +5396,7 @@ func (ec *executionContext) fieldContext_ApiKeyConnection_pageInfo(_ context.Con
 }
 
 func (ec *executionContext) _ApiKeyConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.ApiKeyConnection) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKeyConnection_totalCount, obj.TotalCount, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKeyConnection_totalCount, obj.TotalCount, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_ApiKeyConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("ApiKeyConnection", field, false, false, "field of type Int does not have child fields")
@@ -5435,56 +5435,56 @@ func (ec *executionContext) fieldContext_ApiKeyEdge_node(_ context.Context, fiel
 }
 
 func (ec *executionContext) _ApiKeyEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.ApiKeyEdge) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKeyEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKeyEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor)
 }
 func (ec *executionContext) fieldContext_ApiKeyEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("ApiKeyEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _Campaign_promptHash(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_promptHash, obj.PromptHash, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_promptHash, obj.PromptHash, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Campaign_promptHash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Campaign", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Campaign_operator(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_operator, obj.Operator, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_operator, obj.Operator, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Campaign_operator(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Campaign", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Campaign_model(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_model, obj.Model, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_model, obj.Model, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Campaign_model(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Campaign", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Campaign_sessionCount(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_sessionCount, obj.SessionCount, ec.marshalNInt2int64, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_sessionCount, obj.SessionCount, ec.marshalNInt2int64)
 }
 func (ec *executionContext) fieldContext_Campaign_sessionCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Campaign", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Campaign_promptCount(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_promptCount, obj.PromptCount, ec.marshalNInt2int64, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_promptCount, obj.PromptCount, ec.marshalNInt2int64)
 }
 func (ec *executionContext) fieldContext_Campaign_promptCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Campaign", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Campaign_firstSeen(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_firstSeen, obj.FirstSeen, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_firstSeen, obj.FirstSeen, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_Campaign_firstSeen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Campaign", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Campaign_lastSeen(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_lastSeen, obj.LastSeen, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_lastSeen, obj.LastSeen, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_Campaign_lastSeen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Campaign", field, false, false, "field of type Time does not have child fields")
@@ -5707,14 +5707,14 @@ func (ec *executionContext) fieldContext_CampaignEdge_node(_ context.Context, fi
 }
 
 func (ec *executionContext) _CampaignEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.CampaignEdge) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_CampaignEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_CampaignEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor)
 }
 func (ec *executionContext) fieldContext_CampaignEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("CampaignEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _CreateApiKeyPayload_key(ctx context.Context, field graphql.CollectedField, obj *model.CreateAPIKeyPayload) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_CreateApiKeyPayload_key, obj.Key, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_CreateApiKeyPayload_key, obj.Key, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_CreateApiKeyPayload_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("CreateApiKeyPayload", field, false, false, "field of type String does not have child fields")
@@ -5785,70 +5785,70 @@ func (ec *executionContext) fieldContext_CreateWebhookEndpointPayload_endpoint(_
 }
 
 func (ec *executionContext) _CreateWebhookEndpointPayload_secret(ctx context.Context, field graphql.CollectedField, obj *model.CreateWebhookEndpointPayload) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_CreateWebhookEndpointPayload_secret, obj.Secret, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_CreateWebhookEndpointPayload_secret, obj.Secret, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_CreateWebhookEndpointPayload_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("CreateWebhookEndpointPayload", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _DeletePayload_id(ctx context.Context, field graphql.CollectedField, obj *model.DeletePayload) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_DeletePayload_id, obj.ID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_DeletePayload_id, obj.ID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_DeletePayload_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("DeletePayload", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _DeletePayload_deleted(ctx context.Context, field graphql.CollectedField, obj *model.DeletePayload) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_DeletePayload_deleted, obj.Deleted, ec.marshalNBoolean2bool, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_DeletePayload_deleted, obj.Deleted, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext_DeletePayload_deleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("DeletePayload", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _Event_id(ctx context.Context, field graphql.CollectedField, obj *ent.Event) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Event_id, obj.ID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Event_id, obj.ID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_Event_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Event", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Event_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.Event) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Event_orgID, obj.OrgID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Event_orgID, obj.OrgID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_Event_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Event", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Event_position(ctx context.Context, field graphql.CollectedField, obj *ent.Event) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Event_position, obj.Position, ec.marshalNInt2int64, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Event_position, obj.Position, ec.marshalNInt2int64)
 }
 func (ec *executionContext) fieldContext_Event_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Event", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Event_type(ctx context.Context, field graphql.CollectedField, obj *ent.Event) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Event_type, obj.Type, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Event_type, obj.Type, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Event_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Event", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Event_apiVersion(ctx context.Context, field graphql.CollectedField, obj *ent.Event) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Event_apiVersion, obj.APIVersion, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Event_apiVersion, obj.APIVersion, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Event_apiVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Event", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Event_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Event) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Event_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Event_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_Event_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Event", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Event_data(ctx context.Context, field graphql.CollectedField, obj *ent.Event) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Event_data, obj.Data, ec.marshalNMap2map, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Event_data, obj.Data, ec.marshalNMap2map)
 }
 func (ec *executionContext) fieldContext_Event_data(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Event", field, false, false, "field of type Map does not have child fields")
@@ -5919,7 +5919,7 @@ func (ec *executionContext) fieldContext_EventConnection_pageInfo(_ context.Cont
 }
 
 func (ec *executionContext) _EventConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.EventConnection) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_EventConnection_totalCount, obj.TotalCount, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_EventConnection_totalCount, obj.TotalCount, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_EventConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("EventConnection", field, false, false, "field of type Int does not have child fields")
@@ -5958,98 +5958,98 @@ func (ec *executionContext) fieldContext_EventEdge_node(_ context.Context, field
 }
 
 func (ec *executionContext) _EventEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.EventEdge) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_EventEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_EventEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor)
 }
 func (ec *executionContext) fieldContext_EventEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("EventEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _EventMessage_id(ctx context.Context, field graphql.CollectedField, obj *model.EventMessage) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_EventMessage_id, obj.ID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_EventMessage_id, obj.ID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_EventMessage_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("EventMessage", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _EventMessage_type(ctx context.Context, field graphql.CollectedField, obj *model.EventMessage) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_EventMessage_type, obj.Type, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_EventMessage_type, obj.Type, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_EventMessage_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("EventMessage", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _EventMessage_apiVersion(ctx context.Context, field graphql.CollectedField, obj *model.EventMessage) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_EventMessage_apiVersion, obj.APIVersion, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_EventMessage_apiVersion, obj.APIVersion, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_EventMessage_apiVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("EventMessage", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _EventMessage_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.EventMessage) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_EventMessage_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_EventMessage_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_EventMessage_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("EventMessage", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _EventMessage_data(ctx context.Context, field graphql.CollectedField, obj *model.EventMessage) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_EventMessage_data, obj.Data, ec.marshalNMap2map, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_EventMessage_data, obj.Data, ec.marshalNMap2map)
 }
 func (ec *executionContext) fieldContext_EventMessage_data(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("EventMessage", field, false, false, "field of type Map does not have child fields")
 }
 
 func (ec *executionContext) _EventMessage_cursor(ctx context.Context, field graphql.CollectedField, obj *model.EventMessage) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_EventMessage_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_EventMessage_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor)
 }
 func (ec *executionContext) fieldContext_EventMessage_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("EventMessage", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _Hit_id(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_id, obj.ID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_id, obj.ID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_Hit_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Hit", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Hit_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_orgID, obj.OrgID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_orgID, obj.OrgID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_Hit_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Hit", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Hit_sessionID(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_sessionID, obj.SessionID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_sessionID, obj.SessionID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_Hit_sessionID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Hit", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Hit_trapID(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_trapID, obj.TrapID, ec.marshalOString2string, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_trapID, obj.TrapID, ec.marshalOString2string)
 }
 func (ec *executionContext) fieldContext_Hit_trapID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Hit_method(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_method, obj.Method, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_method, obj.Method, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Hit_method(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Hit_path(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_path, obj.Path, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_path, obj.Path, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Hit_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Hit_query(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_query, obj.Query, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_query, obj.Query, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Hit_query(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
@@ -6079,56 +6079,56 @@ func (ec *executionContext) fieldContext_Hit_headers(_ context.Context, field gr
 }
 
 func (ec *executionContext) _Hit_body(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_body, obj.Body, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_body, obj.Body, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Hit_body(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Hit_bodyTruncated(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_bodyTruncated, obj.BodyTruncated, ec.marshalNBoolean2bool, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_bodyTruncated, obj.BodyTruncated, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext_Hit_bodyTruncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Hit", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _Hit_sourceIP(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_sourceIP, obj.SourceIP, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_sourceIP, obj.SourceIP, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Hit_sourceIP(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Hit_userAgent(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_userAgent, obj.UserAgent, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_userAgent, obj.UserAgent, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Hit_userAgent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Hit_receivedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_receivedAt, obj.ReceivedAt, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_receivedAt, obj.ReceivedAt, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_Hit_receivedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Hit", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Hit_kind(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_kind, obj.Kind, ec.marshalNHitKind2githubᚗcomᚋflytrapᚋflytrapᚋentᚋhitᚐKind, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_kind, obj.Kind, ec.marshalNHitKind2githubᚗcomᚋflytrapᚋflytrapᚋentᚋhitᚐKind)
 }
 func (ec *executionContext) fieldContext_Hit_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Hit", field, false, false, "field of type HitKind does not have child fields")
 }
 
 func (ec *executionContext) _Hit_status(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_status, obj.Status, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_status, obj.Status, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_Hit_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Hit", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Hit_signals(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_signals, obj.Signals, ec.marshalNString2ᚕstringᚄ, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_signals, obj.Signals, ec.marshalNString2ᚕstringᚄ)
 }
 func (ec *executionContext) fieldContext_Hit_signals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
@@ -6231,7 +6231,7 @@ func (ec *executionContext) fieldContext_HitConnection_pageInfo(_ context.Contex
 }
 
 func (ec *executionContext) _HitConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.HitConnection) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_HitConnection_totalCount, obj.TotalCount, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_HitConnection_totalCount, obj.TotalCount, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_HitConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("HitConnection", field, false, false, "field of type Int does not have child fields")
@@ -6270,28 +6270,28 @@ func (ec *executionContext) fieldContext_HitEdge_node(_ context.Context, field g
 }
 
 func (ec *executionContext) _HitEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.HitEdge) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_HitEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_HitEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor)
 }
 func (ec *executionContext) fieldContext_HitEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("HitEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _LureSnippet_html(ctx context.Context, field graphql.CollectedField, obj *model.LureSnippet) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_LureSnippet_html, obj.HTML, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_LureSnippet_html, obj.HTML, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_LureSnippet_html(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("LureSnippet", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _LureSnippet_url(ctx context.Context, field graphql.CollectedField, obj *model.LureSnippet) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_LureSnippet_url, obj.URL, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_LureSnippet_url, obj.URL, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_LureSnippet_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("LureSnippet", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _LureSnippet_token(ctx context.Context, field graphql.CollectedField, obj *model.LureSnippet) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_LureSnippet_token, obj.Token, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_LureSnippet_token, obj.Token, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_LureSnippet_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("LureSnippet", field, false, false, "field of type String does not have child fields")
@@ -6958,154 +6958,154 @@ func (ec *executionContext) fieldContext_Mutation_pingWebhookEndpoint(ctx contex
 }
 
 func (ec *executionContext) _Organization_id(ctx context.Context, field graphql.CollectedField, obj *ent.Organization) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Organization_id, obj.ID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Organization_id, obj.ID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_Organization_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Organization", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Organization_name(ctx context.Context, field graphql.CollectedField, obj *ent.Organization) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Organization_name, obj.Name, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Organization_name, obj.Name, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Organization_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Organization", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Organization_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Organization) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Organization_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Organization_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_Organization_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Organization", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Overview_totalHits24h(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Overview_totalHits24h, obj.TotalHits24h, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Overview_totalHits24h, obj.TotalHits24h, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_Overview_totalHits24h(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Overview", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Overview_agentsDetected(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Overview_agentsDetected, obj.AgentsDetected, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Overview_agentsDetected, obj.AgentsDetected, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_Overview_agentsDetected(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Overview", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Overview_tripwiresFired(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Overview_tripwiresFired, obj.TripwiresFired, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Overview_tripwiresFired, obj.TripwiresFired, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_Overview_tripwiresFired(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Overview", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Overview_promptsCaptured(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Overview_promptsCaptured, obj.PromptsCaptured, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Overview_promptsCaptured, obj.PromptsCaptured, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_Overview_promptsCaptured(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Overview", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Overview_activeTraps(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Overview_activeTraps, obj.ActiveTraps, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Overview_activeTraps, obj.ActiveTraps, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_Overview_activeTraps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Overview", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *entgql.PageInfo[string]) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_PageInfo_hasNextPage, obj.HasNextPage, ec.marshalNBoolean2bool, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_PageInfo_hasNextPage, obj.HasNextPage, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext_PageInfo_hasNextPage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("PageInfo", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _PageInfo_hasPreviousPage(ctx context.Context, field graphql.CollectedField, obj *entgql.PageInfo[string]) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_PageInfo_hasPreviousPage, obj.HasPreviousPage, ec.marshalNBoolean2bool, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_PageInfo_hasPreviousPage, obj.HasPreviousPage, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext_PageInfo_hasPreviousPage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("PageInfo", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _PageInfo_startCursor(ctx context.Context, field graphql.CollectedField, obj *entgql.PageInfo[string]) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_PageInfo_startCursor, obj.StartCursor, ec.marshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_PageInfo_startCursor, obj.StartCursor, ec.marshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor)
 }
 func (ec *executionContext) fieldContext_PageInfo_startCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("PageInfo", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graphql.CollectedField, obj *entgql.PageInfo[string]) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_PageInfo_endCursor, obj.EndCursor, ec.marshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_PageInfo_endCursor, obj.EndCursor, ec.marshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor)
 }
 func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("PageInfo", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_id(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_id, obj.ID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_id, obj.ID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_Prompt_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Prompt", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_orgID, obj.OrgID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_orgID, obj.OrgID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_Prompt_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Prompt", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_sessionID(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_sessionID, obj.SessionID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_sessionID, obj.SessionID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_Prompt_sessionID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Prompt", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_hitID(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_hitID, obj.HitID, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_hitID, obj.HitID, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Prompt_hitID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Prompt", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_text(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_text, obj.Text, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_text, obj.Text, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Prompt_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Prompt", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_hash(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_hash, obj.Hash, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_hash, obj.Hash, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Prompt_hash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Prompt", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_model(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_model, obj.Model, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_model, obj.Model, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Prompt_model(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Prompt", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_operator(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_operator, obj.Operator, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_operator, obj.Operator, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Prompt_operator(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Prompt", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_source(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_source, obj.Source, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_source, obj.Source, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Prompt_source(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Prompt", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Prompt_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Prompt) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Prompt_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_Prompt_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Prompt", field, false, false, "field of type Time does not have child fields")
@@ -8024,49 +8024,49 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 }
 
 func (ec *executionContext) _RetentionSettings_hits(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_RetentionSettings_hits, obj.Hits, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_RetentionSettings_hits, obj.Hits, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_RetentionSettings_hits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("RetentionSettings", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _RetentionSettings_signals(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_RetentionSettings_signals, obj.Signals, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_RetentionSettings_signals, obj.Signals, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_RetentionSettings_signals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("RetentionSettings", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _RetentionSettings_prompts(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_RetentionSettings_prompts, obj.Prompts, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_RetentionSettings_prompts, obj.Prompts, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_RetentionSettings_prompts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("RetentionSettings", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _RetentionSettings_events(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_RetentionSettings_events, obj.Events, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_RetentionSettings_events, obj.Events, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_RetentionSettings_events(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("RetentionSettings", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _RetentionSettings_deliveries(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_RetentionSettings_deliveries, obj.Deliveries, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_RetentionSettings_deliveries, obj.Deliveries, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_RetentionSettings_deliveries(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("RetentionSettings", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _RetentionSettings_sessions(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_RetentionSettings_sessions, obj.Sessions, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_RetentionSettings_sessions, obj.Sessions, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_RetentionSettings_sessions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("RetentionSettings", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _RetentionSettings_hitHours(ctx context.Context, field graphql.CollectedField, obj *model.RetentionSettings) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_RetentionSettings_hitHours, obj.HitHours, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_RetentionSettings_hitHours, obj.HitHours, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_RetentionSettings_hitHours(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("RetentionSettings", field, false, false, "field of type Int does not have child fields")
@@ -8105,189 +8105,189 @@ func (ec *executionContext) fieldContext_RotateWebhookSecretPayload_endpoint(_ c
 }
 
 func (ec *executionContext) _RotateWebhookSecretPayload_secret(ctx context.Context, field graphql.CollectedField, obj *model.RotateWebhookSecretPayload) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_RotateWebhookSecretPayload_secret, obj.Secret, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_RotateWebhookSecretPayload_secret, obj.Secret, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_RotateWebhookSecretPayload_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("RotateWebhookSecretPayload", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _ScorePart_signal(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ScorePart_signal, obj.Signal, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ScorePart_signal, obj.Signal, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_ScorePart_signal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("ScorePart", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _ScorePart_meaning(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ScorePart_meaning, obj.Meaning, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ScorePart_meaning, obj.Meaning, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_ScorePart_meaning(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("ScorePart", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _ScorePart_tripwire(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ScorePart_tripwire, obj.Tripwire, ec.marshalNBoolean2bool, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ScorePart_tripwire, obj.Tripwire, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext_ScorePart_tripwire(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("ScorePart", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _ScorePart_weight(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ScorePart_weight, obj.Weight, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ScorePart_weight, obj.Weight, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_ScorePart_weight(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("ScorePart", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _ScorePart_count(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ScorePart_count, obj.Count, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ScorePart_count, obj.Count, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_ScorePart_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("ScorePart", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _ScorePart_points(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ScorePart_points, obj.Points, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ScorePart_points, obj.Points, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_ScorePart_points(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("ScorePart", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _ScorePart_countsOnce(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ScorePart_countsOnce, obj.CountsOnce, ec.marshalNBoolean2bool, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ScorePart_countsOnce, obj.CountsOnce, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext_ScorePart_countsOnce(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("ScorePart", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _ScorePart_fromUserAgent(ctx context.Context, field graphql.CollectedField, obj *model.ScorePart) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ScorePart_fromUserAgent, obj.FromUserAgent, ec.marshalNBoolean2bool, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ScorePart_fromUserAgent, obj.FromUserAgent, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext_ScorePart_fromUserAgent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("ScorePart", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _Session_id(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_id, obj.ID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_id, obj.ID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_Session_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Session", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Session_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_orgID, obj.OrgID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_orgID, obj.OrgID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_Session_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Session", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Session_siteID(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_siteID, obj.SiteID, ec.marshalOString2string, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_siteID, obj.SiteID, ec.marshalOString2string)
 }
 func (ec *executionContext) fieldContext_Session_siteID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Session", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Session_sourceIP(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_sourceIP, obj.SourceIP, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_sourceIP, obj.SourceIP, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Session_sourceIP(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Session", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Session_userAgent(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_userAgent, obj.UserAgent, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_userAgent, obj.UserAgent, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Session_userAgent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Session", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Session_classification(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_classification, obj.Classification, ec.marshalNClassification2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐClassification, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_classification, obj.Classification, ec.marshalNClassification2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐClassification)
 }
 func (ec *executionContext) fieldContext_Session_classification(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Session", field, false, false, "field of type Classification does not have child fields")
 }
 
 func (ec *executionContext) _Session_score(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_score, obj.Score, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_score, obj.Score, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_Session_score(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Session", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Session_confidence(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_confidence, obj.Confidence, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_confidence, obj.Confidence, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_Session_confidence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Session", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Session_severity(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_severity, obj.Severity, ec.marshalNSeverity2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐSeverity, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_severity, obj.Severity, ec.marshalNSeverity2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐSeverity)
 }
 func (ec *executionContext) fieldContext_Session_severity(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Session", field, false, false, "field of type Severity does not have child fields")
 }
 
 func (ec *executionContext) _Session_signalsFired(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_signalsFired, obj.SignalsFired, ec.marshalNString2ᚕstringᚄ, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_signalsFired, obj.SignalsFired, ec.marshalNString2ᚕstringᚄ)
 }
 func (ec *executionContext) fieldContext_Session_signalsFired(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Session", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Session_firstSeen(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_firstSeen, obj.FirstSeen, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_firstSeen, obj.FirstSeen, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_Session_firstSeen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Session", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Session_lastSeen(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_lastSeen, obj.LastSeen, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_lastSeen, obj.LastSeen, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_Session_lastSeen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Session", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Session_hitCount(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_hitCount, obj.HitCount, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_hitCount, obj.HitCount, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_Session_hitCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Session", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Session_tripwiresFired(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_tripwiresFired, obj.TripwiresFired, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_tripwiresFired, obj.TripwiresFired, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_Session_tripwiresFired(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Session", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Session_promptsCaptured(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_promptsCaptured, obj.PromptsCaptured, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_promptsCaptured, obj.PromptsCaptured, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_Session_promptsCaptured(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Session", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Session_extractedModel(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_extractedModel, obj.ExtractedModel, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_extractedModel, obj.ExtractedModel, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Session_extractedModel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Session", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Session_extractedOperator(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_extractedOperator, obj.ExtractedOperator, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_extractedOperator, obj.ExtractedOperator, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Session_extractedOperator(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Session", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Session_trapsTriggered(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_trapsTriggered, obj.TrapsTriggered, ec.marshalNString2ᚕstringᚄ, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_trapsTriggered, obj.TrapsTriggered, ec.marshalNString2ᚕstringᚄ)
 }
 func (ec *executionContext) fieldContext_Session_trapsTriggered(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Session", field, false, false, "field of type String does not have child fields")
@@ -8575,7 +8575,7 @@ func (ec *executionContext) fieldContext_SessionConnection_pageInfo(_ context.Co
 }
 
 func (ec *executionContext) _SessionConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.SessionConnection) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SessionConnection_totalCount, obj.TotalCount, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SessionConnection_totalCount, obj.TotalCount, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_SessionConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SessionConnection", field, false, false, "field of type Int does not have child fields")
@@ -8669,7 +8669,7 @@ func (ec *executionContext) fieldContext_SessionDetail_hits(_ context.Context, f
 }
 
 func (ec *executionContext) _SessionDetail_hitsTruncated(ctx context.Context, field graphql.CollectedField, obj *model.SessionDetail) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SessionDetail_hitsTruncated, obj.HitsTruncated, ec.marshalNBoolean2bool, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SessionDetail_hitsTruncated, obj.HitsTruncated, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext_SessionDetail_hitsTruncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SessionDetail", field, false, false, "field of type Boolean does not have child fields")
@@ -8772,112 +8772,112 @@ func (ec *executionContext) fieldContext_SessionEdge_node(_ context.Context, fie
 }
 
 func (ec *executionContext) _SessionEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.SessionEdge) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SessionEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SessionEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor)
 }
 func (ec *executionContext) fieldContext_SessionEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SessionEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _SeverityCounts_critical(ctx context.Context, field graphql.CollectedField, obj *model.SeverityCounts) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SeverityCounts_critical, obj.Critical, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SeverityCounts_critical, obj.Critical, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_SeverityCounts_critical(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SeverityCounts", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _SeverityCounts_high(ctx context.Context, field graphql.CollectedField, obj *model.SeverityCounts) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SeverityCounts_high, obj.High, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SeverityCounts_high, obj.High, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_SeverityCounts_high(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SeverityCounts", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _SeverityCounts_medium(ctx context.Context, field graphql.CollectedField, obj *model.SeverityCounts) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SeverityCounts_medium, obj.Medium, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SeverityCounts_medium, obj.Medium, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_SeverityCounts_medium(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SeverityCounts", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _SeverityCounts_low(ctx context.Context, field graphql.CollectedField, obj *model.SeverityCounts) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SeverityCounts_low, obj.Low, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SeverityCounts_low, obj.Low, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_SeverityCounts_low(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SeverityCounts", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Signal_id(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_id, obj.ID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_id, obj.ID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_Signal_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Signal", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Signal_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_orgID, obj.OrgID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_orgID, obj.OrgID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_Signal_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Signal", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Signal_sessionID(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_sessionID, obj.SessionID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_sessionID, obj.SessionID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_Signal_sessionID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Signal", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Signal_hitID(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_hitID, obj.HitID, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_hitID, obj.HitID, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Signal_hitID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Signal", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Signal_name(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_name, obj.Name, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_name, obj.Name, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Signal_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Signal", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Signal_tripwire(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_tripwire, obj.Tripwire, ec.marshalNBoolean2bool, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_tripwire, obj.Tripwire, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext_Signal_tripwire(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Signal", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _Signal_placement(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_placement, obj.Placement, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_placement, obj.Placement, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Signal_placement(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Signal", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Signal_sourceHitID(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_sourceHitID, obj.SourceHitID, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_sourceHitID, obj.SourceHitID, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Signal_sourceHitID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Signal", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Signal_delayMs(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_delayMs, obj.DelayMs, ec.marshalOInt2ᚖint64, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_delayMs, obj.DelayMs, ec.marshalOInt2ᚖint64)
 }
 func (ec *executionContext) fieldContext_Signal_delayMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Signal", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Signal_detail(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_detail, obj.Detail, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_detail, obj.Detail, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Signal_detail(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Signal", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Signal_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Signal_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_Signal_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Signal", field, false, false, "field of type Time does not have child fields")
@@ -8916,98 +8916,98 @@ func (ec *executionContext) fieldContext_Signal_session(_ context.Context, field
 }
 
 func (ec *executionContext) _SignalGroup_signal(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SignalGroup_signal, obj.Signal, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SignalGroup_signal, obj.Signal, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_SignalGroup_signal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SignalGroup", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _SignalGroup_tripwire(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SignalGroup_tripwire, obj.Tripwire, ec.marshalNBoolean2bool, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SignalGroup_tripwire, obj.Tripwire, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext_SignalGroup_tripwire(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SignalGroup", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _SignalGroup_placement(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SignalGroup_placement, obj.Placement, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SignalGroup_placement, obj.Placement, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_SignalGroup_placement(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SignalGroup", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _SignalGroup_placementLabel(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SignalGroup_placementLabel, obj.PlacementLabel, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SignalGroup_placementLabel, obj.PlacementLabel, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_SignalGroup_placementLabel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SignalGroup", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _SignalGroup_count(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SignalGroup_count, obj.Count, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SignalGroup_count, obj.Count, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_SignalGroup_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SignalGroup", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _SignalGroup_minDelayMs(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SignalGroup_minDelayMs, obj.MinDelayMs, ec.marshalOInt2ᚖint, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SignalGroup_minDelayMs, obj.MinDelayMs, ec.marshalOInt2ᚖint)
 }
 func (ec *executionContext) fieldContext_SignalGroup_minDelayMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SignalGroup", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _SignalGroup_maxDelayMs(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SignalGroup_maxDelayMs, obj.MaxDelayMs, ec.marshalOInt2ᚖint, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SignalGroup_maxDelayMs, obj.MaxDelayMs, ec.marshalOInt2ᚖint)
 }
 func (ec *executionContext) fieldContext_SignalGroup_maxDelayMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SignalGroup", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _SignalGroup_evidence(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SignalGroup_evidence, obj.Evidence, ec.marshalNString2ᚕstringᚄ, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SignalGroup_evidence, obj.Evidence, ec.marshalNString2ᚕstringᚄ)
 }
 func (ec *executionContext) fieldContext_SignalGroup_evidence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SignalGroup", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Site_id(ctx context.Context, field graphql.CollectedField, obj *ent.Site) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Site_id, obj.ID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Site_id, obj.ID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_Site_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Site", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Site_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.Site) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Site_orgID, obj.OrgID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Site_orgID, obj.OrgID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_Site_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Site", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Site_name(ctx context.Context, field graphql.CollectedField, obj *ent.Site) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Site_name, obj.Name, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Site_name, obj.Name, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Site_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Site", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Site_host(ctx context.Context, field graphql.CollectedField, obj *ent.Site) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Site_host, obj.Host, ec.marshalOString2ᚖstring, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Site_host, obj.Host, ec.marshalOString2ᚖstring)
 }
 func (ec *executionContext) fieldContext_Site_host(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Site", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Site_hostVerified(ctx context.Context, field graphql.CollectedField, obj *ent.Site) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Site_hostVerified, obj.HostVerified, ec.marshalNBoolean2bool, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Site_hostVerified, obj.HostVerified, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext_Site_hostVerified(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Site", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _Site_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Site) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Site_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Site_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_Site_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Site", field, false, false, "field of type Time does not have child fields")
@@ -9078,7 +9078,7 @@ func (ec *executionContext) fieldContext_SiteConnection_pageInfo(_ context.Conte
 }
 
 func (ec *executionContext) _SiteConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.SiteConnection) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SiteConnection_totalCount, obj.TotalCount, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SiteConnection_totalCount, obj.TotalCount, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_SiteConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SiteConnection", field, false, false, "field of type Int does not have child fields")
@@ -9117,28 +9117,28 @@ func (ec *executionContext) fieldContext_SiteEdge_node(_ context.Context, field 
 }
 
 func (ec *executionContext) _SiteEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.SiteEdge) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SiteEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SiteEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor)
 }
 func (ec *executionContext) fieldContext_SiteEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SiteEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _Storage_dialect(ctx context.Context, field graphql.CollectedField, obj *model.Storage) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Storage_dialect, obj.Dialect, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Storage_dialect, obj.Dialect, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Storage_dialect(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Storage", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Storage_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *model.Storage) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Storage_sizeBytes, obj.SizeBytes, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Storage_sizeBytes, obj.SizeBytes, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_Storage_sizeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Storage", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Storage_freeBytes(ctx context.Context, field graphql.CollectedField, obj *model.Storage) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Storage_freeBytes, obj.FreeBytes, ec.marshalOInt2ᚖint, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Storage_freeBytes, obj.FreeBytes, ec.marshalOInt2ᚖint)
 }
 func (ec *executionContext) fieldContext_Storage_freeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Storage", field, false, false, "field of type Int does not have child fields")
@@ -9209,28 +9209,28 @@ func (ec *executionContext) fieldContext_Storage_retention(_ context.Context, fi
 }
 
 func (ec *executionContext) _StorageTable_name(ctx context.Context, field graphql.CollectedField, obj *model.StorageTable) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_StorageTable_name, obj.Name, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_StorageTable_name, obj.Name, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_StorageTable_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("StorageTable", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _StorageTable_rows(ctx context.Context, field graphql.CollectedField, obj *model.StorageTable) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_StorageTable_rows, obj.Rows, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_StorageTable_rows, obj.Rows, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_StorageTable_rows(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("StorageTable", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _StorageTable_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *model.StorageTable) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_StorageTable_sizeBytes, obj.SizeBytes, ec.marshalOInt2ᚖint, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_StorageTable_sizeBytes, obj.SizeBytes, ec.marshalOInt2ᚖint)
 }
 func (ec *executionContext) fieldContext_StorageTable_sizeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("StorageTable", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _StorageTable_oldest(ctx context.Context, field graphql.CollectedField, obj *model.StorageTable) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_StorageTable_oldest, obj.Oldest, ec.marshalOTime2ᚖtimeᚐTime, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_StorageTable_oldest, obj.Oldest, ec.marshalOTime2ᚖtimeᚐTime)
 }
 func (ec *executionContext) fieldContext_StorageTable_oldest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("StorageTable", field, false, false, "field of type Time does not have child fields")
@@ -9313,84 +9313,84 @@ func (ec *executionContext) fieldContext_Subscription_threatDetected(_ context.C
 }
 
 func (ec *executionContext) _TimelineBucket_hour(ctx context.Context, field graphql.CollectedField, obj *model.TimelineBucket) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TimelineBucket_hour, obj.Hour, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TimelineBucket_hour, obj.Hour, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_TimelineBucket_hour(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TimelineBucket", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _TimelineBucket_hits(ctx context.Context, field graphql.CollectedField, obj *model.TimelineBucket) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TimelineBucket_hits, obj.Hits, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TimelineBucket_hits, obj.Hits, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_TimelineBucket_hits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TimelineBucket", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _Trap_id(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_id, obj.ID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_id, obj.ID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_Trap_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Trap", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Trap_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_orgID, obj.OrgID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_orgID, obj.OrgID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_Trap_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Trap", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Trap_siteID(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_siteID, obj.SiteID, ec.marshalOID2string, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_siteID, obj.SiteID, ec.marshalOID2string)
 }
 func (ec *executionContext) fieldContext_Trap_siteID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Trap", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Trap_name(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_name, obj.Name, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_name, obj.Name, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Trap_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Trap", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Trap_path(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_path, obj.Path, ec.marshalOString2string, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_path, obj.Path, ec.marshalOString2string)
 }
 func (ec *executionContext) fieldContext_Trap_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Trap", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Trap_type(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_type, obj.Type, ec.marshalNTrapType2githubᚗcomᚋflytrapᚋflytrapᚋentᚋtrapᚐType, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_type, obj.Type, ec.marshalNTrapType2githubᚗcomᚋflytrapᚋflytrapᚋentᚋtrapᚐType)
 }
 func (ec *executionContext) fieldContext_Trap_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Trap", field, false, false, "field of type TrapType does not have child fields")
 }
 
 func (ec *executionContext) _Trap_description(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_description, obj.Description, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_description, obj.Description, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Trap_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Trap", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _Trap_active(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_active, obj.Active, ec.marshalNBoolean2bool, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_active, obj.Active, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext_Trap_active(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Trap", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _Trap_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_Trap_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Trap", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Trap_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_updatedAt, obj.UpdatedAt, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_updatedAt, obj.UpdatedAt, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_Trap_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Trap", field, false, false, "field of type Time does not have child fields")
@@ -9493,7 +9493,7 @@ func (ec *executionContext) fieldContext_TrapConnection_pageInfo(_ context.Conte
 }
 
 func (ec *executionContext) _TrapConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.TrapConnection) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapConnection_totalCount, obj.TotalCount, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapConnection_totalCount, obj.TotalCount, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_TrapConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TrapConnection", field, false, false, "field of type Int does not have child fields")
@@ -9532,147 +9532,147 @@ func (ec *executionContext) fieldContext_TrapEdge_node(_ context.Context, field 
 }
 
 func (ec *executionContext) _TrapEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.TrapEdge) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor)
 }
 func (ec *executionContext) fieldContext_TrapEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TrapEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _TrapPreview_status(ctx context.Context, field graphql.CollectedField, obj *model.TrapPreview) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapPreview_status, obj.Status, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapPreview_status, obj.Status, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_TrapPreview_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TrapPreview", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _TrapPreview_contentType(ctx context.Context, field graphql.CollectedField, obj *model.TrapPreview) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapPreview_contentType, obj.ContentType, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapPreview_contentType, obj.ContentType, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_TrapPreview_contentType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TrapPreview", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _TrapPreview_body(ctx context.Context, field graphql.CollectedField, obj *model.TrapPreview) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapPreview_body, obj.Body, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapPreview_body, obj.Body, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_TrapPreview_body(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TrapPreview", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _TrapPreview_path(ctx context.Context, field graphql.CollectedField, obj *model.TrapPreview) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapPreview_path, obj.Path, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapPreview_path, obj.Path, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_TrapPreview_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TrapPreview", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _TrapRef_id(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapRef_id, obj.ID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapRef_id, obj.ID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_TrapRef_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TrapRef", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _TrapRef_name(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapRef_name, obj.Name, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapRef_name, obj.Name, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_TrapRef_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TrapRef", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _TrapRef_path(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapRef_path, obj.Path, ec.marshalOString2ᚖstring, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapRef_path, obj.Path, ec.marshalOString2ᚖstring)
 }
 func (ec *executionContext) fieldContext_TrapRef_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TrapRef", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _TrapRef_type(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapRef_type, obj.Type, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapRef_type, obj.Type, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_TrapRef_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TrapRef", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _TrapRef_deleted(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapRef_deleted, obj.Deleted, ec.marshalNBoolean2bool, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapRef_deleted, obj.Deleted, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext_TrapRef_deleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TrapRef", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_classification(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_classification, obj.Classification, ec.marshalNClassification2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐClassification, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_classification, obj.Classification, ec.marshalNClassification2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐClassification)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_classification(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Classification does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_score(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_score, obj.Score, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_score, obj.Score, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_score(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_confidence(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_confidence, obj.Confidence, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_confidence, obj.Confidence, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_confidence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_severity(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_severity, obj.Severity, ec.marshalNSeverity2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐSeverity, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_severity, obj.Severity, ec.marshalNSeverity2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐSeverity)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_severity(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Severity does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_matchesStored(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_matchesStored, obj.MatchesStored, ec.marshalNBoolean2bool, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_matchesStored, obj.MatchesStored, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_matchesStored(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_rawScore(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_rawScore, obj.RawScore, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_rawScore, obj.RawScore, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_rawScore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_floor(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_floor, obj.Floor, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_floor, obj.Floor, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_floor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_ceiling(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_ceiling, obj.Ceiling, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_ceiling, obj.Ceiling, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_ceiling(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_rule(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_rule, obj.Rule, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_rule, obj.Rule, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_rule(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_ruleText(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_ruleText, obj.RuleText, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_ruleText, obj.RuleText, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_ruleText(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_detectionThreshold(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_detectionThreshold, obj.DetectionThreshold, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_VerdictExplanation_detectionThreshold, obj.DetectionThreshold, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_VerdictExplanation_detectionThreshold(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("VerdictExplanation", field, false, false, "field of type Int does not have child fields")
@@ -9711,147 +9711,147 @@ func (ec *executionContext) fieldContext_VerdictExplanation_parts(_ context.Cont
 }
 
 func (ec *executionContext) _Viewer_orgID(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Viewer_orgID, obj.OrgID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Viewer_orgID, obj.OrgID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_Viewer_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Viewer", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Viewer_scope(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Viewer_scope, obj.Scope, ec.marshalNApiKeyScope2githubᚗcomᚋflytrapᚋflytrapᚋviewerᚐScope, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Viewer_scope, obj.Scope, ec.marshalNApiKeyScope2githubᚗcomᚋflytrapᚋflytrapᚋviewerᚐScope)
 }
 func (ec *executionContext) fieldContext_Viewer_scope(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Viewer", field, false, false, "field of type ApiKeyScope does not have child fields")
 }
 
 func (ec *executionContext) _Viewer_keyID(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Viewer_keyID, obj.KeyID, ec.marshalOID2ᚖstring, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Viewer_keyID, obj.KeyID, ec.marshalOID2ᚖstring)
 }
 func (ec *executionContext) fieldContext_Viewer_keyID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Viewer", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _Viewer_subject(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Viewer_subject, obj.Subject, ec.marshalOString2ᚖstring, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Viewer_subject, obj.Subject, ec.marshalOString2ᚖstring)
 }
 func (ec *executionContext) fieldContext_Viewer_subject(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Viewer", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookAttempt_at(ctx context.Context, field graphql.CollectedField, obj *schematype.WebhookAttempt) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookAttempt_at, obj.At, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookAttempt_at, obj.At, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_WebhookAttempt_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookAttempt", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _WebhookAttempt_statusCode(ctx context.Context, field graphql.CollectedField, obj *schematype.WebhookAttempt) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookAttempt_statusCode, obj.StatusCode, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookAttempt_statusCode, obj.StatusCode, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_WebhookAttempt_statusCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookAttempt", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _WebhookAttempt_latencyMs(ctx context.Context, field graphql.CollectedField, obj *schematype.WebhookAttempt) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookAttempt_latencyMs, obj.LatencyMs, ec.marshalNInt2int64, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookAttempt_latencyMs, obj.LatencyMs, ec.marshalNInt2int64)
 }
 func (ec *executionContext) fieldContext_WebhookAttempt_latencyMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookAttempt", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _WebhookAttempt_error(ctx context.Context, field graphql.CollectedField, obj *schematype.WebhookAttempt) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookAttempt_error, obj.Error, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookAttempt_error, obj.Error, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_WebhookAttempt_error(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookAttempt", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookAttempt_response(ctx context.Context, field graphql.CollectedField, obj *schematype.WebhookAttempt) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookAttempt_response, obj.Response, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookAttempt_response, obj.Response, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_WebhookAttempt_response(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookAttempt", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_id(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_id, obj.ID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_id, obj.ID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_orgID, obj.OrgID, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_orgID, obj.OrgID, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_endpointID(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_endpointID, obj.EndpointID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_endpointID, obj.EndpointID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_endpointID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_messageID(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_messageID, obj.MessageID, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_messageID, obj.MessageID, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_messageID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_eventType(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_eventType, obj.EventType, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_eventType, obj.EventType, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_eventType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_payload(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_payload, obj.Payload, ec.marshalNMap2map, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_payload, obj.Payload, ec.marshalNMap2map)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_payload(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type Map does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_status(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_status, obj.Status, ec.marshalNWebhookDeliveryStatus2githubᚗcomᚋflytrapᚋflytrapᚋentᚋwebhookdeliveryᚐStatus, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_status, obj.Status, ec.marshalNWebhookDeliveryStatus2githubᚗcomᚋflytrapᚋflytrapᚋentᚋwebhookdeliveryᚐStatus)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type WebhookDeliveryStatus does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_attemptCount(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_attemptCount, obj.AttemptCount, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_attemptCount, obj.AttemptCount, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_attemptCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_nextAttemptAt(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_nextAttemptAt, obj.NextAttemptAt, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_nextAttemptAt, obj.NextAttemptAt, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_nextAttemptAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_deliveredAt(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_deliveredAt, obj.DeliveredAt, ec.marshalOTime2ᚖtimeᚐTime, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_deliveredAt, obj.DeliveredAt, ec.marshalOTime2ᚖtimeᚐTime)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_deliveredAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_lastStatusCode(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_lastStatusCode, obj.LastStatusCode, ec.marshalOInt2ᚖint, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_lastStatusCode, obj.LastStatusCode, ec.marshalOInt2ᚖint)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_lastStatusCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _WebhookDelivery_lastError(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_lastError, obj.LastError, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_lastError, obj.LastError, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_lastError(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type String does not have child fields")
@@ -9890,7 +9890,7 @@ func (ec *executionContext) fieldContext_WebhookDelivery_attempts(_ context.Cont
 }
 
 func (ec *executionContext) _WebhookDelivery_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDelivery_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookDelivery", field, false, false, "field of type Time does not have child fields")
@@ -9961,7 +9961,7 @@ func (ec *executionContext) fieldContext_WebhookDeliveryConnection_pageInfo(_ co
 }
 
 func (ec *executionContext) _WebhookDeliveryConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDeliveryConnection) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDeliveryConnection_totalCount, obj.TotalCount, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDeliveryConnection_totalCount, obj.TotalCount, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_WebhookDeliveryConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookDeliveryConnection", field, false, false, "field of type Int does not have child fields")
@@ -10000,98 +10000,98 @@ func (ec *executionContext) fieldContext_WebhookDeliveryEdge_node(_ context.Cont
 }
 
 func (ec *executionContext) _WebhookDeliveryEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDeliveryEdge) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDeliveryEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookDeliveryEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor)
 }
 func (ec *executionContext) fieldContext_WebhookDeliveryEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookDeliveryEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_id(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_id, obj.ID, ec.marshalNID2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_id, obj.ID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type ID does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_orgID(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_orgID, obj.OrgID, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_orgID, obj.OrgID, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_orgID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_url(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_url, obj.URL, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_url, obj.URL, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_description(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_description, obj.Description, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_description, obj.Description, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_eventTypes(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_eventTypes, obj.EventTypes, ec.marshalNString2ᚕstringᚄ, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_eventTypes, obj.EventTypes, ec.marshalNString2ᚕstringᚄ)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_eventTypes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_active(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_active, obj.Active, ec.marshalNBoolean2bool, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_active, obj.Active, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_active(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_format(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_format, obj.Format, ec.marshalNWebhookFormat2githubᚗcomᚋflytrapᚋflytrapᚋentᚋwebhookendpointᚐFormat, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_format, obj.Format, ec.marshalNWebhookFormat2githubᚗcomᚋflytrapᚋflytrapᚋentᚋwebhookendpointᚐFormat)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_format(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type WebhookFormat does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_throttleMinutes(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_throttleMinutes, obj.ThrottleMinutes, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_throttleMinutes, obj.ThrottleMinutes, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_throttleMinutes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_previousSecretExpiresAt(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_previousSecretExpiresAt, obj.PreviousSecretExpiresAt, ec.marshalOTime2ᚖtimeᚐTime, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_previousSecretExpiresAt, obj.PreviousSecretExpiresAt, ec.marshalOTime2ᚖtimeᚐTime)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_previousSecretExpiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_failingSince(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_failingSince, obj.FailingSince, ec.marshalOTime2ᚖtimeᚐTime, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_failingSince, obj.FailingSince, ec.marshalOTime2ᚖtimeᚐTime)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_failingSince(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_disabledReason(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_disabledReason, obj.DisabledReason, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_disabledReason, obj.DisabledReason, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_disabledReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_createdAt, obj.CreatedAt, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _WebhookEndpoint_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_updatedAt, obj.UpdatedAt, ec.marshalNTime2timeᚐTime, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpoint_updatedAt, obj.UpdatedAt, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookEndpoint", field, false, false, "field of type Time does not have child fields")
@@ -10162,7 +10162,7 @@ func (ec *executionContext) fieldContext_WebhookEndpointConnection_pageInfo(_ co
 }
 
 func (ec *executionContext) _WebhookEndpointConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpointConnection) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpointConnection_totalCount, obj.TotalCount, ec.marshalNInt2int, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpointConnection_totalCount, obj.TotalCount, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_WebhookEndpointConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookEndpointConnection", field, false, false, "field of type Int does not have child fields")
@@ -10201,14 +10201,14 @@ func (ec *executionContext) fieldContext_WebhookEndpointEdge_node(_ context.Cont
 }
 
 func (ec *executionContext) _WebhookEndpointEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpointEdge) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpointEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_WebhookEndpointEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor)
 }
 func (ec *executionContext) fieldContext_WebhookEndpointEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("WebhookEndpointEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext___Directive_name, obj.Name, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext___Directive_name, obj.Name, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext___Directive_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("__Directive", field, false, false, "field of type String does not have child fields")
@@ -10238,14 +10238,14 @@ func (ec *executionContext) fieldContext___Directive_description(_ context.Conte
 }
 
 func (ec *executionContext) ___Directive_isRepeatable(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext___Directive_isRepeatable, obj.IsRepeatable, ec.marshalNBoolean2bool, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext___Directive_isRepeatable, obj.IsRepeatable, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext___Directive_isRepeatable(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("__Directive", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) ___Directive_locations(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext___Directive_locations, obj.Locations, ec.marshalN__DirectiveLocation2ᚕstringᚄ, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext___Directive_locations, obj.Locations, ec.marshalN__DirectiveLocation2ᚕstringᚄ)
 }
 func (ec *executionContext) fieldContext___Directive_locations(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("__Directive", field, false, false, "field of type __DirectiveLocation does not have child fields")
@@ -10295,7 +10295,7 @@ func (ec *executionContext) fieldContext___Directive_args(ctx context.Context, f
 }
 
 func (ec *executionContext) ___EnumValue_name(ctx context.Context, field graphql.CollectedField, obj *introspection.EnumValue) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext___EnumValue_name, obj.Name, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext___EnumValue_name, obj.Name, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext___EnumValue_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("__EnumValue", field, false, false, "field of type String does not have child fields")
@@ -10371,7 +10371,7 @@ func (ec *executionContext) fieldContext___EnumValue_deprecationReason(_ context
 }
 
 func (ec *executionContext) ___Field_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Field) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext___Field_name, obj.Name, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext___Field_name, obj.Name, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext___Field_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("__Field", field, false, false, "field of type String does not have child fields")
@@ -10522,7 +10522,7 @@ func (ec *executionContext) fieldContext___Field_deprecationReason(_ context.Con
 }
 
 func (ec *executionContext) ___InputValue_name(ctx context.Context, field graphql.CollectedField, obj *introspection.InputValue) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext___InputValue_name, obj.Name, ec.marshalNString2string, true)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext___InputValue_name, obj.Name, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext___InputValue_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("__InputValue", field, false, false, "field of type String does not have child fields")
@@ -10584,7 +10584,7 @@ func (ec *executionContext) fieldContext___InputValue_type(_ context.Context, fi
 }
 
 func (ec *executionContext) ___InputValue_defaultValue(ctx context.Context, field graphql.CollectedField, obj *introspection.InputValue) (ret graphql.Marshaler) {
-	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext___InputValue_defaultValue, obj.DefaultValue, ec.marshalOString2ᚖstring, false)
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext___InputValue_defaultValue, obj.DefaultValue, ec.marshalOString2ᚖstring)
 }
 func (ec *executionContext) fieldContext___InputValue_defaultValue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("__InputValue", field, false, false, "field of type String does not have child fields")

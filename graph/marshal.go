@@ -29,7 +29,6 @@ func marshalSlice(ctx context.Context, length int, _ int64, omitPanicHandler boo
 	var wg sync.WaitGroup
 	var failed atomic.Bool
 	for i := range length {
-		idx := i
 		indexes[i] = i
 		contexts[i].Index = &indexes[i]
 		childCtx := graphql.WithFieldContext(ctx, &contexts[i])
@@ -42,7 +41,7 @@ func marshalSlice(ctx context.Context, length int, _ int64, omitPanicHandler boo
 					}
 				}()
 			}
-			ret[idx] = marshalElement(childCtx, idx)
+			ret[i] = marshalElement(childCtx, i)
 		}
 		if i == length-1 { // the caller would only wait: it takes the last one itself
 			run()
@@ -111,7 +110,7 @@ func scalarFieldContext(object string, field graphql.CollectedField, isMethod, i
 // chain cost each value a closure, its context and the value boxed as an interface.
 func resolvePlain[T any](ctx context.Context, oc *graphql.OperationContext, field graphql.CollectedField,
 	fieldContext func(context.Context, graphql.CollectedField) (*graphql.FieldContext, error),
-	v T, marshal func(context.Context, ast.SelectionSet, T) graphql.Marshaler, nonNull bool) (ret graphql.Marshaler) {
+	v T, marshal func(context.Context, ast.SelectionSet, T) graphql.Marshaler) (ret graphql.Marshaler) {
 	fc, err := fieldContext(ctx, field)
 	if err != nil {
 		return graphql.Null
@@ -123,8 +122,7 @@ func resolvePlain[T any](ctx context.Context, oc *graphql.OperationContext, fiel
 			ret = graphql.Null
 		}
 	}()
-	_ = nonNull // a value of T is never nil: ResolveField's "must not be null" cannot apply
-	return marshal(ctx, field.Selections, v)
+	return marshal(ctx, field.Selections, v) // a value of T is never nil: ResolveField's "must not be null" cannot apply
 }
 
 // object writes an object's fields as graphql.FieldSet's MarshalGQL does, byte for byte:

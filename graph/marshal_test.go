@@ -181,7 +181,7 @@ func TestResolvePlainAsResolveField(t *testing.T) {
 				return out, fmt.Sprint(graphql.GetErrors(ctx))
 			}
 			plainOut, plainErrs := run(func(ctx context.Context) graphql.Marshaler {
-				return resolvePlain(ctx, oc, field, fieldContext, "198.51.100.7", marshal, true)
+				return resolvePlain(ctx, oc, field, fieldContext, "198.51.100.7", marshal)
 			})
 			gqlgenOut, gqlgenErrs := run(func(ctx context.Context) graphql.Marshaler {
 				return graphql.ResolveField(ctx, oc, field, fieldContext,
@@ -201,8 +201,8 @@ func TestGeneratedUsesResolvePlain(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_sourceIP, obj.SourceIP, ec.marshalNString2string, true)",
-		"resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_lastSeen, obj.LastSeen, ec.marshalNTime2timeᚐTime, true)",
+		"resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_sourceIP, obj.SourceIP, ec.marshalNString2string)",
+		"resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_lastSeen, obj.LastSeen, ec.marshalNTime2timeᚐTime)",
 	} {
 		if !strings.Contains(string(src), want) {
 			t.Fatalf("generated.go lacks %s: run go generate ./...", want)

@@ -174,11 +174,13 @@ func exists(q *sql.Selector) *sql.Predicate {
 	})
 }
 
+var sqlitePlaceholders = strings.NewReplacer("$1", "?", "$2", "?")
+
 // scanAll runs a query of one column ($1, $2… placeholders, rewritten for SQLite) and
 // returns its values.
 func scanAll[T any](ctx context.Context, c *ent.Client, q string, args ...any) ([]T, error) {
 	if c.Dialect() != dialect.Postgres {
-		q = strings.NewReplacer("$1", "?", "$2", "?").Replace(q)
+		q = sqlitePlaceholders.Replace(q)
 	}
 	rows, err := c.QueryContext(ctx, q, args...)
 	if err != nil {

@@ -108,7 +108,7 @@ func main() {
 			return call // objects and interfaces keep gqlgen's resolution
 		}
 		plain++
-		return fmt.Appendf(nil, "\treturn resolvePlain(ctx, ec.OperationContext, field, ec.%s, obj.%s, ec.%s, %s)\n", m[1], m[2], m[4], m[5])
+		return fmt.Appendf(nil, "\treturn resolvePlain(ctx, ec.OperationContext, field, ec.%s, obj.%s, ec.%s)\n", m[1], m[2], m[4])
 	})
 	if plain == 0 && !bytes.Contains(src, []byte("resolvePlain(")) {
 		fmt.Fprintln(os.Stderr, "gqlpatch: no plain scalar field matched gqlgen's graphql.ResolveField call: gqlgen changed, look again")
