@@ -16,8 +16,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	ft "github.com/flytrap/flytrap/flytraptest"
 	"github.com/flytrap/flytrap/ent/hit"
+	ft "github.com/flytrap/flytrap/flytraptest"
 	"github.com/flytrap/flytrap/server"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/lib/pq"
 
-	ft "github.com/flytrap/flytrap/flytraptest"
 	"github.com/flytrap/flytrap/ent/hit"
+	ft "github.com/flytrap/flytrap/flytraptest"
 	"github.com/flytrap/flytrap/server"
 )
 
@@ -224,4 +224,3 @@ func TestALaterHostlessSiteKeepsTheDefaultSite(t *testing.T) {
 		}
 	})
 }
-

@@ -41,11 +41,11 @@ type Config struct {
 // DefaultConfig is the listener's configuration with nothing set.
 func DefaultConfig() Config {
 	return Config{
-		QueueSize:    8192,
-		BatchSize:    256,
-		Linger:       time.Millisecond,
-		WriteTimeout: 5 * time.Second,
-		SessionIdle:  30 * time.Minute,
+		QueueSize:     8192,
+		BatchSize:     256,
+		Linger:        time.Millisecond,
+		WriteTimeout:  5 * time.Second,
+		SessionIdle:   30 * time.Minute,
 		RoutesMaxAge:  time.Second,
 		RoutesTimeout: 5 * time.Second,
 	}
