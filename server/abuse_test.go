@@ -113,12 +113,30 @@ type abuseCounts struct {
 	wsSent, queries, details, refused atomic.Int64
 }
 
-// abuse runs the three abusers until ctx ends.
+// abusers names the abusers to run: FLYTRAP_ABUSE (a comma-separated subset of ws, where
+// and detail, for the benchmark's diagnosis), else all three.
+func abusers() map[string]bool {
+	v := os.Getenv("FLYTRAP_ABUSE")
+	if v == "" {
+		v = "ws,where,detail"
+	}
+	out := map[string]bool{}
+	for _, a := range strings.Split(v, ",") {
+		out[strings.TrimSpace(a)] = true
+	}
+	return out
+}
+
+// abuse runs the abusers until ctx ends.
 func (ae *abuseEnv) abuse(ctx context.Context, t testing.TB) (*abuseCounts, func()) {
 	var n abuseCounts
 	var wg sync.WaitGroup
+	run := abusers()
 	// 1. One WebSocket, subscribe messages as fast as it can write them.
 	wg.Go(func() {
+		if !run["ws"] {
+			return
+		}
 		u := "ws" + strings.TrimPrefix(ae.env.HTTP.URL, "http") + "/graphql"
 		d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}}
 		conn, _, err := d.DialContext(ctx, u, nil)
@@ -174,11 +192,15 @@ func (ae *abuseEnv) abuse(ctx context.Context, t testing.TB) (*abuseCounts, func
 		}
 	}
 	for range 4 {
-		wg.Go(func() { post(expensive, nil, &n.queries) })
+		if run["where"] {
+			wg.Go(func() { post(expensive, nil, &n.queries) })
+		}
 	}
 	// 3. Five aliases of the large session's detail, from 4 clients.
 	for range 4 {
-		wg.Go(func() { post(details, map[string]any{"id": ae.session}, &n.details) })
+		if run["detail"] {
+			wg.Go(func() { post(details, map[string]any{"id": ae.session}, &n.details) })
+		}
 	}
 	return &n, wg.Wait
 }
@@ -231,6 +253,7 @@ func TestTrapKeepsRecordingUnderAPIAbuse(t *testing.T) {
 // of TestTrapKeepsRecordingUnderAPIAbuse, alternating, and their ratio (issue 22's bar: 0.8).
 //
 //	go test ./server/ -run '^$' -bench TrapUnderAPIAbuse -benchtime 3x
+//	FLYTRAP_ABUSE=ws go test ./server/ -run '^$' -bench TrapUnderAPIAbuse -benchtime 3x   # one abuser: ws, where or detail
 //	FLYTRAP_TEST_POSTGRES_URL='postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable' go test ./server/ -run '^$' -bench TrapUnderAPIAbuse/postgres -benchtime 3x
 func BenchmarkTrapUnderAPIAbuse(b *testing.B) {
 	for _, be := range ft.Backends() {
