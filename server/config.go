@@ -85,8 +85,10 @@ type Config struct {
 	PGPartitions bool
 
 	// Bulkheads (server/bulkheads.go): the sizes of the API's and the trap listener's
-	// database pools; 0 takes store's defaults.
+	// database pools; 0 takes store's defaults. APIConcurrencyLimit: API requests served at
+	// once (0: APIConcurrency's default).
 	DBAPIConns, DBTrapConns int
+	APIConcurrencyLimit     int
 }
 
 // DefaultConfig is the configuration with nothing set.

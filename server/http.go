@@ -30,7 +30,7 @@ func (s *Server) routes() http.Handler {
 	// A body is read only once its sender has authenticated (limitBody refuses a
 	// declared oversize one before); every request but a stream or WebSocket has a deadline
 	// and a compressed answer when the client accepts one.
-	mux.Handle("/graphql", compress(s.deadline(s.authenticate(s.readBody(gql), graphQLErrors), graphQLErrors)))
+	mux.Handle("/graphql", compress(s.deadline(s.authenticate(s.readBody(s.work(gql)), graphQLErrors), graphQLErrors)))
 	api := rest.New(s.resolver, s.db.Client, s.log, rest.Options{
 		Stopping:  s.stopping,
 		Heartbeat: s.cfg.StreamHeartbeat,
@@ -38,7 +38,7 @@ func (s *Server) routes() http.Handler {
 	for _, rt := range api.Routes() {
 		h := s.authenticate(s.readBody(rt.Handler), restErrors)
 		if rt.Pattern != rest.StreamRoute {
-			h = compress(s.deadline(h, restErrors))
+			h = compress(s.deadline(s.authenticate(s.readBody(s.work(rt.Handler)), restErrors), restErrors))
 		}
 		mux.Handle(rt.Pattern, h)
 	}

@@ -39,6 +39,7 @@ type Server struct {
 	engine   *trap.Engine
 	notifier *event.Notifier // nil on SQLite: one instance
 	limiter  *rateLimiter
+	slots    apiSlots // API requests served at once (bulkheads.go)
 	gate     *connGate     // unauthenticated API connections
 	fails    *authFailures // failed authentications per client address
 	ready    *readiness
@@ -69,6 +70,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.usage = newKeyUsage(db.Client, log)
 	s.auth = NewAuthenticator(db.Client, s.jwt, s.usage, log)
 	s.limiter = newRateLimiter(cfg.RateLimit, cfg.RateBurst)
+	s.slots = make(apiSlots, cfg.APIConcurrency())
 	s.gate = newConnGate(cfg.MaxUnauthConns, log)
 	s.fails = newAuthFailures(cfg.AuthFailureRate, cfg.AuthFailureBurst)
 	s.ready = newReadiness(db, log)
