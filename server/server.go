@@ -39,7 +39,7 @@ type Server struct {
 	engine   *trap.Engine
 	notifier *event.Notifier // nil on SQLite: one instance
 	limiter  *rateLimiter
-	slots    apiSlots // API requests served at once (bulkheads.go)
+	slots    apiSlots      // API requests served at once (bulkheads.go)
 	gate     *connGate     // unauthenticated API connections
 	fails    *authFailures // failed authentications per client address
 	ready    *readiness
