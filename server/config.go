@@ -83,6 +83,10 @@ type Config struct {
 	// PGPartitions: on PostgreSQL, create hits and events range-partitioned by day on a new database and
 	// keep partitions created ahead (store.EnsurePartitions; docs/operations.md).
 	PGPartitions bool
+
+	// GraphQL over WebSocket (server/websocket.go, docs/security.md): operations one
+	// connection may run at once; more are refused before any work is done for them.
+	WebsocketMaxOperations int
 }
 
 // DefaultConfig is the configuration with nothing set.
@@ -129,6 +133,8 @@ func DefaultConfig() Config {
 		DiskLowBytes:     1 << 30,
 		GCHeapFloorBytes: 64 << 20,
 		PGPartitions:     true,
+
+		WebsocketMaxOperations: 100,
 	}
 }
 
@@ -216,6 +222,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.GCHeapFloorBytes, "gc-heap-floor-bytes", c.GCHeapFloorBytes, "the heap may grow to this many bytes before Go's garbage collector runs (then to twice the live heap); 0: Go's default. GOGC in the environment wins")
 	fs.Int64Var(&c.MaxLureBytes, "lure-max-bytes", c.MaxLureBytes, "upstream HTML pages larger than this get no lures (and a page is searched this far for its </body>)")
 	c.registerRetention(fs)
+	fs.IntVar(&c.WebsocketMaxOperations, "ws-max-operations", c.WebsocketMaxOperations, "operations (queries, mutations, subscriptions) one GraphQL WebSocket may run at once; more get RATE_LIMITED (1 to 10000)")
 	fs.Func("oidc-token", "JWT the dashboard sends to the API after OIDC sign-in: access_token (default) or id_token", oidcTokenFlag(&c.OIDC.Token))
 }
 
@@ -330,6 +337,9 @@ func (c Config) Validate() error {
 	}
 	if c.GCHeapFloorBytes < 0 || c.GCHeapFloorBytes > 1<<40 {
 		errs = append(errs, errors.New("gc-heap-floor-bytes: must be 0 (off) to 1 TiB"))
+	}
+	if c.WebsocketMaxOperations < 1 || c.WebsocketMaxOperations > 10000 {
+		errs = append(errs, errors.New("ws-max-operations: must be between 1 and 10000"))
 	}
 	if err := c.Webhook.Validate(); err != nil {
 		errs = append(errs, err)
