@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -252,6 +253,15 @@ func (c *wsConn) handle(m wsMessage) bool {
 			c.refuse(code, err.Error())
 			return false
 		}
+		// Signing in is a request of the credential's, as the upgrade is when it carries the
+		// header (and took a token then): a client reconnecting to flood is held to the
+		// credential's rate too.
+		if c.authorization == "" {
+			if err := c.t.admit(ctx); err != nil {
+				c.refuse(closeTooManyOps, "Too many requests: "+graph.Present(err).Message(graph.GraphQLName))
+				return false
+			}
+		}
 		if header != "" {
 			c.authorization = header
 		}
@@ -288,7 +298,7 @@ func (c *wsConn) handle(m wsMessage) bool {
 		if refusal := c.admit(m.ID, inFlight); refusal != nil {
 			c.sendErrors(m.ID, gqlerror.List{refusal})
 			if c.refused.add(time.Now()) {
-				c.refuse(closeTooManyOps, "Too many requests: operations kept coming after being refused")
+				c.refuseLingering(closeTooManyOps, "Too many requests: operations kept coming after being refused")
 				return false
 			}
 			return true
@@ -359,6 +369,34 @@ func (c *wsConn) refuse(code int, reason string) {
 		_ = c.send(wsMessage{Type: "connection_error", Payload: payload})
 	}
 	c.closeWith(code, reason)
+}
+
+// closeLinger is how long a connection closed for flooding is read (and what comes
+// discarded) for the client's close, so that the close code reaches it rather than being
+// lost to the reset that closing on unread messages sends.
+const closeLinger = 500 * time.Millisecond
+
+// refuseLingering is refuse for a client that is still sending: the close frame, then
+// what it sends discarded until its close comes back or closeLinger passes.
+func (c *wsConn) refuseLingering(code int, reason string) {
+	if c.legacy {
+		payload, _ := json.Marshal(map[string]string{"message": reason})
+		_ = c.send(wsMessage{Type: "connection_error", Payload: payload})
+	}
+	c.wmu.Lock()
+	err := c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+	c.wmu.Unlock()
+	if err == nil {
+		_ = c.conn.SetReadDeadline(time.Now().Add(closeLinger))
+		for {
+			if _, r, err := c.conn.NextReader(); err != nil {
+				break // the client's close, an error or the deadline
+			} else if _, err := io.Copy(io.Discard, r); err != nil {
+				break
+			}
+		}
+	}
+	_ = c.conn.Close()
 }
 
 // keepAlive runs on its timer: a ka (legacy) or a ping, and a connection that did
