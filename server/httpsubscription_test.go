@@ -12,6 +12,7 @@ import (
 
 	ft "github.com/flytrap/flytrap/flytraptest"
 	"github.com/flytrap/flytrap/server"
+	"github.com/flytrap/flytrap/viewer"
 )
 
 // A subscription sent over plain HTTP is refused at once with 400 / BAD_USER_INPUT,
@@ -81,6 +82,70 @@ func TestSubscriptionOverHTTPIsRefused(t *testing.T) {
 		}
 		if n := env.Server.LiveSubscribers(); n != 1 {
 			t.Fatalf("%d live subscribers, want the WebSocket's one", n)
+		}
+	})
+}
+
+// Running subscriptions and event streams re-check their credential at every
+// --stream-heartbeat: a key revoked where no broker hears of it (another process writing
+// the database) ends them within a few beats. Subscriptions used to wait 15 s whatever
+// the heartbeat.
+func TestRevocationFollowsStreamHeartbeat(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		env := ft.Start(t, b, func(c *server.Config) { c.StreamHeartbeat = 200 * time.Millisecond })
+		a := env.Tenant("acme")
+		victim := env.Key(a.Org.ID, viewer.ReadOnly)
+		var keyID string
+		d := env.MustGraphQL(victim, `{ viewer { keyID } }`, nil)
+		keyID, _ = ft.Dig(d, "viewer", "keyID").(string)
+		// Each socket answers pings (or graphql-transport-ws would drop it for a missed pong)
+		// and reports how its subscription ended.
+		ended := make(chan string, 2)
+		for _, protocol := range []string{"graphql-transport-ws", "graphql-ws"} {
+			c := subscribeOn(t, env, protocol, victim, `subscription { events { id } }`, nil)
+			_ = c.SetReadDeadline(time.Time{})
+			go func() {
+				for {
+					var m wsMsg
+					if err := c.ReadJSON(&m); err != nil {
+						ended <- protocol + ": " + err.Error()
+						return
+					}
+					switch m.Type {
+					case "ping":
+						_ = c.WriteJSON(wsMsg{Type: "pong"})
+					case "complete", "error":
+						ended <- protocol + ": " + m.Type
+						return
+					}
+				}
+			}()
+		}
+		sse := openSSE(t, env, victim)
+		waitSubscribers(t, env, 3)
+		// Behind the service's back: no hook, no NOTIFY, only the re-check can see it.
+		q := `UPDATE api_keys SET revoked_at = ? WHERE id = ?`
+		if env.DB.Dialect == "postgres" {
+			q = `UPDATE api_keys SET revoked_at = $1 WHERE id = $2`
+		}
+		if _, err := env.DB.SQL.Exec(q, time.Now().UTC(), keyID); err != nil {
+			t.Fatal(err)
+		}
+		waitSubscribers(t, env, 0) // polls for 10 s: 50 heartbeats
+		for range 2 {
+			if how := <-ended; !strings.HasSuffix(how, ": complete") {
+				t.Fatalf("a subscription of the revoked key ended with %s, want complete", how)
+			}
+		}
+		for deadline := time.After(10 * time.Second); ; {
+			select {
+			case _, open := <-sse:
+				if !open {
+					return // the stream ended too
+				}
+			case <-deadline:
+				t.Fatal("the event stream of a revoked key is still open")
+			}
 		}
 	})
 }
