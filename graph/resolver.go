@@ -25,7 +25,8 @@ type Resolver struct {
 	open    sync.Map // Follow.Kind → *atomic.Int64: live readers, for metrics
 	// CredentialCheck is how often a subscription re-checks its credential (revoked key,
 	// expired JWT) on its own, besides the broker's immediate end on a revocation made on
-	// this instance (default 15s; tests shorten it).
+	// this instance or announced by NOTIFY: the server sets it to --stream-heartbeat, the
+	// SSE stream's interval (15s when unset).
 	CredentialCheck time.Duration
 
 	// Previewer renders trapPreview; the server sets it once the trap engine exists.

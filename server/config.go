@@ -89,6 +89,9 @@ type Config struct {
 	// once (0: APIConcurrency's default).
 	DBAPIConns, DBTrapConns int
 	APIConcurrencyLimit     int
+	// GraphQL over WebSocket (server/websocket.go, docs/security.md): operations one
+	// connection may run at once; more are refused before any work is done for them.
+	WebsocketMaxOperations int
 }
 
 // DefaultConfig is the configuration with nothing set.
@@ -135,6 +138,8 @@ func DefaultConfig() Config {
 		DiskLowBytes:     1 << 30,
 		GCHeapFloorBytes: 64 << 20,
 		PGPartitions:     true,
+
+		WebsocketMaxOperations: 100,
 	}
 }
 
@@ -223,6 +228,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MaxLureBytes, "lure-max-bytes", c.MaxLureBytes, "upstream HTML pages larger than this get no lures (and a page is searched this far for its </body>)")
 	c.registerRetention(fs)
 	c.registerBulkheads(fs)
+	fs.IntVar(&c.WebsocketMaxOperations, "ws-max-operations", c.WebsocketMaxOperations, "operations (queries, mutations, subscriptions) one GraphQL WebSocket may run at once; more get RATE_LIMITED (1 to 10000)")
 	fs.Func("oidc-token", "JWT the dashboard sends to the API after OIDC sign-in: access_token (default) or id_token", oidcTokenFlag(&c.OIDC.Token))
 }
 
@@ -340,6 +346,9 @@ func (c Config) Validate() error {
 	}
 	if c.GCHeapFloorBytes < 0 || c.GCHeapFloorBytes > 1<<40 {
 		errs = append(errs, errors.New("gc-heap-floor-bytes: must be 0 (off) to 1 TiB"))
+	}
+	if c.WebsocketMaxOperations < 1 || c.WebsocketMaxOperations > 10000 {
+		errs = append(errs, errors.New("ws-max-operations: must be between 1 and 10000"))
 	}
 	if err := c.Webhook.Validate(); err != nil {
 		errs = append(errs, err)

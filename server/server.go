@@ -77,6 +77,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.broker = event.NewBroker(db.Client, log, cfg.EventPollInterval)
 	s.resolver = graph.NewResolver(db.Client, s.broker, log, time.Now)
 	s.resolver.SetMaxStreamsPerOrg(cfg.MaxStreamsPerOrg)
+	s.resolver.CredentialCheck = cfg.StreamHeartbeat // as SSE streams do (rest.Options.Heartbeat)
 	s.resolver.Manual = cfg.WebhookManual
 	s.resolver.DetailLimit = cfg.SessionDetailLimit
 	s.resolver.Storage = s.storageReport
