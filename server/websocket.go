@@ -77,6 +77,7 @@ type wsTransport struct {
 	auth        func(ctx context.Context, authorization string) (context.Context, int, error)
 	admit       func(ctx context.Context) error // the per-credential rate limit, per operation
 	maxOps      int                             // operations in flight per connection
+	slots       apiSlots                        // the API's slots: an operation executes in one
 	authFailed  func(remoteAddr string)         // counts a refused connection_init toward the address's limit
 	log         *slog.Logger
 	readLimit   int64
@@ -97,6 +98,7 @@ var writeBufferPool = &sync.Pool{}
 func newWSTransport(s *Server) *wsTransport {
 	origins := websocketOrigins{allowed: s.cfg.AllowedOrigins}
 	return &wsTransport{
+		slots: s.slots,
 		upgrader: websocket.Upgrader{
 			HandshakeTimeout: 10 * time.Second,
 			Subprotocols:     []string{protoTransportWS, protoLegacy},
@@ -258,6 +260,7 @@ func (c *wsConn) handle(m wsMessage) bool {
 		// credential's rate too.
 		if c.authorization == "" {
 			if err := c.t.admit(ctx); err != nil {
+				c.t.authFailed(c.remoteAddr) // a flooder reconnecting: its address is blocked like a key guesser's
 				c.refuse(closeTooManyOps, "Too many requests: "+graph.Present(err).Message(graph.GraphQLName))
 				return false
 			}
@@ -298,6 +301,9 @@ func (c *wsConn) handle(m wsMessage) bool {
 		if refusal := c.admit(m.ID, inFlight); refusal != nil {
 			c.sendErrors(m.ID, gqlerror.List{refusal})
 			if c.refused.add(time.Now()) {
+				// Counted as a failed authentication of its address: a flooder that reconnects is
+				// soon refused before its upgrade (429), which costs far less than a socket.
+				c.t.authFailed(c.remoteAddr)
 				c.refuseLingering(closeTooManyOps, "Too many requests: operations kept coming after being refused")
 				return false
 			}
@@ -445,12 +451,22 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 		c.sendErrors(o.id, internalError())
 		c.finish(o, false)
 	})
+	// It executes in one of the API's slots, as an HTTP request does, its results read
+	// included (a subscription only until it is set up: its deliveries are the follower's).
+	acquired := c.t.slots.acquire(ctx)
+	if acquired {
+		defer c.t.slots.release()
+	}
 	defer func() {
 		if o.responses != nil && !o.driven {
 			o.readAll()
 		}
 	}()
 	defer close(o.ready)
+	if !acquired {
+		c.finish(o, false) // the operation was stopped or the connection closed meanwhile
+		return
+	}
 	// Admitted (the rate limit is taken), it is authorised as an HTTP request would be
 	// now: a key revoked or a token expired since connection_init runs nothing more. The
 	// lookup this costs is one per admitted operation, as it is one per HTTP request.
