@@ -77,6 +77,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.resolver.SetMaxStreamsPerOrg(cfg.MaxStreamsPerOrg)
 	s.resolver.Manual = cfg.WebhookManual
 	s.resolver.DetailLimit = cfg.SessionDetailLimit
+	s.resolver.DetailBytes, s.resolver.Where = cfg.SessionDetailBytes, cfg.Where
 	s.resolver.Storage = s.storageReport
 	s.ws = newWSTransport(s)
 	engine, err := trap.New(ctx, cfg.Trap, db.Client, db.Dialect, log)
