@@ -83,13 +83,28 @@ func NewWhereBudget(limits WhereLimits) *WhereBudget {
 	return &WhereBudget{Limits: limits, schema: parsedSchema}
 }
 
-// WhereLimitError is a filter over one of the limits; its message names the limit and its flag.
-type WhereLimitError struct{ Msg string }
+// WhereLimitError is a filter over one of the limits, its message naming the limit and its
+// flag, or (Invalid) a filter ent cannot build.
+type WhereLimitError struct {
+	Msg     string
+	Invalid bool
+}
 
 func (e *WhereLimitError) Error() string { return e.Msg }
 
 func whereErr(format string, a ...any) error {
 	return &WhereLimitError{Msg: "where: " + fmt.Sprintf(format, a...)}
+}
+
+// hasPredicate reports whether obj gives ent a predicate: a value, or a non-empty list. An
+// empty object inside not, and, or or hasXWith is an error in ent's where inputs.
+func hasPredicate(obj map[string]any) bool {
+	for _, v := range obj {
+		if l, isList := v.([]any); v != nil && (!isList || len(l) > 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // Add prices v, a value of the where input typ as gqlparser gives it (objects as maps, lists
@@ -124,6 +139,9 @@ func (b *WhereBudget) walk(typ string, v any, edges, mult int) (int, error) {
 		list, isList := val.([]any)
 		switch {
 		case name == "not":
+			if sub, _ := val.(map[string]any); !hasPredicate(sub) {
+				return 0, &WhereLimitError{Msg: "where: not has no predicate", Invalid: true}
+			}
 			c, err := b.walk(fd.Type.Name(), val, edges, mult)
 			if err != nil {
 				return 0, err
@@ -140,6 +158,9 @@ func (b *WhereBudget) walk(typ string, v any, edges, mult int) (int, error) {
 				}
 			}
 			for _, item := range list {
+				if sub, _ := item.(map[string]any); !hasPredicate(sub) {
+					return 0, &WhereLimitError{Msg: fmt.Sprintf("where: an item of %s has no predicate", name), Invalid: true}
+				}
 				c, err := b.walk(fd.Type.Name(), item, depth, mult)
 				if err != nil {
 					return 0, err

@@ -56,7 +56,11 @@ func (c costLimit) MutateOperationContext(_ context.Context, oc *graphql.Operati
 	cost, werr := c.price(oc.Operation, oc.Variables)
 	if werr != nil {
 		err := gqlerror.Errorf("%s", werr.Error())
-		errcode.Set(err, errComplexityLimit)
+		code := errComplexityLimit
+		if we, ok := werr.(*graph.WhereLimitError); ok && we.Invalid {
+			code = CodeBadUserInput
+		}
+		errcode.Set(err, code)
 		return err
 	}
 	if cost > c.max {

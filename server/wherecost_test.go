@@ -67,6 +67,16 @@ func TestWhereFiltersArePriced(t *testing.T) {
 		refused("nested in a page", `{ sessions(first: 50) { edges { node { hits(where: {bodyContains: "x"}) { totalCount } } } } }`, nil, "--where-max-scans")
 		refused("hits connections", `{ sessions(first: 1) { edges { node { a: hits(where: {pathContains: "a"}) { totalCount } b: hits(where: {userAgentContainsFold: "b"}) { totalCount } c: hits(where: {queryHasPrefix: "c"}) { totalCount } } } } }`, nil, "--where-max-scans")
 
+		// An empty filter inside or, and, not or hasXWith is the caller's error, not an internal
+		// one (ent cannot build it; the fuzz target found it).
+		for _, w := range []map[string]any{{"or": []any{map[string]any{}}}, {"not": map[string]any{"severity": nil}},
+			{"hasHitsWith": []any{map[string]any{"or": []any{}}}}} {
+			if r := env.GraphQL(a.ReadOnly, q, map[string]any{"w": w}); r.Code() != "BAD_USER_INPUT" || !strings.Contains(r.Errors[0].Message, "no predicate") {
+				t.Errorf("%v: %d %.300s, want BAD_USER_INPUT", w, r.Status, r.Raw)
+			}
+		}
+		wantOK(t, env.GraphQL(a.ReadOnly, q, map[string]any{"w": map[string]any{}}))
+
 		// What the dashboard sends, and one body search, answer.
 		dash := map[string]any{"classification": "AI_AGENT", "severity": "high", "hasHitsWith": []any{map[string]any{"trapID": "trp_x"}},
 			"lastSeenGTE": time.Now().Add(-time.Hour).Format(time.RFC3339), "sourceIPHasPrefix": "203.0"}
