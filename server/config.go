@@ -92,6 +92,11 @@ type Config struct {
 	// GraphQL over WebSocket (server/websocket.go, docs/security.md): operations one
 	// connection may run at once; more are refused before any work is done for them.
 	WebsocketMaxOperations int
+	// Cost of what one API request asks for, bounded before it runs (docs/security.md,
+	// "Filters and response bytes"): where filters, and the bytes of a session's detail.
+	Where graph.WhereLimits
+	// SessionDetailBytes bounds the stored bytes of each list of a session's detail.
+	SessionDetailBytes int
 }
 
 // DefaultConfig is the configuration with nothing set.
@@ -140,6 +145,8 @@ func DefaultConfig() Config {
 		PGPartitions:     true,
 
 		WebsocketMaxOperations: 100,
+		Where:                  graph.DefaultWhereLimits,
+		SessionDetailBytes:     graph.DefaultDetailBytes,
 	}
 }
 
@@ -230,6 +237,34 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	c.registerBulkheads(fs)
 	fs.IntVar(&c.WebsocketMaxOperations, "ws-max-operations", c.WebsocketMaxOperations, "operations (queries, mutations, subscriptions) one GraphQL WebSocket may run at once; more get RATE_LIMITED (1 to 10000)")
 	fs.Func("oidc-token", "JWT the dashboard sends to the API after OIDC sign-in: access_token (default) or id_token", oidcTokenFlag(&c.OIDC.Token))
+	c.registerCost(fs)
+}
+
+// registerCost declares the flags of what one API request may ask for (docs/security.md,
+// "Filters and response bytes").
+func (c *Config) registerCost(fs *flag.FlagSet) {
+	fs.IntVar(&c.Where.MaxNodes, "where-max-nodes", c.Where.MaxNodes, "predicates, list items and nesting levels in all the where filters of one GraphQL operation (10 to 1000)")
+	fs.IntVar(&c.Where.MaxWidth, "where-max-width", c.Where.MaxWidth, "items in one and, or or hasXWith list of a where filter (2 to 100)")
+	fs.IntVar(&c.Where.MaxScans, "where-max-scans", c.Where.MaxScans, "substring and text predicates over hits and prompts in one request, counted once per row of the pages they filter (0 to 20)")
+	fs.IntVar(&c.SessionDetailBytes, "session-detail-bytes", c.SessionDetailBytes, "stored bytes of each list (hits, signals, prompts) of a session's detail, newest first (64 KiB to 8 MiB; REST and GraphQL alike)")
+}
+
+// validateCost checks the flags of registerCost.
+func (c *Config) validateCost() []error {
+	var errs []error
+	if c.Where.MaxNodes < 10 || c.Where.MaxNodes > 1000 {
+		errs = append(errs, errors.New("where-max-nodes: must be between 10 and 1000"))
+	}
+	if c.Where.MaxWidth < 2 || c.Where.MaxWidth > 100 {
+		errs = append(errs, errors.New("where-max-width: must be between 2 and 100"))
+	}
+	if c.Where.MaxScans < 0 || c.Where.MaxScans > 20 {
+		errs = append(errs, errors.New("where-max-scans: must be between 0 and 20"))
+	}
+	if c.SessionDetailBytes < graph.MinDetailBytes || c.SessionDetailBytes > graph.MaxDetailBytes {
+		errs = append(errs, fmt.Errorf("session-detail-bytes: must be between %d and %d", graph.MinDetailBytes, graph.MaxDetailBytes))
+	}
+	return errs
 }
 
 func parsePrefixes(v string) ([]netip.Prefix, error) {
@@ -335,6 +370,7 @@ func (c Config) Validate() error {
 	if c.MetricsSessionsRefresh < time.Second || c.MetricsSessionsRefresh > time.Hour {
 		errs = append(errs, errors.New("metrics-sessions-refresh: must be between 1s and 1h"))
 	}
+	errs = append(errs, c.validateCost()...)
 	if t := c.MetricsToken; t != "" && (len(t) < 16 || len(t) > 256 || strings.ContainsFunc(t, func(r rune) bool { return r <= ' ' || r > '~' })) {
 		errs = append(errs, errors.New("metrics-token: must be 16 to 256 printable ASCII characters without spaces"))
 	}

@@ -61,7 +61,7 @@ func (s *Server) graphQLHandler() *handler.Server {
 		srv.Use(extension.Introspection{})
 	}
 	srv.Use(depthLimit{max: s.cfg.DepthLimit}) // first: its message is the clearer one
-	srv.Use(costLimit{max: s.cfg.ComplexityLimit})
+	srv.Use(costLimit{max: s.cfg.ComplexityLimit, where: s.cfg.Where, listSizes: graph.DetailListSizes(s.cfg.SessionDetailBytes)})
 	srv.Use(transactioner{entgql.Transactioner{TxOpener: s.db.Client}, s.log})
 	// No AroundFields: plain scalar fields skip field middleware (graph.resolvePlain); a rule
 	// for some fields is a directive, as @pageLimits is.

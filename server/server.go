@@ -80,6 +80,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.resolver.CredentialCheck = cfg.StreamHeartbeat // as SSE streams do (rest.Options.Heartbeat)
 	s.resolver.Manual = cfg.WebhookManual
 	s.resolver.DetailLimit = cfg.SessionDetailLimit
+	s.resolver.DetailBytes, s.resolver.Where = cfg.SessionDetailBytes, cfg.Where
 	s.resolver.Storage = s.storageReport
 	s.ws = newWSTransport(s)
 	engine, err := trap.New(ctx, cfg.Trap, db.Trap, db.Dialect, log) // its own pool: no API caller takes it
