@@ -117,6 +117,10 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 			refuse(w, errTooManyFailures)
 			return
 		}
+		if s.limiter.exhausted(w, header) { // before the lookup: a flood costs no database read
+			refuse(w, errRateLimited)
+			return
+		}
 		v, err := s.auth.Authenticate(r.Context(), header)
 		if err != nil {
 			if errors.Is(err, ErrUnauthenticated) {
@@ -130,13 +134,16 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 			return
 		}
 		s.gate.authenticated(r.Context())
+		s.limiter.learn(header, v)
 		if !s.limiter.allow(w, v) {
-			refuse(w, apperr.New(apperr.KindTooMany, "rate limit exceeded; retry after the time in Retry-After"))
+			refuse(w, errRateLimited)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(viewer.NewContext(r.Context(), v)))
 	})
 }
+
+var errRateLimited = apperr.New(apperr.KindTooMany, "rate limit exceeded; retry after the time in Retry-After")
 
 func isWebsocketUpgrade(r *http.Request) bool {
 	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
