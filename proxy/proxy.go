@@ -177,8 +177,9 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		// believes them would take the visitor's word for its address, scheme or host.
 		dropClientHeaders(pr.Out.Header)
 	}
-	pr.SetXForwarded() // what Flytrap saw: the peer, the Host, the scheme
-	if trusted { // a proxy in front of us: keep the chain it began
+	// What Flytrap saw: the peer, the Host, the scheme; behind a proxy of ours, the chain it began.
+	pr.SetXForwarded()
+	if trusted {
 		if prior := pr.In.Header.Values("X-Forwarded-For"); len(prior) > 0 {
 			pr.Out.Header.Set("X-Forwarded-For", strings.Join(prior, ", ")+", "+pr.Out.Header.Get("X-Forwarded-For"))
 		}
