@@ -105,6 +105,8 @@ type visitorWriter struct {
 
 	mu   sync.Mutex
 	done bool // handler returned or connection taken over: the deadlines are no longer ours to set
+
+	bodyTimedOut atomic.Bool // the visitor sent no byte of its body within ReadTimeout
 }
 
 func newVisitorWriter(w http.ResponseWriter, cfg Config, wd *watchdog) *visitorWriter {
@@ -131,12 +133,15 @@ func (w *visitorWriter) armRead() bool {
 }
 
 // finish runs as the handler returns: the answer's last bytes (net/http's final flush)
-// get a fresh deadline, and no read deadline is set from now on.
+// and what net/http reads of an unfinished body to reuse the connection get a fresh
+// deadline, and none is set from another goroutine from now on.
 func (w *visitorWriter) finish() {
 	w.mu.Lock()
 	w.done = true
 	w.mu.Unlock()
-	w.armWrite()
+	now := time.Now()
+	_ = w.rc.SetReadDeadline(now.Add(w.read))
+	_ = w.rc.SetWriteDeadline(now.Add(w.write))
 }
 
 func (w *visitorWriter) WriteHeader(code int) {
@@ -194,6 +199,9 @@ func (b *visitorBody) Read(p []byte) (int, error) {
 	}
 	if err != nil {
 		b.end = true // at its end net/http starts reading the connection itself: hands off
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			b.vw.bodyTimedOut.Store(true) // not a context cause: net/http cancels the request's context first
+		}
 	}
 	return n, err
 }

@@ -85,6 +85,7 @@ type ctxKey struct{}
 type exchange struct {
 	plan *plan // nil: no lures
 	wd   *watchdog
+	vw   *visitorWriter
 }
 
 // plan is what a request's lures will be, decided before it is proxied.
@@ -137,6 +138,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer x.wd.stop()
 	vw := newVisitorWriter(w, p.cfg, x.wd)
 	defer vw.finish()
+	x.vw = vw
 	r = r.WithContext(context.WithValue(ctx, ctxKey{}, x))
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = &visitorBody{ReadCloser: r.Body, vw: vw}
@@ -326,14 +328,19 @@ func injectable(resp *http.Response, max int64) bool {
 }
 
 // failed answers an application that cannot be reached: 502, no details (they are logged).
-// An upstream that does not answer in time gets 504, as from nginx.
+// An upstream that does not answer in time gets 504, a visitor that does not send its
+// body in time 408, as from nginx.
 func (p *Proxy) failed(w http.ResponseWriter, r *http.Request, err error) {
 	status := http.StatusBadGateway
 	var ne net.Error
-	if cause := context.Cause(r.Context()); errors.Is(cause, errUpstreamTimeout) || (errors.As(err, &ne) && ne.Timeout()) {
+	x, _ := r.Context().Value(ctxKey{}).(*exchange)
+	switch cause := context.Cause(r.Context()); {
+	case x != nil && x.vw.bodyTimedOut.Load():
+		status = http.StatusRequestTimeout // nginx's answer to a body not sent within client_body_timeout
+	case errors.Is(cause, errUpstreamTimeout) || (errors.As(err, &ne) && ne.Timeout()):
 		status, err = http.StatusGatewayTimeout, errors.Join(err, cause)
 	}
-	if !errors.Is(err, context.Canceled) || status == http.StatusGatewayTimeout {
+	if status == http.StatusGatewayTimeout || (status == http.StatusBadGateway && !errors.Is(err, context.Canceled)) {
 		p.log.Warn("proxying to the upstream failed", "host", r.Host, "status", status, "err", err)
 	}
 	h := w.Header()
@@ -341,10 +348,11 @@ func (p *Proxy) failed(w http.ResponseWriter, r *http.Request, err error) {
 		delete(h, k)
 	}
 	h.Set("Content-Type", "text/html")
+	h.Set("Connection", "close") // a visitor cut for its slowness, or a request the upstream did not take: no reuse
 	w.WriteHeader(status)
-	title := fmt.Sprintf("%d %s", status, http.StatusText(status))
-	if status == http.StatusGatewayTimeout {
-		title = "504 Gateway Time-out" // nginx's wording
+	title := map[int]string{http.StatusRequestTimeout: "408 Request Time-out", http.StatusGatewayTimeout: "504 Gateway Time-out"}[status] // nginx's wording
+	if title == "" {
+		title = fmt.Sprintf("%d %s", status, http.StatusText(status))
 	}
 	_, _ = io.WriteString(w, "<html>\r\n<head><title>"+title+"</title></head>\r\n<body>\r\n<center><h1>"+title+"</h1></center>\r\n</body>\r\n</html>\r\n")
 }
