@@ -34,6 +34,7 @@ type Config struct {
 	WriteTimeout   time.Duration // how long a request waits for its hit to be durable
 	SessionIdle    time.Duration // idle gap that ends a session
 	RoutesMaxAge   time.Duration // how stale the routes may be when another instance changed them
+	MCPStreamIdle  time.Duration // a legacy MCP stream with no message posted this long ends (0: DefaultMCPStreamIdle)
 }
 
 // DefaultConfig is the listener's configuration with nothing set.
