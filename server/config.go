@@ -97,6 +97,13 @@ type Config struct {
 	Where graph.WhereLimits
 	// SessionDetailBytes bounds the stored bytes of each list of a session's detail.
 	SessionDetailBytes int
+	// The trap listener's connections and the lure proxy's bounds toward visitors and the
+	// upstream (docs/security.md, "The lure proxy").
+	TrapMaxConns      int           // trap listener connections open at once; 0: half the open-file limit (trapMaxConns)
+	ProxyReadTimeout  time.Duration // longest wait for a visitor's next bytes of a proxied request or WebSocket
+	ProxyWriteTimeout time.Duration // longest one write to a visitor of a proxied answer may take
+	UpstreamMaxConns  int           // connections to the upstream at once
+	UpstreamTimeout   time.Duration // dial, TLS, response headers, and the longest silence of a proxied exchange
 }
 
 // DefaultConfig is the configuration with nothing set.
@@ -147,6 +154,10 @@ func DefaultConfig() Config {
 		WebsocketMaxOperations: 100,
 		Where:                  graph.DefaultWhereLimits,
 		SessionDetailBytes:     graph.DefaultDetailBytes,
+		ProxyReadTimeout:       proxy.DefaultReadTimeout,
+		ProxyWriteTimeout:      proxy.DefaultWriteTimeout,
+		UpstreamMaxConns:       proxy.DefaultUpstreamMaxConns,
+		UpstreamTimeout:        proxy.DefaultUpstreamTimeout,
 	}
 }
 
@@ -236,6 +247,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	c.registerRetention(fs)
 	c.registerBulkheads(fs)
 	fs.IntVar(&c.WebsocketMaxOperations, "ws-max-operations", c.WebsocketMaxOperations, "operations (queries, mutations, subscriptions) one GraphQL WebSocket may run at once; more get RATE_LIMITED (1 to 10000)")
+	c.registerProxy(fs)
 	fs.Func("oidc-token", "JWT the dashboard sends to the API after OIDC sign-in: access_token (default) or id_token", oidcTokenFlag(&c.OIDC.Token))
 	c.registerCost(fs)
 }
@@ -389,6 +401,7 @@ func (c Config) Validate() error {
 	if err := c.Webhook.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.validateProxy()...)
 	if c.JWT.Enabled() {
 		if err := c.JWT.normalize().validate(); err != nil {
 			errs = append(errs, err)
@@ -447,4 +460,27 @@ func parseUpstream(v string) (*url.URL, error) {
 		return nil, fmt.Errorf("%q is not an http:// or https:// URL of a host (no credentials, query or fragment)", v)
 	}
 	return u, nil
+}
+
+// registerProxy adds the flags of the trap listener's connections and the lure proxy's bounds.
+func (c *Config) registerProxy(fs *flag.FlagSet) {
+	fs.IntVar(&c.TrapMaxConns, "trap-max-conns", c.TrapMaxConns, "trap listener connections open at once; at the cap a new one replaces an idle keep-alive connection or is closed; 0: half the process's open-file limit (64 to 16384)")
+	fs.DurationVar(&c.ProxyReadTimeout, "proxy-read-timeout", c.ProxyReadTimeout, "lure proxy: longest wait for a visitor's next bytes of a proxied request body, or of a WebSocket quiet both ways")
+	fs.DurationVar(&c.ProxyWriteTimeout, "proxy-write-timeout", c.ProxyWriteTimeout, "lure proxy: longest one write of a proxied answer to a visitor may take (a visitor that stops reading is cut)")
+	fs.IntVar(&c.UpstreamMaxConns, "upstream-max-conns", c.UpstreamMaxConns, "lure proxy: connections to the upstream open at once; more requests wait for one (within upstream-timeout)")
+	fs.DurationVar(&c.UpstreamTimeout, "upstream-timeout", c.UpstreamTimeout, "lure proxy: time the upstream has to accept a connection, answer with headers, and between two reads of its answer; past it the visitor gets 504")
+}
+
+func (c Config) validateProxy() []error {
+	var errs []error
+	if c.TrapMaxConns < 0 || c.TrapMaxConns > 1<<20 {
+		errs = append(errs, errors.New("trap-max-conns: must be 0 (half the open-file limit) to 1048576"))
+	}
+	if c.ProxyReadTimeout < 100*time.Millisecond || c.ProxyWriteTimeout < 100*time.Millisecond || c.UpstreamTimeout < 100*time.Millisecond {
+		errs = append(errs, errors.New("proxy-read-timeout, proxy-write-timeout and upstream-timeout: must be at least 100ms"))
+	}
+	if c.UpstreamMaxConns < 1 || c.UpstreamMaxConns > 1<<16 {
+		errs = append(errs, errors.New("upstream-max-conns: must be between 1 and 65536"))
+	}
+	return errs
 }

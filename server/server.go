@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"entgo.io/ent/dialect"
@@ -50,6 +51,7 @@ type Server struct {
 
 	// trapHandler answers the trap listener: the engine, or the proxy in front of an upstream.
 	trapHandler http.Handler
+	trapConns   atomic.Pointer[trap.ConnLimiter] // set by TrapListener
 }
 
 // New builds a server over an open database. ctx bounds background work started
@@ -90,7 +92,9 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.engine = engine
 	s.trapHandler = engine
 	if cfg.Upstream != nil {
-		s.trapHandler = proxy.New(proxy.Config{Upstream: cfg.Upstream, MaxLureBytes: cfg.MaxLureBytes, TrustedProxies: cfg.Trap.TrustedProxies}, engine, log)
+		s.trapHandler = proxy.New(proxy.Config{Upstream: cfg.Upstream, MaxLureBytes: cfg.MaxLureBytes, TrustedProxies: cfg.Trap.TrustedProxies,
+			ReadTimeout: cfg.ProxyReadTimeout, WriteTimeout: cfg.ProxyWriteTimeout,
+			UpstreamMaxConns: cfg.UpstreamMaxConns, UpstreamTimeout: cfg.UpstreamTimeout}, engine, log)
 	}
 	s.resolver.Previewer = engine.Preview
 	s.resolver.TokenKey = engine.Key
@@ -130,6 +134,7 @@ func (s *Server) TrapServer() *http.Server {
 		MaxHeaderBytes:    32 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		ConnContext:       trap.ConnContext,
+		ConnState:         trap.ConnState, // which connections are idle, for TrapListener's cap
 	}
 }
 
@@ -221,7 +226,7 @@ func (s *Server) Serve(ctx context.Context, ln *Listeners, ready func(api, trap 
 	apiSrv := s.APIServer()
 	apiSrv.RegisterOnShutdown(s.Stop)
 	trapSrv := s.TrapServer()
-	trapLn = trap.WrapListener(trapLn)
+	trapLn = s.TrapListener(trapLn)
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	wait := s.Start(bgCtx)
 	defer func() {
