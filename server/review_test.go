@@ -2,10 +2,13 @@ package server_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/flytrap/flytrap/ent"
 	ft "github.com/flytrap/flytrap/flytraptest"
 	"github.com/flytrap/flytrap/server"
 )
@@ -40,5 +43,54 @@ func TestRateLimitBeforeTheLookupIgnoresSpelling(t *testing.T) {
 				t.Errorf("Bearer %q on an empty bucket: %d, want 429 before any lookup", token, s)
 			}
 		}
+	})
+}
+
+// bigHits seeds a session of org with n hits whose bodies are 16 KiB of text that does not
+// compress, and returns the session.
+func bigHits(t *testing.T, env *ft.Env, org string, n int) *ent.Session {
+	t.Helper()
+	s := seedSession(t, env, org, nil)
+	body := make([]byte, 12<<10)
+	_, _ = rand.Read(body)
+	text := base64.StdEncoding.EncodeToString(body)[:16<<10]
+	bulk := make([]*ent.HitCreate, n)
+	now := time.Now().UTC()
+	for i := range bulk {
+		bulk[i] = env.DB.Client.Hit.Create().SetOrgID(org).SetSessionID(s.ID).SetMethod("POST").SetPath("/decoy").
+			SetSourceIP(s.SourceIP).SetHeaders(map[string][]string{"Accept": {"*/*"}}).SetBody(text).
+			SetReceivedAt(now).SetReceivedHour(now.Unix() / 3600)
+	}
+	if _, err := env.DB.Client.Hit.CreateBulk(bulk...).Save(ft.System()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A WebSocket client that stops reading keeps no API slot: an operation's answer is written
+// after its slot is released. It used to be written in the slot, so a read-only key's socket
+// that read nothing held every slot (--api-concurrency, one on two cores) for the 10 s of
+// each blocked write, one queued operation after another, and every other tenant's request
+// waited for its deadline (503).
+func TestDeafWebsocketHoldsNoAPISlot(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		env := ft.Start(t, b, func(c *server.Config) { c.APIConcurrencyLimit, c.RequestTimeout = 1, time.Second })
+		a, other := env.Tenant("attacker"), env.Tenant("other")
+		bigHits(t, env, a.Org.ID, 100)
+		s := openSession(t, env, "graphql-transport-ws", a.ReadOnly)
+		// About 1.6 MB an answer: the socket's buffers fill within a few, and the client reads none.
+		for range 30 {
+			s.send(`{ sessions(first: 1) { edges { node { hits(first: 100) { edges { node { body } } } } } } }`)
+		}
+		time.Sleep(time.Second) // the operations run (or queue for the slot)
+		var statuses []int
+		for range 5 {
+			r := env.GraphQL(other.ReadOnly, `{ traps { totalCount } }`, nil)
+			if r.Status == http.StatusOK && len(r.Errors) == 0 {
+				return
+			}
+			statuses = append(statuses, r.Status)
+		}
+		t.Fatalf("another tenant's requests while a deaf socket's operations wait to write: %v, want one 200", statuses)
 	})
 }

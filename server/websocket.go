@@ -453,9 +453,14 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 	})
 	// It executes in one of the API's slots, as an HTTP request does, its results read
 	// included (a subscription only until it is set up: its deliveries are the follower's).
+	// The slot is released before anything is written to the client: a client that stops
+	// reading blocks a write for up to its 10 s deadline, and would hold the slot (one on two
+	// cores) from every other tenant meanwhile.
 	acquired := c.t.slots.acquire(ctx)
+	o.release = func() {}
 	if acquired {
-		defer c.t.slots.release()
+		o.release = sync.OnceFunc(c.t.slots.release)
+		defer o.release()
 	}
 	defer func() {
 		if o.responses != nil && !o.driven {
@@ -472,6 +477,7 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 	// lookup this costs is one per admitted operation, as it is one per HTTP request.
 	ctx, code, err := c.t.auth(ctx, c.authorization)
 	if err != nil {
+		o.release()
 		c.sendErrors(o.id, gqlerror.List{coded(err.Error(), CodeUnauthenticated)})
 		c.finish(o, false)
 		c.closeWith(code, err.Error()) // every later operation would be refused too
@@ -479,6 +485,7 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 	}
 	params := &graphql.RawParams{}
 	if err := json.Unmarshal(payload, params); err != nil {
+		o.release()
 		c.sendErrors(o.id, gqlerror.List{coded("invalid json", CodeBadUserInput)})
 		c.finish(o, false)
 		return
@@ -487,6 +494,7 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 	rc, gerr := c.exec.CreateOperationContext(ctx, params)
 	if gerr != nil {
 		resp := c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), gerr)
+		o.release()
 		if errcode.GetErrorKind(gerr) == errcode.KindProtocol {
 			c.sendErrors(o.id, resp.Errors)
 			c.finish(o, false)
@@ -614,6 +622,7 @@ type wsOp struct {
 	driven       bool // set by the resolver, during DispatchOperation
 	subscription bool
 	ready        chan struct{} // closed once DispatchOperation returned
+	release      func()        // gives the operation's API slot back (once; set by run)
 
 	// Set by run before ready closes.
 	responses graphql.ResponseHandler
@@ -654,6 +663,7 @@ func (o *wsOp) Deliver() (err error) {
 func (o *wsOp) readAll() {
 	for {
 		resp := o.responses(o.ctx)
+		o.release() // computed: writing it to the client takes no slot
 		if resp == nil {
 			break
 		}
