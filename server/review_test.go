@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/flytrap/flytrap/ent"
 	ft "github.com/flytrap/flytrap/flytraptest"
@@ -93,4 +96,49 @@ func TestDeafWebsocketHoldsNoAPISlot(t *testing.T) {
 		}
 		t.Fatalf("another tenant's requests while a deaf socket's operations wait to write: %v, want one 200", statuses)
 	})
+}
+
+// A WebSocket upgraded without credentials has not authenticated until its connection_init
+// has: it counts toward --max-unauthenticated-conns until then, as the HTTP connection it
+// was did. Its upgrade used to free its place (the connection is taken over), so an
+// anonymous visitor held any number of sockets, a reader goroutine and a file each, for the
+// 10 s connection_init may take.
+func TestAnonymousWebsocketsCountAsUnauthenticated(t *testing.T) {
+	env := ft.Start(t, ft.Backends()[0], func(c *server.Config) { c.MaxUnauthConns = 2 })
+	a := env.Tenant("acme")
+	first, _, err := dialWS(t, env, "graphql-transport-ws", nil) // the first is let in: not read, to sign in below
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := 1
+	for range 4 {
+		c, _, err := dialWS(t, env, "graphql-transport-ws", nil)
+		if err != nil {
+			continue // closed on accept: over the cap
+		}
+		_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		_, _, err = c.ReadMessage()
+		var ne interface{ Timeout() bool }
+		if errors.As(err, &ne) && ne.Timeout() {
+			held++ // still open, waiting for its connection_init
+		} else if !websocket.IsCloseError(err, websocket.CloseTryAgainLater) {
+			t.Errorf("an anonymous WebSocket over the cap: %v, want close 1013", err)
+		}
+	}
+	if held > 2 {
+		t.Fatalf("%d anonymous WebSockets held open at once, want at most --max-unauthenticated-conns (2)", held)
+	}
+	// Signing in frees its place.
+	_ = first.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if err := first.WriteJSON(wsMsg{Type: "connection_init", Payload: map[string]any{"Authorization": "Bearer " + a.ReadOnly}}); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, first, "connection_ack")
+	deadline := time.Now().Add(5 * time.Second)
+	for server.UnauthenticatedConns(env.Server) != held-1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d unauthenticated connections after one signed in, want %d", server.UnauthenticatedConns(env.Server), held-1)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
