@@ -39,14 +39,24 @@ func newRateLimiter(perSecond float64, burst int) *rateLimiter {
 
 // learn remembers that header authenticated as v.
 func (rl *rateLimiter) learn(header string, v viewer.Viewer) {
-	rl.seen.Add(sha256.Sum256([]byte(header)), credential(v))
+	rl.seen.Add(headerKey(header), credential(v))
+}
+
+// headerKey is what seen knows a header by: its bearer token, so that every spelling
+// authentication accepts ("bearer", more whitespace) is the one header it is. Keyed by the
+// raw header, each new spelling of a limited key cost a lookup (and a cache entry) again.
+func headerKey(header string) [sha256.Size]byte {
+	if token, err := BearerToken(header); err == nil {
+		header = token
+	}
+	return sha256.Sum256([]byte(header))
 }
 
 // exhausted reports whether header belongs to a credential whose bucket is empty, with
 // the X-RateLimit headers set as allow sets them; it takes no token. An unknown header is
 // never exhausted: it is looked up, and the failed-authentication limit covers guessing.
 func (rl *rateLimiter) exhausted(w http.ResponseWriter, header string) bool {
-	id, ok := rl.seen.Get(sha256.Sum256([]byte(header)))
+	id, ok := rl.seen.Get(headerKey(header))
 	if !ok {
 		return false
 	}

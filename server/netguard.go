@@ -113,6 +113,27 @@ func (g *connGate) authenticated(ctx context.Context) {
 	}
 }
 
+// enter counts a connection taken over before it authenticated (a WebSocket upgraded
+// without credentials, which signs in with its connection_init) until leave; it reports
+// false, counting nothing, at the cap.
+func (g *connGate) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.unauth >= g.max {
+		g.refused.Add(1)
+		return false
+	}
+	g.unauth++
+	return true
+}
+
+// leave ends what enter counted.
+func (g *connGate) leave() {
+	g.mu.Lock()
+	g.unauth--
+	g.mu.Unlock()
+}
+
 // Unauthenticated is how many API connections have not authenticated yet.
 func (g *connGate) Unauthenticated() int {
 	g.mu.Lock()

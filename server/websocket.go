@@ -23,6 +23,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/viewer"
 )
 
 // The GraphQL-over-WebSocket subprotocols: graphql-transport-ws (the graphql-ws npm
@@ -79,6 +80,7 @@ type wsTransport struct {
 	maxOps      int                             // operations in flight per connection
 	slots       apiSlots                        // the API's slots: an operation executes in one
 	authFailed  func(remoteAddr string)         // counts a refused connection_init toward the address's limit
+	gate        *connGate                       // a socket counts as unauthenticated until its connection_init
 	log         *slog.Logger
 	readLimit   int64
 	initTimeout time.Duration
@@ -110,6 +112,7 @@ func newWSTransport(s *Server) *wsTransport {
 		admit:       s.admitOperation,
 		maxOps:      s.cfg.WebsocketMaxOperations,
 		authFailed:  s.fails.failedFrom,
+		gate:        s.gate,
 		log:         s.log,
 		readLimit:   s.cfg.MaxBodyBytes,
 		initTimeout: 10 * time.Second,
@@ -131,6 +134,17 @@ func (t *wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 		// The connection outlives this handler, whose request context ends when it returns.
 		ctx: context.WithoutCancel(r.Context()), ops: map[string]*wsOp{},
 		authorization: r.Header.Get("Authorization"), remoteAddr: r.RemoteAddr,
+		signedIn: func() {},
+	}
+	// Upgraded without credentials, it has not authenticated: it keeps the place its HTTP
+	// connection had among --max-unauthenticated-conns (the upgrade freed it) until its
+	// connection_init succeeds or it closes.
+	if _, ok := viewer.FromContext(r.Context()); !ok && t.gate != nil {
+		if !t.gate.enter() {
+			c.closeWith(websocket.CloseTryAgainLater, "Too many connections have not authenticated")
+			return
+		}
+		c.signedIn = sync.OnceFunc(t.gate.leave)
 	}
 	t.mu.Lock()
 	closed := t.closed
@@ -139,6 +153,7 @@ func (t *wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 	}
 	t.mu.Unlock()
 	if closed {
+		c.signedIn()
 		c.closeWith(websocket.CloseGoingAway, "the server is shutting down")
 		return
 	}
@@ -203,6 +218,7 @@ type wsConn struct {
 	// else the upgrade request's); every operation is authorised with it again.
 	authorization string
 	remoteAddr    string
+	signedIn      func() // frees its place among the unauthenticated connections (once)
 	refused       refusals
 
 	wmu    sync.Mutex // gorilla allows one writer at a time
@@ -269,6 +285,7 @@ func (c *wsConn) handle(m wsMessage) bool {
 			c.authorization = header
 		}
 		c.ctx, c.acked = ctx, true
+		c.signedIn()
 		_ = c.conn.SetReadDeadline(time.Time{})
 		_ = c.send(wsMessage{Type: "connection_ack"})
 		if c.legacy {
@@ -453,9 +470,14 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 	})
 	// It executes in one of the API's slots, as an HTTP request does, its results read
 	// included (a subscription only until it is set up: its deliveries are the follower's).
+	// The slot is released before anything is written to the client: a client that stops
+	// reading blocks a write for up to its 10 s deadline, and would hold the slot (one on two
+	// cores) from every other tenant meanwhile.
 	acquired := c.t.slots.acquire(ctx)
+	o.release = func() {}
 	if acquired {
-		defer c.t.slots.release()
+		o.release = sync.OnceFunc(c.t.slots.release)
+		defer o.release()
 	}
 	defer func() {
 		if o.responses != nil && !o.driven {
@@ -472,6 +494,7 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 	// lookup this costs is one per admitted operation, as it is one per HTTP request.
 	ctx, code, err := c.t.auth(ctx, c.authorization)
 	if err != nil {
+		o.release()
 		c.sendErrors(o.id, gqlerror.List{coded(err.Error(), CodeUnauthenticated)})
 		c.finish(o, false)
 		c.closeWith(code, err.Error()) // every later operation would be refused too
@@ -479,6 +502,7 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 	}
 	params := &graphql.RawParams{}
 	if err := json.Unmarshal(payload, params); err != nil {
+		o.release()
 		c.sendErrors(o.id, gqlerror.List{coded("invalid json", CodeBadUserInput)})
 		c.finish(o, false)
 		return
@@ -487,6 +511,7 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 	rc, gerr := c.exec.CreateOperationContext(ctx, params)
 	if gerr != nil {
 		resp := c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), gerr)
+		o.release()
 		if errcode.GetErrorKind(gerr) == errcode.KindProtocol {
 			c.sendErrors(o.id, resp.Errors)
 			c.finish(o, false)
@@ -553,6 +578,7 @@ func (c *wsConn) finish(op *wsOp, complete bool) {
 
 // shutdown ends what the connection holds once its reader is done.
 func (c *wsConn) shutdown() {
+	c.signedIn()
 	c.mu.Lock()
 	c.closed = true
 	ops := c.ops
@@ -614,6 +640,7 @@ type wsOp struct {
 	driven       bool // set by the resolver, during DispatchOperation
 	subscription bool
 	ready        chan struct{} // closed once DispatchOperation returned
+	release      func()        // gives the operation's API slot back (once; set by run)
 
 	// Set by run before ready closes.
 	responses graphql.ResponseHandler
@@ -654,6 +681,7 @@ func (o *wsOp) Deliver() (err error) {
 func (o *wsOp) readAll() {
 	for {
 		resp := o.responses(o.ctx)
+		o.release() // computed: writing it to the client takes no slot
 		if resp == nil {
 			break
 		}
