@@ -265,3 +265,4 @@ func TestRateLimitBeforeTheKeyLookup(t *testing.T) {
 		}
 	})
 }
+

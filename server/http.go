@@ -62,7 +62,24 @@ func (s *Server) routes() http.Handler {
 		})
 	}
 	mux.Handle("/", compress(s.dashboard())) // the embedded dashboard (server/web.go); JSON 404 for unknown API routes
-	return s.requestID(s.logRequests(s.recoverPanics(apiVersion(s.limitBody(mux)))))
+	return s.writeDeadline(s.requestID(s.logRequests(s.recoverPanics(apiVersion(s.limitBody(mux))))))
+}
+
+// streamPath is the event stream's path, which writes as long as its client stays.
+var streamPath = strings.TrimPrefix(rest.StreamRoute, "GET ")
+
+// writeDeadline bounds how long an answer may take to leave: twice --request-timeout from
+// the request's start, the second for the client to read it. The listener has no write timeout of its own (streams and WebSockets
+// write for hours, with a deadline per write of their own); without this, a client that
+// stops reading would hold its answer (up to the cost limit's bytes), a goroutine and a
+// descriptor until TCP gave up.
+func (s *Server) writeDeadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isWebsocketUpgrade(r) && r.URL.Path != streamPath {
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(2 * s.cfg.RequestTimeout))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // errorWriter writes an error in the shape of one API; its kind gives the status and code.
