@@ -12,7 +12,13 @@
 //	flytrap-seed -db 'postgres://postgres@127.0.0.1:5432/flytrap_big?sslmode=disable' -sessions 1000000
 //
 // It prints the first organization's id and a new admin API key for it (the organization
-// that holds most sessions), to give to flytrap-reads.
+// that holds most sessions), to give to flytrap-reads, and the host its traps answer on.
+//
+// Each organization's site has its own host, verified (org-N.seed.flytrap.test), as a
+// deployment serving several organizations has them: the trap listener routes a request to a
+// site by its Host header, and falls back to a host-less site only when it is the only one
+// (trap/sites.go), so several host-less sites would leave every seeded trap answering 404.
+// Send the seeded traps' requests with that Host (flytrap-reads -ingest-rate does).
 package main
 
 import (
@@ -178,9 +184,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "org %s\nkey %s\n", s.orgs[0].id, key)
+	fmt.Fprintf(out, "org %s\nkey %s\nhost %s\n", s.orgs[0].id, key, seedHost(1))
 	return nil
 }
+
+// seedHost is the verified host of the n-th seeded organization's site (from 1).
+func seedHost(n int) string { return fmt.Sprintf("org-%d.seed.flytrap.test", n) }
 
 // orderEvents renumbers the seeded events in time order, as event.Append writes them: seq
 // and each organization's positions rise with created_at (docs/decisions.md, "Events
@@ -228,7 +237,7 @@ func (s *seeder) setup(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("create organization: %w", err)
 		}
-		site, err := s.c.Site.Create().SetOrgID(o.ID).SetName("default").Save(ctx)
+		site, err := s.c.Site.Create().SetOrgID(o.ID).SetName("default").SetHost(seedHost(i + 1)).SetHostVerified(true).Save(ctx)
 		if err != nil {
 			return fmt.Errorf("create site: %w", err)
 		}
