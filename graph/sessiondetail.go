@@ -48,17 +48,20 @@ func (r *Resolver) sessionDetail(ctx context.Context, id string) (*model.Session
 	if !s.FirstSeen.IsZero() && !s.LastSeen.Before(s.FirstSeen) {
 		hq = hq.Where(hit.ReceivedAtGTE(s.FirstSeen.Add(-detailSlack)), hit.ReceivedAtLTE(s.LastSeen.Add(detailSlack)))
 	}
-	hits, err := hq.Order(ent.Desc(hit.FieldReceivedAt), ent.Desc(hit.FieldID)).Limit(limit + 1).All(ctx)
+	// Unique(false): ent reads an edge with SELECT DISTINCT, which made PostgreSQL sort every hit
+	// of the session to take the newest (issue 22); a session's hits, signals and prompts are
+	// distinct rows already, read along (session_id, received_at|created_at, id) in order.
+	hits, err := hq.Unique(false).Order(ent.Desc(hit.FieldReceivedAt), ent.Desc(hit.FieldID)).Limit(limit + 1).All(ctx)
 	if err != nil {
 		return nil, err
 	}
 	truncated := len(hits) > limit
 	hits = hits[:min(len(hits), limit)]
-	signals, err := s.QuerySignals().Order(ent.Desc(signal.FieldCreatedAt), ent.Desc(signal.FieldID)).Limit(limit).All(ctx)
+	signals, err := s.QuerySignals().Unique(false).Order(ent.Desc(signal.FieldCreatedAt), ent.Desc(signal.FieldID)).Limit(limit).All(ctx)
 	if err != nil {
 		return nil, err
 	}
-	prompts, err := s.QueryPrompts().Order(ent.Desc(prompt.FieldCreatedAt), ent.Desc(prompt.FieldID)).Limit(limit).All(ctx)
+	prompts, err := s.QueryPrompts().Unique(false).Order(ent.Desc(prompt.FieldCreatedAt), ent.Desc(prompt.FieldID)).Limit(limit).All(ctx)
 	if err != nil {
 		return nil, err
 	}
