@@ -353,7 +353,7 @@ type ids struct {
 	hammered                        string // "N hits from M sessions"
 	eventCursor                     string // GraphQL's, after the event deep before the newest
 	eventPosition                   int64
-	endpoint, deliveryCursor        string // the busiest endpoint, and the cursor -deep down its deliveries
+	endpoint, deliveryCursor        string   // the busiest endpoint, and the cursor -deep down its deliveries
 	host                            string   // the organization's site's verified host, "" when none
 	trapPaths                       []string // its active traps' paths, for the ingest
 }

@@ -211,8 +211,13 @@ func TestSeededTrapsAnswer(t *testing.T) {
 	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
 		dsn := b.DSN(t)
 		var out bytes.Buffer
-		if err := run(context.Background(), []string{"-db", dsn, "-sessions", "30", "-orgs", "3", "-traps", "6"}, &out); err != nil {
+		if err := run(context.Background(), []string{"-db", dsn, "-sessions", "30", "-orgs", "3", "-traps", "6", "-giant", "3000"}, &out); err != nil {
 			t.Fatalf("seed: %v\n%s", err, out.String())
+		}
+		// The giant session is counted as the writer would have counted it.
+		var verify bytes.Buffer
+		if err := run(context.Background(), []string{"-db", dsn, "-verify"}, &verify); err != nil || !strings.Contains(out.String(), "giant session") {
+			t.Fatalf("-verify after -giant: %v %s\n%s", err, verify.String(), out.String())
 		}
 		if !strings.Contains(out.String(), "host "+seedHost(1)+"\n") {
 			t.Fatalf("the seed does not say its first organization's host:\n%s", out.String())
