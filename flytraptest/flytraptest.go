@@ -72,11 +72,6 @@ func Start(t testing.TB, b Backend, opts ...Option) *Env {
 func StartOn(t testing.TB, dsn string, opts ...Option) *Env {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Fatalf("open %s: %v", dsn, err)
-	}
-	t.Cleanup(func() { db.Close() })
 	cfg := server.DefaultConfig()
 	cfg.APIAddr, cfg.TrapAddr = "127.0.0.1:0", "127.0.0.1:1"
 	// Tests make requests (and fail to authenticate) faster than any person; the limits have their own tests.
@@ -85,6 +80,11 @@ func StartOn(t testing.TB, dsn string, opts ...Option) *Env {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	db, err := store.OpenWith(ctx, dsn, cfg.StoreOptions())
+	if err != nil {
+		t.Fatalf("open %s: %v", dsn, err)
+	}
+	t.Cleanup(func() { db.Close() })
 	srvCtx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	srv, err := server.New(srvCtx, cfg, db, slog.New(slog.NewTextHandler(io.Discard, nil)))

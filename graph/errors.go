@@ -52,10 +52,19 @@ func Present(err error) *apperr.Error {
 	case ent.IsConstraintError(err):
 		return &apperr.Error{Kind: apperr.KindConflict,
 			Msg: "conflicts with an existing record (for a trap: an active trap already has this path on this site)"}
+	case isStatementTimeout(err):
+		return apperr.New(apperr.KindTimeout, "a database statement of the request ran past its time limit (request-timeout less a tenth); if it changes data, check its effect before retrying")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return apperr.Internal("the request was cancelled or took too long")
 	}
 	return apperr.Internal("internal error")
+}
+
+// isStatementTimeout reports PostgreSQL ending a statement at the API pool's
+// statement_timeout (store.Options.StatementTimeout): the request ran out of time.
+func isStatementTimeout(err error) bool {
+	var pqErr *pq.Error
+	return errors.As(err, &pqErr) && pqErr.Code == "57014"
 }
 
 // isBadText reports PostgreSQL refusing text it cannot store (a NUL byte, invalid UTF-8)

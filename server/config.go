@@ -83,6 +83,10 @@ type Config struct {
 	// PGPartitions: on PostgreSQL, create hits and events range-partitioned by day on a new database and
 	// keep partitions created ahead (store.EnsurePartitions; docs/operations.md).
 	PGPartitions bool
+
+	// Bulkheads (server/bulkheads.go): the sizes of the API's and the trap listener's
+	// database pools; 0 takes store's defaults.
+	DBAPIConns, DBTrapConns int
 }
 
 // DefaultConfig is the configuration with nothing set.
@@ -216,6 +220,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.GCHeapFloorBytes, "gc-heap-floor-bytes", c.GCHeapFloorBytes, "the heap may grow to this many bytes before Go's garbage collector runs (then to twice the live heap); 0: Go's default. GOGC in the environment wins")
 	fs.Int64Var(&c.MaxLureBytes, "lure-max-bytes", c.MaxLureBytes, "upstream HTML pages larger than this get no lures (and a page is searched this far for its </body>)")
 	c.registerRetention(fs)
+	c.registerBulkheads(fs)
 	fs.Func("oidc-token", "JWT the dashboard sends to the API after OIDC sign-in: access_token (default) or id_token", oidcTokenFlag(&c.OIDC.Token))
 }
 
@@ -294,6 +299,9 @@ func (c Config) Validate() error {
 	}
 	if c.APIReadHeaderTimeout < 100*time.Millisecond || c.APIReadTimeout < c.APIReadHeaderTimeout || c.APIIdleTimeout < time.Second {
 		errs = append(errs, errors.New("api-read-header-timeout must be at least 100ms, api-read-timeout at least as long, api-idle-timeout at least 1s"))
+	}
+	if err := c.validateBulkheads(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MaxUnauthConns < 1 {
 		errs = append(errs, errors.New("max-unauthenticated-conns: must be positive"))

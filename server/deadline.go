@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"github.com/flytrap/flytrap/apperr"
 )
@@ -32,6 +33,8 @@ func (s *Server) deadline(next http.Handler, fail errorWriter) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
+		timedOut := new(atomic.Bool)
+		ctx = context.WithValue(ctx, timedOutKey{}, timedOut)
 		bw := &bufferedWriter{h: http.Header{}}
 		done := make(chan struct{})
 		panicked := make(chan any, 1)
@@ -74,14 +77,27 @@ func (s *Server) deadline(next http.Handler, fail errorWriter) http.Handler {
 			case <-done:
 			}
 		}
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			// The deadline passed while the handler still ran: whatever it says (a 5xx, or a
-			// GraphQL error in a 200), its statements were cut short. Say so, as at the deadline.
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) || timedOut.Load() {
+			// The deadline passed while the handler still ran, or the database ended one of its
+			// statements at the API pool's statement_timeout (a tenth before the deadline):
+			// whatever it says (a 5xx, or a GraphQL error in a 200), its statements were cut
+			// short. Say so, as at the deadline.
 			fail(w, apperr.New(apperr.KindTimeout, msg))
 			return
 		}
 		bw.copyTo(w)
 	})
+}
+
+type timedOutKey struct{}
+
+// markTimedOut records that a request ran out of time although its context has not (yet):
+// PostgreSQL ended a statement at its statement_timeout. The deadline middleware answers it
+// as it answers a request past its deadline.
+func markTimedOut(ctx context.Context) {
+	if m, ok := ctx.Value(timedOutKey{}).(*atomic.Bool); ok {
+		m.Store(true)
+	}
 }
 
 // handlerPanic carries a panic, with its stack, from the handler's goroutine to recoverPanics.

@@ -229,6 +229,9 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 		cause = ge.Unwrap() // gqlgen's wrapper adds the position to the text; the path says it already
 	}
 	e := graph.Present(cause)
+	if e.Kind == apperr.KindTimeout {
+		markTimedOut(ctx) // the database ended a statement at its limit: answered as at the deadline
+	}
 	code, msg, field := e.Code(), e.Message(graph.GraphQLName), ""
 	if e.Field != "" {
 		field = graph.GraphQLName(e.Field)

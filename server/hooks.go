@@ -3,6 +3,8 @@ package server
 import (
 	entgo "entgo.io/ent"
 
+	"github.com/flytrap/flytrap/ent"
+
 	"github.com/flytrap/flytrap/ent/hook"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/webhook"
@@ -10,10 +12,15 @@ import (
 
 // registerHooks is every side effect of a write, in one place. The data model's own rules
 // (defaults, guards, validation, tenant isolation) stay with it in ent/schema; what the
-// engine does when data changes is registered here, on the instance's client, so that
-// "what happens when a trap is created" is answered by reading this function:
+// engine does when data changes is registered here, on both of the instance's clients (the
+// API's and the trap listener's pools: store.DB), so that "what happens when a trap is
+// created" is answered by reading this function:
 func (s *Server) registerHooks() {
-	c := s.db.Client
+	s.registerHooksOn(s.db.Client)
+	s.registerHooksOn(s.db.Trap)
+}
+
+func (s *Server) registerHooksOn(c *ent.Client) {
 	// The outbox, in the transaction of the change (none lost, none invented):
 	c.Trap.Use(event.TrapEvents)                         // trap.created / trap.updated / trap.deleted
 	c.Event.Use(hook.On(webhook.Outbox, entgo.OpCreate)) // each event → a delivery per matching endpoint

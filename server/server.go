@@ -79,7 +79,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.resolver.DetailLimit = cfg.SessionDetailLimit
 	s.resolver.Storage = s.storageReport
 	s.ws = newWSTransport(s)
-	engine, err := trap.New(ctx, cfg.Trap, db.Client, db.Dialect, log)
+	engine, err := trap.New(ctx, cfg.Trap, db.Trap, db.Dialect, log) // its own pool: no API caller takes it
 	if err != nil {
 		return nil, fmt.Errorf("trap engine: %w", err)
 	}

@@ -5,8 +5,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,14 +29,32 @@ import (
 
 var migrateMu sync.Mutex
 
-// DB is an open database.
+// DB is an open database: two connection pools on it, so that no API caller can take the
+// connections the trap listener needs (docs/security.md, "Bulkheads").
 type DB struct {
-	Client  *ent.Client
-	SQL     *sql.DB
+	// Client and SQL are the API's pool: GraphQL, REST, streams, webhooks, retention and
+	// the command line. On PostgreSQL its statements end at Options.StatementTimeout.
+	Client *ent.Client
+	SQL    *sql.DB
+	// Trap and TrapSQL are the trap listener's own pool: the hit writer, its session
+	// lookups and the route snapshot. Nothing else uses it, so however many connections
+	// the API holds, the trap listener still has its own.
+	Trap    *ent.Client
+	TrapSQL *sql.DB
 	Dialect string // dialect.SQLite or dialect.Postgres
 	// DSN is what the driver connected with (PostgreSQL: for the LISTEN connection).
 	DSN string
 }
+
+// Default pool sizes (Options.APIConns, Options.TrapConns when zero).
+const (
+	// DefaultAPIConns is the API pool's size. On SQLite every statement runs on this
+	// process's CPU, so the cap is also the most cores API queries can take at once.
+	DefaultAPIConns = 16
+	// DefaultTrapConns is the trap listener's pool: the writer's transaction, a route
+	// reload, and the planted keys' lookups of requests in flight.
+	DefaultTrapConns = 4
+)
 
 // Options are choices made when a database is created.
 type Options struct {
@@ -41,6 +62,31 @@ type Options struct {
 	// instead of ones range-partitioned by day (docs/operations.md). An existing table is
 	// kept as it is either way.
 	NoPartitions bool
+	// APIConns and TrapConns size the two pools (0: DefaultAPIConns, or GOMAXPROCS (at
+	// least 4) on SQLite; DefaultTrapConns).
+	APIConns, TrapConns int
+	// StatementTimeout, when set, ends any statement of the API's pool that runs longer,
+	// on PostgreSQL (its statement_timeout, set per connection): a statement outlives
+	// neither its request's deadline nor a client that went away. SQLite statements end
+	// with their context (sqlite3_interrupt), which the request's deadline cancels.
+	StatementTimeout time.Duration
+}
+
+func (o Options) apiConns(dia string) int {
+	switch {
+	case o.APIConns > 0:
+		return o.APIConns
+	case dia == dialect.SQLite:
+		return max(4, runtime.GOMAXPROCS(0))
+	}
+	return DefaultAPIConns
+}
+
+func (o Options) trapConns() int {
+	if o.TrapConns > 0 {
+		return o.TrapConns
+	}
+	return DefaultTrapConns
 }
 
 // Open connects to dsn — a postgres:// URL, or a SQLite file path (optionally sqlite:PATH) —
@@ -55,13 +101,47 @@ func OpenWith(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The trap listener's pool first: the migration runs on it, with no statement
+	// timeout (a backfill of a large database may take minutes).
+	trapDB, err := openPool(ctx, driver, withParams(source, dia, "flytrap-trap", 0), dia, opts.trapConns())
+	if err != nil {
+		return nil, err
+	}
+	if dia == dialect.SQLite {
+		if err := incrementalVacuum(ctx, trapDB, false); err != nil {
+			trapDB.Close()
+			return nil, err
+		}
+	}
+	trapClient := ent.NewClient(ent.Driver(newDriver(dia, trapDB)))
+	if err := migrateSchema(ctx, trapClient, trapDB, dia, opts); err != nil {
+		trapClient.Close()
+		return nil, fmt.Errorf("migrate schema: %w", err)
+	}
+	if dia == dialect.SQLite {
+		if err := analyzeNewIndexes(ctx, trapDB); err != nil {
+			trapClient.Close()
+			return nil, err
+		}
+	}
+	apiDB, err := openPool(ctx, driver, withParams(source, dia, "flytrap-api", opts.StatementTimeout), dia, opts.apiConns(dia))
+	if err != nil {
+		trapClient.Close()
+		return nil, err
+	}
+	client := ent.NewClient(ent.Driver(newDriver(dia, apiDB)))
+	return &DB{Client: client, SQL: apiDB, Trap: trapClient, TrapSQL: trapDB, Dialect: dia, DSN: source}, nil
+}
+
+// openPool opens and pings a pool of at most conns connections.
+func openPool(ctx context.Context, driver, source, dia string, conns int) (*sql.DB, error) {
 	db, err := sql.Open(driver, source)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
 	if dia == dialect.Postgres {
-		db.SetMaxOpenConns(20)
-		db.SetMaxIdleConns(10)
 		db.SetConnMaxIdleTime(5 * time.Minute)
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -70,24 +150,29 @@ func OpenWith(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
-	if dia == dialect.SQLite {
-		if err := incrementalVacuum(ctx, db, false); err != nil {
-			db.Close()
-			return nil, err
-		}
+	return db, nil
+}
+
+// withParams names a PostgreSQL pool's connections (pg_stat_activity's application_name,
+// unless the URL names them) and sets their statement_timeout; lib/pq sends parameters it
+// does not know to the server as run-time settings. SQLite's source is returned as it is.
+func withParams(source, dia, name string, timeout time.Duration) string {
+	if dia != dialect.Postgres {
+		return source
 	}
-	client := ent.NewClient(ent.Driver(newDriver(dia, db)))
-	if err := migrateSchema(ctx, client, db, dia, opts); err != nil {
-		client.Close()
-		return nil, fmt.Errorf("migrate schema: %w", err)
+	u, err := url.Parse(source)
+	if err != nil { // parse accepted it already
+		return source
 	}
-	if dia == dialect.SQLite {
-		if err := analyzeNewIndexes(ctx, db); err != nil {
-			client.Close()
-			return nil, err
-		}
+	q := u.Query()
+	if q.Get("application_name") == "" {
+		q.Set("application_name", name)
 	}
-	return &DB{Client: client, SQL: db, Dialect: dia, DSN: source}, nil
+	if timeout > 0 {
+		q.Set("statement_timeout", strconv.FormatInt(max(1, timeout.Milliseconds()), 10))
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // analyzeNewIndexes gives statistics to the indexes a migration added to a SQLite file that
@@ -255,19 +340,21 @@ func (d *DB) WriteProbe(ctx context.Context, instance string, now time.Time, sta
 	if d.Dialect == dialect.SQLite {
 		upsert, del = strings.ReplaceAll(strings.ReplaceAll(upsert, "$1", "?"), "$2", "?"), strings.ReplaceAll(del, "$1", "?")
 	}
-	if _, err := d.SQL.ExecContext(ctx, upsert, instance, now.UnixMilli()); err != nil {
+	// On the trap listener's pool: readiness says whether hits can be written, and an API
+	// caller holding every API connection must not make an orchestrator restart the instance.
+	if _, err := d.TrapSQL.ExecContext(ctx, upsert, instance, now.UnixMilli()); err != nil {
 		return err
 	}
 	if stale {
-		if _, err := d.SQL.ExecContext(ctx, del, now.Add(-24*time.Hour).UnixMilli()); err != nil {
+		if _, err := d.TrapSQL.ExecContext(ctx, del, now.Add(-24*time.Hour).UnixMilli()); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Close closes the connection pool.
-func (d *DB) Close() error { return d.Client.Close() }
+// Close closes both connection pools.
+func (d *DB) Close() error { return errors.Join(d.Client.Close(), d.Trap.Close()) }
 
 // Ping checks that the database answers.
 func (d *DB) Ping(ctx context.Context) error { return d.SQL.PingContext(ctx) }

@@ -4,6 +4,7 @@
 package trap
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -34,17 +35,19 @@ type Config struct {
 	WriteTimeout   time.Duration // how long a request waits for its hit to be durable
 	SessionIdle    time.Duration // idle gap that ends a session
 	RoutesMaxAge   time.Duration // how stale the routes may be when another instance changed them
+	RoutesTimeout  time.Duration // how long one reload of the routes may take; the last ones serve meanwhile
 }
 
 // DefaultConfig is the listener's configuration with nothing set.
 func DefaultConfig() Config {
 	return Config{
-		QueueSize:    8192,
-		BatchSize:    256,
-		Linger:       time.Millisecond,
-		WriteTimeout: 5 * time.Second,
-		SessionIdle:  30 * time.Minute,
-		RoutesMaxAge: time.Second,
+		QueueSize:     8192,
+		BatchSize:     256,
+		Linger:        time.Millisecond,
+		WriteTimeout:  5 * time.Second,
+		SessionIdle:   30 * time.Minute,
+		RoutesMaxAge:  time.Second,
+		RoutesTimeout: 5 * time.Second,
 	}
 }
 
@@ -103,7 +106,7 @@ func New(ctx context.Context, cfg Config, client *ent.Client, dia string, log *s
 		key:     key,
 		now:     time.Now,
 		queue:   make(chan *job, cfg.QueueSize),
-		routes:  &siteCache{client: client, maxAge: cfg.RoutesMaxAge},
+		routes:  &siteCache{client: client, maxAge: cfg.RoutesMaxAge, timeout: cmp.Or(cfg.RoutesTimeout, 5*time.Second), log: log},
 		visits:  newVisitorCache(100_000),
 		recent:  recent,
 		mcp:     newMCPStreams(),
@@ -112,10 +115,13 @@ func New(ctx context.Context, cfg Config, client *ent.Client, dia string, log *s
 	}
 	e.waitingWith.Store(-1)
 	e.openSessionSQL = openSessionSQL(dia)
+	if _, err := e.routes.get(ctx); err != nil { // before the first visitor
+		return nil, fmt.Errorf("load trap routes: %w", err)
+	}
 	return e, nil
 }
 
-// InvalidateRoutes makes the next request reload sites and traps (another instance changed them).
+// InvalidateRoutes reloads sites and traps in the background (another instance changed them).
 func (e *Engine) InvalidateRoutes() { e.routes.invalidate() }
 
 // Key is the installation's token key (tests use it to read tokens back).
@@ -346,8 +352,9 @@ func (c *visitorCache) takeProbes(key string) (paths []string, ats []int64) {
 	return paths, ats
 }
 
-// RoutesHook drops the route snapshot when a trap or site change commits here (registered
-// for both in server/hooks.go); other instances' changes arrive by NOTIFY or the snapshot's age.
+// RoutesHook reloads the route snapshot when a trap or site change commits here (registered
+// for both in server/hooks.go), before the change's request returns; other instances'
+// changes arrive by NOTIFY or the snapshot's age.
 func (e *Engine) RoutesHook() ent.Hook {
-	return event.AfterCommit(ent.OpCreate|ent.OpUpdateOne|ent.OpDeleteOne, func(context.Context, ent.Mutation) { e.routes.invalidate() })
+	return event.AfterCommit(ent.OpCreate|ent.OpUpdateOne|ent.OpDeleteOne, func(ctx context.Context, _ ent.Mutation) { e.routes.reloadAfter(ctx) })
 }

@@ -73,7 +73,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		unavailable(w)
 		return
 	}
-	rt, err := e.routes.get(r.Context(), now)
+	rt, err := e.routes.get(r.Context())
 	if err != nil {
 		e.log.Error("loading trap routes", "err", err)
 		unavailable(w)

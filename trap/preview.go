@@ -13,11 +13,12 @@ import (
 // Preview renders t's decoy as the listener would answer a GET of its path on its
 // site's host (an mcp trap: its GET view), recording nothing. The hit id it renders
 // for is fresh and never stored, so the preview's tokens resolve to no hit: they are inert.
-// ctx carries the caller, whose organization's rules apply to the reads.
+// ctx carries the caller, whose organization's rules apply to the reads, which go through
+// t's own client (the API's pool, never the trap listener's).
 func (e *Engine) Preview(ctx context.Context, t *ent.Trap) (decoy.Rendered, error) {
 	s := decoy.Spec{TrapID: t.ID, Name: t.Name, Type: string(t.Type), Path: t.Path, Description: t.Description}
 	if t.SiteID != "" {
-		site, err := e.client.Site.Get(ctx, t.SiteID)
+		site, err := t.QuerySite().Only(ctx)
 		if err != nil {
 			return decoy.Rendered{}, err
 		}
@@ -25,8 +26,8 @@ func (e *Engine) Preview(ctx context.Context, t *ent.Trap) (decoy.Rendered, erro
 			s.Host = *site.Host
 		}
 		if decoy.MustKind(string(t.Type)).Disallows {
-			others, err := e.client.Trap.Query().
-				Where(trap.SiteID(t.SiteID), trap.Active(true), trap.PathNEQ(t.Path),
+			others, err := site.QueryTraps().
+				Where(trap.Active(true), trap.PathNEQ(t.Path),
 					trap.TypeNotIn(unlistedKinds()...)).
 				Select(trap.FieldPath).Strings(ctx)
 			if err != nil {

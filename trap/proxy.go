@@ -37,7 +37,7 @@ var tokenHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "Cookie"}
 // Route decides who answers r. It reads no body and queries no database (the routes
 // are a snapshot), so it costs a proxied request little.
 func (e *Engine) Route(r *http.Request) Route {
-	rt, err := e.routes.get(r.Context(), e.now())
+	rt, err := e.routes.get(r.Context())
 	if err != nil {
 		return Route{Own: true} // ServeHTTP answers 503: never proxy what may be a trap
 	}

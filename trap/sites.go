@@ -2,10 +2,12 @@ package trap
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flytrap/flytrap/decoy"
@@ -29,38 +31,92 @@ type siteRoutes struct {
 	known []string             // their paths: an unknown path near one is a typo
 }
 
-// siteCache keeps routes fresh: trap and site changes on this instance invalidate
-// it at commit; changes on other instances are picked up within maxAge.
+// siteCache keeps routes fresh without ever making a visitor wait on the database: a
+// request reads the current snapshot, and a stale one (older than maxAge, or invalidated)
+// is reloaded in the background, one load at a time, each bounded by timeout, while the
+// last good snapshot keeps serving. Only the very first request of an engine whose start
+// could not load them waits for the routes. A change committed on this instance reloads
+// them before its request returns (reloadAfter), so the caller sees its own trap at once.
 type siteCache struct {
-	client *ent.Client
-	maxAge time.Duration
+	client  *ent.Client
+	maxAge  time.Duration
+	timeout time.Duration
+	log     *slog.Logger
 
-	mu      sync.Mutex
-	current *routes
-	loaded  time.Time
-	stale   bool
+	cur     atomic.Pointer[snapshot]
+	wanted  atomic.Uint64 // generation asked for: invalidations bump it
+	loading atomic.Bool   // a background reload is running
+	mu      sync.Mutex    // one load at a time
+	failed  time.Time     // when a failed reload was last logged (under mu)
 }
 
+// snapshot is a set of routes and the generation and time they were loaded at.
+type snapshot struct {
+	r   *routes
+	gen uint64
+	at  time.Time
+}
+
+// invalidate marks the routes stale (another instance changed them) and reloads them in
+// the background.
 func (c *siteCache) invalidate() {
-	c.mu.Lock()
-	c.stale = true
-	c.mu.Unlock()
+	c.wanted.Add(1)
+	c.refresh()
 }
 
-func (c *siteCache) get(ctx context.Context, now time.Time) (*routes, error) {
+// reloadAfter is invalidate for a change committed on this instance: it reloads the routes
+// before returning (within timeout), so the request that made the change sees its effect.
+// A reload that began after the change covers it: concurrent changes share loads.
+func (c *siteCache) reloadAfter(ctx context.Context) {
+	c.reload(ctx, c.wanted.Add(1))
+}
+
+func (c *siteCache) get(ctx context.Context) (*routes, error) {
+	s := c.cur.Load()
+	if s == nil {
+		return c.reload(ctx, c.wanted.Load())
+	}
+	if s.gen != c.wanted.Load() || time.Since(s.at) >= c.maxAge { // wall time, whatever the engine's clock
+		c.refresh()
+	}
+	return s.r, nil
+}
+
+// refresh starts a background reload unless one is running.
+func (c *siteCache) refresh() {
+	if !c.loading.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer c.loading.Store(false)
+		c.reload(context.Background(), c.wanted.Load())
+	}()
+}
+
+// reload loads the routes unless a snapshot of generation gen or later exists, and returns
+// the newest snapshot's routes; on failure the last good ones (nil and the error if none).
+func (c *siteCache) reload(ctx context.Context, gen uint64) (*routes, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.current != nil && !c.stale && now.Sub(c.loaded) < c.maxAge {
-		return c.current, nil
+	if s := c.cur.Load(); s != nil && s.gen >= gen && time.Since(s.at) < c.maxAge {
+		return s.r, nil
 	}
-	r, err := c.load(ctx)
+	gen = c.wanted.Load() // what this load will cover
+	at := time.Now()
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
+	defer cancel()
+	r, err := c.load(lctx)
 	if err != nil {
-		if c.current != nil {
-			return c.current, nil // serve the last known routes while the database is away
+		if at.Sub(c.failed) >= time.Minute {
+			c.failed = at
+			c.log.Warn("reloading trap routes failed; serving the last ones loaded", "err", err, "timeout", c.timeout)
+		}
+		if s := c.cur.Load(); s != nil {
+			return s.r, nil
 		}
 		return nil, err
 	}
-	c.current, c.loaded, c.stale = r, now, false
+	c.cur.Store(&snapshot{r: r, gen: gen, at: at})
 	return r, nil
 }
 
@@ -100,10 +156,14 @@ func (c *siteCache) load(ctx context.Context) (*routes, error) {
 	for _, sr := range bySite {
 		sr.lures = lureTargets(sr.traps)
 	}
+	// A request whose Host names no verified site goes to the instance's default site: the
+	// only site, else the oldest without a host (the first start's). Sites are read oldest
+	// first, so a host-less site made later (another organization's, flytrap orgs create)
+	// never takes the default's visitors; it routes once its host is verified.
 	switch {
 	case len(sites) == 1:
 		r.fallback = bySite[sites[0].ID]
-	case len(hostless) == 1:
+	case len(hostless) > 0:
 		r.fallback = hostless[0]
 	}
 	return r, nil

@@ -134,7 +134,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, env ser
 			ln.Close()
 		}
 	}()
-	db, err := store.OpenWith(ctx, cfg.DB, store.Options{NoPartitions: !cfg.PGPartitions})
+	db, err := store.OpenWith(ctx, cfg.DB, cfg.StoreOptions())
 	if err != nil {
 		return err
 	}
