@@ -30,7 +30,8 @@ type ingest struct {
 	share     float64
 
 	scheduled atomic.Int64 // requests scheduled so far
-	dropped   atomic.Int64 // scheduled while the queue was full: never sent (counted as lost)
+	dropped   atomic.Int64 // scheduled while a minute of hits already queued: never sent
+	cut       atomic.Int64 // still queued when the run ended: never sent, and not the listener's doing
 	mu        sync.Mutex
 	lat       []time.Duration // from the scheduled time to the answer's end
 	svc       []time.Duration // from sending to the answer's end
@@ -104,7 +105,7 @@ loop:
 
 func (g *ingest) send(ctx context.Context, client *http.Client, at time.Time, i int64) {
 	if ctx.Err() != nil {
-		g.dropped.Add(1) // stopped before its turn
+		g.cut.Add(1) // stopped before its turn
 		return
 	}
 	ua, ip := oneVisitorUA, visitorIP(0)
@@ -167,8 +168,8 @@ func (g *ingest) report(out io.Writer, recorded int64, haveRecorded bool) {
 	slices.Sort(lat)
 	slices.Sort(svc)
 	el := g.end.Sub(g.start)
-	fmt.Fprintf(out, "ingest: %.0f hits/s asked for %v over %d connections (one visitor %.0f%%, %d others): %d scheduled, %d answered 200 (%.0f/s), %d errors, %d never sent\n",
-		g.rate, el.Round(100*time.Millisecond), g.conns, g.share*100, g.visitors, g.scheduled.Load(), g.ok, float64(g.ok)/el.Seconds(), g.errs, g.dropped.Load())
+	fmt.Fprintf(out, "ingest: %.0f hits/s asked for %v over %d connections (one visitor %.0f%%, %d others): %d scheduled, %d answered 200 (%.0f/s), %d errors, %d never sent (a minute behind), %d queued at the end\n",
+		g.rate, el.Round(100*time.Millisecond), g.conns, g.share*100, g.visitors, g.scheduled.Load(), g.ok, float64(g.ok)/el.Seconds(), g.errs, g.dropped.Load(), g.cut.Load())
 	if len(lat) > 0 {
 		fmt.Fprintf(out, "ingest latency from schedule ms: p50 %.2f p99 %.2f max %.2f; from send: p50 %.2f p99 %.2f max %.2f\n",
 			ms(pct(lat, 50)), ms(pct(lat, 99)), ms(lat[len(lat)-1]), ms(pct(svc, 50)), ms(pct(svc, 99)), ms(svc[len(svc)-1]))
