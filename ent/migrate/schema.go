@@ -223,6 +223,11 @@ var (
 				Columns: []*schema.Column{HitsColumns[16], HitsColumns[10], HitsColumns[0]},
 			},
 			{
+				Name:    "hit_session_id_id",
+				Unique:  false,
+				Columns: []*schema.Column{HitsColumns[16], HitsColumns[0]},
+			},
+			{
 				Name:    "hit_trap_id",
 				Unique:  false,
 				Columns: []*schema.Column{HitsColumns[1]},
