@@ -23,7 +23,7 @@ type Kind struct {
 	// per-response detail): it is rendered once per trap and minute as a skeleton, and each
 	// response splices its tokens in (skeleton.go).
 	skeleton bool
-	render func(*renderer) Rendered
+	render   func(*renderer) Rendered
 }
 
 // PostHandling is how a kind answers a POST.

@@ -20,7 +20,6 @@ import (
 	"github.com/flytrap/flytrap/flytraptest/testdb"
 	"github.com/flytrap/flytrap/server"
 	"github.com/flytrap/flytrap/store"
-	"github.com/flytrap/flytrap/trap"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -100,7 +99,7 @@ func StartOn(t testing.TB, dsn string, opts ...Option) *Env {
 	t.Cleanup(hs.Close)
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config = srv.TrapServer()
-	ts.Listener = trap.WrapListener(ts.Listener)
+	ts.Listener = srv.TrapListener(ts.Listener)
 	ts.Start()
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Stop)

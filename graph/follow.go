@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -83,7 +84,7 @@ func (r *Resolver) FollowEvents(ctx context.Context, f Follow, send func(*ent.Ev
 	if err := r.CredentialStillValid(ctx); err != nil {
 		r.broker.Unsubscribe(p.sub)
 		open.Add(-1)
-		return err
+		return fmt.Errorf("%w: the API key has been revoked or the token has expired", ErrUnauthenticated) // not INTERNAL
 	}
 	p.stopCtx = context.AfterFunc(ctx, p.kick)
 	if f.Heartbeat > 0 && f.Beat != nil {

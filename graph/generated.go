@@ -322,11 +322,13 @@ type ComplexityRoot struct {
 	}
 
 	SessionDetail struct {
-		Hits          func(childComplexity int) int
-		HitsTruncated func(childComplexity int) int
-		Prompts       func(childComplexity int) int
-		Session       func(childComplexity int) int
-		Signals       func(childComplexity int) int
+		Hits             func(childComplexity int) int
+		HitsTruncated    func(childComplexity int) int
+		Prompts          func(childComplexity int) int
+		PromptsTruncated func(childComplexity int) int
+		Session          func(childComplexity int) int
+		Signals          func(childComplexity int) int
+		SignalsTruncated func(childComplexity int) int
 	}
 
 	SessionEdge struct {
@@ -1899,6 +1901,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SessionDetail.Prompts(childComplexity), true
+	case "SessionDetail.promptsTruncated":
+		if e.ComplexityRoot.SessionDetail.PromptsTruncated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SessionDetail.PromptsTruncated(childComplexity), true
 	case "SessionDetail.session":
 		if e.ComplexityRoot.SessionDetail.Session == nil {
 			break
@@ -1911,6 +1919,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SessionDetail.Signals(childComplexity), true
+	case "SessionDetail.signalsTruncated":
+		if e.ComplexityRoot.SessionDetail.SignalsTruncated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SessionDetail.SignalsTruncated(childComplexity), true
 
 	case "SessionEdge.cursor":
 		if e.ComplexityRoot.SessionEdge.Cursor == nil {
@@ -2926,8 +2940,10 @@ extend type Query {
   lureSnippet(trapID: ID!): LureSnippet!
   """
   One session with its evidence, exactly what GET /dashboard/api/sessions/{id} shows. Each list holds
-  the newest items, at most the server's --session-detail-limit (default 1000) of them, oldest first.
-  Its lists are priced at the default of a list; the weight covers reading up to three full lists.
+  the newest items, at most the server's --session-detail-limit (default 1000) of them and at most
+  --session-detail-bytes (default 1 MiB) of stored text, oldest first. Its lists are priced at the
+  items that many bytes can hold at their largest, the text fields by their size; the weight covers
+  reading up to three full lists.
   """
   sessionDetail(id: ID!): SessionDetail! @cost(weight: 3000)
   """
@@ -2976,17 +2992,21 @@ type RetentionSettings {
   hitHours: Int!
 }
 
-"A session and its evidence; each list is the newest items, at most the server's limit, oldest first (by time, then id)."
+"A session and its evidence; each list is the newest items, at most the server's limits (count and bytes), oldest first (by time, then id)."
 type SessionDetail {
   session: Session!
   "The newest hits, oldest first (receivedAt, then id)."
   hits: [Hit!]!
-  "True when the session has more hits than hits holds."
+  "True when the session has more hits than hits holds (the count or the byte limit)."
   hitsTruncated: Boolean!
   "The newest signal firings, oldest first (createdAt, then id)."
   signals: [Signal!]!
+  "True when the session has more signal firings than signals holds."
+  signalsTruncated: Boolean!
   "The newest captured prompts, oldest first (createdAt, then id)."
   prompts: [Prompt!]!
+  "True when the session has more captured prompts than prompts holds."
+  promptsTruncated: Boolean!
 }
 
 "The authenticated caller."
@@ -3761,8 +3781,12 @@ func (ec *executionContext) childFields_SessionDetail(ctx context.Context, field
 		return ec.fieldContext_SessionDetail_hitsTruncated(ctx, field)
 	case "signals":
 		return ec.fieldContext_SessionDetail_signals(ctx, field)
+	case "signalsTruncated":
+		return ec.fieldContext_SessionDetail_signalsTruncated(ctx, field)
 	case "prompts":
 		return ec.fieldContext_SessionDetail_prompts(ctx, field)
+	case "promptsTruncated":
+		return ec.fieldContext_SessionDetail_promptsTruncated(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SessionDetail", field.Name)
 }
@@ -8707,6 +8731,13 @@ func (ec *executionContext) fieldContext_SessionDetail_signals(_ context.Context
 	return fc, nil
 }
 
+func (ec *executionContext) _SessionDetail_signalsTruncated(ctx context.Context, field graphql.CollectedField, obj *model.SessionDetail) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SessionDetail_signalsTruncated, obj.SignalsTruncated, ec.marshalNBoolean2bool)
+}
+func (ec *executionContext) fieldContext_SessionDetail_signalsTruncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("SessionDetail", field, false, false, "field of type Boolean does not have child fields")
+}
+
 func (ec *executionContext) _SessionDetail_prompts(ctx context.Context, field graphql.CollectedField, obj *model.SessionDetail) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8737,6 +8768,13 @@ func (ec *executionContext) fieldContext_SessionDetail_prompts(_ context.Context
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _SessionDetail_promptsTruncated(ctx context.Context, field graphql.CollectedField, obj *model.SessionDetail) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SessionDetail_promptsTruncated, obj.PromptsTruncated, ec.marshalNBoolean2bool)
+}
+func (ec *executionContext) fieldContext_SessionDetail_promptsTruncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("SessionDetail", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _SessionEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.SessionEdge) (ret graphql.Marshaler) {
@@ -21874,8 +21912,18 @@ func (ec *executionContext) _SessionDetail(ctx context.Context, sel ast.Selectio
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "signalsTruncated":
+			out.Values[i] = ec._SessionDetail_signalsTruncated(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "prompts":
 			out.Values[i] = ec._SessionDetail_prompts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "promptsTruncated":
+			out.Values[i] = ec._SessionDetail_promptsTruncated(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

@@ -25,7 +25,8 @@ type Resolver struct {
 	open    sync.Map // Follow.Kind → *atomic.Int64: live readers, for metrics
 	// CredentialCheck is how often a subscription re-checks its credential (revoked key,
 	// expired JWT) on its own, besides the broker's immediate end on a revocation made on
-	// this instance (default 15s; tests shorten it).
+	// this instance or announced by NOTIFY: the server sets it to --stream-heartbeat, the
+	// SSE stream's interval (15s when unset).
 	CredentialCheck time.Duration
 
 	// Previewer renders trapPreview; the server sets it once the trap engine exists.
@@ -36,6 +37,11 @@ type Resolver struct {
 	Manual ManualLimit
 	// DetailLimit bounds each list of a session's detail (1 to MaxDetailLimit).
 	DetailLimit int
+	// DetailBytes bounds the stored bytes of each list of a session's detail (MinDetailBytes
+	// to MaxDetailBytes; else DefaultDetailBytes).
+	DetailBytes int
+	// Where bounds the filters the REST adapter builds, as the complexity limit bounds GraphQL's.
+	Where WhereLimits
 	// Storage measures the database for admins (the storage field); the server sets it.
 	Storage StorageReport
 }
@@ -49,7 +55,8 @@ func NewResolver(client *ent.Client, broker *event.Broker, logger *slog.Logger, 
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Resolver{client: client, broker: broker, logger: logger, now: now, Manual: DefaultManualLimit, DetailLimit: DefaultDetailLimit}
+	return &Resolver{client: client, broker: broker, logger: logger, now: now, Manual: DefaultManualLimit, DetailLimit: DefaultDetailLimit,
+		DetailBytes: DefaultDetailBytes, Where: DefaultWhereLimits}
 }
 
 func (r *Resolver) log(ctx context.Context, msg string, err error) {

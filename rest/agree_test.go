@@ -271,7 +271,7 @@ func agreeSessionDetail(t *testing.T, fx *agreeFixture) {
 			firstSeen lastSeen hitCount extractedModel extractedOperator trapsTriggered }
 			hits { id trapID method path query headers body bodyTruncated sourceIP userAgent receivedAt kind status signals }
 			signals { name tripwire hitID placement sourceHitID delayMs detail createdAt }
-			prompts { text } } }`,
+			prompts { text } hitsTruncated signalsTruncated promptsTruncated } }`,
 			map[string]any{"id": id})
 		detail, _ := d["sessionDetail"].(map[string]any)
 		node, _ := ft.Dig(detail, "session").(map[string]any)
@@ -302,6 +302,7 @@ func agreeSessionDetail(t *testing.T, fx *agreeFixture) {
 			signals = append(signals, gqlSignalAsREST(sg.(map[string]any)))
 		}
 		want["signals"] = signals
+		want["hits_truncated"], want["signals_truncated"], want["prompts_truncated"] = detail["hitsTruncated"], detail["signalsTruncated"], detail["promptsTruncated"]
 
 		r := mustOK(t, restCall(t, fx.env, fx.a.ReadOnly, http.MethodGet, "/dashboard/api/sessions/"+id, nil), http.StatusOK)
 		got, _ := ft.Dig(r.plain(t), "data").(map[string]any)

@@ -119,6 +119,10 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if where.FirstSeenLT, err = timeParam(q, "until"); err != nil {
 		return err
 	}
+	// The same limits as a GraphQL filter (its fixed shape stays well within them).
+	if err := graph.CheckWhere(a.res.Where, "SessionWhereInput", where); err != nil {
+		return apperr.Invalid("query string", "%s", err.Error())
+	}
 	order := &ent.SessionOrder{Field: ent.SessionOrderFieldLastSeen, Direction: entgql.OrderDirectionDesc}
 	after, err := cursorParam(q, ids.Session, order.Field.String())
 	if err != nil {
@@ -182,7 +186,8 @@ func (a *API) getSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := wire.SessionDetail{Session: wire.SessionOf(d.Session), Callbacks: []wire.Hit{}, Hits: make([]wire.Hit, len(d.Hits)),
 		Extracted: wire.Extracted{Model: d.Session.ExtractedModel, Operator: d.Session.ExtractedOperator, Prompts: make([]string, len(d.Prompts))},
-		Signals:   make([]wire.Signal, len(d.Signals))}
+		Signals:   make([]wire.Signal, len(d.Signals)), HitsTruncated: d.HitsTruncated, PromptsTruncated: d.PromptsTruncated,
+		SignalsTruncated: d.SignalsTruncated}
 	for i, h := range d.Hits {
 		out.Hits[i] = wire.HitOf(h)
 		if h.Kind == hit.KindCallback {

@@ -110,37 +110,61 @@ func (ae *abuseEnv) runTrapLoad(conns int, d time.Duration) trapLoad {
 
 // abuseCounts is what the abusers sent and how the API answered.
 type abuseCounts struct {
-	wsSent, queries, details, refused atomic.Int64
+	wsSent, wsDials, queries, details, refused atomic.Int64
 }
 
-// abuse runs the three abusers until ctx ends.
+// abusers names the abusers to run: FLYTRAP_ABUSE (a comma-separated subset of ws,
+// wsreconnect, where and detail, for the benchmark's diagnosis), else ws, where and detail.
+func abusers() map[string]bool {
+	v := os.Getenv("FLYTRAP_ABUSE")
+	if v == "" {
+		v = "ws,where,detail"
+	}
+	out := map[string]bool{}
+	for _, a := range strings.Split(v, ",") {
+		out[strings.TrimSpace(a)] = true
+	}
+	return out
+}
+
+// abuse runs the abusers until ctx ends.
 func (ae *abuseEnv) abuse(ctx context.Context, t testing.TB) (*abuseCounts, func()) {
 	var n abuseCounts
 	var wg sync.WaitGroup
-	// 1. One WebSocket, subscribe messages as fast as it can write them.
+	run := abusers()
+	// 1. One WebSocket, subscribe messages as fast as it can write them (the issue's flood);
+	// with wsreconnect, closed by the server, it dials again at once, forever.
 	wg.Go(func() {
-		u := "ws" + strings.TrimPrefix(ae.env.HTTP.URL, "http") + "/graphql"
-		d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}}
-		conn, _, err := d.DialContext(ctx, u, nil)
-		if err != nil {
-			t.Errorf("dial: %v", err)
+		if !run["ws"] && !run["wsreconnect"] {
 			return
 		}
-		defer conn.Close()
-		go func() { // read whatever comes back, so the server is never blocked on us
-			for {
-				if _, _, err := conn.ReadMessage(); err != nil {
-					return
+		u := "ws" + strings.TrimPrefix(ae.env.HTTP.URL, "http") + "/graphql"
+		d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}}
+		for ctx.Err() == nil {
+			conn, _, err := d.DialContext(ctx, u, nil)
+			if err != nil {
+				continue // refused (429 for its address or key): try again
+			}
+			n.wsDials.Add(1)
+			go func() { // read whatever comes back, so the server is never blocked on us
+				for {
+					if _, _, err := conn.ReadMessage(); err != nil {
+						return
+					}
 				}
+			}()
+			conn.WriteJSON(map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + ae.key}})
+			for i := 0; ctx.Err() == nil; i++ {
+				msg := map[string]any{"id": fmt.Sprint(i), "type": "subscribe", "payload": map[string]any{"query": `subscription { events { id } }`}}
+				if err := conn.WriteJSON(msg); err != nil {
+					break // closed by the server: dial again
+				}
+				n.wsSent.Add(1)
 			}
-		}()
-		conn.WriteJSON(map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + ae.key}})
-		for i := 0; ctx.Err() == nil; i++ {
-			msg := map[string]any{"id": fmt.Sprint(i), "type": "subscribe", "payload": map[string]any{"query": `subscription { events { id } }`}}
-			if err := conn.WriteJSON(msg); err != nil {
-				return // closed by the server: that is a fine answer to a flood
+			conn.Close()
+			if !run["wsreconnect"] {
+				return
 			}
-			n.wsSent.Add(1)
 		}
 	})
 	// 2. The where filter of 400 substring filters over hits, from 4 clients.
@@ -174,11 +198,15 @@ func (ae *abuseEnv) abuse(ctx context.Context, t testing.TB) (*abuseCounts, func
 		}
 	}
 	for range 4 {
-		wg.Go(func() { post(expensive, nil, &n.queries) })
+		if run["where"] {
+			wg.Go(func() { post(expensive, nil, &n.queries) })
+		}
 	}
 	// 3. Five aliases of the large session's detail, from 4 clients.
 	for range 4 {
-		wg.Go(func() { post(details, map[string]any{"id": ae.session}, &n.details) })
+		if run["detail"] {
+			wg.Go(func() { post(details, map[string]any{"id": ae.session}, &n.details) })
+		}
 	}
 	return &n, wg.Wait
 }
@@ -209,8 +237,8 @@ func TestTrapKeepsRecordingUnderAPIAbuse(t *testing.T) {
 		fdsDuring := openFiles()
 		cancel()
 		wait()
-		t.Logf("trap: %d ok (%.0f/s), %d 503, %d other, %d errors; abuse: %d ws messages, %d expensive queries, %d details, %d refused; fds %d -> %d",
-			load.ok, load.rate(), load.unavailable, load.other, load.errs, n.wsSent.Load(), n.queries.Load(), n.details.Load(), n.refused.Load(), fdsBefore, fdsDuring)
+		t.Logf("trap: %d ok (%.0f/s), %d 503, %d other, %d errors; abuse: %d ws messages on %d sockets, %d expensive queries, %d details, %d refused; fds %d -> %d",
+			load.ok, load.rate(), load.unavailable, load.other, load.errs, n.wsSent.Load(), n.wsDials.Load(), n.queries.Load(), n.details.Load(), n.refused.Load(), fdsBefore, fdsDuring)
 		if load.ok == 0 || load.unavailable != 0 || load.other != 0 || load.errs != 0 {
 			t.Fatalf("the trap listener under API abuse: %d ok, %d 503, %d other, %d errors", load.ok, load.unavailable, load.other, load.errs)
 		}
@@ -231,6 +259,7 @@ func TestTrapKeepsRecordingUnderAPIAbuse(t *testing.T) {
 // of TestTrapKeepsRecordingUnderAPIAbuse, alternating, and their ratio (issue 22's bar: 0.8).
 //
 //	go test ./server/ -run '^$' -bench TrapUnderAPIAbuse -benchtime 3x
+//	FLYTRAP_ABUSE=ws go test ./server/ -run '^$' -bench TrapUnderAPIAbuse -benchtime 3x   # one abuser: ws, wsreconnect, where or detail
 //	FLYTRAP_TEST_POSTGRES_URL='postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable' go test ./server/ -run '^$' -bench TrapUnderAPIAbuse/postgres -benchtime 3x
 func BenchmarkTrapUnderAPIAbuse(b *testing.B) {
 	for _, be := range ft.Backends() {

@@ -224,3 +224,44 @@ func TestALaterHostlessSiteKeepsTheDefaultSite(t *testing.T) {
 		}
 	})
 }
+
+// The rate limit is taken before the credential is looked up: while a key's bucket is
+// empty its requests are refused (429) without a database read. Shown by revoking the key
+// underneath (raw SQL, so no hook or cache of ours learns it): the empty bucket still
+// answers 429, and only once a token is back does the lookup run and answer 401.
+func TestRateLimitBeforeTheKeyLookup(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		env := ft.Start(t, b, func(c *server.Config) { c.RateLimit, c.RateBurst = 2, 2 })
+		a := env.Tenant("a")
+		get := func() int {
+			res, _ := env.Get(a.ReadOnly, "/dashboard/api/traps")
+			return res.StatusCode
+		}
+		for i := range 2 {
+			if s := get(); s != http.StatusOK {
+				t.Fatalf("request %d within the burst: %d", i, s)
+			}
+		}
+		q := "UPDATE api_keys SET revoked_at = ? WHERE org_id = ?"
+		if b.Name == "postgres" {
+			q = "UPDATE api_keys SET revoked_at = $1 WHERE org_id = $2"
+		}
+		if _, err := env.DB.SQL.ExecContext(context.Background(), q, time.Now().UTC(), a.Org.ID); err != nil {
+			t.Fatal(err)
+		}
+		if s := get(); s != http.StatusTooManyRequests {
+			t.Fatalf("a request on an empty bucket: %d, want 429 before any lookup", s)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			s := get()
+			if s == http.StatusUnauthorized {
+				return
+			}
+			if s != http.StatusTooManyRequests || time.Now().After(deadline) {
+				t.Fatalf("once a token is back: %d, want the lookup's 401", s)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+}

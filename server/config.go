@@ -85,8 +85,25 @@ type Config struct {
 	PGPartitions bool
 
 	// Bulkheads (server/bulkheads.go): the sizes of the API's and the trap listener's
-	// database pools; 0 takes store's defaults.
+	// database pools; 0 takes store's defaults. APIConcurrencyLimit: API requests served at
+	// once (0: APIConcurrency's default).
 	DBAPIConns, DBTrapConns int
+	APIConcurrencyLimit     int
+	// GraphQL over WebSocket (server/websocket.go, docs/security.md): operations one
+	// connection may run at once; more are refused before any work is done for them.
+	WebsocketMaxOperations int
+	// Cost of what one API request asks for, bounded before it runs (docs/security.md,
+	// "Filters and response bytes"): where filters, and the bytes of a session's detail.
+	Where graph.WhereLimits
+	// SessionDetailBytes bounds the stored bytes of each list of a session's detail.
+	SessionDetailBytes int
+	// The trap listener's connections and the lure proxy's bounds toward visitors and the
+	// upstream (docs/security.md, "The lure proxy").
+	TrapMaxConns      int           // trap listener connections open at once; 0: half the open-file limit (trapMaxConns)
+	ProxyReadTimeout  time.Duration // longest wait for a visitor's next bytes of a proxied request or WebSocket
+	ProxyWriteTimeout time.Duration // longest one write to a visitor of a proxied answer may take
+	UpstreamMaxConns  int           // connections to the upstream at once
+	UpstreamTimeout   time.Duration // dial, TLS, response headers, and the longest silence of a proxied exchange
 }
 
 // DefaultConfig is the configuration with nothing set.
@@ -133,6 +150,14 @@ func DefaultConfig() Config {
 		DiskLowBytes:     1 << 30,
 		GCHeapFloorBytes: 64 << 20,
 		PGPartitions:     true,
+
+		WebsocketMaxOperations: 100,
+		Where:                  graph.DefaultWhereLimits,
+		SessionDetailBytes:     graph.DefaultDetailBytes,
+		ProxyReadTimeout:       proxy.DefaultReadTimeout,
+		ProxyWriteTimeout:      proxy.DefaultWriteTimeout,
+		UpstreamMaxConns:       proxy.DefaultUpstreamMaxConns,
+		UpstreamTimeout:        proxy.DefaultUpstreamTimeout,
 	}
 }
 
@@ -221,7 +246,37 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MaxLureBytes, "lure-max-bytes", c.MaxLureBytes, "upstream HTML pages larger than this get no lures (and a page is searched this far for its </body>)")
 	c.registerRetention(fs)
 	c.registerBulkheads(fs)
+	fs.IntVar(&c.WebsocketMaxOperations, "ws-max-operations", c.WebsocketMaxOperations, "operations (queries, mutations, subscriptions) one GraphQL WebSocket may run at once; more get RATE_LIMITED (1 to 10000)")
+	c.registerProxy(fs)
 	fs.Func("oidc-token", "JWT the dashboard sends to the API after OIDC sign-in: access_token (default) or id_token", oidcTokenFlag(&c.OIDC.Token))
+	c.registerCost(fs)
+}
+
+// registerCost declares the flags of what one API request may ask for (docs/security.md,
+// "Filters and response bytes").
+func (c *Config) registerCost(fs *flag.FlagSet) {
+	fs.IntVar(&c.Where.MaxNodes, "where-max-nodes", c.Where.MaxNodes, "predicates, list items and nesting levels in all the where filters of one GraphQL operation (10 to 1000)")
+	fs.IntVar(&c.Where.MaxWidth, "where-max-width", c.Where.MaxWidth, "items in one and, or or hasXWith list of a where filter (2 to 100)")
+	fs.IntVar(&c.Where.MaxScans, "where-max-scans", c.Where.MaxScans, "substring and text predicates over hits and prompts in one request, counted once per row of the pages they filter (0 to 20)")
+	fs.IntVar(&c.SessionDetailBytes, "session-detail-bytes", c.SessionDetailBytes, "stored bytes of each list (hits, signals, prompts) of a session's detail, newest first (64 KiB to 8 MiB; REST and GraphQL alike)")
+}
+
+// validateCost checks the flags of registerCost.
+func (c *Config) validateCost() []error {
+	var errs []error
+	if c.Where.MaxNodes < 10 || c.Where.MaxNodes > 1000 {
+		errs = append(errs, errors.New("where-max-nodes: must be between 10 and 1000"))
+	}
+	if c.Where.MaxWidth < 2 || c.Where.MaxWidth > 100 {
+		errs = append(errs, errors.New("where-max-width: must be between 2 and 100"))
+	}
+	if c.Where.MaxScans < 0 || c.Where.MaxScans > 20 {
+		errs = append(errs, errors.New("where-max-scans: must be between 0 and 20"))
+	}
+	if c.SessionDetailBytes < graph.MinDetailBytes || c.SessionDetailBytes > graph.MaxDetailBytes {
+		errs = append(errs, fmt.Errorf("session-detail-bytes: must be between %d and %d", graph.MinDetailBytes, graph.MaxDetailBytes))
+	}
+	return errs
 }
 
 func parsePrefixes(v string) ([]netip.Prefix, error) {
@@ -327,6 +382,7 @@ func (c Config) Validate() error {
 	if c.MetricsSessionsRefresh < time.Second || c.MetricsSessionsRefresh > time.Hour {
 		errs = append(errs, errors.New("metrics-sessions-refresh: must be between 1s and 1h"))
 	}
+	errs = append(errs, c.validateCost()...)
 	if t := c.MetricsToken; t != "" && (len(t) < 16 || len(t) > 256 || strings.ContainsFunc(t, func(r rune) bool { return r <= ' ' || r > '~' })) {
 		errs = append(errs, errors.New("metrics-token: must be 16 to 256 printable ASCII characters without spaces"))
 	}
@@ -339,9 +395,13 @@ func (c Config) Validate() error {
 	if c.GCHeapFloorBytes < 0 || c.GCHeapFloorBytes > 1<<40 {
 		errs = append(errs, errors.New("gc-heap-floor-bytes: must be 0 (off) to 1 TiB"))
 	}
+	if c.WebsocketMaxOperations < 1 || c.WebsocketMaxOperations > 10000 {
+		errs = append(errs, errors.New("ws-max-operations: must be between 1 and 10000"))
+	}
 	if err := c.Webhook.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.validateProxy()...)
 	if c.JWT.Enabled() {
 		if err := c.JWT.normalize().validate(); err != nil {
 			errs = append(errs, err)
@@ -400,4 +460,27 @@ func parseUpstream(v string) (*url.URL, error) {
 		return nil, fmt.Errorf("%q is not an http:// or https:// URL of a host (no credentials, query or fragment)", v)
 	}
 	return u, nil
+}
+
+// registerProxy adds the flags of the trap listener's connections and the lure proxy's bounds.
+func (c *Config) registerProxy(fs *flag.FlagSet) {
+	fs.IntVar(&c.TrapMaxConns, "trap-max-conns", c.TrapMaxConns, "trap listener connections open at once; at the cap a new one replaces an idle keep-alive connection or is closed; 0: half the process's open-file limit (64 to 16384)")
+	fs.DurationVar(&c.ProxyReadTimeout, "proxy-read-timeout", c.ProxyReadTimeout, "lure proxy: longest wait for a visitor's next bytes of a proxied request body, or of a WebSocket quiet both ways")
+	fs.DurationVar(&c.ProxyWriteTimeout, "proxy-write-timeout", c.ProxyWriteTimeout, "lure proxy: longest one write of a proxied answer to a visitor may take (a visitor that stops reading is cut)")
+	fs.IntVar(&c.UpstreamMaxConns, "upstream-max-conns", c.UpstreamMaxConns, "lure proxy: connections to the upstream open at once; more requests wait for one (within upstream-timeout)")
+	fs.DurationVar(&c.UpstreamTimeout, "upstream-timeout", c.UpstreamTimeout, "lure proxy: time the upstream has to accept a connection, answer with headers, and between two reads of its answer; past it the visitor gets 504")
+}
+
+func (c Config) validateProxy() []error {
+	var errs []error
+	if c.TrapMaxConns < 0 || c.TrapMaxConns > 1<<20 {
+		errs = append(errs, errors.New("trap-max-conns: must be 0 (half the open-file limit) to 1048576"))
+	}
+	if c.ProxyReadTimeout < 100*time.Millisecond || c.ProxyWriteTimeout < 100*time.Millisecond || c.UpstreamTimeout < 100*time.Millisecond {
+		errs = append(errs, errors.New("proxy-read-timeout, proxy-write-timeout and upstream-timeout: must be at least 100ms"))
+	}
+	if c.UpstreamMaxConns < 1 || c.UpstreamMaxConns > 1<<16 {
+		errs = append(errs, errors.New("upstream-max-conns: must be between 1 and 65536"))
+	}
+	return errs
 }

@@ -50,8 +50,8 @@ func (s *Server) graphQLHandler() *handler.Server {
 	srv := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: s.resolver, Directives: graph.DirectiveRoot{PageLimits: pageLimits}}))
 	srv.AddTransport(s.ws)
 	srv.AddTransport(transport.Options{})
-	srv.AddTransport(transport.GET{})
-	srv.AddTransport(transport.POST{})
+	srv.AddTransport(noSubscriptions{transport.GET{}})
+	srv.AddTransport(noSubscriptions{transport.POST{}})
 	cache := lru.New[*ast.QueryDocument](1000)
 	srv.SetQueryCache(cache)
 	srv.SetParserTokenLimit(maxTokensPerSelection * s.cfg.MaxSelections)
@@ -61,7 +61,7 @@ func (s *Server) graphQLHandler() *handler.Server {
 		srv.Use(extension.Introspection{})
 	}
 	srv.Use(depthLimit{max: s.cfg.DepthLimit}) // first: its message is the clearer one
-	srv.Use(costLimit{max: s.cfg.ComplexityLimit})
+	srv.Use(costLimit{max: s.cfg.ComplexityLimit, where: s.cfg.Where, listSizes: graph.DetailListSizes(s.cfg.SessionDetailBytes)})
 	srv.Use(transactioner{entgql.Transactioner{TxOpener: s.db.Client}, s.log})
 	// No AroundFields: plain scalar fields skip field middleware (graph.resolvePlain); a rule
 	// for some fields is a directive, as @pageLimits is.

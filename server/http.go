@@ -30,7 +30,7 @@ func (s *Server) routes() http.Handler {
 	// A body is read only once its sender has authenticated (limitBody refuses a
 	// declared oversize one before); every request but a stream or WebSocket has a deadline
 	// and a compressed answer when the client accepts one.
-	mux.Handle("/graphql", compress(s.deadline(s.authenticate(s.readBody(gql), graphQLErrors), graphQLErrors)))
+	mux.Handle("/graphql", compress(s.deadline(s.authenticate(s.readBody(s.work(gql)), graphQLErrors), graphQLErrors)))
 	api := rest.New(s.resolver, s.db.Client, s.log, rest.Options{
 		Stopping:  s.stopping,
 		Heartbeat: s.cfg.StreamHeartbeat,
@@ -38,7 +38,7 @@ func (s *Server) routes() http.Handler {
 	for _, rt := range api.Routes() {
 		h := s.authenticate(s.readBody(rt.Handler), restErrors)
 		if rt.Pattern != rest.StreamRoute {
-			h = compress(s.deadline(h, restErrors))
+			h = compress(s.deadline(s.authenticate(s.readBody(s.work(rt.Handler)), restErrors), restErrors))
 		}
 		mux.Handle(rt.Pattern, h)
 	}
@@ -117,6 +117,10 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 			refuse(w, errTooManyFailures)
 			return
 		}
+		if s.limiter.exhausted(w, header) { // before the lookup: a flood costs no database read
+			refuse(w, errRateLimited)
+			return
+		}
 		v, err := s.auth.Authenticate(r.Context(), header)
 		if err != nil {
 			if errors.Is(err, ErrUnauthenticated) {
@@ -130,13 +134,16 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 			return
 		}
 		s.gate.authenticated(r.Context())
+		s.limiter.learn(header, v)
 		if !s.limiter.allow(w, v) {
-			refuse(w, apperr.New(apperr.KindTooMany, "rate limit exceeded; retry after the time in Retry-After"))
+			refuse(w, errRateLimited)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(viewer.NewContext(r.Context(), v)))
 	})
 }
+
+var errRateLimited = apperr.New(apperr.KindTooMany, "rate limit exceeded; retry after the time in Retry-After")
 
 func isWebsocketUpgrade(r *http.Request) bool {
 	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")

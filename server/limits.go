@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"math"
 	"net/http"
@@ -23,12 +24,46 @@ type rateLimiter struct {
 	rate    rate.Limit
 	burst   int
 	buckets *lru.Cache[string, *rate.Limiter]
-	now     func() time.Time
+	// seen maps the hash of an Authorization header that authenticated to its credential,
+	// so that the next request with it is refused while its bucket is empty before the
+	// header is looked up (a database read for a key, a signature check for a JWT).
+	seen *lru.Cache[[sha256.Size]byte, string]
+	now  func() time.Time
 }
 
 func newRateLimiter(perSecond float64, burst int) *rateLimiter {
 	cache, _ := lru.New[string, *rate.Limiter](100_000) // only fails for a size < 1
-	return &rateLimiter{rate: rate.Limit(perSecond), burst: burst, buckets: cache, now: time.Now}
+	seen, _ := lru.New[[sha256.Size]byte, string](100_000)
+	return &rateLimiter{rate: rate.Limit(perSecond), burst: burst, buckets: cache, seen: seen, now: time.Now}
+}
+
+// learn remembers that header authenticated as v.
+func (rl *rateLimiter) learn(header string, v viewer.Viewer) {
+	rl.seen.Add(sha256.Sum256([]byte(header)), credential(v))
+}
+
+// exhausted reports whether header belongs to a credential whose bucket is empty, with
+// the X-RateLimit headers set as allow sets them; it takes no token. An unknown header is
+// never exhausted: it is looked up, and the failed-authentication limit covers guessing.
+func (rl *rateLimiter) exhausted(w http.ResponseWriter, header string) bool {
+	id, ok := rl.seen.Get(sha256.Sum256([]byte(header)))
+	if !ok {
+		return false
+	}
+	lim, ok := rl.buckets.Get(id)
+	if !ok {
+		return false
+	}
+	tokens := lim.TokensAt(rl.now())
+	if tokens >= 1 {
+		return false
+	}
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(rl.burst))
+	h.Set("X-RateLimit-Remaining", "0")
+	h.Set("X-RateLimit-Reset", strconv.Itoa(int(math.Ceil((float64(rl.burst)-tokens)/float64(rl.rate)))))
+	h.Set("Retry-After", strconv.Itoa(rl.retryAfter(tokens)))
+	return true
 }
 
 func credential(v viewer.Viewer) string {

@@ -14,6 +14,8 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
+
+	"github.com/flytrap/flytrap/trap"
 )
 
 // APIServer is the API listener's http.Server: the router behind timeouts that
@@ -140,12 +142,7 @@ func clientPrefix(r *http.Request) (netip.Prefix, bool) {
 	if err != nil {
 		return netip.Prefix{}, false
 	}
-	a := ap.Addr().Unmap()
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p, true
-	}
-	return netip.PrefixFrom(a, 32), true
+	return trap.ClientPrefix(ap.Addr()), true
 }
 
 // blocked reports whether r's address has failed too often; if so it sets Retry-After.

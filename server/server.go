@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"entgo.io/ent/dialect"
@@ -39,6 +40,7 @@ type Server struct {
 	engine   *trap.Engine
 	notifier *event.Notifier // nil on SQLite: one instance
 	limiter  *rateLimiter
+	slots    apiSlots      // API requests served at once (bulkheads.go)
 	gate     *connGate     // unauthenticated API connections
 	fails    *authFailures // failed authentications per client address
 	ready    *readiness
@@ -49,6 +51,7 @@ type Server struct {
 
 	// trapHandler answers the trap listener: the engine, or the proxy in front of an upstream.
 	trapHandler http.Handler
+	trapConns   atomic.Pointer[trap.ConnLimiter] // set by TrapListener
 }
 
 // New builds a server over an open database. ctx bounds background work started
@@ -69,14 +72,17 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.usage = newKeyUsage(db.Client, log)
 	s.auth = NewAuthenticator(db.Client, s.jwt, s.usage, log)
 	s.limiter = newRateLimiter(cfg.RateLimit, cfg.RateBurst)
+	s.slots = make(apiSlots, cfg.APIConcurrency())
 	s.gate = newConnGate(cfg.MaxUnauthConns, log)
 	s.fails = newAuthFailures(cfg.AuthFailureRate, cfg.AuthFailureBurst)
 	s.ready = newReadiness(db, log)
 	s.broker = event.NewBroker(db.Client, log, cfg.EventPollInterval)
 	s.resolver = graph.NewResolver(db.Client, s.broker, log, time.Now)
 	s.resolver.SetMaxStreamsPerOrg(cfg.MaxStreamsPerOrg)
+	s.resolver.CredentialCheck = cfg.StreamHeartbeat // as SSE streams do (rest.Options.Heartbeat)
 	s.resolver.Manual = cfg.WebhookManual
 	s.resolver.DetailLimit = cfg.SessionDetailLimit
+	s.resolver.DetailBytes, s.resolver.Where = cfg.SessionDetailBytes, cfg.Where
 	s.resolver.Storage = s.storageReport
 	s.ws = newWSTransport(s)
 	engine, err := trap.New(ctx, cfg.Trap, db.Trap, db.Dialect, log) // its own pool: no API caller takes it
@@ -86,7 +92,9 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.engine = engine
 	s.trapHandler = engine
 	if cfg.Upstream != nil {
-		s.trapHandler = proxy.New(proxy.Config{Upstream: cfg.Upstream, MaxLureBytes: cfg.MaxLureBytes, TrustedProxies: cfg.Trap.TrustedProxies}, engine, log)
+		s.trapHandler = proxy.New(proxy.Config{Upstream: cfg.Upstream, MaxLureBytes: cfg.MaxLureBytes, TrustedProxies: cfg.Trap.TrustedProxies,
+			ReadTimeout: cfg.ProxyReadTimeout, WriteTimeout: cfg.ProxyWriteTimeout,
+			UpstreamMaxConns: cfg.UpstreamMaxConns, UpstreamTimeout: cfg.UpstreamTimeout}, engine, log)
 	}
 	s.resolver.Previewer = engine.Preview
 	s.resolver.TokenKey = engine.Key
@@ -126,6 +134,7 @@ func (s *Server) TrapServer() *http.Server {
 		MaxHeaderBytes:    32 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		ConnContext:       trap.ConnContext,
+		ConnState:         trap.ConnState, // which connections are idle, for TrapListener's cap
 	}
 }
 
@@ -217,7 +226,7 @@ func (s *Server) Serve(ctx context.Context, ln *Listeners, ready func(api, trap 
 	apiSrv := s.APIServer()
 	apiSrv.RegisterOnShutdown(s.Stop)
 	trapSrv := s.TrapServer()
-	trapLn = trap.WrapListener(trapLn)
+	trapLn = s.TrapListener(trapLn)
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	wait := s.Start(bgCtx)
 	defer func() {

@@ -119,6 +119,7 @@ func TestSubscriptionErrorsAndRevocation(t *testing.T) {
 
 	key := env.Key(a.Org.ID, "READ_ONLY")
 	c2 := subscribeWS(t, env, key, eventsSub, nil)
+	waitSubscribers(t, env, 1) // running before the revocation, which would otherwise refuse it (UNAUTHENTICATED)
 	keys := env.MustGraphQL(a.Admin, `{ apiKeys(first: 100) { edges { node { id prefix } } } }`, nil)
 	for _, e := range ft.Dig(keys, "apiKeys", "edges").([]any) {
 		if strings.HasPrefix(key, ft.Dig(e, "node", "prefix").(string)) {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestUpstreamFlags(t *testing.T) {
@@ -36,9 +37,41 @@ func TestUpstreamFlags(t *testing.T) {
 		{"--upstream", "127.0.0.1:3000"}, {"--upstream", "ftp://app"}, {"--upstream", "http://"},
 		{"--upstream", "http://user:pw@app"}, {"--upstream", "http://app/?x=1"}, {"--upstream", "http://app/#f"},
 		{"--lure-max-bytes", "10"},
+		{"--trap-max-conns", "-1"}, {"--upstream-max-conns", "0"}, {"--upstream-timeout", "1ms"},
+		{"--proxy-read-timeout", "0s"}, {"--proxy-write-timeout", "10ms"},
 	} {
 		if _, err := parse(args, nil); err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(args[0], "--")) {
 			t.Errorf("%v: %v, want an error naming the flag", args, err)
 		}
+	}
+}
+
+// The lure proxy's bounds come from flags and FLYTRAP_* variables, with defaults that bound
+// every direction, and a trap listener cap that follows the open-file limit unless set.
+func TestProxyBoundsFlags(t *testing.T) {
+	c := DefaultConfig()
+	if c.TrapMaxConns != 0 || c.ProxyReadTimeout != time.Minute || c.ProxyWriteTimeout != time.Minute || c.UpstreamMaxConns != 256 || c.UpstreamTimeout != time.Minute {
+		t.Fatalf("defaults: %+v", c)
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c.Register(fs)
+	env := map[string]string{"FLYTRAP_TRAP_MAX_CONNS": "300", "FLYTRAP_UPSTREAM_TIMEOUT": "5s"}
+	if err := ParseFlags(fs, []string{"--upstream-max-conns", "12", "--proxy-read-timeout", "2s", "--proxy-write-timeout", "3s"}, func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.TrapMaxConns != 300 || c.UpstreamTimeout != 5*time.Second || c.UpstreamMaxConns != 12 || c.ProxyReadTimeout != 2*time.Second || c.ProxyWriteTimeout != 3*time.Second {
+		t.Fatalf("parsed: %+v", c)
+	}
+	s := &Server{cfg: c}
+	if s.trapMaxConns() != 300 {
+		t.Errorf("trap-max-conns 300: %d", s.trapMaxConns())
+	}
+	s.cfg.TrapMaxConns = 0
+	if n, limit := s.trapMaxConns(), openFileLimit(); n < 64 || n > 16384 || (limit > 0 && uint64(n) > limit/2 && n != 64) {
+		t.Errorf("trap-max-conns 0 with an open-file limit of %d: %d", limit, n)
 	}
 }

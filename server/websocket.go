@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -39,18 +40,44 @@ const (
 	closeInitTimeout    = 4408
 	closeDuplicateID    = 4409
 	closeTooManyInits   = 4429
+	closeTooManyOps     = 4429 // ours: operations kept coming after being refused (refusals)
 	closeInternal       = 4500
 )
+
+// refusals is the allowance of refused operations (over the connection's cap or its
+// credential's rate) a connection has: maxRefused at once, then one a second. A client
+// that backs off when refused never runs out; one that keeps sending is closed with
+// closeTooManyOps and stops costing even the refusals.
+type refusals struct {
+	debt float64 // refusals not yet forgiven
+	last time.Time
+}
+
+const maxRefused = 100
+
+// add counts one refusal at now and reports whether the allowance is spent.
+func (r *refusals) add(now time.Time) (spent bool) {
+	if !r.last.IsZero() {
+		r.debt = max(0, r.debt-now.Sub(r.last).Seconds())
+	}
+	r.last = now
+	r.debt++
+	return r.debt > maxRefused
+}
 
 // wsTransport serves GraphQL over WebSocket on gorilla/websocket. It is ours rather
 // than gqlgen's so that an idle connection costs little: one goroutine (its reader,
 // started fresh so the HTTP handler's deep stack unwinds), a small read buffer, no
 // write buffer (writes borrow one from a pool), and no goroutine per subscription —
 // subscriptions are driven by their follower (graph.Deliverer), keep-alives by a timer.
+// An operation is admitted by the reader before anything is spent on it (wsConn.admit):
+// the connection's cap on operations in flight, then the credential's rate limit.
 type wsTransport struct {
 	upgrader    websocket.Upgrader
 	auth        func(ctx context.Context, authorization string) (context.Context, int, error)
 	admit       func(ctx context.Context) error // the per-credential rate limit, per operation
+	maxOps      int                             // operations in flight per connection
+	slots       apiSlots                        // the API's slots: an operation executes in one
 	authFailed  func(remoteAddr string)         // counts a refused connection_init toward the address's limit
 	log         *slog.Logger
 	readLimit   int64
@@ -71,6 +98,7 @@ var writeBufferPool = &sync.Pool{}
 func newWSTransport(s *Server) *wsTransport {
 	origins := websocketOrigins{allowed: s.cfg.AllowedOrigins}
 	return &wsTransport{
+		slots: s.slots,
 		upgrader: websocket.Upgrader{
 			HandshakeTimeout: 10 * time.Second,
 			Subprotocols:     []string{protoTransportWS, protoLegacy},
@@ -80,6 +108,7 @@ func newWSTransport(s *Server) *wsTransport {
 		},
 		auth:        s.websocketAuth,
 		admit:       s.admitOperation,
+		maxOps:      s.cfg.WebsocketMaxOperations,
 		authFailed:  s.fails.failedFrom,
 		log:         s.log,
 		readLimit:   s.cfg.MaxBodyBytes,
@@ -174,6 +203,7 @@ type wsConn struct {
 	// else the upgrade request's); every operation is authorised with it again.
 	authorization string
 	remoteAddr    string
+	refused       refusals
 
 	wmu    sync.Mutex // gorilla allows one writer at a time
 	mu     sync.Mutex
@@ -225,6 +255,16 @@ func (c *wsConn) handle(m wsMessage) bool {
 			c.refuse(code, err.Error())
 			return false
 		}
+		// Signing in is a request of the credential's, as the upgrade is when it carries the
+		// header (and took a token then): a client reconnecting to flood is held to the
+		// credential's rate too.
+		if c.authorization == "" {
+			if err := c.t.admit(ctx); err != nil {
+				c.t.authFailed(c.remoteAddr) // a flooder reconnecting: its address is blocked like a key guesser's
+				c.refuse(closeTooManyOps, "Too many requests: "+graph.Present(err).Message(graph.GraphQLName))
+				return false
+			}
+		}
 		if header != "" {
 			c.authorization = header
 		}
@@ -252,10 +292,22 @@ func (c *wsConn) handle(m wsMessage) bool {
 		}
 		c.mu.Lock()
 		_, dup := c.ops[m.ID]
+		inFlight := len(c.ops)
 		c.mu.Unlock()
 		if dup {
 			c.closeWith(closeDuplicateID, "Subscriber for "+m.ID+" already exists")
 			return false
+		}
+		if refusal := c.admit(m.ID, inFlight); refusal != nil {
+			c.sendErrors(m.ID, gqlerror.List{refusal})
+			if c.refused.add(time.Now()) {
+				// Counted as a failed authentication of its address: a flooder that reconnects is
+				// soon refused before its upgrade (429), which costs far less than a socket.
+				c.t.authFailed(c.remoteAddr)
+				c.refuseLingering(closeTooManyOps, "Too many requests: operations kept coming after being refused")
+				return false
+			}
+			return true
 		}
 		c.start(m.ID, m.Payload)
 	case "complete", "stop":
@@ -268,6 +320,23 @@ func (c *wsConn) handle(m wsMessage) bool {
 		return false
 	}
 	return true
+}
+
+// admit decides, on the reader and before any goroutine, database lookup or buffer is
+// spent on it, whether an operation may start: under the connection's cap on operations
+// in flight, then with a token of its credential's rate limit (the one its HTTP requests
+// draw from). A refusal is the operation's error; it costs a map length, a token
+// bucket's arithmetic and the error's write.
+func (c *wsConn) admit(id string, inFlight int) (refusal *gqlerror.Error) {
+	defer c.recoverPanic("admitting operation "+id, func() { refusal = internalError()[0] })
+	if inFlight >= c.t.maxOps {
+		return coded(fmt.Sprintf("this connection already runs %d operations, the most one may (ws-max-operations): complete one first", inFlight), CodeRateLimited)
+	}
+	if err := c.t.admit(c.ctx); err != nil {
+		e := graph.Present(err)
+		return coded(e.Message(graph.GraphQLName), e.Code())
+	}
+	return nil
 }
 
 // authenticate checks connection_init's credentials on a goroutine of its own: the
@@ -306,6 +375,34 @@ func (c *wsConn) refuse(code int, reason string) {
 		_ = c.send(wsMessage{Type: "connection_error", Payload: payload})
 	}
 	c.closeWith(code, reason)
+}
+
+// closeLinger is how long a connection closed for flooding is read (and what comes
+// discarded) for the client's close, so that the close code reaches it rather than being
+// lost to the reset that closing on unread messages sends.
+const closeLinger = 500 * time.Millisecond
+
+// refuseLingering is refuse for a client that is still sending: the close frame, then
+// what it sends discarded until its close comes back or closeLinger passes.
+func (c *wsConn) refuseLingering(code int, reason string) {
+	if c.legacy {
+		payload, _ := json.Marshal(map[string]string{"message": reason})
+		_ = c.send(wsMessage{Type: "connection_error", Payload: payload})
+	}
+	c.wmu.Lock()
+	err := c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+	c.wmu.Unlock()
+	if err == nil {
+		_ = c.conn.SetReadDeadline(time.Now().Add(closeLinger))
+		for {
+			if _, r, err := c.conn.NextReader(); err != nil {
+				break // the client's close, an error or the deadline
+			} else if _, err := io.Copy(io.Discard, r); err != nil {
+				break
+			}
+		}
+	}
+	_ = c.conn.Close()
 }
 
 // keepAlive runs on its timer: a ka (legacy) or a ping, and a connection that did
@@ -354,25 +451,30 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 		c.sendErrors(o.id, internalError())
 		c.finish(o, false)
 	})
+	// It executes in one of the API's slots, as an HTTP request does, its results read
+	// included (a subscription only until it is set up: its deliveries are the follower's).
+	acquired := c.t.slots.acquire(ctx)
+	if acquired {
+		defer c.t.slots.release()
+	}
 	defer func() {
 		if o.responses != nil && !o.driven {
 			o.readAll()
 		}
 	}()
 	defer close(o.ready)
-	// Authorised as an HTTP request would be now: a key revoked or a token expired
-	// since connection_init runs nothing more, and operations share the key's rate.
+	if !acquired {
+		c.finish(o, false) // the operation was stopped or the connection closed meanwhile
+		return
+	}
+	// Admitted (the rate limit is taken), it is authorised as an HTTP request would be
+	// now: a key revoked or a token expired since connection_init runs nothing more. The
+	// lookup this costs is one per admitted operation, as it is one per HTTP request.
 	ctx, code, err := c.t.auth(ctx, c.authorization)
 	if err != nil {
 		c.sendErrors(o.id, gqlerror.List{coded(err.Error(), CodeUnauthenticated)})
 		c.finish(o, false)
 		c.closeWith(code, err.Error()) // every later operation would be refused too
-		return
-	}
-	if err := c.t.admit(ctx); err != nil {
-		e := graph.Present(err)
-		c.sendErrors(o.id, gqlerror.List{coded(e.Message(graph.GraphQLName), e.Code())})
-		c.finish(o, false)
 		return
 	}
 	params := &graphql.RawParams{}

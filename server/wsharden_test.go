@@ -152,7 +152,7 @@ func TestWebsocketPanicIsContained(t *testing.T) {
 	a := env.Tenant("acme")
 	var calls atomic.Int32
 	server.SetWebsocketAdmit(env.Server, func(context.Context) error {
-		if calls.Add(1) == 1 {
+		if calls.Add(1) == 2 { // the first is connection_init's
 			panic("boom")
 		}
 		return nil
@@ -212,9 +212,9 @@ func TestWebsocketRevokedKeyStopsAtOnce(t *testing.T) {
 
 // Operations on a socket draw from the same per-key rate limit as HTTP requests.
 func TestWebsocketOperationsAreRateLimited(t *testing.T) {
-	env := ft.Start(t, ft.Backends()[0], func(c *server.Config) { c.RateLimit, c.RateBurst = 0.01, 3 })
+	env := ft.Start(t, ft.Backends()[0], func(c *server.Config) { c.RateLimit, c.RateBurst = 0.01, 4 })
 	a := env.Tenant("acme")
-	s := openSession(t, env, "graphql-transport-ws", a.ReadOnly)
+	s := openSession(t, env, "graphql-transport-ws", a.ReadOnly) // signing in takes the first token
 	for i := range 3 {
 		if _, code := s.query(`{ organization { id } }`); code != "" {
 			t.Fatalf("operation %d within the burst: %s", i+1, code)
@@ -225,6 +225,15 @@ func TestWebsocketOperationsAreRateLimited(t *testing.T) {
 	}
 	if res, _ := env.Get(a.ReadOnly, "/dashboard/api/traps"); res.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("HTTP with the same key after the socket used its burst: %d, want 429", res.StatusCode)
+	}
+	// Nor can it sign in again to start over: connection_init takes a token too.
+	c, _, err := dialWS(t, env, "graphql-transport-ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.WriteJSON(wsMsg{Type: "connection_init", Payload: map[string]any{"Authorization": "Bearer " + a.ReadOnly}})
+	if code := readClose(t, c); code != 4429 {
+		t.Fatalf("connection_init with the burst used: close %d, want 4429", code)
 	}
 }
 

@@ -30,6 +30,30 @@ func clientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	return peer
 }
 
+// ClientPrefix is what counts as one client in per-address limits: an IPv4 address, or
+// an IPv6 address's /64 (what one host or subscriber is given: it picks any address in
+// it). The API's failed-authentication limit and the legacy MCP streams share it.
+func ClientPrefix(a netip.Addr) netip.Prefix {
+	a = a.Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p
+	}
+	return netip.PrefixFrom(a, a.BitLen())
+}
+
+// networkPrefix is a client's network in per-network limits: an IPv4 /24, an IPv6 /48
+// (a site's allocation).
+func networkPrefix(a netip.Addr) netip.Prefix {
+	a = a.Unmap()
+	bits := 24
+	if a.Is6() {
+		bits = 48
+	}
+	p, _ := a.Prefix(bits)
+	return p
+}
+
 func addrOf(hostport string) netip.Addr {
 	host, _, err := net.SplitHostPort(hostport)
 	if err != nil {

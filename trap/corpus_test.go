@@ -82,7 +82,7 @@ func trustLocalProxy(c *server.Config) {
 	c.Trap.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	// The corpus reads every session with its signals and prompts in one operation, which
 	// a client would page: 100 sessions × 100 signals is over the default cost limit.
-	c.ComplexityLimit = 1 << 20
+	c.ComplexityLimit = 1 << 22 // every session's signals and prompts, texts priced by their bytes
 }
 
 // corpus is one run of the corpus on one backend.

@@ -36,6 +36,7 @@ type Config struct {
 	SessionIdle    time.Duration // idle gap that ends a session
 	RoutesMaxAge   time.Duration // how stale the routes may be when another instance changed them
 	RoutesTimeout  time.Duration // how long one reload of the routes may take; the last ones serve meanwhile
+	MCPStreamIdle  time.Duration // a legacy MCP stream with no message posted this long ends (0: DefaultMCPStreamIdle)
 }
 
 // DefaultConfig is the listener's configuration with nothing set.

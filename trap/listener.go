@@ -139,7 +139,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			resp = decoy.Rendered{Status: http.StatusMethodNotAllowed, ContentType: "text/plain; charset=utf-8",
 				Header: map[string]string{"Allow": "POST"}, Body: []byte("Method Not Allowed\n")}
 		default:
-			if stream = e.mcp.open(sr.site.ID, rec.ip.String()); stream == nil {
+			if stream = e.mcp.open(sr.site.ID, rec.ip); stream == nil {
 				resp = decoy.Rendered{Status: http.StatusServiceUnavailable, ContentType: "text/plain; charset=utf-8",
 					Header: map[string]string{"Retry-After": "30"}, Body: []byte("Too many connections\n")}
 			} else {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -18,16 +19,22 @@ import (
 // "message" events on the stream. A GET that carries Mcp-Session-Id or
 // MCP-Protocol-Version comes from a Streamable HTTP client and gets 405, as from a
 // server without a standalone stream. Streams are bounded: MaxMCPStreams in all,
-// MaxMCPStreamsPerAddr per source address, MCPStreamLifetime each, and
+// MaxMCPStreamsPerSite per site, MaxMCPStreamsPerNet per network (IPv4 /24, IPv6 /48),
+// MaxMCPStreamsPerAddr per client (an IPv4 address, an IPv6 /64: ClientPrefix),
+// MCPStreamLifetime each, ended after Config.MCPStreamIdle without a posted message, and
 // maxMCPStreamMessages posted to one; a client too slow to take its messages is cut off.
+// So no one client, network or site's visitors can hold every stream of the instance.
 // A session lives on the instance that opened it: behind several instances, legacy
 // clients need sticky routing (as with every legacy SSE MCP server).
 
 // Bounds of legacy MCP streams.
 const (
 	MaxMCPStreams         = 64
+	MaxMCPStreamsPerSite  = 32
+	MaxMCPStreamsPerNet   = 16
 	MaxMCPStreamsPerAddr  = 4
 	MCPStreamLifetime     = 5 * time.Minute
+	DefaultMCPStreamIdle  = time.Minute
 	mcpStreamPing         = 15 * time.Second
 	maxMCPStreamMessages  = 256
 	mcpStreamQueue        = 32
@@ -36,38 +43,46 @@ const (
 
 // mcpStream is one open legacy MCP stream.
 type mcpStream struct {
-	id, site, addr string
-	out            chan []byte // JSON-RPC messages to send
-	posts          int         // messages posted so far (under mcpStreams.mu)
-	gone           chan struct{}
-	once           sync.Once
+	id, site  string
+	addr, net netip.Prefix  // ClientPrefix and networkPrefix of its client
+	out       chan []byte   // JSON-RPC messages to send
+	posted    chan struct{} // a message was posted: the stream is not idle
+	posts     int           // messages posted so far (under mcpStreams.mu)
+	gone      chan struct{}
+	once      sync.Once
 }
 
 func (s *mcpStream) close() { s.once.Do(func() { close(s.gone) }) }
 
-// mcpStreams are the open streams of this instance.
+// mcpStreams are the open streams of this instance, counted per site, network and client.
 type mcpStreams struct {
 	mu     sync.Mutex
 	byID   map[string]*mcpStream
-	byAddr map[string]int
+	bySite map[string]int
+	byNet  map[netip.Prefix]int
+	byAddr map[netip.Prefix]int
 }
 
 func newMCPStreams() *mcpStreams {
-	return &mcpStreams{byID: map[string]*mcpStream{}, byAddr: map[string]int{}}
+	return &mcpStreams{byID: map[string]*mcpStream{}, bySite: map[string]int{}, byNet: map[netip.Prefix]int{}, byAddr: map[netip.Prefix]int{}}
 }
 
-// open reserves a stream for a client at addr of site, or nil when a bound is reached.
-func (m *mcpStreams) open(site, addr string) *mcpStream {
+// open reserves a stream for a client at ip of site, or nil when a bound is reached.
+func (m *mcpStreams) open(site string, ip netip.Addr) *mcpStream {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	s := &mcpStream{id: hex.EncodeToString(b[:]), site: site, addr: addr, out: make(chan []byte, mcpStreamQueue), gone: make(chan struct{})}
+	s := &mcpStream{id: hex.EncodeToString(b[:]), site: site, addr: ClientPrefix(ip), net: networkPrefix(ip),
+		out: make(chan []byte, mcpStreamQueue), posted: make(chan struct{}, 1), gone: make(chan struct{})}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.byID) >= MaxMCPStreams || m.byAddr[addr] >= MaxMCPStreamsPerAddr {
+	if len(m.byID) >= MaxMCPStreams || m.bySite[site] >= MaxMCPStreamsPerSite ||
+		m.byNet[s.net] >= MaxMCPStreamsPerNet || m.byAddr[s.addr] >= MaxMCPStreamsPerAddr {
 		return nil
 	}
 	m.byID[s.id] = s
-	m.byAddr[addr]++
+	m.bySite[site]++
+	m.byNet[s.net]++
+	m.byAddr[s.addr]++
 	return s
 }
 
@@ -77,9 +92,15 @@ func (m *mcpStreams) release(s *mcpStream) {
 	defer m.mu.Unlock()
 	if m.byID[s.id] == s {
 		delete(m.byID, s.id)
-		if m.byAddr[s.addr]--; m.byAddr[s.addr] <= 0 {
-			delete(m.byAddr, s.addr)
-		}
+		decrement(m.bySite, s.site)
+		decrement(m.byNet, s.net)
+		decrement(m.byAddr, s.addr)
+	}
+}
+
+func decrement[K comparable](m map[K]int, k K) {
+	if m[k]--; m[k] <= 0 {
+		delete(m, k)
 	}
 }
 
@@ -93,6 +114,10 @@ func (m *mcpStreams) post(site, id string) *mcpStream {
 		return nil
 	}
 	s.posts++
+	select {
+	case s.posted <- struct{}{}:
+	default:
+	}
 	return s
 }
 
@@ -170,6 +195,12 @@ func (e *Engine) serveMCPStream(w http.ResponseWriter, r *http.Request, s *mcpSt
 	}
 	life := time.NewTimer(MCPStreamLifetime)
 	defer life.Stop()
+	idleFor := e.cfg.MCPStreamIdle
+	if idleFor <= 0 {
+		idleFor = DefaultMCPStreamIdle
+	}
+	idle := time.NewTimer(idleFor) // a client that opened a stream and posts nothing frees it
+	defer idle.Stop()
 	ping := time.NewTicker(mcpStreamPing)
 	defer ping.Stop()
 	for {
@@ -185,6 +216,10 @@ func (e *Engine) serveMCPStream(w http.ResponseWriter, r *http.Request, s *mcpSt
 		case <-r.Context().Done():
 			return
 		case <-s.gone:
+			return
+		case <-s.posted:
+			idle.Reset(idleFor)
+		case <-idle.C:
 			return
 		case <-life.C:
 			return

@@ -128,6 +128,11 @@ type SessionDetail struct {
 	Extracted Extracted `json:"extracted"`
 	Hits      []Hit     `json:"hits"`
 	Signals   []Signal  `json:"signals"`
+	// Each list holds the newest items within the server's count and byte limits; these say
+	// the session has more (GraphQL's hitsTruncated, signalsTruncated, promptsTruncated).
+	HitsTruncated    bool `json:"hits_truncated"`
+	PromptsTruncated bool `json:"prompts_truncated"`
+	SignalsTruncated bool `json:"signals_truncated"`
 }
 
 // MarshalJSON writes the session's and the detail's fields as one object, keys sorted.

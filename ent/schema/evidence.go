@@ -30,7 +30,7 @@ func (Signal) Fields() []ent.Field {
 		field.String("source_hit_id").Default("").MaxLen(40).Immutable(),
 		// DelayMS is the time from serving the decoy to this request, for token signals.
 		field.Int64("delay_ms").Optional().Nillable().Immutable(),
-		field.String("detail").Default("").MaxLen(2048).Immutable(),
+		field.String("detail").Default("").MaxLen(2048).Immutable().Annotations(bytesCost(2048)),
 		field.Time("created_at").Default(nowUTC).Immutable(),
 	}
 }
@@ -54,6 +54,9 @@ func (Signal) Annotations() []schema.Annotation {
 
 func (Signal) Policy() ent.Policy { return systemWritten() }
 
+// MaxPromptText is detect.MaxPromptBytes, which the schema does not import.
+const MaxPromptText = 32 << 10
+
 // Prompt is a system prompt (or instructions) a visitor leaked, kept verbatim (bounded).
 type Prompt struct{ ent.Schema }
 
@@ -65,7 +68,8 @@ func (Prompt) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("session_id").Immutable(),
 		field.String("hit_id").Immutable(),
-		field.Text("text").Immutable(),
+		// Text is at most detect.MaxPromptBytes (32 KiB), priced as such.
+		field.Text("text").Immutable().Annotations(bytesCost(MaxPromptText)),
 		// Hash (SHA-256 of the normalised text) clusters the prompts of one operator.
 		field.String("hash").MaxLen(64).Immutable(),
 		field.String("model").Default("").MaxLen(100).Immutable(),

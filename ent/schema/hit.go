@@ -33,18 +33,18 @@ func (Hit) Fields() []ent.Field {
 		// TrapID survives the trap's deletion as plain data, so history keeps its attribution.
 		field.String("trap_id").Optional().Immutable(),
 		field.String("method").MaxLen(16).Immutable(),
-		field.String("path").MaxLen(2048).Immutable(),
-		field.String("query").Default("").MaxLen(4096).Immutable(),
+		field.String("path").MaxLen(2048).Immutable().Annotations(bytesCost(2048)),
+		field.String("query").Default("").MaxLen(4096).Immutable().Annotations(bytesCost(4096)),
 		// Headers are stored as header lines (schematype.Headers), not JSON: smaller and cheaper
 		// to write. The column keeps SQLite's declared type, so upgrading rewrites no table there;
 		// PostgreSQL's jsonb becomes text (old rows keep their JSON, which Scan reads).
 		field.Other("headers", schematype.Headers{}).Immutable().
 			SchemaType(map[string]string{dialect.SQLite: "json", dialect.Postgres: "text"}).
-			Annotations(entgql.Type("Map"), entgql.Skip(entgql.SkipWhereInput)),
-		field.String("body").Default("").MaxLen(MaxHitBody).Immutable(),
+			Annotations(entgql.Type("Map"), entgql.Skip(entgql.SkipWhereInput), bytesCost(MaxHitHeaders)),
+		field.String("body").Default("").MaxLen(MaxHitBody).Immutable().Annotations(bytesCost(MaxHitBody)),
 		field.Bool("body_truncated").Default(false).Immutable(),
 		field.String("source_ip").MaxLen(64).Immutable(),
-		field.String("user_agent").Default("").MaxLen(1024).Immutable(),
+		field.String("user_agent").Default("").MaxLen(1024).Immutable().Annotations(bytesCost(1024)),
 		field.Time("received_at").Default(nowUTC).Immutable().
 			Annotations(entgql.OrderField("RECEIVED_AT")),
 		// ReceivedHour (Unix hours) lets the counters' one-time recount (tally.Recount) group

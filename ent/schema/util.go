@@ -3,16 +3,29 @@ package schema
 import (
 	"errors"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"entgo.io/contrib/entgql"
+	"github.com/vektah/gqlparser/v2/ast"
 )
 
 // pageLimits marks a connection field for the server's page-size limits (schema.graphqls),
 // which run for the fields that carry it rather than for every field of every row.
 var pageLimits = entgql.NewDirective("pageLimits")
+
+// BytesPerCost is the stored text one unit of GraphQL complexity pays for: a text field that
+// visitors fill costs its bound over this (docs/security.md, "Filters and response bytes"), so
+// an operation within the complexity limit returns at most limit × BytesPerCost of such text.
+const BytesPerCost = 256
+
+// bytesCost prices a text field by the bytes it can hold.
+func bytesCost(maxBytes int) entgql.Annotation {
+	return entgql.Directives(entgql.NewDirective("cost",
+		&ast.Argument{Name: "weight", Value: &ast.Value{Kind: ast.IntValue, Raw: strconv.Itoa(maxBytes / BytesPerCost)}}))
+}
 
 // nowUTC is the time stamps are taken at: UTC, milliseconds, the precision the API shows and
 // both databases keep, so what a create answers is what a later read returns.

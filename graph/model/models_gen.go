@@ -123,17 +123,21 @@ type ScorePart struct {
 	FromUserAgent bool `json:"fromUserAgent"`
 }
 
-// A session and its evidence; each list is the newest items, at most the server's limit, oldest first (by time, then id).
+// A session and its evidence; each list is the newest items, at most the server's limits (count and bytes), oldest first (by time, then id).
 type SessionDetail struct {
 	Session *ent.Session `json:"session"`
 	// The newest hits, oldest first (receivedAt, then id).
 	Hits []*ent.Hit `json:"hits"`
-	// True when the session has more hits than hits holds.
+	// True when the session has more hits than hits holds (the count or the byte limit).
 	HitsTruncated bool `json:"hitsTruncated"`
 	// The newest signal firings, oldest first (createdAt, then id).
 	Signals []*ent.Signal `json:"signals"`
+	// True when the session has more signal firings than signals holds.
+	SignalsTruncated bool `json:"signalsTruncated"`
 	// The newest captured prompts, oldest first (createdAt, then id).
 	Prompts []*ent.Prompt `json:"prompts"`
+	// True when the session has more captured prompts than prompts holds.
+	PromptsTruncated bool `json:"promptsTruncated"`
 }
 
 type SeverityCounts struct {
