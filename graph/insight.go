@@ -28,7 +28,20 @@ const (
 	evidenceSamples = 3
 	// maxTrapRefs bounds the traps resolved for one session or campaign.
 	maxTrapRefs = 100
+	// signalGroupRows bounds the firings a session's signal groups are counted over: its
+	// newest, read along (session_id, created_at, id). A visitor decides how many firings its
+	// session holds (one a request), and grouping them all cost in proportion (issue 22).
+	signalGroupRows = 1000
 )
+
+// newestSignals is a FROM of a session's newest signalGroupRows signals, named signals, so
+// the predicates ent writes for the table apply to it.
+func newestSignals(q *entsql.Selector, sessionID string) *entsql.Selector {
+	return entsql.Dialect(q.Dialect()).
+		Select(signal.FieldOrgID, signal.FieldSessionID, signal.FieldName, signal.FieldPlacement, signal.FieldSourceHitID, signal.FieldDelayMs, signal.FieldDetail).
+		From(entsql.Table(signal.Table)).Where(entsql.EQ(signal.FieldSessionID, sessionID)).
+		OrderBy(entsql.Desc(signal.FieldCreatedAt), entsql.Desc(signal.FieldID)).Limit(signalGroupRows).As(signal.Table)
+}
 
 var signalMeaning = func() map[string]string {
 	m := map[string]string{}
@@ -61,7 +74,9 @@ func explainSession(s *ent.Session) *model.VerdictExplanation {
 
 // signalGroups groups a session's signals by name and placement in words, counted in the
 // database (a session may hold thousands of firings); the source hit's trap type says
-// where a placement stood.
+// where a placement stood. Only the newest signalGroupRows (1,000) firings are grouped; a signal
+// the session fired more often than they show, in one group, is counted from the session's
+// own tally (State.Signals, every firing).
 func (r *Resolver) signalGroups(ctx context.Context, s *ent.Session) ([]*model.SignalGroup, error) {
 	var rows []struct {
 		Name      string            `json:"name"`
@@ -73,6 +88,7 @@ func (r *Resolver) signalGroups(ctx context.Context, s *ent.Session) ([]*model.S
 	}
 	c := r.ent(ctx)
 	err := c.Signal.Query().Where(signal.SessionID(s.ID)).Modify(func(q *entsql.Selector) {
+		q.From(newestSignals(q, s.ID))
 		h := entsql.Table(hit.Table).As("src")
 		t := entsql.Table(trap.Table).As("srct")
 		q.LeftJoin(h).On(q.C(signal.FieldSourceHitID), h.C(hit.FieldID)).
@@ -84,6 +100,11 @@ func (r *Resolver) signalGroups(ctx context.Context, s *ent.Session) ([]*model.S
 	}).Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("group signals: %w", err)
+	}
+	sampled, groupsOf := 0, map[string]int{}
+	for _, row := range rows {
+		sampled += row.N
+		groupsOf[row.Name]++
 	}
 	type key struct{ name, label string }
 	groups := map[key]*model.SignalGroup{}
@@ -125,8 +146,10 @@ func (r *Resolver) signalGroups(ctx context.Context, s *ent.Session) ([]*model.S
 		Placement string `json:"placement"`
 		Detail    string `json:"detail"`
 	}
-	err = c.Signal.Query().Where(signal.SessionID(s.ID), signal.DetailNEQ("")).Unique(true).Limit(evidenceRows).
-		Select(signal.FieldName, signal.FieldPlacement, signal.FieldDetail).Scan(ctx, &ev)
+	err = c.Signal.Query().Where(signal.SessionID(s.ID), signal.DetailNEQ("")).Modify(func(q *entsql.Selector) {
+		q.From(newestSignals(q, s.ID)).Distinct().Select(q.C(signal.FieldName), q.C(signal.FieldPlacement), q.C(signal.FieldDetail)).
+			Limit(evidenceRows)
+	}).Scan(ctx, &ev)
 	if err != nil {
 		return nil, fmt.Errorf("signal evidence: %w", err)
 	}
@@ -138,7 +161,11 @@ func (r *Resolver) signalGroups(ctx context.Context, s *ent.Session) ([]*model.S
 	}
 	out := make([]*model.SignalGroup, 0, len(order))
 	for _, k := range order {
-		out = append(out, groups[k])
+		g := groups[k]
+		if sampled >= signalGroupRows && groupsOf[g.Signal] == 1 {
+			g.Count = max(g.Count, s.State.Signals[g.Signal]) // the session's tally counts every firing
+		}
+		out = append(out, g)
 	}
 	slices.SortStableFunc(out, func(a, b *model.SignalGroup) int {
 		switch {

@@ -102,13 +102,13 @@ func TestNewDatabaseHasPartitionedHits(t *testing.T) {
 	var indexes, fks int
 	raw.QueryRow(`SELECT COUNT(*) FROM pg_indexes WHERE tablename = 'hits' AND indexname LIKE 'hit\_%'`).Scan(&indexes)
 	raw.QueryRow(`SELECT COUNT(*) FROM pg_constraint WHERE conrelid = 'hits'::regclass AND contype = 'f'`).Scan(&fks)
-	if indexes != 2 || fks != 2 {
-		t.Fatalf("ent's indexes (%d, want 2) or foreign keys (%d, want 2) are missing on the partitioned table", indexes, fks)
+	if indexes != 3 || fks != 2 {
+		t.Fatalf("ent's indexes (%d, want 3) or foreign keys (%d, want 2) are missing on the partitioned table", indexes, fks)
 	}
 	// Every partition has the indexes too (PostgreSQL makes them from the parent's).
 	raw.QueryRow(`SELECT COUNT(*) FROM pg_indexes WHERE tablename = $1`, list[0].Name).Scan(&indexes)
-	if indexes != 3 {
-		t.Fatalf("partition %s has %d indexes, want 3 (primary key and ent's two)", list[0].Name, indexes)
+	if indexes != 4 {
+		t.Fatalf("partition %s has %d indexes, want 4 (primary key and ent's three)", list[0].Name, indexes)
 	}
 
 	before := schemaOf(t, raw)
@@ -308,8 +308,8 @@ func TestPartitionManager(t *testing.T) {
 	// The moved partition has the parent's indexes, like one created empty.
 	var indexes int
 	a.SQL.QueryRow(`SELECT COUNT(*) FROM pg_indexes WHERE tablename = $1`, store.PartitionName("hits", store.Day(in20))).Scan(&indexes)
-	if indexes != 3 {
-		t.Fatalf("the partition made over default's rows has %d indexes, want 3", indexes)
+	if indexes != 4 {
+		t.Fatalf("the partition made over default's rows has %d indexes, want 4", indexes)
 	}
 }
 
@@ -346,8 +346,8 @@ func TestPartitionHitsConvertsAPlainTable(t *testing.T) {
 	db.SQL.QueryRow(`SELECT COUNT(*) FROM hits_default`).Scan(&inDefault)
 	db.SQL.QueryRow(`SELECT COUNT(*) FROM pg_indexes WHERE tablename = 'hits'`).Scan(&indexes)
 	db.SQL.QueryRow(`SELECT COUNT(*) FROM pg_constraint WHERE conrelid = 'hits'::regclass AND contype = 'f'`).Scan(&fks)
-	if inDefault != 2 || indexes != 3 || fks != 2 {
-		t.Fatalf("default holds %d (want the 40-day-old and next year's), %d indexes (want 3), %d foreign keys (want 2)", inDefault, indexes, fks)
+	if inDefault != 2 || indexes != 4 || fks != 2 {
+		t.Fatalf("default holds %d (want the 40-day-old and next year's), %d indexes (want 4), %d foreign keys (want 2)", inDefault, indexes, fks)
 	}
 	for _, id := range want {
 		h, err := db.Client.Hit.Get(sys, id)

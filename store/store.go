@@ -130,6 +130,8 @@ func OpenWith(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	client := ent.NewClient(ent.Driver(newDriver(dia, apiDB)))
+	Undistinct(client)
+	Undistinct(trapClient)
 	return &DB{Client: client, SQL: apiDB, Trap: trapClient, TrapSQL: trapDB, Dialect: dia, DSN: source}, nil
 }
 

@@ -13,6 +13,20 @@
 // webhook endpoint's deliveries, first page and -deep down. It opens the database as the
 // server does (store.Open, which migrates the schema to its own): build it from the same
 // commit as the server, or it undoes the server's newer indexes.
+//
+// With -ingest-rate N it also drives N hits a second into the trap listener (-trap-url) for
+// as long as the reads run, so every read is timed under ingest (docs/benchmarks.md, "Reads
+// under ingest at 1M"): open-loop, -ingest-conns connections, one visitor sending
+// -ingest-one of the hits (one session that grows) and -ingest-visitors others the rest. With
+// -db it sends them to the organization's active traps, with its site's verified host (the
+// seed gives each organization's site one), reads the growing session's detail too, and
+// counts the hits recorded against those answered. The ingest prints its own rate, latency
+// (p50/p99/max from each request's scheduled time, and from its sending), errors and losses.
+// Measure the listener's capacity first: -only none -ingest-for 20s with a rate it cannot
+// reach, and take half what it answered.
+//
+//	flytrap-reads -url http://127.0.0.1:18611 -key ftk_… -db … -org org_… \
+//	  -trap-url http://127.0.0.1:18612 -ingest-rate 1500 -ingest-conns 8
 package main
 
 import (
@@ -39,11 +53,13 @@ import (
 	entevent "github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hithour"
 	"github.com/flytrap/flytrap/ent/session"
+	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
 	"github.com/flytrap/flytrap/ent/trapsession"
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/store"
+	"github.com/flytrap/flytrap/tally"
 )
 
 func main() {
@@ -122,6 +138,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	org := fs.String("org", "", "the key's organization (flytrap-seed prints it), with -db")
 	deep := fs.Int("deep", 10000, "how far down the list the deep page starts")
 	only := fs.String("only", "", "run only the reads whose name contains this")
+	trapURL := fs.String("trap-url", "", "the trap listener's base URL, for -ingest-rate")
+	trapHost := fs.String("trap-host", "", "the Host the ingest's requests name (default: with -db, the organization's site's verified host)")
+	trapPaths := fs.String("trap-paths", "", "comma-separated trap paths the ingest requests (default: with -db, the organization's active traps)")
+	g := &ingest{}
+	fs.Float64Var(&g.rate, "ingest-rate", 0, "hits per second driven into the trap listener while the reads run (0: none)")
+	fs.IntVar(&g.conns, "ingest-conns", 8, "connections the ingest sends over, 1–1024")
+	fs.IntVar(&g.visitors, "ingest-visitors", 1000, "visitors besides the one whose session grows, 1–1000000")
+	fs.Float64Var(&g.share, "ingest-one", 0.5, "the share of the hits the one visitor sends, 0–1")
+	warmIngest := fs.Duration("ingest-warm", 10*time.Second, "ingest before the first read (the growing session exists, the writer is busy)")
+	forIngest := fs.Duration("ingest-for", 0, "ingest at least this long, reads or not")
+	settle := fs.Duration("ingest-settle", 3*time.Second, "wait after the ingest before counting the hits recorded")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -130,6 +157,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return errors.New("-key (or FLYTRAP_KEY) is required")
 	case *n < 1 || *n > 100000 || *c < 1 || *c > 256 || *warm < 0 || *deep < 1:
 		return errors.New("-n 1–100000, -c 1–256, -warm ≥ 0, -deep ≥ 1")
+	case g.rate < 0 || g.rate > 1e6 || g.conns < 1 || g.conns > 1024 || g.visitors < 1 || g.visitors > 1e6 || g.share < 0 || g.share > 1:
+		return errors.New("-ingest-rate 0–1000000, -ingest-conns 1–1024, -ingest-visitors 1–1000000, -ingest-one 0–1")
+	case g.rate > 0 && *trapURL == "":
+		return errors.New("-ingest-rate needs -trap-url, the trap listener")
+	case g.rate > 0 && *dsn == "" && *trapPaths == "":
+		return errors.New("-ingest-rate needs -db (the organization's traps) or -trap-paths")
 	}
 	reads := []read{
 		{name: "REST sessions limit=50", path: "/dashboard/api/sessions?limit=50"},
@@ -158,15 +191,68 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		{name: "REST webhooks", path: "/dashboard/api/webhooks"},
 		{name: "GraphQL webhookEndpoints(first:50)", graphql: endpointsQuery},
 	}
+	var x ids
 	if *dsn != "" {
 		if *org == "" {
 			return errors.New("-db needs -org, the key's organization")
 		}
-		x, err := lookUp(ctx, *dsn, *org, *deep)
-		if err != nil {
+		var err error
+		if x, err = lookUp(ctx, *dsn, *org, *deep); err != nil {
 			return err
 		}
 		reads = append(reads, x.reads(*deep)...)
+	}
+	if g.rate > 0 {
+		g.url, g.host, g.paths = strings.TrimRight(*trapURL, "/"), cmp.Or(*trapHost, x.host), x.trapPaths
+		if *trapPaths != "" {
+			var err error
+			if g.paths, err = parsePaths(*trapPaths); err != nil {
+				return err
+			}
+		}
+		if len(g.paths) == 0 {
+			return errors.New("-ingest-rate: the organization has no active trap; name paths with -trap-paths")
+		}
+		var before int64
+		if *dsn != "" {
+			var err error
+			if before, err = hitsOf(ctx, *dsn, *org); err != nil {
+				return err
+			}
+		}
+		ictx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); g.run(ictx) }()
+		finished := time.Now().Add(*forIngest)
+		defer func() {
+			// However the reads ended: the ingest runs its minimum, stops, and says how it went.
+			time.Sleep(time.Until(finished))
+			stop()
+			<-done
+			var recorded int64
+			if *dsn != "" {
+				time.Sleep(*settle)
+				after, err := hitsOf(ctx, *dsn, *org)
+				if err != nil {
+					fmt.Fprintln(out, "ingest: count the hits recorded:", err)
+				}
+				recorded = after - before
+			}
+			g.report(out, recorded, *dsn != "")
+		}()
+		time.Sleep(*warmIngest)
+		if *dsn != "" {
+			grown, err := growingSession(ctx, *dsn, *org)
+			if err != nil {
+				return err
+			}
+			if grown != "" {
+				reads = append(reads,
+					read{name: "REST session detail, the growing session", path: "/dashboard/api/sessions/" + grown},
+					read{name: "GraphQL sessionDetail, the growing session", graphql: detailQuery, vars: map[string]any{"id": grown}},
+					read{name: "GraphQL session node + hits, the growing session", graphql: sessionHitsQuery, vars: map[string]any{"id": grown}})
+			}
+		}
 	}
 	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 	fmt.Fprintf(out, "%-44s %10s %10s %10s\n", "read", "p50 ms", "p99 ms", "req/s")
@@ -267,7 +353,9 @@ type ids struct {
 	hammered                        string // "N hits from M sessions"
 	eventCursor                     string // GraphQL's, after the event deep before the newest
 	eventPosition                   int64
-	endpoint, deliveryCursor        string // the busiest endpoint, and the cursor -deep down its deliveries
+	endpoint, deliveryCursor        string   // the busiest endpoint, and the cursor -deep down its deliveries
+	host                            string   // the organization's site's verified host, "" when none
+	trapPaths                       []string // its active traps' paths, for the ingest
 }
 
 func (x ids) reads(deep int) []read {
@@ -350,6 +438,15 @@ func lookUp(ctx context.Context, dsn, org string, deep int) (ids, error) {
 	}
 	slices.SortFunc(traps, func(a, b *ent.Trap) int { return cmp.Compare(hits[b.ID], hits[a.ID]) })
 	x.busyTrap, x.quietTrap = traps[0].ID, traps[len(traps)-1].ID
+	for _, t := range traps {
+		if t.Active && t.Path != "" {
+			x.trapPaths = append(x.trapPaths, t.Path)
+		}
+	}
+	slices.Sort(x.trapPaths)
+	if s, err := c.Site.Query().Where(site.OrgID(org), site.HostVerified(true), site.HostNotNil()).First(ctx); err == nil {
+		x.host = *s.Host
+	}
 	// The trap with the most hits per session: many hits from a handful of sessions.
 	var members []struct {
 		Trap  string `json:"trap_id"`
@@ -400,6 +497,44 @@ func lookUp(ctx context.Context, dsn, org string, deep int) (ids, error) {
 		x.deliveryCursor = cursor(d.ID, d.CreatedAt)
 	}
 	return x, nil
+}
+
+// hitsOf is the organization's hits as its hourly counters hold them (tally.AllTraps rows).
+func hitsOf(ctx context.Context, dsn, org string) (int64, error) {
+	db, err := store.Open(ctx, dsn)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	ctx = privacy.DecisionContext(ctx, privacy.Allow)
+	var rows []struct {
+		Sum int64 `json:"sum"`
+	}
+	err = db.Client.HitHour.Query().Where(hithour.OrgID(org), hithour.TrapID(tally.AllTraps)).
+		Aggregate(ent.Sum(hithour.FieldHits)).Scan(ctx, &rows)
+	if err != nil || len(rows) == 0 {
+		return 0, fmt.Errorf("the organization's hits: %v", err)
+	}
+	return rows[0].Sum, nil
+}
+
+// growingSession is the newest session of the ingest's one visitor, "" when it has none yet.
+func growingSession(ctx context.Context, dsn, org string) (string, error) {
+	db, err := store.Open(ctx, dsn)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	ctx = privacy.DecisionContext(ctx, privacy.Allow)
+	s, err := db.Client.Session.Query().Where(session.OrgID(org), session.UserAgent(oneVisitorUA)).
+		Order(ent.Desc(session.FieldLastSeen)).First(ctx)
+	if ent.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("the growing session: %w", err)
+	}
+	return s.ID, nil
 }
 
 // cursor is entgql's cursor of a row with id and order value v.

@@ -12,7 +12,13 @@
 //	flytrap-seed -db 'postgres://postgres@127.0.0.1:5432/flytrap_big?sslmode=disable' -sessions 1000000
 //
 // It prints the first organization's id and a new admin API key for it (the organization
-// that holds most sessions), to give to flytrap-reads.
+// that holds most sessions), to give to flytrap-reads, and the host its traps answer on.
+//
+// Each organization's site has its own host, verified (org-N.seed.flytrap.test), as a
+// deployment serving several organizations has them: the trap listener routes a request to a
+// site by its Host header, and falls back to a host-less site only when it is the only one
+// (trap/sites.go), so several host-less sites would leave every seeded trap answering 404.
+// Send the seeded traps' requests with that Host (flytrap-reads -ingest-rate does).
 package main
 
 import (
@@ -47,6 +53,7 @@ import (
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/internal/bigsession"
 	"github.com/flytrap/flytrap/store"
 	"github.com/flytrap/flytrap/tally"
 	"github.com/flytrap/flytrap/viewer"
@@ -87,6 +94,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed: the same seed makes the same distributions")
 	fs.BoolVar(&o.resume, "resume", false, "continue a seed that stopped (the database restarted, the machine rebooted): "+
 		"reuse its organizations, traps and endpoints and add the sessions it lacks up to -sessions")
+	giant := fs.Int("giant", 0, "then add to the first organization one session of this many hits (a signal on every tenth), written "+
+		"with one INSERT … SELECT: the detail of a session a visitor grew for hours; with -resume, to a seed already complete")
 	verify := fs.Bool("verify", false, "seed nothing: compare the database's counters with a recount of its rows (scans every hit and session) and say whether they agree")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the seeding to this file")
 	if err := fs.Parse(args); err != nil {
@@ -161,6 +170,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := orderEvents(ctx, db.SQL); err != nil {
 		return err
 	}
+	if *giant > 0 {
+		if err := s.giant(ctx, db, *giant, out); err != nil {
+			return err
+		}
+	}
 	el := time.Since(start)
 	fmt.Fprintf(out, "seeded %d sessions, %d hits, %d signals, %d prompts, %d events, %d webhook deliveries on %s in %v (%.0f sessions/s, %.0f hits/s)\n",
 		o.sessions-s.start, s.nHits, s.nSignals, s.nPrompts, s.nEvents, s.nDeliveries, db.Dialect, el.Round(time.Second),
@@ -178,7 +192,50 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "org %s\nkey %s\n", s.orgs[0].id, key)
+	fmt.Fprintf(out, "org %s\nkey %s\nhost %s\n", s.orgs[0].id, key, seedHost(1))
+	return nil
+}
+
+// seedHost is the verified host of the n-th seeded organization's site (from 1).
+func seedHost(n int) string { return fmt.Sprintf("org-%d.seed.flytrap.test", n) }
+
+// giant adds one session of n hits to the first organization, on its first trap, over the
+// day before the last hour, with a signal on every tenth hit (no tripwire, so no counter but
+// the hits' moves); the hourly counters and the session's tally count them all, so -verify
+// still agrees.
+func (s *seeder) giant(ctx context.Context, db *store.DB, n int, out io.Writer) error {
+	start := time.Now()
+	o := s.orgs[0]
+	last := s.o.now.Add(-time.Hour).Truncate(time.Millisecond)
+	first := last.Add(-24 * time.Hour)
+	spec := bigsession.Spec{Org: o.id, Session: s.id(ids.Session, first), Trap: o.traps[0], Tag: "0giant" + fmt.Sprintf("%02d", s.o.seed%100),
+		Hits: n, First: first, Last: last, SourceIP: "198.18.255.254", UserAgent: "Mozilla/5.0 (compatible; flytrap-seed giant)",
+		Signals: n / 10, SignalNames: []string{detect.SignalAutomationClientUA, detect.SignalMachineSpeedFollowup}}
+	tx, err := s.c.Tx(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	counts := tally.Pending(tx)
+	step := last.Sub(first) / time.Duration(max(1, n-1))
+	for i := range n {
+		counts.Hit(o.id, o.traps[0], first.Add(step*time.Duration(i)).Unix()/3600)
+	}
+	fired := []string{detect.SignalAutomationClientUA, detect.SignalMachineSpeedFollowup}
+	err = tx.Session.Create().SetID(spec.Session).SetOrgID(o.id).SetSourceIP(spec.SourceIP).SetUserAgent(spec.UserAgent).
+		SetClassification(session.ClassificationBOT).SetSeverity(session.SeverityMedium).SetScore(45).SetConfidence(55).
+		SetSignalsFired(fired).SetFirstSeen(first).SetLastSeen(last).SetHitCount(n).SetTrapsTriggered([]string{o.traps[0]}).
+		SetState(schematype.SessionState{Signals: spec.SignalCounts()}).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("the giant session: %w", err)
+	}
+	if err := bigsession.Insert(ctx, tx, db.Dialect, spec); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "giant session %s: %d hits, %d signals in %v\n", spec.Session, n, n/10, time.Since(start).Round(time.Second))
 	return nil
 }
 
@@ -228,7 +285,7 @@ func (s *seeder) setup(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("create organization: %w", err)
 		}
-		site, err := s.c.Site.Create().SetOrgID(o.ID).SetName("default").Save(ctx)
+		site, err := s.c.Site.Create().SetOrgID(o.ID).SetName("default").SetHost(seedHost(i + 1)).SetHostVerified(true).Save(ctx)
 		if err != nil {
 			return fmt.Errorf("create site: %w", err)
 		}

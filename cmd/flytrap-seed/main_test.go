@@ -3,13 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/organization"
+	enttrap "github.com/flytrap/flytrap/ent/trap"
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	evt "github.com/flytrap/flytrap/event"
 	ft "github.com/flytrap/flytrap/flytraptest"
@@ -195,4 +200,64 @@ func TestFlags(t *testing.T) {
 			t.Errorf("%q: no error", args)
 		}
 	}
+}
+
+// TestSeededTrapsAnswer serves a seeded database with the real trap listener and requests
+// every seeded trap of every organization as a visitor would, with its site's host: each
+// answers 200 and its hit is recorded in its own organization. Several organizations each
+// with a host-less site routed nothing (the listener falls back to a host-less site only
+// when it is the only one), so the seed could not be measured under ingest.
+func TestSeededTrapsAnswer(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		dsn := b.DSN(t)
+		var out bytes.Buffer
+		if err := run(context.Background(), []string{"-db", dsn, "-sessions", "30", "-orgs", "3", "-traps", "6", "-giant", "3000"}, &out); err != nil {
+			t.Fatalf("seed: %v\n%s", err, out.String())
+		}
+		// The giant session is counted as the writer would have counted it.
+		var verify bytes.Buffer
+		if err := run(context.Background(), []string{"-db", dsn, "-verify"}, &verify); err != nil || !strings.Contains(out.String(), "giant session") {
+			t.Fatalf("-verify after -giant: %v %s\n%s", err, verify.String(), out.String())
+		}
+		if !strings.Contains(out.String(), "host "+seedHost(1)+"\n") {
+			t.Fatalf("the seed does not say its first organization's host:\n%s", out.String())
+		}
+		env := ft.StartOn(t, dsn)
+		ctx := ft.System()
+		c := env.DB.Client
+		orgs, err := c.Organization.Query().Order(ent.Asc(organization.FieldCreatedAt), ent.Asc(organization.FieldID)).All(ctx)
+		if err != nil || len(orgs) != 3 {
+			t.Fatalf("organizations: %d, %v", len(orgs), err)
+		}
+		client := env.Trap.Client()
+		for i, o := range orgs {
+			traps, err := c.Trap.Query().Where(enttrap.OrgID(o.ID)).All(ctx)
+			if err != nil || len(traps) != 6 {
+				t.Fatalf("%s: traps %d, %v", o.ID, len(traps), err)
+			}
+			for _, tr := range traps {
+				before := c.Hit.Query().Where(hit.TrapID(tr.ID)).CountX(ctx)
+				req, _ := http.NewRequest(http.MethodGet, env.Trap.URL+tr.Path, nil)
+				req.Host = seedHost(i + 1)
+				req.Header.Set("User-Agent", "python-requests/2.32.3")
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("org %d trap %s (%s, %s) on host %s: status %d", i+1, tr.Path, tr.Type, tr.ID, req.Host, resp.StatusCode)
+				}
+				// The writer commits in the background: the hit appears within a few seconds.
+				deadline := time.Now().Add(10 * time.Second)
+				for c.Hit.Query().Where(hit.TrapID(tr.ID), hit.OrgID(o.ID)).CountX(ctx) != before+1 {
+					if time.Now().After(deadline) {
+						t.Fatalf("org %d trap %s: the hit was not recorded in its organization", i+1, tr.Path)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		}
+	})
 }

@@ -218,9 +218,14 @@ var (
 		},
 		Indexes: []*schema.Index{
 			{
-				Name:    "hit_session_id_received_at",
+				Name:    "hit_session_id_received_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{HitsColumns[16], HitsColumns[10]},
+				Columns: []*schema.Column{HitsColumns[16], HitsColumns[10], HitsColumns[0]},
+			},
+			{
+				Name:    "hit_session_id_id",
+				Unique:  false,
+				Columns: []*schema.Column{HitsColumns[16], HitsColumns[0]},
 			},
 			{
 				Name:    "hit_trap_id",
@@ -304,9 +309,9 @@ var (
 		},
 		Indexes: []*schema.Index{
 			{
-				Name:    "prompt_session_id_created_at",
+				Name:    "prompt_session_id_created_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{PromptsColumns[9], PromptsColumns[7]},
+				Columns: []*schema.Column{PromptsColumns[9], PromptsColumns[7], PromptsColumns[0]},
 			},
 			{
 				Name:    "prompt_org_id_hash",
@@ -435,9 +440,9 @@ var (
 		},
 		Indexes: []*schema.Index{
 			{
-				Name:    "signal_session_id_created_at",
+				Name:    "signal_session_id_created_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{SignalsColumns[10], SignalsColumns[8]},
+				Columns: []*schema.Column{SignalsColumns[10], SignalsColumns[8], SignalsColumns[0]},
 			},
 			{
 				Name:    "signal_org_id_name_created_at",

@@ -44,7 +44,8 @@ func (Signal) Edges() []ent.Edge {
 }
 
 func (Signal) Indexes() []ent.Index {
-	return []ent.Index{index.Fields("session_id", "created_at"), index.Fields("org_id", "name", "created_at")}
+	// (session_id, created_at, id): a session's newest signals in the detail's order, no sort.
+	return []ent.Index{index.Fields("session_id", "created_at", "id"), index.Fields("org_id", "name", "created_at")}
 }
 
 func (Signal) Annotations() []schema.Annotation {
@@ -90,7 +91,8 @@ func (Prompt) Edges() []ent.Edge {
 
 func (Prompt) Indexes() []ent.Index {
 	// (org_id, id): campaigns read the organization's newest prompts (graph/campaigns.go).
-	return []ent.Index{index.Fields("session_id", "created_at"), index.Fields("org_id", "hash"), index.Fields("org_id", "id")}
+	// (session_id, created_at, id): a session's newest prompts in the detail's order, no sort.
+	return []ent.Index{index.Fields("session_id", "created_at", "id"), index.Fields("org_id", "hash"), index.Fields("org_id", "id")}
 }
 
 func (Prompt) Annotations() []schema.Annotation {
