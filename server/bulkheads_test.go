@@ -265,4 +265,3 @@ func TestRateLimitBeforeTheKeyLookup(t *testing.T) {
 		}
 	})
 }
-
