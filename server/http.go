@@ -62,7 +62,28 @@ func (s *Server) routes() http.Handler {
 		})
 	}
 	mux.Handle("/", compress(s.dashboard())) // the embedded dashboard (server/web.go); JSON 404 for unknown API routes
-	return s.writeDeadline(s.requestID(s.logRequests(s.recoverPanics(apiVersion(s.limitBody(mux))))))
+	return s.writeDeadline(s.requestID(s.logRequests(s.recoverPanics(apiVersion(s.limitBody(s.overRate(mux)))))))
+}
+
+// overRate answers 429 at once to a request whose Authorization authenticated before and
+// whose credential's bucket is empty: before compression, the deadline's goroutine and
+// buffer, the body and any lookup (authenticate takes the token of a request that passes).
+func (s *Server) overRate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		header := r.Header.Get("Authorization")
+		if header == "" || !s.limiter.exhausted(w, header) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.ContentLength < 0 || r.ContentLength > 256<<10 {
+			w.Header().Set("Connection", "close") // a body too large to discard cheaply
+		}
+		if strings.HasPrefix(r.URL.Path, "/graphql") {
+			graphQLErrors(w, errRateLimited)
+		} else {
+			restErrors(w, errRateLimited)
+		}
+	})
 }
 
 // streamPath is the event stream's path, which writes as long as its client stays.
@@ -130,12 +151,21 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 			}
 			fail(w, e)
 		}
+		// A known credential over its rate keeps its connection when its body is small:
+		// net/http discards up to 256 KiB of an unread body, which costs less than the new
+		// connection a close makes the client open for its next try.
+		limited := func(w http.ResponseWriter) {
+			if r.ContentLength < 0 || r.ContentLength > 256<<10 {
+				w.Header().Set("Connection", "close")
+			}
+			fail(w, errRateLimited)
+		}
 		if s.fails.blocked(w, r) {
 			refuse(w, errTooManyFailures)
 			return
 		}
 		if s.limiter.exhausted(w, header) { // before the lookup: a flood costs no database read
-			refuse(w, errRateLimited)
+			limited(w)
 			return
 		}
 		v, err := s.auth.Authenticate(r.Context(), header)
@@ -153,7 +183,7 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 		s.gate.authenticated(r.Context())
 		s.limiter.learn(header, v)
 		if !s.limiter.allow(w, v) {
-			refuse(w, errRateLimited)
+			limited(w)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(viewer.NewContext(r.Context(), v)))
