@@ -65,16 +65,37 @@ func (s *Server) routes() http.Handler {
 	return s.writeDeadline(s.requestID(s.logRequests(s.recoverPanics(apiVersion(s.limitBody(s.overRate(mux)))))))
 }
 
-// overRate answers 429 at once to a request whose Authorization authenticated before and
+// maxTarpit bounds the refusals held back at once (overRate).
+const maxTarpit = 1024
+
+// overRate answers 429 to a request whose Authorization authenticated before and
 // whose credential's bucket is empty: before compression, the deadline's goroutine and
 // buffer, the body and any lookup (authenticate takes the token of a request that passes).
 func (s *Server) overRate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		header := r.Header.Get("Authorization")
-		if header == "" || !s.limiter.exhausted(w, header) {
+		if header == "" {
 			next.ServeHTTP(w, r)
 			return
 		}
+		over, wait := s.limiter.exhausted(w, header)
+		if !over {
+			next.ServeHTTP(w, r)
+			return
+		}
+		// The refusal itself waits until the credential would have had a token (at most a
+		// second): a client that ignores Retry-After gets no more than the rate's worth of
+		// answers per connection, and a waiting request costs a timer, not a core. Past
+		// maxTarpit waiting at once, refusals are answered at once.
+		if s.tarpit.Add(1) <= maxTarpit {
+			t := time.NewTimer(min(wait, time.Second))
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+			}
+		}
+		s.tarpit.Add(-1)
 		if r.ContentLength < 0 || r.ContentLength > 256<<10 {
 			w.Header().Set("Connection", "close") // a body too large to discard cheaply
 		}
@@ -164,7 +185,7 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 			refuse(w, errTooManyFailures)
 			return
 		}
-		if s.limiter.exhausted(w, header) { // before the lookup: a flood costs no database read
+		if over, _ := s.limiter.exhausted(w, header); over { // before the lookup: a flood costs no database read
 			limited(w)
 			return
 		}

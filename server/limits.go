@@ -53,27 +53,28 @@ func headerKey(header string) [sha256.Size]byte {
 }
 
 // exhausted reports whether header belongs to a credential whose bucket is empty, with
-// the X-RateLimit headers set as allow sets them; it takes no token. An unknown header is
-// never exhausted: it is looked up, and the failed-authentication limit covers guessing.
-func (rl *rateLimiter) exhausted(w http.ResponseWriter, header string) bool {
+// the X-RateLimit headers set as allow sets them, and how long until a token is back; it
+// takes no token. An unknown header is never exhausted: it is looked up, and the
+// failed-authentication limit covers guessing.
+func (rl *rateLimiter) exhausted(w http.ResponseWriter, header string) (bool, time.Duration) {
 	id, ok := rl.seen.Get(headerKey(header))
 	if !ok {
-		return false
+		return false, 0
 	}
 	lim, ok := rl.buckets.Get(id)
 	if !ok {
-		return false
+		return false, 0
 	}
 	tokens := lim.TokensAt(rl.now())
 	if tokens >= 1 {
-		return false
+		return false, 0
 	}
 	h := w.Header()
 	h.Set("X-RateLimit-Limit", strconv.Itoa(rl.burst))
 	h.Set("X-RateLimit-Remaining", "0")
 	h.Set("X-RateLimit-Reset", strconv.Itoa(int(math.Ceil((float64(rl.burst)-tokens)/float64(rl.rate)))))
 	h.Set("Retry-After", strconv.Itoa(rl.retryAfter(tokens)))
-	return true
+	return true, time.Duration((1 - tokens) / float64(rl.rate) * float64(time.Second))
 }
 
 func credential(v viewer.Viewer) string {

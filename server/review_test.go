@@ -23,7 +23,7 @@ import (
 // underneath still answers 429 while its bucket is empty, whatever the spelling.
 func TestRateLimitBeforeTheLookupIgnoresSpelling(t *testing.T) {
 	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
-		env := ft.Start(t, b, func(c *server.Config) { c.RateLimit, c.RateBurst = 0.5, 2 })
+		env := ft.Start(t, b, func(c *server.Config) { c.RateLimit, c.RateBurst = 0.1, 2 }) // a token every 10 s: the refusals wait up to 1 s each (overRate)
 		a := env.Tenant("a")
 		get := func(token string) int {
 			res, _ := env.Get(token, "/dashboard/api/traps")

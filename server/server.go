@@ -41,6 +41,7 @@ type Server struct {
 	notifier *event.Notifier // nil on SQLite: one instance
 	limiter  *rateLimiter
 	slots    apiSlots      // API requests served at once (bulkheads.go)
+	tarpit   atomic.Int64  // refusals over the rate held back (overRate)
 	gate     *connGate     // unauthenticated API connections
 	fails    *authFailures // failed authentications per client address
 	ready    *readiness
