@@ -65,8 +65,23 @@ func (s *Server) routes() http.Handler {
 	return s.writeDeadline(s.requestID(s.logRequests(s.recoverPanics(apiVersion(s.limitBody(s.overRate(mux)))))))
 }
 
-// maxTarpit bounds the refusals held back at once (overRate).
+// maxTarpit bounds the refusals held back at once (hold).
 const maxTarpit = 1024
+
+// hold delays a refusal by wait, at most a second, so that a client that ignores
+// Retry-After and asks again at once is slowed to a few requests a second per connection;
+// a held request costs a timer, not a core. Past maxTarpit held at once, refusals go at once.
+func (s *Server) hold(ctx context.Context, wait time.Duration) {
+	if s.tarpit.Add(1) <= maxTarpit {
+		t := time.NewTimer(min(wait, time.Second))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	s.tarpit.Add(-1)
+}
 
 // overRate answers 429 to a request whose Authorization authenticated before and
 // whose credential's bucket is empty: before compression, the deadline's goroutine and
@@ -83,19 +98,9 @@ func (s *Server) overRate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		// The refusal itself waits until the credential would have had a token (at most a
-		// second): a client that ignores Retry-After gets no more than the rate's worth of
-		// answers per connection, and a waiting request costs a timer, not a core. Past
-		// maxTarpit waiting at once, refusals are answered at once.
-		if s.tarpit.Add(1) <= maxTarpit {
-			t := time.NewTimer(min(wait, time.Second))
-			select {
-			case <-t.C:
-			case <-r.Context().Done():
-				t.Stop()
-			}
-		}
-		s.tarpit.Add(-1)
+		// The refusal itself waits until the credential would have had a token: a client that
+		// ignores Retry-After gets no more than the rate's worth of answers per connection.
+		s.hold(r.Context(), wait)
 		if r.ContentLength < 0 || r.ContentLength > 256<<10 {
 			w.Header().Set("Connection", "close") // a body too large to discard cheaply
 		}
@@ -159,6 +164,7 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 		}
 		if header == "" && isWebsocketUpgrade(r) {
 			if s.fails.blocked(w, r) { // its connection_init would be refused anyway
+				s.hold(r.Context(), time.Second)
 				fail(w, errTooManyFailures)
 				return
 			}
@@ -182,6 +188,7 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 			fail(w, errRateLimited)
 		}
 		if s.fails.blocked(w, r) {
+			s.hold(r.Context(), time.Second)
 			refuse(w, errTooManyFailures)
 			return
 		}
