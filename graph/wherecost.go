@@ -36,9 +36,10 @@ const (
 	WhereScanCost = 1000
 )
 
-// ScanPredicate reports whether the predicate field of the where input typ reads the text of
-// rows that visitors fill and no index serves: substring, prefix, suffix and case-folded
-// matches on any hit field, and any comparison of a hit's body or a captured prompt's text.
+// ScanPredicate reports whether the predicate field of the where input typ reads text row by
+// row, which no index serves: substring, prefix, suffix and case-folded matches on any text
+// field of any type (a signal's detail and a session's user agent are a visitor's words too),
+// and any comparison of a hit's body or a captured prompt's text.
 func ScanPredicate(typ, field string) bool {
 	switch typ {
 	case "HitWhereInput":
@@ -49,8 +50,6 @@ func ScanPredicate(typ, field string) bool {
 		if strings.HasPrefix(field, "text") {
 			return true
 		}
-	default:
-		return false
 	}
 	for _, s := range []string{"Contains", "ContainsFold", "HasPrefix", "HasSuffix", "EqualFold"} {
 		if strings.HasSuffix(field, s) {
@@ -172,7 +171,7 @@ func (b *WhereBudget) walk(typ string, v any, edges, mult int) (int, error) {
 		}
 		if ScanPredicate(typ, name) {
 			if b.scans += mult; b.scans > b.Limits.MaxScans {
-				return 0, whereErr("more than %d substring or text predicates over hits and prompts in one request, counted once per row of the pages they filter (--where-max-scans)", b.Limits.MaxScans)
+				return 0, whereErr("more than %d substring or text predicates in one request, counted once per row of the pages they filter (--where-max-scans)", b.Limits.MaxScans)
 			}
 			cost += WhereScanCost * mult
 		}

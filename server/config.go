@@ -257,7 +257,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 func (c *Config) registerCost(fs *flag.FlagSet) {
 	fs.IntVar(&c.Where.MaxNodes, "where-max-nodes", c.Where.MaxNodes, "predicates, list items and nesting levels in all the where filters of one GraphQL operation (10 to 1000)")
 	fs.IntVar(&c.Where.MaxWidth, "where-max-width", c.Where.MaxWidth, "items in one and, or or hasXWith list of a where filter (2 to 100)")
-	fs.IntVar(&c.Where.MaxScans, "where-max-scans", c.Where.MaxScans, "substring and text predicates over hits and prompts in one request, counted once per row of the pages they filter (0 to 20)")
+	fs.IntVar(&c.Where.MaxScans, "where-max-scans", c.Where.MaxScans, "substring, prefix, suffix and case-folded predicates on any text field (and any on a hit body or prompt text) in one request, counted once per row of the pages they filter (0 to 20)")
 	fs.IntVar(&c.SessionDetailBytes, "session-detail-bytes", c.SessionDetailBytes, "stored bytes of each list (hits, signals, prompts) of a session's detail, newest first (64 KiB to 8 MiB; REST and GraphQL alike)")
 }
 

@@ -101,3 +101,16 @@ func TestWhereLimitsConfigurable(t *testing.T) {
 	a := env.Tenant("acme")
 	wantOK(t, env.GraphQL(a.ReadOnly, `query($w: SessionWhereInput) { sessions(where: $w) { totalCount } }`, map[string]any{"w": wideOr(5)}))
 }
+
+// Substring predicates on any list's text are scans: a signal's detail and a session's user
+// agent are a visitor's words as much as a hit's (red-team review of issue 22).
+func TestWhereScansOnEveryList(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		env := ft.Start(t, b)
+		a := env.Tenant("a")
+		wantCode(t, env.GraphQL(a.ReadOnly, `{ sessions(first: 5, where: {hasSignalsWith: [{or: [{detailContains: "a"}, {detailContains: "b"}, {detailContains: "c"}]}]}) { totalCount } }`, nil), "COMPLEXITY_LIMIT_EXCEEDED")
+		wantCode(t, env.GraphQL(a.ReadOnly, `{ sessions(first: 5, where: {or: [{userAgentContainsFold: "a"}, {userAgentContainsFold: "b"}, {userAgentHasPrefix: "c"}]}) { totalCount } }`, nil), "COMPLEXITY_LIMIT_EXCEEDED")
+		// One or two remain a search the dashboard may make.
+		wantOK(t, env.GraphQL(a.ReadOnly, `{ sessions(first: 5, where: {userAgentContainsFold: "python"}) { totalCount } }`, nil))
+	})
+}
