@@ -36,8 +36,10 @@ func (s *Server) routes() http.Handler {
 		Heartbeat: s.cfg.StreamHeartbeat,
 	})
 	for _, rt := range api.Routes() {
-		h := s.authenticate(s.readBody(rt.Handler), restErrors)
-		if rt.Pattern != rest.StreamRoute {
+		var h http.Handler
+		if rt.Pattern == rest.StreamRoute {
+			h = s.authenticate(s.readBody(rt.Handler), restErrors)
+		} else {
 			h = compress(s.deadline(s.authenticate(s.readBody(s.work(rt.Handler)), restErrors), restErrors))
 		}
 		mux.Handle(rt.Pattern, h)
@@ -98,18 +100,24 @@ func (s *Server) overRate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		// The refusal itself waits until the credential would have had a token: a client that
-		// ignores Retry-After gets no more than the rate's worth of answers per connection.
-		s.hold(r.Context(), wait)
-		if r.ContentLength < 0 || r.ContentLength > 256<<10 {
-			w.Header().Set("Connection", "close") // a body too large to discard cheaply
-		}
+		fail := restErrors
 		if strings.HasPrefix(r.URL.Path, "/graphql") {
-			graphQLErrors(w, errRateLimited)
-		} else {
-			restErrors(w, errRateLimited)
+			fail = graphQLErrors
 		}
+		s.refuseOverRate(w, r, wait, fail)
 	})
+}
+
+// refuseOverRate answers 429 to a request over its credential's rate once a token would be
+// back (hold): a client that ignores Retry-After gets a rate's worth of answers per
+// connection. The connection is kept when its unread body is small: net/http discards up to
+// 256 KiB, which costs less than the new connection a close makes the client open.
+func (s *Server) refuseOverRate(w http.ResponseWriter, r *http.Request, wait time.Duration, fail errorWriter) {
+	s.hold(r.Context(), wait)
+	if r.ContentLength < 0 || r.ContentLength > 256<<10 {
+		w.Header().Set("Connection", "close")
+	}
+	fail(w, errRateLimited)
 }
 
 // streamPath is the event stream's path, which writes as long as its client stays.
@@ -178,22 +186,9 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 			}
 			fail(w, e)
 		}
-		// A known credential over its rate keeps its connection when its body is small:
-		// net/http discards up to 256 KiB of an unread body, which costs less than the new
-		// connection a close makes the client open for its next try.
-		limited := func(w http.ResponseWriter) {
-			if r.ContentLength < 0 || r.ContentLength > 256<<10 {
-				w.Header().Set("Connection", "close")
-			}
-			fail(w, errRateLimited)
-		}
 		if s.fails.blocked(w, r) {
 			s.hold(r.Context(), time.Second)
 			refuse(w, errTooManyFailures)
-			return
-		}
-		if over, _ := s.limiter.exhausted(w, header); over { // before the lookup: a flood costs no database read
-			limited(w)
 			return
 		}
 		v, err := s.auth.Authenticate(r.Context(), header)
@@ -209,9 +204,14 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 			return
 		}
 		s.gate.authenticated(r.Context())
-		s.limiter.learn(header, v)
-		if !s.limiter.allow(w, v) {
-			limited(w)
+		allowed, wait := s.limiter.allow(w, v)
+		if wait > 0 {
+			// The bucket is empty: overRate refuses this header's next requests before any
+			// lookup (learnt only now, so a request within the rate pays no hash or cache write).
+			s.limiter.learn(header, v)
+		}
+		if !allowed {
+			s.refuseOverRate(w, r, wait, fail)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(viewer.NewContext(r.Context(), v)))

@@ -24,9 +24,9 @@ type rateLimiter struct {
 	rate    rate.Limit
 	burst   int
 	buckets *lru.Cache[string, *rate.Limiter]
-	// seen maps the hash of an Authorization header that authenticated to its credential,
-	// so that the next request with it is refused while its bucket is empty before the
-	// header is looked up (a database read for a key, a signature check for a JWT).
+	// seen maps the hash of a bearer token whose request emptied its credential's bucket to
+	// the credential, so that the next request with it is refused while the bucket is empty
+	// before it is looked up (a database read for a key, a signature check for a JWT).
 	seen *lru.Cache[[sha256.Size]byte, string]
 	now  func() time.Time
 }
@@ -37,7 +37,7 @@ func newRateLimiter(perSecond float64, burst int) *rateLimiter {
 	return &rateLimiter{rate: rate.Limit(perSecond), burst: burst, buckets: cache, seen: seen, now: time.Now}
 }
 
-// learn remembers that header authenticated as v.
+// learn remembers that header authenticated as v, whose bucket it emptied.
 func (rl *rateLimiter) learn(header string, v viewer.Viewer) {
 	rl.seen.Add(headerKey(header), credential(v))
 }
@@ -74,7 +74,7 @@ func (rl *rateLimiter) exhausted(w http.ResponseWriter, header string) (bool, ti
 	h.Set("X-RateLimit-Remaining", "0")
 	h.Set("X-RateLimit-Reset", strconv.Itoa(int(math.Ceil((float64(rl.burst)-tokens)/float64(rl.rate)))))
 	h.Set("Retry-After", strconv.Itoa(rl.retryAfter(tokens)))
-	return true, time.Duration((1 - tokens) / float64(rl.rate) * float64(time.Second))
+	return true, rl.untilToken(tokens)
 }
 
 func credential(v viewer.Viewer) string {
@@ -102,8 +102,9 @@ func (rl *rateLimiter) retryAfter(tokens float64) int {
 	return max(1, int(math.Ceil((1-tokens)/float64(rl.rate))))
 }
 
-// allow takes a token for v, sets the X-RateLimit headers, and reports whether the request may proceed.
-func (rl *rateLimiter) allow(w http.ResponseWriter, v viewer.Viewer) bool {
+// allow takes a token for v, sets the X-RateLimit headers, and reports whether the request
+// may proceed, and, when the bucket is left empty, how long until a token is back.
+func (rl *rateLimiter) allow(w http.ResponseWriter, v viewer.Viewer) (bool, time.Duration) {
 	allowed, tokens := rl.take(v)
 	h := w.Header()
 	h.Set("X-RateLimit-Limit", strconv.Itoa(rl.burst))
@@ -113,7 +114,15 @@ func (rl *rateLimiter) allow(w http.ResponseWriter, v viewer.Viewer) bool {
 	if !allowed {
 		h.Set("Retry-After", strconv.Itoa(rl.retryAfter(tokens)))
 	}
-	return allowed
+	return allowed, rl.untilToken(tokens)
+}
+
+// untilToken is how long a bucket holding tokens takes to hold one (0 when it does).
+func (rl *rateLimiter) untilToken(tokens float64) time.Duration {
+	if tokens >= 1 {
+		return 0
+	}
+	return time.Duration((1 - tokens) / float64(rl.rate) * float64(time.Second))
 }
 
 // admitOperation applies the per-credential rate limit to an operation on a
