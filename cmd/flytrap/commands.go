@@ -49,7 +49,6 @@ type idArg struct {
 type call struct {
 	id             string    // the idArg's value
 	db             *store.DB // open when the command has db set
-	fs             *flag.FlagSet
 	stdout, stderr io.Writer
 }
 
@@ -214,7 +213,7 @@ func (c *command) exec(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs := newFlagSet("flytrap "+c.name, stderr)
 	fs.Usage = func() { c.writeHelp(fs) }
 	act := c.flags(fs)
-	in := &call{fs: fs, stdout: stdout, stderr: stderr}
+	in := &call{stdout: stdout, stderr: stderr}
 	var err error
 	if c.id != nil {
 		in.id, err = parseIDArgs(fs, args, env, "usage: flytrap "+strings.Split(c.synopsis, "\n")[0])
