@@ -16,6 +16,7 @@ import (
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/ent/webhookendpoint"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/internal/clip"
 )
 
 var tableOfPrefix = map[string]string{
@@ -37,14 +38,7 @@ func nodeType(_ context.Context, id string) (string, error) {
 	if t, ok := tableOfPrefix[ids.Prefix(id)]; ok {
 		return t, nil
 	}
-	return "", apperr.Invalid("id", "%q is not a Flytrap id", truncate(id, 64))
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+	return "", apperr.Invalid("id", "%q is not a Flytrap id", clip.Mark(id, 64))
 }
 
 var nameOfPrefix = map[string]string{
@@ -56,7 +50,7 @@ var nameOfPrefix = map[string]string{
 // CheckID refuses an id that is malformed or names another kind of object than prefix.
 func CheckID(id, prefix string) error {
 	if ids.Prefix(id) != prefix {
-		return apperr.Invalid("id", "%q is not a %s id (%s_…)", truncate(id, 64), nameOfPrefix[prefix], prefix)
+		return apperr.Invalid("id", "%q is not a %s id (%s_…)", clip.Mark(id, 64), nameOfPrefix[prefix], prefix)
 	}
 	return nil
 }

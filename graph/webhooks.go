@@ -15,6 +15,7 @@ import (
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph/model"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/internal/clip"
 	"github.com/flytrap/flytrap/webhook"
 	"github.com/flytrap/flytrap/wire"
 )
@@ -232,7 +233,7 @@ func (r *Resolver) takeManual(ctx context.Context, endpoint string) error {
 func checkWebhookID(id, prefix, field string) error {
 	if ids.Prefix(id) != prefix {
 		what := map[string]string{ids.Webhook: "webhook endpoint", ids.Delivery: "webhook delivery"}[prefix]
-		return apperr.Invalid(field, "%q is not a %s id (%s_…)", truncate(id, 64), what, prefix)
+		return apperr.Invalid(field, "%q is not a %s id (%s_…)", clip.Mark(id, 64), what, prefix)
 	}
 	return nil
 }

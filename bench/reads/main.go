@@ -1,6 +1,6 @@
 // Command flytrap-reads times the reads of the dashboard and the API against a running
 // Flytrap — usually one serving a database filled by flytrap-seed — and prints p50/p99 per
-// read (docs/benchmarks.md, "Reads at scale"). It is a test tool: point it only at a server
+// read (docs/benchmarks.md, "Reads at 1M sessions"). It is a test tool: point it only at a server
 // of your own. Each read is requested -n times by -c clients after -warm unmeasured requests.
 //
 //	flytrap-reads -url http://127.0.0.1:8080 -key ftk_… -db /tmp/big.db -org org_…
@@ -16,7 +16,7 @@
 //
 // With -ingest-rate N it also drives N hits a second into the trap listener (-trap-url) for
 // as long as the reads run, so every read is timed under ingest (docs/benchmarks.md, "Reads
-// under ingest at 1M"): open-loop, -ingest-conns connections, one visitor sending
+// at 1M under ingest"): open-loop, -ingest-conns connections, one visitor sending
 // -ingest-one of the hits (one session that grows) and -ingest-visitors others the rest. With
 // -db it sends them to the organization's active traps, with its site's verified host (the
 // seed gives each organization's site one), reads the growing session's detail too, and
