@@ -130,10 +130,13 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	t := sr.traps[r.URL.Path]
-	mcpTrap := t != nil && decoy.MustKind(string(t.Type)).Post == decoy.PostMCP
+	mcpTrap := t != nil && t.kind.Speaks()
+	if t != nil && t.kind.Disallows() {
+		rec.disallow = []string{} // read, though its list was not served: the decoy's, when it is
+	}
 	switch {
 	case mcpTrap && wantsLegacySSE(r):
-		rec.kind, rec.trap = "decoy", t
+		rec.kind, rec.trap = "decoy", t.Trap
 		switch {
 		case streamableGET(r):
 			resp = decoy.Rendered{Status: http.StatusMethodNotAllowed, ContentType: "text/plain; charset=utf-8",
@@ -148,9 +151,9 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	case mcpTrap && r.Method == http.MethodPost:
-		res := decoy.HandleMCP(e.key, e.spec(t, r, sr), rec.id, body)
+		res := t.kind.Answer(e.key, e.spec(t, r, sr), rec.id, body)
 		resp = decoy.Rendered{Status: res.Status, ContentType: "application/json", Body: res.Body}
-		rec.kind, rec.trap = "decoy", t
+		rec.kind, rec.trap = "decoy", t.Trap
 		if res.ToolCalled {
 			rec.tool, rec.toolArgs = res.ToolName, res.Arguments
 		}
@@ -166,13 +169,13 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	case t != nil && !decoy.MethodAllowed(r.Method):
-		resp = decoy.MethodNotAllowed(decoy.MustKind(string(t.Type)), r.Method)
-		rec.kind, rec.trap = "decoy", t
+		resp = decoy.MethodNotAllowed(t.kind, r.Method)
+		rec.kind, rec.trap = "decoy", t.Trap
 	case t != nil:
 		spec := e.spec(t, r, sr)
-		resp = decoy.Render(e.key, spec, rec.id)
+		resp = t.kind.Render(e.key, spec, rec.id)
 		defer resp.Release() // after the last write of resp.Body below; LinkedPaths copies what it keeps
-		rec.kind, rec.trap = "decoy", t
+		rec.kind, rec.trap = "decoy", t.Trap
 		rec.linked = resp.Links
 		if rec.linked == nil { // not from a skeleton, which knows its links
 			rec.linked = decoy.LinkedPaths(resp.Body, resp.Placements)
@@ -232,9 +235,9 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeRendered(w, r, resp)
 }
 
-func (e *Engine) spec(t *ent.Trap, r *http.Request, sr *siteRoutes) decoy.Spec {
+func (e *Engine) spec(t *trapRoute, r *http.Request, sr *siteRoutes) decoy.Spec {
 	s := decoy.Spec{TrapID: t.ID, Name: t.Name, Type: string(t.Type), Path: t.Path, Description: t.Description, Host: r.Host}
-	if decoy.MustKind(s.Type).Disallows {
+	if t.kind.Disallows() {
 		s.Disallow = sr.disallow(t.Path)
 		if s.Disallow == nil {
 			s.Disallow = []string{} // a robots decoy that disallows nothing still records that it was read

@@ -30,7 +30,7 @@ func main() {
 	for _, c := range detect.Classes() {
 		classes = append(classes, c.Name)
 	}
-	if err := run(*root, decoy.Types, classes); err != nil {
+	if err := run(*root, decoy.Names(), classes); err != nil {
 		log.Fatal(err)
 	}
 }
