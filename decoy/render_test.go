@@ -25,9 +25,6 @@ func testSpec(typ string, n int) Spec {
 	}
 }
 
-var allWheres = []string{WhereHTMLComment, WhereCSSHidden, WhereMetaTag, WhereAriaHidden, WhereDisplayNone, WhereScreenReader, WhereZeroWidth, WhereJSONMeta,
-	WhereJSONField, WhereLLMsTxt, WhereRobotsTxt, WhereMCPTool, WhereCredentialFile, WhereHeader}
-
 // required purposes per type.
 var requiredPurposes = map[string][]Purpose{
 	"page":       {Callback, Challenge, Canary, Sink},
@@ -67,7 +64,7 @@ func checkPlacements(t *testing.T, typ string, out Rendered, hit string) {
 		}
 		seen[pl.Index] = true
 		have[pl.Purpose] = true
-		if !slices.Contains(allWheres, pl.Where) {
+		if WhereLabel(pl.Where) == "" { // shared, or the kind's own (About.Wheres)
 			t.Fatalf("%s: unknown where %q", typ, pl.Where)
 		}
 		switch pl.Purpose {
