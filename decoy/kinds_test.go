@@ -52,7 +52,7 @@ func TestRegistryRefusesIncompleteKinds(t *testing.T) {
 		about About
 		want  []string
 	}{
-		{About{Name: "sitemap_xml"}, []string{"no help text", "no order", "no path", "no format"}},
+		{About{Name: "unfinished_kind"}, []string{"no help text", "no order", "no path", "no format"}},
 		{About{Name: "Sitemap.xml", Help: "h", Order: 99, FixedPath: "/sitemap.xml", Format: FormatText}, []string{"not lower-case snake_case"}},
 		{About{Name: "page", Help: "h", Order: 10, Stems: []string{"/x/"}, Format: FormatHTML}, []string{`name "page" registered twice`, "order 10 taken by page"}},
 		{About{Name: "robots_too", Help: "h", Order: 99, FixedPath: "/robots.txt", Format: FormatText}, []string{"fixed path /robots.txt taken by robots"}},
@@ -76,9 +76,9 @@ func TestRegistryRefusesIncompleteKinds(t *testing.T) {
 				t.Fatalf("register accepted an incomplete kind (recovered %v)", p)
 			}
 		}()
-		register(incompleteKind{About{Name: "sitemap_xml"}})
+		register(incompleteKind{About{Name: "unfinished_kind"}})
 	}()
-	if _, ok := KindOf("sitemap_xml"); ok {
+	if _, ok := KindOf("unfinished_kind"); ok {
 		t.Fatal("a refused kind was registered")
 	}
 	// A complete one resolves, its capabilities read from the methods it has.
