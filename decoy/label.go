@@ -1,29 +1,29 @@
 package decoy
 
 import (
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
 )
 
-// whereLabels name each Where in words, for people reading a session ("in an HTML comment").
-// This is the one table: the dashboard shows what the API returns from it.
-var whereLabels = map[string]string{
-	WhereHTMLComment:    "an HTML comment",
-	WhereCSSHidden:      "an off-screen note",
-	WhereMetaTag:        "a meta tag",
-	WhereAriaHidden:     "an invisible note (hidden from screen readers)",
-	WhereDisplayNone:    "a block the style sheet hides",
-	WhereScreenReader:   "a screen-reader note",
-	WhereZeroWidth:      "zero-width text",
-	WhereJSONMeta:       "JSON metadata",
-	WhereJSONField:      "a JSON field",
-	WhereLLMsTxt:        "llms.txt",
-	WhereRobotsTxt:      "robots.txt",
-	WhereMCPTool:        "an MCP tool definition",
-	WhereCredentialFile: "a leaked config file",
-	WhereHeader:         "a Link header",
+// sharedWheres name each Where several kinds share in words, for people reading a session
+// ("in an HTML comment"); a kind names its own (About.Wheres). whereLabels is the one table
+// of both: the dashboard shows what the API returns from it.
+var sharedWheres = map[string]string{
+	WhereHTMLComment:  "an HTML comment",
+	WhereCSSHidden:    "an off-screen note",
+	WhereMetaTag:      "a meta tag",
+	WhereAriaHidden:   "an invisible note (hidden from screen readers)",
+	WhereDisplayNone:  "a block the style sheet hides",
+	WhereScreenReader: "a screen-reader note",
+	WhereZeroWidth:    "zero-width text",
+	WhereJSONMeta:     "JSON metadata",
+	WhereJSONField:    "a JSON field",
+	WhereHeader:       "a Link header",
 }
+
+var whereLabels = maps.Clone(sharedWheres) // and every registered kind's Wheres
 
 // purposeLabels name what a placement asked of its reader.
 var purposeLabels = [...]string{
@@ -134,9 +134,7 @@ func referenceLayout(trapType string) *layout {
 			}
 		}
 	}
-	if trapType == "mcp" { // tools/list answers: tools, and credentials in their arguments
-		l.only[Tool], l.only[Credential] = WhereMCPTool, WhereMCPTool
-	}
+	maps.Copy(l.only, MustKind(trapType).only) // a layout that varies by request says where its purposes stand
 	layouts.Store(trapType, l)
 	return l
 }

@@ -39,9 +39,9 @@ func MethodAllowed(method string) bool {
 
 // MethodNotAllowed is a trap's answer to a method it does not serve: nginx's own 405 page
 // for the documents, an API's JSON error for the JSON decoys; both say what is allowed.
-func MethodNotAllowed(kind Kind, method string) Rendered {
+func MethodNotAllowed(kind *Kind, method string) Rendered {
 	h := map[string]string{"Allow": Allowed}
-	if kind.Name == "api" || kind.Name == "mcp" {
+	if kind.Format == FormatJSON {
 		return Rendered{Status: 405, ContentType: "application/json", Header: h,
 			Body: []byte(`{"error":{"code":"method_not_allowed","message":"The method is not allowed for the requested URL."}}` + "\n")}
 	}

@@ -14,23 +14,21 @@ import (
 	"unicode/utf8"
 )
 
-// Where a placement sits in a decoy.
+// Where a placement sits in a decoy, in the places several kinds share.
 const (
-	WhereHTMLComment    = "html_comment"
-	WhereCSSHidden      = "css_hidden"
-	WhereMetaTag        = "meta_tag"
-	WhereAriaHidden     = "aria_hidden" // no longer rendered; kept for hits recorded with it
-	WhereDisplayNone    = "display_none"
-	WhereScreenReader   = "screen_reader"
-	WhereZeroWidth      = "zero_width"
-	WhereJSONMeta       = "json_meta"
-	WhereJSONField      = "json_field"
-	WhereLLMsTxt        = "llms_txt"
-	WhereRobotsTxt      = "robots_txt"
-	WhereMCPTool        = "mcp_tool"
-	WhereCredentialFile = "credential_file"
-	WhereHeader         = "header"
+	WhereHTMLComment  = "html_comment"
+	WhereCSSHidden    = "css_hidden"
+	WhereMetaTag      = "meta_tag"
+	WhereAriaHidden   = "aria_hidden" // no longer rendered; kept for hits recorded with it
+	WhereDisplayNone  = "display_none"
+	WhereScreenReader = "screen_reader"
+	WhereZeroWidth    = "zero_width"
+	WhereJSONMeta     = "json_meta"
+	WhereJSONField    = "json_field"
+	WhereHeader       = "header"
 )
+
+// The Where… of one kind only are declared in its file, with their labels (About.Wheres).
 
 // Placement is one piece of hidden content of a rendered decoy.
 type Placement struct {
@@ -90,7 +88,10 @@ func (r *Rendered) Release() {
 // unknown type panics (every stored type is one of Kinds). With a short key or a malformed hit id the decoy still renders
 // but its tokens are random lookalikes and Placements is empty: nothing is attributable.
 func Render(key Key, spec Spec, hitID string) Rendered {
-	kind := MustKind(spec.Type)
+	return render(MustKind(spec.Type), key, spec, hitID)
+}
+
+func render(kind *Kind, key Key, spec Spec, hitID string) Rendered {
 	r := newRenderer(key, spec, hitID)
 	defer putMacer(r.m)
 	if kind.skeleton && r.ok {
@@ -99,7 +100,7 @@ func Render(key Key, spec Spec, hitID string) Rendered {
 	var out Rendered
 	for attempt := 0; ; attempt++ {
 		r.begin(attempt)
-		out = kind.render(r)
+		out = kind.typ.render(r)
 		// A challenge's answer must never be literal in the response: should the page's
 		// text happen to contain it, render again with fresh indices (so fresh tokens and
 		// answers) and fresh details.

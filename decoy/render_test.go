@@ -25,9 +25,6 @@ func testSpec(typ string, n int) Spec {
 	}
 }
 
-var allWheres = []string{WhereHTMLComment, WhereCSSHidden, WhereMetaTag, WhereAriaHidden, WhereDisplayNone, WhereScreenReader, WhereZeroWidth, WhereJSONMeta,
-	WhereJSONField, WhereLLMsTxt, WhereRobotsTxt, WhereMCPTool, WhereCredentialFile, WhereHeader}
-
 // required purposes per type.
 var requiredPurposes = map[string][]Purpose{
 	"page":       {Callback, Challenge, Canary, Sink},
@@ -67,7 +64,7 @@ func checkPlacements(t *testing.T, typ string, out Rendered, hit string) {
 		}
 		seen[pl.Index] = true
 		have[pl.Purpose] = true
-		if !slices.Contains(allWheres, pl.Where) {
+		if WhereLabel(pl.Where) == "" { // shared, or the kind's own (About.Wheres)
 			t.Fatalf("%s: unknown where %q", typ, pl.Where)
 		}
 		switch pl.Purpose {
@@ -367,7 +364,7 @@ func stripInvisible(s string) string {
 
 func TestRenderEveryType(t *testing.T) {
 	for n := range 40 {
-		for _, typ := range Types {
+		for _, typ := range Names() {
 			spec := testSpec(typ, n)
 			hit := newHitID(t)
 			out := Render(testKey, spec, hit)
@@ -427,7 +424,7 @@ func TestRenderEveryType(t *testing.T) {
 }
 
 func TestRenderVariesPerHitAndStaysStablePerTrap(t *testing.T) {
-	for _, typ := range Types {
+	for _, typ := range Names() {
 		spec := testSpec(typ, 1)
 		sizes := map[int]bool{}
 		var first Rendered
@@ -483,7 +480,7 @@ func TestRenderConcurrently(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 50 {
-				typ := Types[(g+i)%len(Types)]
+				typ := Names()[(g+i)%len(Names())]
 				hit := newHitID(t)
 				out := Render(testKey, testSpec(typ, i), hit)
 				for _, pl := range out.Placements {
@@ -500,7 +497,7 @@ func TestRenderConcurrently(t *testing.T) {
 
 func TestRenderIsDeterministic(t *testing.T) {
 	hit := newHitID(t)
-	for _, typ := range Types {
+	for _, typ := range Names() {
 		a, b := Render(testKey, testSpec(typ, 2), hit), Render(testKey, testSpec(typ, 2), hit)
 		if !bytes.Equal(a.Body, b.Body) || !slices.Equal(a.Placements, b.Placements) {
 			t.Errorf("%s: one hit rendered twice differs", typ)
@@ -544,7 +541,7 @@ func TestHostileSpecIsEscaped(t *testing.T) {
 		Host:        "evil\"><script>alert(4)</script>.com",
 		Disallow:    []string{"/ok", "/a\nDisallow: /", "no-slash", "/b # comment", "/c\r\nUser-agent: evil"},
 	}
-	for _, typ := range Types {
+	for _, typ := range Names() {
 		spec := hostile
 		spec.Type = typ
 		hit := newHitID(t)
@@ -578,7 +575,7 @@ func TestBadKeyOrHitRendersWithoutPlacements(t *testing.T) {
 		key Key
 		hit string
 	}{{testKey, "not-a-hit"}, {Key("short"), newHitID(t)}, {nil, ""}} {
-		for _, typ := range Types {
+		for _, typ := range Names() {
 			out := Render(c.key, testSpec(typ, 3), c.hit)
 			if out.Placements != nil || len(out.Body) == 0 {
 				t.Fatalf("%s: %d placements, %d bytes", typ, len(out.Placements), len(out.Body))
@@ -634,7 +631,7 @@ func BenchmarkRenderPage(b *testing.B) {
 }
 
 func BenchmarkRender(b *testing.B) {
-	for _, typ := range Types {
+	for _, typ := range Names() {
 		b.Run(typ, func(b *testing.B) {
 			spec := testSpec(typ, 1)
 			hit := newHitID(b)

@@ -66,7 +66,7 @@ func skeletonKey(r *renderer) [32]byte {
 }
 
 // skeletonOf returns the skeleton of r's trap, making it if needed.
-func skeletonOf(kind Kind, r *renderer) *skeleton {
+func skeletonOf(kind *Kind, r *renderer) *skeleton {
 	key := skeletonKey(r)
 	if sk, ok := skeletons.Get(key); ok {
 		return sk
@@ -74,7 +74,7 @@ func skeletonOf(kind Kind, r *renderer) *skeleton {
 	sk := &skeleton{}
 	r.skel = sk
 	r.begin(0)
-	out := kind.render(r)
+	out := kind.typ.render(r)
 	r.skel = nil
 	sk.status, sk.contentType, sk.header = out.Status, out.ContentType, out.Header
 	sk.body = string(out.Body)

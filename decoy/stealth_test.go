@@ -77,7 +77,7 @@ var reTimestamps = []struct {
 // No decoy shows a time after the response (a due date excepted: it is meant to be ahead).
 func TestNoFutureTimestamps(t *testing.T) {
 	for n := range 60 {
-		for _, typ := range Types {
+		for _, typ := range Names() {
 			spec := stealthSpec(typ, n)
 			hit := newHitID(t)
 			body := string(Render(testKey, spec, hit).Body)
@@ -269,7 +269,7 @@ func TestDeploymentRulesRouteEveryShape(t *testing.T) {
 	}
 	shaped, b32 := regexp.MustCompile(string(m[1])), regexp.MustCompile(`[a-z2-7]{48}`)
 	for n := range 40 {
-		for _, typ := range Types {
+		for _, typ := range Names() {
 			for _, pl := range Render(testKey, stealthSpec(typ, n), newHitID(t)).Placements {
 				if pl.URL != "" && !shaped.MatchString(pl.URL) && !b32.MatchString(pl.URL) {
 					t.Fatalf("%s: %s is routed by neither rule", typ, pl.URL)
@@ -288,12 +288,11 @@ func sorted(s []string) []string {
 // renderFull renders like Render but never from a skeleton.
 func renderFull(key Key, spec Spec, hitID string) Rendered {
 	kind := MustKind(spec.Type)
-	kind.skeleton = false
 	r := newRenderer(key, spec, hitID)
 	var out Rendered
 	for attempt := 0; ; attempt++ {
 		r.begin(attempt)
-		out = kind.render(r)
+		out = kind.typ.render(r)
 		if attempt == maxAttempts-1 || !r.answerShown(out.Body) {
 			break
 		}

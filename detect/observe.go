@@ -85,7 +85,7 @@ type Observation struct {
 	Tokens   []TokenUse // tokens of this organization's stored hits, nothing else
 	Tool     string     // mcp: the decoy tool invoked, and its arguments
 	ToolArgs string
-	Disallow []string // a robots decoy was served: the paths it disallowed
+	Disallow []string // a robots.txt trap was hit: the paths its decoy disallowed (none when not served)
 	Linked   []string // a decoy was served: the same-site paths it links to
 	Known    []string // the site's trap paths: an unknown path near one is a typo, not a probe
 }
@@ -223,7 +223,7 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 		fire(Firing{Name: SignalToolInvoked, Placement: "mcp_tool", Detail: o.Tool + " " + o.ToolArgs})
 	}
 	switch {
-	case o.Disallow != nil || o.TrapType == "robots":
+	case o.Disallow != nil:
 		at := o.At
 		s.State.RobotsAt, s.State.Disallowed, out.Changed = &at, o.Disallow, true
 	case s.State.RobotsAt != nil && disallowed(s.State.Disallowed, o.Path):

@@ -67,37 +67,73 @@ type hitRecord struct {
 }
 
 // ServeHTTP is the trap listener: the decoy of an active trap, an answer to a token
-// coming back, or a bland 404, each sent only once its hit is durable.
+// coming back, or a bland 404, each sent only once its hit is durable. It reads top to
+// bottom: the route, the kind's answer, the observation recorded, the queue.
 func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := e.now().UTC()
+	rt, sr, ok := e.route(w, r)
+	if !ok {
+		return
+	}
+	var v visit
+	e.begin(&v, r, now, rt, sr)
+	defer e.leave(&v)
+	if !e.answer(&v) {
+		writeRendered(w, r, v.resp) // a stranger's probe: remembered, not recorded
+		return
+	}
+	if !e.enqueue(w, v.rec) {
+		return
+	}
+	e.respond(w, &v)
+}
+
+// visit is one request on its way through the listener.
+type visit struct {
+	r       *http.Request
+	now     time.Time
+	sr      *siteRoutes
+	body    []byte
+	counted bool       // counted in flight (see Engine.inflight) until settle
+	rec     *hitRecord // what is recorded of it
+	snippet *ent.Trap  // the trap a snippet token it carried names
+	resp    decoy.Rendered
+
+	stream   *mcpStream // a legacy MCP stream this GET opens, or this POST answers on
+	opened   bool       // this request opened stream (and must release it)
+	endpoint string     // where an opened stream tells its client to POST
+	legacy   []byte     // JSON-RPC responses to send on stream
+}
+
+// route finds the site the request's Host names, or answers the request itself: 503
+// while stopping or without routes, a bland 404 for a host of no site.
+func (e *Engine) route(w http.ResponseWriter, r *http.Request) (*routes, *siteRoutes, bool) {
 	if e.stopped.Load() {
 		unavailable(w)
-		return
+		return nil, nil, false
 	}
 	rt, err := e.routes.get(r.Context())
 	if err != nil {
 		e.log.Error("loading trap routes", "err", err)
 		unavailable(w)
-		return
+		return nil, nil, false
 	}
 	sr := rt.site(r.Host)
 	if sr == nil {
 		writeRendered(w, r, decoy.NotFound(r.URL.Path))
-		return
+		return nil, nil, false
 	}
+	return rt, sr, true
+}
+
+// begin reads the request's body, counts it in flight until its answer is written or its
+// stream opened (the writer lingers only for requests so counted, Run), and starts its
+// record: the request's facts and the tokens it carried that count on the site.
+func (e *Engine) begin(v *visit, r *http.Request, now time.Time, rt *routes, sr *siteRoutes) {
 	body, truncated := readBody(r)
-	// Counted from here until its answer is written, or its stream opened: the writer
-	// lingers only for requests so counted (Run).
 	e.inflight.Add(1)
-	counted := true
-	settle := func() {
-		if counted {
-			counted = false
-			e.answered()
-		}
-	}
-	defer settle()
-	rec := &hitRecord{
+	*v = visit{r: r, now: now, sr: sr, body: body, counted: true}
+	v.rec = &hitRecord{
 		id:         ids.New(ids.Hit),
 		org:        sr.site.OrgID,
 		site:       sr.site.ID,
@@ -113,94 +149,118 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		receivedAt: now,
 	}
 	text := requestText(r, body)
-	rec.refs = decoy.FindTokens(e.key, text)
-	rec.refs = append(rec.refs, e.findAWSKeys(r.Context(), rec.org, text, now)...)
-	var snippetTrap *ent.Trap
-	rec.refs, snippetTrap = e.checkRefs(rec.refs, rt, sr)
+	refs := decoy.FindTokens(e.key, text)
+	refs = append(refs, e.findAWSKeys(r.Context(), v.rec.org, text, now)...)
+	v.rec.refs, v.snippet = e.checkRefs(refs, rt, sr)
+}
 
-	var resp decoy.Rendered
-	var (
-		stream   *mcpStream // a legacy MCP stream this GET opens, or this POST answers on
-		opened   bool       // this request opened stream (and must release it)
-		endpoint string     // where an opened stream tells its client to POST
-		legacy   []byte     // JSON-RPC responses to send on stream
-	)
-	defer func() {
-		if opened {
-			e.mcp.release(stream) // a no-op once serveMCPStream released it
-		}
-	}()
-	t := sr.traps[r.URL.Path]
-	mcpTrap := t != nil && decoy.MustKind(string(t.Type)).Post == decoy.PostMCP
-	switch {
-	case mcpTrap && wantsLegacySSE(r):
-		rec.kind, rec.trap = "decoy", t
-		switch {
-		case streamableGET(r):
-			resp = decoy.Rendered{Status: http.StatusMethodNotAllowed, ContentType: "text/plain; charset=utf-8",
-				Header: map[string]string{"Allow": "POST"}, Body: []byte("Method Not Allowed\n")}
-		default:
-			if stream = e.mcp.open(sr.site.ID, rec.ip); stream == nil {
-				resp = decoy.Rendered{Status: http.StatusServiceUnavailable, ContentType: "text/plain; charset=utf-8",
-					Header: map[string]string{"Retry-After": "30"}, Body: []byte("Too many connections\n")}
-			} else {
-				opened, endpoint = true, t.Path+"?sessionId="+stream.id
-				resp = decoy.Rendered{Status: http.StatusOK, ContentType: "text/event-stream"}
-			}
-		}
-	case mcpTrap && r.Method == http.MethodPost:
-		res := decoy.HandleMCP(e.key, e.spec(t, r, sr), rec.id, body)
-		resp = decoy.Rendered{Status: res.Status, ContentType: "application/json", Body: res.Body}
-		rec.kind, rec.trap = "decoy", t
-		if res.ToolCalled {
-			rec.tool, rec.toolArgs = res.ToolName, res.Arguments
-		}
-		if id := r.URL.Query().Get("sessionId"); id != "" { // the legacy transport's message endpoint
-			switch stream = e.mcp.post(sr.site.ID, id); {
-			case stream == nil:
-				resp = decoy.Rendered{Status: http.StatusNotFound, ContentType: "text/plain; charset=utf-8", Body: []byte("Session not found\n")}
-			case res.Status == http.StatusBadRequest:
-				resp.ContentType = "text/plain; charset=utf-8"
-			default:
-				legacy = res.Body
-				resp = decoy.Rendered{Status: http.StatusAccepted, ContentType: "text/plain; charset=utf-8", Body: []byte("Accepted")}
-			}
-		}
-	case t != nil && !decoy.MethodAllowed(r.Method):
-		resp = decoy.MethodNotAllowed(decoy.MustKind(string(t.Type)), r.Method)
-		rec.kind, rec.trap = "decoy", t
+// answer chooses the answer: the kind of the trap at the path answers, else the request's
+// token gets its answer, else a 404. False: a stranger's probe, answered but not recorded.
+func (e *Engine) answer(v *visit) bool {
+	switch t := v.sr.traps[v.r.URL.Path]; {
 	case t != nil:
-		spec := e.spec(t, r, sr)
-		resp = decoy.Render(e.key, spec, rec.id)
-		defer resp.Release() // after the last write of resp.Body below; LinkedPaths copies what it keeps
-		rec.kind, rec.trap = "decoy", t
-		rec.linked = resp.Links
-		if rec.linked == nil { // not from a skeleton, which knows its links
-			rec.linked = decoy.LinkedPaths(resp.Body, resp.Placements)
-		}
-		if spec.Disallow != nil {
-			rec.disallow = spec.Disallow
-		}
-	case len(rec.refs) > 0:
-		rec.kind, rec.trap = "callback", snippetTrap // a snippet's token is attributed to its trap
-		resp = e.tokenResponse(r)
+		v.rec.kind, v.rec.trap = "decoy", t.Trap
+		e.answerTrap(v, t)
+	case len(v.rec.refs) > 0:
+		v.rec.kind, v.rec.trap = "callback", v.snippet // a snippet's token is attributed to its trap
+		v.resp = e.tokenResponse(v.r)
 	default:
-		rec.kind = "not_found"
-		resp = decoy.NotFound(r.URL.Path)
-		rec.known = sr.paths()
-		// A stranger's probe is remembered, not recorded: only visitors who touched a trap become sessions.
-		key := visitorKey(rec.org, rec.ip, rec.ua)
-		if vs, ok := e.visits.session(key); !ok || now.Sub(vs.lastSeen) > e.cfg.SessionIdle {
-			if detect.ProbeCounts(rec.path, rec.ua, rec.known) {
-				e.visits.probe(key, rec.path, now, detect.MaxProbes)
-			}
-			writeRendered(w, r, resp)
-			return
+		if !e.answerNotFound(v) {
+			return false
 		}
 	}
-	rec.status = resp.Status
-	rec.row, rec.rowErr = hitRow(rec)
+	v.rec.status = v.resp.Status
+	return true
+}
 
+// answerTrap is the trap's kind answering: in its protocol (a POST, or a legacy stream
+// opened), with the 405 of a method it does not serve, or with its decoy.
+func (e *Engine) answerTrap(v *visit, t *trapRoute) {
+	if t.kind.Disallows() {
+		v.rec.disallow = []string{} // read, though its list was not served: the decoy's, when it is
+	}
+	switch r := v.r; {
+	case t.kind.Speaks() && wantsLegacySSE(r):
+		e.openLegacyStream(v, t)
+	case t.kind.Speaks() && r.Method == http.MethodPost:
+		e.answerProtocol(v, t)
+	case !decoy.MethodAllowed(r.Method):
+		v.resp = decoy.MethodNotAllowed(t.kind, r.Method)
+	default:
+		spec := e.spec(t, r, v.sr)
+		v.resp = t.kind.Render(e.key, spec, v.rec.id) // released by leave, after its last write
+		v.rec.linked = v.resp.Links
+		if v.rec.linked == nil { // not from a skeleton, which knows its links
+			v.rec.linked = decoy.LinkedPaths(v.resp.Body, v.resp.Placements)
+		}
+		if spec.Disallow != nil {
+			v.rec.disallow = spec.Disallow
+		}
+	}
+}
+
+// openLegacyStream answers a GET asking for a protocol kind's legacy HTTP+SSE transport:
+// a stream, served once the hit is durable (respond); the streamable transport's GET gets
+// 405, and a site with too many streams open 503.
+func (e *Engine) openLegacyStream(v *visit, t *trapRoute) {
+	if streamableGET(v.r) {
+		v.resp = decoy.Rendered{Status: http.StatusMethodNotAllowed, ContentType: "text/plain; charset=utf-8",
+			Header: map[string]string{"Allow": "POST"}, Body: []byte("Method Not Allowed\n")}
+		return
+	}
+	if v.stream = e.mcp.open(v.sr.site.ID, v.rec.ip); v.stream == nil {
+		v.resp = decoy.Rendered{Status: http.StatusServiceUnavailable, ContentType: "text/plain; charset=utf-8",
+			Header: map[string]string{"Retry-After": "30"}, Body: []byte("Too many connections\n")}
+		return
+	}
+	v.opened, v.endpoint = true, t.Path+"?sessionId="+v.stream.id
+	v.resp = decoy.Rendered{Status: http.StatusOK, ContentType: "text/event-stream"}
+}
+
+// answerProtocol answers a POST in the kind's protocol: directly, or, on the legacy
+// transport's message endpoint, with 202 and the answer delivered on its stream (respond).
+func (e *Engine) answerProtocol(v *visit, t *trapRoute) {
+	res := t.kind.Answer(e.key, e.spec(t, v.r, v.sr), v.rec.id, v.body)
+	v.resp = decoy.Rendered{Status: res.Status, ContentType: "application/json", Body: res.Body}
+	if res.ToolCalled {
+		v.rec.tool, v.rec.toolArgs = res.ToolName, res.Arguments
+	}
+	id := v.r.URL.Query().Get("sessionId")
+	if id == "" {
+		return
+	}
+	switch v.stream = e.mcp.post(v.sr.site.ID, id); {
+	case v.stream == nil:
+		v.resp = decoy.Rendered{Status: http.StatusNotFound, ContentType: "text/plain; charset=utf-8", Body: []byte("Session not found\n")}
+	case res.Status == http.StatusBadRequest:
+		v.resp.ContentType = "text/plain; charset=utf-8"
+	default:
+		v.legacy = res.Body
+		v.resp = decoy.Rendered{Status: http.StatusAccepted, ContentType: "text/plain; charset=utf-8", Body: []byte("Accepted")}
+	}
+}
+
+// answerNotFound is the bland 404. A stranger's probe (no session yet) is remembered, not
+// recorded (false): only visitors who touched a trap become sessions.
+func (e *Engine) answerNotFound(v *visit) bool {
+	rec := v.rec
+	rec.kind = "not_found"
+	v.resp = decoy.NotFound(v.r.URL.Path)
+	rec.known = v.sr.paths()
+	key := visitorKey(rec.org, rec.ip, rec.ua)
+	if vs, ok := e.visits.session(key); ok && v.now.Sub(vs.lastSeen) <= e.cfg.SessionIdle {
+		return true
+	}
+	if detect.ProbeCounts(rec.path, rec.ua, rec.known) {
+		e.visits.probe(key, rec.path, v.now, detect.MaxProbes)
+	}
+	return false
+}
+
+// enqueue hands the hit to the writer and waits until it is durable. False when it is not
+// (the queue full, the write failed or took too long): the visitor was told 503, to retry.
+func (e *Engine) enqueue(w http.ResponseWriter, rec *hitRecord) bool {
+	rec.row, rec.rowErr = hitRow(rec)
 	j := &job{rec: rec, done: make(chan error, 1)}
 	e.received.Add(1)
 	select {
@@ -208,34 +268,55 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		e.shed.Add(1)
 		unavailable(w)
-		return
+		return false
 	}
 	timer := time.NewTimer(e.cfg.WriteTimeout)
 	defer timer.Stop()
 	select {
 	case err := <-j.done:
-		if err != nil {
-			unavailable(w)
-			return
+		if err == nil {
+			return true
 		}
-	case <-timer.C:
-		unavailable(w) // it may still be written: the visitor is told to retry, never told it was kept
-		return
+	case <-timer.C: // it may still be written: the visitor is told to retry, never told it was kept
 	}
-	switch {
-	case opened:
-		settle() // a stream lasts minutes: no reason for the writer to wait (an answer takes microseconds)
-		e.serveMCPStream(w, r, stream, endpoint)
-		return
-	case stream != nil:
-		stream.deliver(legacy)
-	}
-	writeRendered(w, r, resp)
+	unavailable(w)
+	return false
 }
 
-func (e *Engine) spec(t *ent.Trap, r *http.Request, sr *siteRoutes) decoy.Spec {
+// respond sends the answer of a durable hit: a legacy stream it opened is served (for
+// minutes), and a protocol answer due on another request's stream is delivered there.
+func (e *Engine) respond(w http.ResponseWriter, v *visit) {
+	switch {
+	case v.opened:
+		e.settle(v) // a stream lasts minutes: no reason for the writer to wait (an answer takes microseconds)
+		e.serveMCPStream(w, v.r, v.stream, v.endpoint)
+		return
+	case v.stream != nil:
+		v.stream.deliver(v.legacy)
+	}
+	writeRendered(w, v.r, v.resp)
+}
+
+// leave releases what the request held once its answer is written.
+func (e *Engine) leave(v *visit) {
+	v.resp.Release() // a rendered body back to its pool: nothing reads it any more
+	if v.opened {
+		e.mcp.release(v.stream) // a no-op once serveMCPStream released it
+	}
+	e.settle(v)
+}
+
+// settle ends the request's count in flight, once.
+func (e *Engine) settle(v *visit) {
+	if v.counted {
+		v.counted = false
+		e.answered()
+	}
+}
+
+func (e *Engine) spec(t *trapRoute, r *http.Request, sr *siteRoutes) decoy.Spec {
 	s := decoy.Spec{TrapID: t.ID, Name: t.Name, Type: string(t.Type), Path: t.Path, Description: t.Description, Host: r.Host}
-	if decoy.MustKind(s.Type).Disallows {
+	if t.kind.Disallows() {
 		s.Disallow = sr.disallow(t.Path)
 		if s.Disallow == nil {
 			s.Disallow = []string{} // a robots decoy that disallows nothing still records that it was read

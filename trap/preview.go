@@ -25,7 +25,7 @@ func (e *Engine) Preview(ctx context.Context, t *ent.Trap) (decoy.Rendered, erro
 		if site.Host != nil {
 			s.Host = *site.Host
 		}
-		if decoy.MustKind(string(t.Type)).Disallows {
+		if decoy.MustKind(string(t.Type)).Disallows() {
 			others, err := site.QueryTraps().
 				Where(trap.Active(true), trap.PathNEQ(t.Path),
 					trap.TypeNotIn(unlistedKinds()...)).

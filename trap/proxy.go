@@ -47,7 +47,7 @@ func (e *Engine) Route(r *http.Request) Route {
 	}
 	if t := sr.traps[r.URL.Path]; t != nil {
 		out := Route{Own: true, Site: sr.site.ID}
-		if decoy.MustKind(string(t.Type)).Disallows {
+		if t.kind.Disallows() {
 			out.Robots, out.Disallow = true, sr.disallow(t.Path)
 		}
 		return out
@@ -79,14 +79,12 @@ func (e *Engine) carriesToken(r *http.Request) bool {
 	return false
 }
 
-// lureKinds are the trap kinds a lure links to: pages an agent reads. robots.txt is
-// not a lure's destination, and an mcp trap answers a GET with its description.
-var lureKinds = []string{"page", "api", "credential", "llms_txt", "mcp"}
-
-func lureTargets(traps map[string]*ent.Trap) []decoy.LureTarget {
+// lureTargets are the traps a lure links to, by path: those whose kind is a page an agent
+// reads (robots.txt is not a lure's destination; an mcp trap answers a GET with its description).
+func lureTargets(traps map[string]*trapRoute) []decoy.LureTarget {
 	var out []decoy.LureTarget
 	for p, t := range traps {
-		if slices.Contains(lureKinds, string(t.Type)) {
+		if t.kind.LureTarget() {
 			out = append(out, decoy.LureTarget{Path: p, Name: t.Name})
 		}
 	}

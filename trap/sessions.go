@@ -78,7 +78,7 @@ func (e *Engine) sourceHits(ctx context.Context, c *ent.Client, batch []*job) (m
 			return fmt.Errorf("load token sources: %w", err)
 		}
 		for _, h := range rows {
-			out[h.ID] = sourceHit{session: h.SessionID, org: h.OrgID, receivedAt: h.ReceivedAt, visible: plainTextDecoy(h.Path)}
+			out[h.ID] = sourceHit{session: h.SessionID, org: h.OrgID, receivedAt: h.ReceivedAt, visible: decoy.VisibleLinksAt(h.Path)}
 		}
 		return nil
 	}
@@ -398,15 +398,4 @@ func (s *sess) committed() {
 	s.addHits, s.addTrips, s.addProms, s.dirty, s.stored = 0, 0, 0, false, s.verdict
 	s.storedTraps = len(s.Traps)
 	s.wasDetected, s.wasSeverity = s.State.Detected, s.State.Severity
-}
-
-// plainTextDecoy reports whether path is the fixed path of a plain-text decoy (llms.txt,
-// robots.txt), whose links a person reads as they are.
-func plainTextDecoy(path string) bool {
-	for _, k := range decoy.Kinds {
-		if k.FixedPath != "" && k.FixedPath == path {
-			return true
-		}
-	}
-	return false
 }

@@ -26,9 +26,9 @@ type routes struct {
 
 type siteRoutes struct {
 	site  *ent.Site
-	traps map[string]*ent.Trap // active traps by path
-	lures []decoy.LureTarget   // where the lure proxy's lures may point, by path
-	known []string             // their paths: an unknown path near one is a typo
+	traps map[string]*trapRoute // active traps by path, each with its kind
+	lures []decoy.LureTarget    // where the lure proxy's lures may point, by path
+	known []string              // their paths: an unknown path near one is a typo
 }
 
 // siteCache keeps routes fresh without ever making a visitor wait on the database: a
@@ -48,6 +48,13 @@ type siteCache struct {
 	loading atomic.Bool   // a background reload is running
 	mu      sync.Mutex    // one load at a time
 	failed  time.Time     // when a failed reload was last logged (under mu)
+}
+
+// trapRoute is an active trap and its kind, resolved once when the routes load: the
+// listener asks the kind, never its name.
+type trapRoute struct {
+	*ent.Trap
+	kind *decoy.Kind
 }
 
 // snapshot is a set of routes and the generation and time they were loaded at.
@@ -134,7 +141,7 @@ func (c *siteCache) load(ctx context.Context) (*routes, error) {
 	bySite := map[string]*siteRoutes{}
 	var hostless []*siteRoutes
 	for _, s := range sites {
-		sr := &siteRoutes{site: s, traps: map[string]*ent.Trap{}}
+		sr := &siteRoutes{site: s, traps: map[string]*trapRoute{}}
 		bySite[s.ID] = sr
 		switch {
 		case s.Host != nil && s.HostVerified:
@@ -148,8 +155,13 @@ func (c *siteCache) load(ctx context.Context) (*routes, error) {
 	}
 	for _, t := range traps {
 		r.trapByID[t.ID] = t
+		kind, ok := decoy.KindOf(string(t.Type))
+		if !ok { // the type's enum is made from the kinds: only a newer version's row
+			c.log.Error("a trap of an unknown kind serves nothing", "trap", t.ID, "type", t.Type)
+			continue
+		}
 		if sr := bySite[t.SiteID]; sr != nil {
-			sr.traps[t.Path] = t
+			sr.traps[t.Path] = &trapRoute{Trap: t, kind: kind}
 			sr.known = append(sr.known, t.Path)
 		}
 	}
@@ -191,7 +203,7 @@ func (r *routes) site(host string) *siteRoutes {
 func (sr *siteRoutes) disallow(except string) []string {
 	var out []string
 	for p, t := range sr.traps {
-		if p != except && decoy.MustKind(string(t.Type)).Listed {
+		if p != except && t.kind.Listed {
 			out = append(out, p)
 		}
 	}

@@ -40,6 +40,7 @@ import (
 	"entgo.io/ent/privacy"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hit"
@@ -279,7 +280,7 @@ type seeder struct {
 
 // setup creates the organizations, each with its default site and traps.
 func (s *seeder) setup(ctx context.Context) error {
-	kinds := []string{"page", "api", "llms_txt", "robots", "credential", "mcp"}
+	kinds := decoy.Names() // every kind, in the documented order
 	for i := range s.o.orgs {
 		o, err := s.c.Organization.Create().SetName(fmt.Sprintf("Seeded organization %d", i+1)).Save(ctx)
 		if err != nil {

@@ -1,8 +1,9 @@
 // Command genvocab writes every list of trap kinds and classifications that lives outside
-// Go from its one table (decoy.Kinds, detect.Classes), so adding a kind or a class is a row
-// there: the ent schema's enums (ent/schema/vocab_gen.go), the OpenAPI document's enums
-// (rest/openapi.json) and the dashboard's list (web/src/vocab.gen.ts). go generate runs it
-// before entc, which makes the GraphQL enums from the ent schema.
+// Go from its one source (the kinds registered in decoy.Kinds, one file each; detect.Classes),
+// so adding a kind is a file in decoy/ and a class a row: the ent schema's enums
+// (ent/schema/vocab_gen.go), the OpenAPI document's enums (rest/openapi.json) and the
+// dashboard's list (web/src/vocab.gen.ts). go generate runs it before entc, which makes the
+// GraphQL enums from the ent schema.
 package main
 
 import (
@@ -30,7 +31,7 @@ func main() {
 	for _, c := range detect.Classes() {
 		classes = append(classes, c.Name)
 	}
-	if err := run(*root, decoy.Types, classes); err != nil {
+	if err := run(*root, decoy.Names(), classes); err != nil {
 		log.Fatal(err)
 	}
 }

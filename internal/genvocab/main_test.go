@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flytrap/flytrap/decoy"
 )
 
 // A new kind and a new class reach every generated list, the OpenAPI document's enums
@@ -23,7 +25,7 @@ func TestRunWritesEveryList(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "rest/openapi.json"), doc, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	kinds := []string{"page", "api", "llms_txt", "robots", "credential", "mcp", "sitemap"}
+	kinds := append(decoy.Names(), "sitemap") // the registered kinds (the document's own) and a new one
 	classes := []string{"HUMAN", "BOT", "CRAWLER", "AI_CRAWLER", "AI_ASSISTANT", "AI_AGENT", "AI_AGENT_MALICIOUS", "SCANNER", "LINK_PREVIEW"}
 	if err := run(root, kinds, classes); err != nil {
 		t.Fatal(err)

@@ -54,9 +54,18 @@ for (const [name, value] of Object.entries({ FLYTRAP_URL: API, FLYTRAP_TRAP_URL:
 }
 if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: bash scripts/install-chromium.sh`);
 
+// Every registered trap kind (decoy.Kinds, as internal/genvocab writes them for the dashboard),
+// in the documented order: a kind not named in VARIANTS gets one trap at a path of its choosing.
+const KIND_NAMES = (() => {
+  const gen = fs.readFileSync(path.join(ROOT, 'web', 'src', 'vocab.gen.ts'), 'utf8');
+  const list = gen.match(/TRAP_KINDS = (\[[\s\S]*?\]) as const;/);
+  if (!list) throw new Error('web/src/vocab.gen.ts has no TRAP_KINDS: run go generate ./...');
+  return JSON.parse(list[1]).map((k) => k.name);
+})();
+
 // Several traps of the types whose look depends on the path or the trap's seed: the matrix
 // keeps what survives on every one of them.
-const TRAPS = [
+const VARIANTS = [
   { type: 'page', name: 'Billing runbook', path: '/internal/docs/billing-runbook' },
   { type: 'page', name: 'Deploy keys', path: '/wiki/engineering/deploy-keys' },
   { type: 'page', name: 'User admin', path: '/admin/portal/users' },
@@ -73,7 +82,12 @@ const TRAPS = [
   { type: 'credential', name: 'Settings', path: '/deploy/secrets/settings.json' },
   { type: 'mcp', name: 'Ops MCP', path: '/mcp' },
 ];
-const TYPES = [...new Set(TRAPS.map((t) => t.type))];
+for (const t of VARIANTS) if (!KIND_NAMES.includes(t.type)) throw new Error(`${t.type} is no registered trap kind`);
+const TRAPS = [
+  ...VARIANTS,
+  ...KIND_NAMES.filter((k) => !VARIANTS.some((t) => t.type === k)).map((k) => ({ type: k, name: `Pipeline ${k}` })),
+];
+const TYPES = KIND_NAMES;
 
 const PIPELINES = [
   { id: 'raw', family: 'raw HTML', label: 'raw body' },
