@@ -9,13 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/schema"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/record"
 )
 
 // Bounds on what the listener reads of a request.
@@ -38,31 +38,13 @@ type job struct {
 	done chan error
 }
 
-// hitRecord is everything the recorder needs of one request.
+// hitRecord is everything the recorder needs of one request: the hit to store
+// (record.Hit: the request as detect.Observe reads it, detect.Observation, and its row),
+// the trap it hit and the tokens it carried.
 type hitRecord struct {
-	id         string
-	org, site  string
-	trap       *ent.Trap
-	kind       string // decoy, callback, not_found
-	status     int
-	method     string
-	host       string
-	path       string
-	query      string
-	headers    map[string][]string
-	body       string
-	truncated  bool
-	ip         netip.Addr
-	ua         string
-	receivedAt time.Time
-	refs       []decoy.TokenRef
-	disallow   []string // robots decoy: the paths it disallowed
-	linked     []string // decoy: the same-site paths it links to
-	known      []string // not_found: the site's trap paths (near misses are typos)
-	tool       string   // mcp: the decoy tool invoked
-	toolArgs   string
-	row        []any // the hit's row, all but its session and signals (see hitRow)
-	rowErr     error // why ent's validators refuse the row, if they do
+	record.Hit
+	trap *ent.Trap
+	refs []decoy.TokenRef
 }
 
 // ServeHTTP is the trap listener: the decoy of an active trap, an answer to a token
@@ -96,24 +78,19 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	defer settle()
-	rec := &hitRecord{
-		id:         ids.New(ids.Hit),
-		org:        sr.site.OrgID,
-		site:       sr.site.ID,
-		method:     r.Method,
-		host:       r.Host,
-		path:       bound(r.URL.Path, maxPath),
-		query:      bound(r.URL.RawQuery, maxQuery),
-		headers:    boundHeaders(r.Header),
-		body:       bound(string(body), schema.MaxHitBody),
-		truncated:  truncated || len(body) > schema.MaxHitBody,
-		ip:         clientIP(r, e.cfg.TrustedProxies),
-		ua:         bound(r.UserAgent(), maxUserAgent),
-		receivedAt: now,
-	}
+	rec := &hitRecord{Hit: record.Hit{
+		ID: ids.New(ids.Hit), Org: sr.site.OrgID, Site: sr.site.ID,
+		Truncated: truncated || len(body) > schema.MaxHitBody,
+		Observation: detect.Observation{
+			At: now, Method: r.Method, Host: r.Host,
+			Path: bound(r.URL.Path, maxPath), Query: bound(r.URL.RawQuery, maxQuery),
+			Headers: boundHeaders(r.Header), Body: bound(string(body), schema.MaxHitBody),
+			IP: clientIP(r, e.cfg.TrustedProxies), UA: bound(r.UserAgent(), maxUserAgent),
+		},
+	}}
 	text := requestText(r, body)
 	rec.refs = decoy.FindTokens(e.key, text)
-	rec.refs = append(rec.refs, e.findAWSKeys(r.Context(), rec.org, text, now)...)
+	rec.refs = append(rec.refs, e.findAWSKeys(r.Context(), rec.Org, text, now)...)
 	var snippetTrap *ent.Trap
 	rec.refs, snippetTrap = e.checkRefs(rec.refs, rt, sr)
 
@@ -133,13 +110,13 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	mcpTrap := t != nil && decoy.MustKind(string(t.Type)).Post == decoy.PostMCP
 	switch {
 	case mcpTrap && wantsLegacySSE(r):
-		rec.kind, rec.trap = "decoy", t
+		rec.Kind, rec.trap = "decoy", t
 		switch {
 		case streamableGET(r):
 			resp = decoy.Rendered{Status: http.StatusMethodNotAllowed, ContentType: "text/plain; charset=utf-8",
 				Header: map[string]string{"Allow": "POST"}, Body: []byte("Method Not Allowed\n")}
 		default:
-			if stream = e.mcp.open(sr.site.ID, rec.ip); stream == nil {
+			if stream = e.mcp.open(sr.site.ID, rec.IP); stream == nil {
 				resp = decoy.Rendered{Status: http.StatusServiceUnavailable, ContentType: "text/plain; charset=utf-8",
 					Header: map[string]string{"Retry-After": "30"}, Body: []byte("Too many connections\n")}
 			} else {
@@ -148,11 +125,11 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	case mcpTrap && r.Method == http.MethodPost:
-		res := decoy.HandleMCP(e.key, e.spec(t, r, sr), rec.id, body)
+		res := decoy.HandleMCP(e.key, e.spec(t, r, sr), rec.ID, body)
 		resp = decoy.Rendered{Status: res.Status, ContentType: "application/json", Body: res.Body}
-		rec.kind, rec.trap = "decoy", t
+		rec.Kind, rec.trap = "decoy", t
 		if res.ToolCalled {
-			rec.tool, rec.toolArgs = res.ToolName, res.Arguments
+			rec.Tool, rec.ToolArgs = res.ToolName, res.Arguments
 		}
 		if id := r.URL.Query().Get("sessionId"); id != "" { // the legacy transport's message endpoint
 			switch stream = e.mcp.post(sr.site.ID, id); {
@@ -167,38 +144,38 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case t != nil && !decoy.MethodAllowed(r.Method):
 		resp = decoy.MethodNotAllowed(decoy.MustKind(string(t.Type)), r.Method)
-		rec.kind, rec.trap = "decoy", t
+		rec.Kind, rec.trap = "decoy", t
 	case t != nil:
 		spec := e.spec(t, r, sr)
-		resp = decoy.Render(e.key, spec, rec.id)
+		resp = decoy.Render(e.key, spec, rec.ID)
 		defer resp.Release() // after the last write of resp.Body below; LinkedPaths copies what it keeps
-		rec.kind, rec.trap = "decoy", t
-		rec.linked = resp.Links
-		if rec.linked == nil { // not from a skeleton, which knows its links
-			rec.linked = decoy.LinkedPaths(resp.Body, resp.Placements)
+		rec.Kind, rec.trap = "decoy", t
+		rec.Linked = resp.Links
+		if rec.Linked == nil { // not from a skeleton, which knows its links
+			rec.Linked = decoy.LinkedPaths(resp.Body, resp.Placements)
 		}
 		if spec.Disallow != nil {
-			rec.disallow = spec.Disallow
+			rec.Disallow = spec.Disallow
 		}
 	case len(rec.refs) > 0:
-		rec.kind, rec.trap = "callback", snippetTrap // a snippet's token is attributed to its trap
+		rec.Kind, rec.trap = "callback", snippetTrap // a snippet's token is attributed to its trap
 		resp = e.tokenResponse(r)
 	default:
-		rec.kind = "not_found"
+		rec.Kind = "not_found"
 		resp = decoy.NotFound(r.URL.Path)
-		rec.known = sr.paths()
+		rec.Known = sr.paths()
 		// A stranger's probe is remembered, not recorded: only visitors who touched a trap become sessions.
-		key := visitorKey(rec.org, rec.ip, rec.ua)
+		key := visitorKey(rec.Org, rec.IP, rec.UA)
 		if vs, ok := e.visits.session(key); !ok || now.Sub(vs.lastSeen) > e.cfg.SessionIdle {
-			if detect.ProbeCounts(rec.path, rec.ua, rec.known) {
-				e.visits.probe(key, rec.path, now, detect.MaxProbes)
+			if detect.ProbeCounts(rec.Path, rec.UA, rec.Known) {
+				e.visits.probe(key, rec.Path, now, detect.MaxProbes)
 			}
 			writeRendered(w, r, resp)
 			return
 		}
 	}
-	rec.status = resp.Status
-	rec.row, rec.rowErr = hitRow(rec)
+	rec.Status = resp.Status
+	rec.prepare()
 
 	j := &job{rec: rec, done: make(chan error, 1)}
 	e.received.Add(1)
@@ -346,27 +323,8 @@ func readBody(r *http.Request) ([]byte, bool) {
 	return b, false
 }
 
-// bound makes attacker text storable on every database — valid UTF-8, no NUL
-// (each replaced by U+FFFD) — and cuts it to at most n bytes on a rune boundary.
-func bound(s string, n int) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	if strings.IndexByte(s, 0) >= 0 {
-		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
-	}
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 { // drop the bytes of a rune the cut split
-		if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size > 1 {
-			break
-		}
-		s = s[:len(s)-1]
-	}
-	return s
-}
+// bound makes attacker text storable and cuts it to at most n bytes (record.Bound).
+func bound(s string, n int) string { return record.Bound(s, n) }
 
 // boundHeaders keeps the request's headers within schema.MaxHitHeaders bytes.
 func boundHeaders(h http.Header) map[string][]string {

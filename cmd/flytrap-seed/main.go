@@ -4,7 +4,8 @@
 // your own, never at one that serves visitors.
 //
 // The bulk path: rows are built in memory and written with ent's CreateBulk, which issues one
-// multi-row INSERT per -batch rows (ent's validators and schema hooks still run), many batches
+// multi-row INSERT per -batch rows (ent's validators and schema hooks still run; sessions and
+// prompts through the record package, which counts them), many batches
 // to a transaction (-tx sessions). On SQLite the file is opened with synchronous=OFF for the
 // seeding only. One million sessions take minutes.
 //
@@ -54,6 +55,7 @@ import (
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/internal/bigsession"
+	"github.com/flytrap/flytrap/record"
 	"github.com/flytrap/flytrap/store"
 	"github.com/flytrap/flytrap/tally"
 	"github.com/flytrap/flytrap/viewer"
@@ -222,10 +224,10 @@ func (s *seeder) giant(ctx context.Context, db *store.DB, n int, out io.Writer) 
 		counts.Hit(o.id, o.traps[0], first.Add(step*time.Duration(i)).Unix()/3600)
 	}
 	fired := []string{detect.SignalAutomationClientUA, detect.SignalMachineSpeedFollowup}
-	err = tx.Session.Create().SetID(spec.Session).SetOrgID(o.id).SetSourceIP(spec.SourceIP).SetUserAgent(spec.UserAgent).
-		SetClassification(session.ClassificationBOT).SetSeverity(session.SeverityMedium).SetScore(45).SetConfidence(55).
-		SetSignalsFired(fired).SetFirstSeen(first).SetLastSeen(last).SetHitCount(n).SetTrapsTriggered([]string{o.traps[0]}).
-		SetState(schematype.SessionState{Signals: spec.SignalCounts()}).Exec(ctx)
+	_, err = record.CreateSessions(ctx, tx.Client(), tx.Session.Create().SetID(spec.Session).SetOrgID(o.id).SetSourceIP(spec.SourceIP).
+		SetUserAgent(spec.UserAgent).SetClassification(session.ClassificationBOT).SetSeverity(session.SeverityMedium).SetScore(45).
+		SetConfidence(55).SetSignalsFired(fired).SetFirstSeen(first).SetLastSeen(last).SetHitCount(n).
+		SetTrapsTriggered([]string{o.traps[0]}).SetState(schematype.SessionState{Signals: spec.SignalCounts()}))
 	if err != nil {
 		return fmt.Errorf("the giant session: %w", err)
 	}
@@ -330,7 +332,7 @@ func verifyCounters(ctx context.Context, c *ent.Client, out io.Writer) error {
 	if !got.Equal(want) {
 		return fmt.Errorf("the counters differ from a recount of the rows:\n%s", got.Diff(want))
 	}
-	// The campaigns (filled by the prompt hook as prompts are created) against a grouping of the prompts.
+	// The campaigns (filled by record.CreatePrompts as prompts are created) against a grouping of the prompts.
 	wantCampaigns, _, err := tally.RecountCampaigns(ctx, c)
 	if err != nil {
 		return err
@@ -452,7 +454,7 @@ var promptTexts = []struct{ text, model, operator string }{
 }
 
 // hitColumns are the hits table's columns the seed writes, in its rows' order: those the
-// listener's writer writes (trap/hitrows.go), each as ent would store it.
+// listener's writer writes (record/hits.go), each as ent would store it.
 var hitColumns = []string{
 	hit.FieldID, hit.FieldOrgID, hit.FieldSessionID, hit.FieldTrapID, hit.FieldMethod, hit.FieldPath,
 	hit.FieldQuery, hit.FieldHeaders, hit.FieldBody, hit.FieldBodyTruncated, hit.FieldSourceIP,
@@ -627,7 +629,7 @@ func (s *seeder) event(org, typ string, at time.Time, data wire.Threat) *ent.Eve
 func (s *seeder) write(ctx context.Context, tx *ent.Tx, b *batchTx) error {
 	defer tx.Rollback()
 	for r := range chunks(len(b.sessions), s.o.batch) {
-		if err := tx.Session.CreateBulk(b.sessions[r[0]:r[1]]...).Exec(ctx); err != nil {
+		if _, err := record.CreateSessions(ctx, tx.Client(), b.sessions[r[0]:r[1]]...); err != nil {
 			return fmt.Errorf("insert sessions: %w", err)
 		}
 	}
@@ -640,7 +642,7 @@ func (s *seeder) write(ctx context.Context, tx *ent.Tx, b *batchTx) error {
 		}
 	}
 	for r := range chunks(len(b.prompts), s.o.batch) {
-		if err := tx.Prompt.CreateBulk(b.prompts[r[0]:r[1]]...).Exec(ctx); err != nil {
+		if _, err := record.CreatePrompts(ctx, tx.Client(), b.prompts[r[0]:r[1]]...); err != nil {
 			return fmt.Errorf("insert prompts: %w", err)
 		}
 	}
@@ -651,7 +653,7 @@ func (s *seeder) write(ctx context.Context, tx *ent.Tx, b *batchTx) error {
 }
 
 // insertHits writes hit rows with multi-row INSERTs of -batch rows, bypassing ent as the
-// listener's writer does (trap/hitrows.go): the rows hold what ent's hooks would add
+// listener's writer does (record/hits.go): the rows hold what ent's hooks would add
 // (received_hour) and fill already counted them in the hourly counters (tally.Pending).
 func (s *seeder) insertHits(ctx context.Context, tx *ent.Tx, rows [][]any) error {
 	args := make([]any, 0, s.o.batch*len(hitColumns))
