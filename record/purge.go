@@ -5,13 +5,13 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/signal"
+	"github.com/flytrap/flytrap/store/sqltext"
 	"github.com/flytrap/flytrap/tally"
 )
 
@@ -94,23 +94,8 @@ func inList(list []string) (string, []any) {
 	for i, s := range list {
 		args[i] = s
 	}
-	return strings.TrimSuffix(strings.Repeat("?, ", len(list)), ", "), args
+	return sqltext.In(len(list)), args
 }
 
-// rebind numbers the placeholders for PostgreSQL ($1, $2…).
-func rebind(pg bool, q string) string {
-	if !pg {
-		return q
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+// rebind numbers the placeholders for PostgreSQL.
+func rebind(pg bool, q string) string { return sqltext.Rebind(pg, q) }

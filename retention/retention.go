@@ -28,6 +28,7 @@ import (
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/record"
 	"github.com/flytrap/flytrap/store"
+	"github.com/flytrap/flytrap/store/sqltext"
 )
 
 // Config says how long each kind of row is kept; 0 keeps it forever.
@@ -699,23 +700,8 @@ func (p *Purger) in(list []string) (string, []any) {
 	for i, s := range list {
 		args[i] = s
 	}
-	return strings.TrimSuffix(strings.Repeat("?, ", len(list)), ", "), args
+	return sqltext.In(len(list)), args
 }
 
 // rebind numbers the placeholders for PostgreSQL ($1, $2…).
-func (p *Purger) rebind(q string) string {
-	if p.dialect != dialect.Postgres {
-		return q
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func (p *Purger) rebind(q string) string { return sqltext.Rebind(p.dialect == dialect.Postgres, q) }
