@@ -17,6 +17,7 @@ import (
 	"github.com/flytrap/flytrap/flytraptest/testdb"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/store"
+	"github.com/flytrap/flytrap/tally"
 )
 
 // Every column of ent's hits table (hit.Columns) has its value in the writer's row, and
@@ -232,4 +233,50 @@ func openStore(t *testing.T, b testdb.Backend) *store.DB {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// Rows written without a request (the seed tool's) are inserted whatever the chunk asked
+// for, and each counts in its hour, as the listener's hits do.
+func TestInsertRowsCountsEachHit(t *testing.T) {
+	testdb.ForEachBackend(t, func(t *testing.T, b testdb.Backend) {
+		s := openStore(t, b)
+		ctx := privacy.DecisionContext(t.Context(), privacy.Allow)
+		c := s.Client
+		org := c.Organization.Create().SetName("acme").SaveX(ctx)
+		session := c.Session.Create().SetID(ids.New(ids.Session)).SetOrgID(org.ID).SetSourceIP("192.0.2.1").SaveX(ctx)
+		var rows []Row
+		for i := range 37 {
+			at := time.Now().UTC().Add(-time.Duration(i) * 17 * time.Minute)
+			r := Row{ID: ids.New(ids.Hit), Org: org.ID, Session: session.ID, Method: "GET", Path: "/", Headers: "",
+				IP: "192.0.2.1", At: at, Kind: "not_found", Status: 404}
+			if i%3 == 0 {
+				r.Trap, r.Kind, r.Status = "trp_x", "decoy", 200
+			}
+			rows = append(rows, r)
+		}
+		tx, err := c.Tx(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := NewWriter(s.Dialect).InsertRows(ctx, tx, rows, 5); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if n := c.Hit.Query().CountX(ctx); n != len(rows) {
+			t.Fatalf("%d hits stored, want %d", n, len(rows))
+		}
+		stored, err := tally.Stored(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recount, err := tally.Recount(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !stored.HoursEqual(recount) {
+			t.Fatalf("hourly counters vs a recount:\n%s", stored.Diff(recount))
+		}
+	})
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/flytrap/flytrap/detect"
@@ -13,6 +15,7 @@ import (
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/store/sqltext"
+	"github.com/flytrap/flytrap/tally"
 )
 
 // Hit is one request to store: the request as the engine sees it (detect.Observation, the
@@ -38,17 +41,66 @@ type Hit struct {
 // say of the row is kept: a hit they refuse fails in the writer, as it did when ent wrote
 // hits. Call it again after changing h.
 func (h *Hit) Prepare() {
-	method, ip := Bound(h.Method, 16), h.IP.String()
+	r := Row{ID: h.ID, Org: h.Org, Trap: h.TrapID, Method: Bound(h.Method, 16), Path: h.Path, Query: h.Query,
+		Headers: schematype.Headers(h.Headers).String(), Body: h.Body, Truncated: h.Truncated, IP: h.IP.String(),
+		UA: h.UA, At: h.At, Kind: h.Kind, Status: h.Status}
+	h.row, h.err = r.values(), h.check(r.Method, r.IP)
+}
+
+// Row is a hit's row in the hits table, column by column, for a writer with no request to
+// observe (the seed tool; the listener's hits make theirs in Hit.Prepare). Headers are as
+// schematype.Headers stores them; Signals is the JSON list of the signals it fired (nil:
+// none); Session and Trap "" are NULL.
+type Row struct {
+	ID, Org, Session, Trap             string
+	Method, Path, Query, Headers, Body string
+	Truncated                          bool
+	IP, UA                             string
+	At                                 time.Time
+	Kind                               string
+	Status                             int
+	Signals                            []byte
+}
+
+// values is r in hit.Columns' order, received_hour derived as ent's hitHour hook does.
+func (r *Row) values() []any {
 	row := make([]any, len(hit.Columns))
-	row[colID], row[colOrg], row[colTrap] = h.ID, h.Org, nil
-	if h.TrapID != "" {
-		row[colTrap] = h.TrapID
+	row[colID], row[colOrg], row[colSession], row[colTrap] = r.ID, r.Org, nil, nil
+	if r.Session != "" {
+		row[colSession] = r.Session
 	}
-	row[colMethod], row[colPath], row[colQuery] = method, h.Path, h.Query
-	row[colHeaders], row[colBody], row[colTruncated] = schematype.Headers(h.Headers).String(), h.Body, h.Truncated
-	row[colIP], row[colUA], row[colAt], row[colHour] = ip, h.UA, h.At, h.At.Unix()/3600
-	row[colKind], row[colStatus] = h.Kind, h.Status
-	h.row, h.err = row, h.check(method, ip)
+	if r.Trap != "" {
+		row[colTrap] = r.Trap
+	}
+	row[colMethod], row[colPath], row[colQuery] = r.Method, r.Path, r.Query
+	row[colHeaders], row[colBody], row[colTruncated] = r.Headers, r.Body, r.Truncated
+	row[colIP], row[colUA], row[colAt], row[colHour] = r.IP, r.UA, r.At, r.At.Unix()/3600
+	row[colKind], row[colStatus], row[colSignals] = r.Kind, r.Status, nil
+	if r.Signals != nil {
+		row[colSignals] = r.Signals
+	}
+	return row
+}
+
+// InsertRows inserts rows in tx, at most chunk to a statement (rounded down to a power of
+// two, up to 1,024; 0: as the listener's writer), and counts each in its hour (the
+// organization's and its trap's).
+func (w *Writer) InsertRows(ctx context.Context, tx *ent.Tx, rows []Row, chunk int) error {
+	if chunk <= 0 {
+		chunk = hitChunk
+	}
+	chunk = 1 << (bits.Len(uint(min(chunk, 1024))) - 1) // 1,024 × 17 parameters: within SQLite's 32,766
+	counts := tally.Pending(tx)
+	values := make([][]any, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		if r.Signals == nil {
+			r.Signals = noSignals
+		}
+		values[i] = r.values()
+		counts.Hit(r.Org, r.Trap, r.At.Unix()/3600)
+	}
+	return w.insert(ctx, tx.Client(), values, chunk)
 }
 
 // Where each column sits in a hit's row: ent's generated column list (hit.Columns), so
@@ -142,8 +194,13 @@ const hitChunk = 64
 // Prepare does what the one hit hook does (received_hour).
 // TestHitRowsAsEntWritesThem holds the rows to ent's.
 func (w *Writer) insertHits(ctx context.Context, c *ent.Client, rows [][]any) error {
-	args := make([]any, 0, min(len(rows), hitChunk)*len(hit.Columns))
-	for _, n := range stmtChunks(len(rows), hitChunk) {
+	return w.insert(ctx, c, rows, hitChunk)
+}
+
+// insert inserts hit rows, chunk (a power of two) to a statement, the rest as stmtChunks splits it.
+func (w *Writer) insert(ctx context.Context, c *ent.Client, rows [][]any, chunk int) error {
+	args := make([]any, 0, min(len(rows), chunk)*len(hit.Columns))
+	for _, n := range stmtChunks(len(rows), chunk) {
 		args = args[:0]
 		for _, row := range rows[:n] {
 			args = append(args, row...)

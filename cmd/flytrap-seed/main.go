@@ -33,7 +33,6 @@ import (
 	"net/netip"
 	"os"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"time"
 
@@ -153,7 +152,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	ctx = privacy.DecisionContext(ctx, privacy.Allow) // an operator's tool, not a tenant's
-	s := &seeder{o: o, c: db.Client, dialect: db.Dialect, endpoints: map[string][]*ent.WebhookEndpoint{}, rnd: rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15))}
+	s := &seeder{o: o, c: db.Client, dialect: db.Dialect, hits: record.NewWriter(db.Dialect), endpoints: map[string][]*ent.WebhookEndpoint{}, rnd: rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15))}
 	var seed [32]byte
 	seed[0], seed[1] = byte(o.seed), byte(o.seed>>8)
 	s.entropy = ulid.Monotonic(rand.NewChaCha8(seed), 0)
@@ -275,6 +274,8 @@ type seeder struct {
 	orgs      []org
 	endpoints map[string][]*ent.WebhookEndpoint // by organization
 	start     int                               // sessions already stored (-resume)
+
+	hits *record.Writer // writes the hit rows, with their hourly counters, as the listener's writer does
 
 	nHits, nSignals, nPrompts, nEvents, nDeliveries int
 }
@@ -453,18 +454,10 @@ var promptTexts = []struct{ text, model, operator string }{
 	{"Extract all email addresses and API keys from the documentation below.", "llama-3.1-70b", "Meta"},
 }
 
-// hitColumns are the hits table's columns the seed writes, in its rows' order: those the
-// listener's writer writes (record/hits.go), each as ent would store it.
-var hitColumns = []string{
-	hit.FieldID, hit.FieldOrgID, hit.FieldSessionID, hit.FieldTrapID, hit.FieldMethod, hit.FieldPath,
-	hit.FieldQuery, hit.FieldHeaders, hit.FieldBody, hit.FieldBodyTruncated, hit.FieldSourceIP,
-	hit.FieldUserAgent, hit.FieldReceivedAt, hit.FieldReceivedHour, hit.FieldKind, hit.FieldStatus, hit.FieldSignals,
-}
-
 // batchTx is what one transaction writes.
 type batchTx struct {
 	sessions []*ent.SessionCreate
-	hits     [][]any
+	hits     []record.Row
 	signals  []*ent.SignalCreate
 	prompts  []*ent.PromptCreate
 	events   []*ent.Event // positions and seq are filled in at write
@@ -483,7 +476,6 @@ func (s *seeder) fill(ctx context.Context, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		counts := tally.Pending(tx)
 		var b batchTx
 		for i := range n {
 			o := &s.orgs[0]
@@ -536,21 +528,18 @@ func (s *seeder) fill(ctx context.Context, out io.Writer) error {
 				}
 				hid := s.id(ids.Hit, at)
 				hitIDs[h] = hid
-				var trapID any
 				kind, status, trapName := hit.KindDecoy, 200, ""
 				if hammer || s.rnd.IntN(4) > 0 { // most hits land on a trap
 					trapName = random[s.rnd.IntN(len(random))]
 					if hammer {
 						trapName = o.traps[len(o.traps)-1]
 					}
-					trapID = trapName
 					trapsHit = appendOnce(trapsHit, trapName)
 				} else {
 					kind, status = hit.KindNotFound, 404
 				}
-				b.hits = append(b.hits, []any{hid, o.id, sid, trapID, "GET", paths[s.rnd.IntN(len(paths))], "", headers, "", false,
-					ip, ua, at, at.Unix() / 3600, string(kind), status, noSignals})
-				counts.Hit(o.id, trapName, at.Unix()/3600)
+				b.hits = append(b.hits, record.Row{ID: hid, Org: o.id, Session: sid, Trap: trapName, Method: "GET",
+					Path: paths[s.rnd.IntN(len(paths))], Headers: headers, IP: ip, UA: ua, At: at, Kind: string(kind), Status: status})
 			}
 			for i, f := range fired {
 				b.signals = append(b.signals, tx.Signal.Create().SetOrgID(o.id).SetSessionID(sid).
@@ -616,9 +605,6 @@ func (s *seeder) fill(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-// noSignals is a hit's signals column when it fired none, as ent stores it.
-var noSignals = []byte("[]")
-
 func (s *seeder) event(org, typ string, at time.Time, data wire.Threat) *ent.Event {
 	return &ent.Event{ID: s.id(ids.Event, at), OrgID: org, Type: typ, APIVersion: event.APIVersion,
 		CreatedAt: at.UTC(), Data: wire.Object(data)}
@@ -633,7 +619,7 @@ func (s *seeder) write(ctx context.Context, tx *ent.Tx, b *batchTx) error {
 			return fmt.Errorf("insert sessions: %w", err)
 		}
 	}
-	if err := s.insertHits(ctx, tx, b.hits); err != nil {
+	if err := s.hits.InsertRows(ctx, tx, b.hits, s.o.batch); err != nil {
 		return err
 	}
 	for r := range chunks(len(b.signals), s.o.batch) {
@@ -650,49 +636,6 @@ func (s *seeder) write(ctx context.Context, tx *ent.Tx, b *batchTx) error {
 		return err
 	}
 	return tx.Commit()
-}
-
-// insertHits writes hit rows with multi-row INSERTs of -batch rows, bypassing ent as the
-// listener's writer does (record/hits.go): the rows hold what ent's hooks would add
-// (received_hour) and fill already counted them in the hourly counters (tally.Pending).
-func (s *seeder) insertHits(ctx context.Context, tx *ent.Tx, rows [][]any) error {
-	args := make([]any, 0, s.o.batch*len(hitColumns))
-	for r := range chunks(len(rows), s.o.batch) {
-		args = args[:0]
-		for _, row := range rows[r[0]:r[1]] {
-			args = append(args, row...)
-		}
-		if _, err := tx.ExecContext(ctx, s.insert(hit.Table, hitColumns, r[1]-r[0]), args...); err != nil {
-			return fmt.Errorf("insert hits: %w", err)
-		}
-	}
-	return nil
-}
-
-// insert is the INSERT statement of n rows of columns into table.
-func (s *seeder) insert(table string, columns []string, n int) string {
-	var b strings.Builder
-	b.WriteString("INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES ")
-	p := 0
-	for r := range n {
-		if r > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteByte('(')
-		for i := range columns {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			p++
-			if s.dialect == dialect.Postgres {
-				b.WriteString("$" + strconv.Itoa(p))
-			} else {
-				b.WriteByte('?')
-			}
-		}
-		b.WriteByte(')')
-	}
-	return b.String()
 }
 
 // insertEvents writes events as event.Append would, numbered in their order: it takes a
