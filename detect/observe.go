@@ -68,7 +68,10 @@ type TokenUse struct {
 }
 
 // Observation is one request as the engine sees it: the trap listener resolves tokens
-// and routes; everything here is the visitor's, and nothing is trusted.
+// and routes; everything here is the visitor's, and nothing is trusted. It is the one
+// struct of a request's facts: the listener fills it (record.Hit embeds it), the writer
+// stores what the hits table keeps of it and hands it to Observe with its Tokens resolved.
+// A fact a signal needs is a field here, set by the listener (docs/architecture.md).
 type Observation struct {
 	At       time.Time
 	Method   string

@@ -17,6 +17,7 @@ import (
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/flytraptest/testdb"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/record"
 	"github.com/flytrap/flytrap/store"
 )
 
@@ -74,13 +75,17 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 				SetClassification([]session.Classification{session.ClassificationHUMAN, session.ClassificationAI_AGENT}[i%2]).
 				SetFirstSeen(first).SetLastSeen(last).SetTrapsTriggered(triggered))
 		}
-		c.Session.CreateBulk(sessions...).ExecX(ctx)
-		// trap_sessions came with the sessions (tally's session hook): as the writer's.
+		if _, err := record.CreateSessions(ctx, c, sessions...); err != nil {
+			t.Fatal(err)
+		}
+		// trap_sessions came with the sessions (record counts them): as the writer's.
 		if err := store.CheckTrapSessions(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < len(hits); i += 200 {
-			c.Hit.CreateBulk(hits[i:min(i+200, len(hits))]...).ExecX(ctx)
+			if _, err := record.CreateHits(ctx, c, hits[i:min(i+200, len(hits))]...); err != nil {
+				t.Fatal(err)
+			}
 		}
 		// Sessions first seen after the oldest hit (and an hour) are kept without a hit probe,
 		// the others with one: both kinds are here.

@@ -25,6 +25,7 @@ import (
 	"github.com/flytrap/flytrap/event"
 	ft "github.com/flytrap/flytrap/flytraptest"
 	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/record"
 	"github.com/flytrap/flytrap/rest"
 	"github.com/flytrap/flytrap/server"
 	"github.com/flytrap/flytrap/viewer"
@@ -658,11 +659,11 @@ func seedOpenAPISession(t *testing.T, env *ft.Env, org string, set func(*ent.Ses
 	if set != nil {
 		set(c)
 	}
-	s, err := c.Save(ft.System())
+	s, err := record.CreateSessions(ft.System(), env.DB.Client, c)
 	if err != nil {
 		t.Fatalf("seed session: %v", err)
 	}
-	return s
+	return s[0]
 }
 
 func seedOpenAPIHit(t *testing.T, env *ft.Env, s *ent.Session, trapID string, at time.Time, set func(*ent.HitCreate)) {
@@ -676,7 +677,7 @@ func seedOpenAPIHit(t *testing.T, env *ft.Env, s *ent.Session, trapID string, at
 	if set != nil {
 		set(c)
 	}
-	if _, err := c.Save(ft.System()); err != nil {
+	if _, err := record.CreateHits(ft.System(), env.DB.Client, c); err != nil {
 		t.Fatalf("seed hit: %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/session"
 	ft "github.com/flytrap/flytrap/flytraptest"
+	"github.com/flytrap/flytrap/record"
 )
 
 // ---- helpers shared by scenarios_test.go, golden_test.go and agree_test.go ----
@@ -213,7 +214,7 @@ func seedSessions(t testing.TB, env *ft.Env, org string, specs []sessionSpec) []
 		}
 		bulk[i] = c
 	}
-	out, err := env.DB.Client.Session.CreateBulk(bulk...).Save(ft.System())
+	out, err := record.CreateSessions(ft.System(), env.DB.Client, bulk...)
 	if err != nil {
 		t.Fatalf("seed sessions: %v", err)
 	}
@@ -262,7 +263,7 @@ func seedHits(t testing.TB, env *ft.Env, specs []hitSpec) []*ent.Hit {
 		}
 		bulk[i] = c
 	}
-	out, err := env.DB.Client.Hit.CreateBulk(bulk...).Save(ft.System())
+	out, err := record.CreateHits(ft.System(), env.DB.Client, bulk...)
 	if err != nil {
 		t.Fatalf("seed hits: %v", err)
 	}

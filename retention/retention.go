@@ -4,9 +4,11 @@
 // the API never wait on it for long; one instance purges at a time when several share a
 // PostgreSQL database; on SQLite it hands the freed pages back to the file system.
 //
-// What it never touches: maintained counters (hourly hit buckets and the like), which
-// count what happened, not what is still stored. docs/operations.md says what each
-// setting covers.
+// A whole session and its evidence are deleted through the record package, the one owner
+// of what the trap listener records, which takes the session out of the counters of stored
+// sessions in the deleting transaction. The hourly hit buckets and the campaigns count what
+// happened, not what is still stored: deleting hits and prompts leaves them as they are.
+// docs/operations.md says what each setting covers.
 package retention
 
 import (
@@ -24,7 +26,9 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/record"
 	"github.com/flytrap/flytrap/store"
+	"github.com/flytrap/flytrap/store/sqltext"
 )
 
 // Config says how long each kind of row is kept; 0 keeps it forever.
@@ -129,12 +133,6 @@ func FormatDays(d time.Duration) string {
 	return d.String()
 }
 
-// DeletedSession is a session the purge deleted, as counters need it.
-type DeletedSession struct {
-	ID, OrgID, Severity, Classification string
-	TripwiresFired, PromptsCaptured     int64
-}
-
 // Result counts what one purge deleted.
 type Result struct {
 	Hits, Signals, Prompts, Events, Deliveries, Sessions int64
@@ -164,11 +162,6 @@ type Purger struct {
 	// refused names the events partitions whose drop was refused (keepsLogsWhole), logged once.
 	refused map[string]bool
 
-	// SessionsDeleted runs in the transaction that deletes sessions, with the rows it
-	// deletes (their hits, signals and prompts are gone already). Maintained counters
-	// that count stored sessions (per severity, per classification) are adjusted here;
-	// hourly hit buckets are not: a purged hit still happened in its hour.
-	SessionsDeleted func(ctx context.Context, tx *sql.Tx, gone []DeletedSession) error
 	// VacuumPages bounds the pages one incremental_vacuum step frees (SQLite), so the
 	// write lock is held briefly; steps repeat with a pause until nothing is free.
 	VacuumPages int
@@ -547,7 +540,7 @@ func (p *Purger) purgeEvents(ctx context.Context, cut time.Time, res *Result) er
 // without evidence. A session the writer touches meanwhile has a later last_seen (on
 // PostgreSQL the delete waits for the writer's row lock, then re-reads last_seen), and a
 // hit the writer adds makes the foreign key refuse the delete: it is never deleted while
-// written to. SessionsDeleted runs in that transaction.
+// written to. The session counters lose them in that transaction (record).
 func (p *Purger) purgeSessions(ctx context.Context, cut time.Time, res *Result) error {
 	orgs, err := p.orgs(ctx)
 	if err != nil {
@@ -588,18 +581,14 @@ func (p *Purger) purgeSessions(ctx context.Context, cut time.Time, res *Result) 
 }
 
 // deleteEvidence deletes the rows of table belonging to the sessions in list that are still
-// last seen before cut (the writer may have moved one since it was listed), a batch at a time.
+// last seen before cut (the writer may have moved one since it was listed), a batch at a time
+// (record.DeleteSessionEvidence).
 func (p *Purger) deleteEvidence(ctx context.Context, table string, list []string, cut time.Time, n *int64) error {
-	in, args := p.in(list)
-	args = append(args, cut)
-	q := p.rebind("DELETE FROM " + table + " WHERE id IN (SELECT id FROM " + table + " WHERE session_id IN (SELECT id FROM sessions WHERE id IN (" + in +
-		") AND last_seen < ?) LIMIT " + strconv.Itoa(p.cfg.BatchSize) + ")")
 	for {
-		r, err := p.db.ExecContext(ctx, q, args...)
+		k, err := record.DeleteSessionEvidence(ctx, p.db, p.dialect == dialect.Postgres, table, list, cut, p.cfg.BatchSize)
 		if err != nil {
-			return fmt.Errorf("delete expired sessions' %s: %w", table, err)
+			return err
 		}
-		k, _ := r.RowsAffected()
 		*n += k
 		if k < int64(p.cfg.BatchSize) {
 			return nil
@@ -610,48 +599,20 @@ func (p *Purger) deleteEvidence(ctx context.Context, table string, list []string
 	}
 }
 
-// deleteSessions deletes the sessions of list still expired and without evidence, in one transaction.
+// deleteSessions deletes the sessions of list still expired and without evidence, in one
+// transaction that also takes them out of the session counters (record.DeleteExpiredSessions).
 func (p *Purger) deleteSessions(ctx context.Context, list []string, cut time.Time) (int, error) {
 	tx, err := p.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
-	in, args := p.in(list)
-	args = append(args, cut)
-	cond := "id IN (" + in + ") AND last_seen < ?" +
-		" AND NOT EXISTS (SELECT 1 FROM hits WHERE hits.session_id = sessions.id)" +
-		" AND NOT EXISTS (SELECT 1 FROM signals WHERE signals.session_id = sessions.id)" +
-		" AND NOT EXISTS (SELECT 1 FROM prompts WHERE prompts.session_id = sessions.id)"
-	// RETURNING (SQLite 3.35+, PostgreSQL): what was deleted, for the counters' hook.
-	rows, err := tx.QueryContext(ctx, p.rebind("DELETE FROM sessions WHERE "+cond+" RETURNING id, org_id, severity, classification, tripwires_fired, prompts_captured"), args...)
+	gone, err := record.DeleteExpiredSessions(ctx, tx, p.dialect == dialect.Postgres, list, cut)
 	if isForeignKey(err) {
 		return 0, nil // the writer added to one of them meanwhile: it is live again, and the next run looks afresh
 	}
 	if err != nil {
-		return 0, fmt.Errorf("delete expired sessions: %w", err)
-	}
-	var gone []DeletedSession
-	for rows.Next() {
-		var d DeletedSession
-		if err := rows.Scan(&d.ID, &d.OrgID, &d.Severity, &d.Classification, &d.TripwiresFired, &d.PromptsCaptured); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		gone = append(gone, d)
-	}
-	rows.Close()
-	if err := rows.Err(); isForeignKey(err) {
-		return 0, nil
-	} else if err != nil {
-		return 0, fmt.Errorf("delete expired sessions: %w", err)
-	}
-	// The counters of stored sessions (per severity and classification, tripwires, prompts)
-	// leave these sessions in this transaction (SessionsDeleted).
-	if p.SessionsDeleted != nil && len(gone) > 0 {
-		if err := p.SessionsDeleted(ctx, tx, gone); err != nil {
-			return 0, fmt.Errorf("adjust counters for deleted sessions: %w", err)
-		}
+		return 0, err
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("delete expired sessions: %w", err)
@@ -739,23 +700,8 @@ func (p *Purger) in(list []string) (string, []any) {
 	for i, s := range list {
 		args[i] = s
 	}
-	return strings.TrimSuffix(strings.Repeat("?, ", len(list)), ", "), args
+	return sqltext.In(len(list)), args
 }
 
 // rebind numbers the placeholders for PostgreSQL ($1, $2…).
-func (p *Purger) rebind(q string) string {
-	if p.dialect != dialect.Postgres {
-		return q
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func (p *Purger) rebind(q string) string { return sqltext.Rebind(p.dialect == dialect.Postgres, q) }

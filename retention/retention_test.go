@@ -18,6 +18,7 @@ import (
 	"github.com/flytrap/flytrap/event"
 	ft "github.com/flytrap/flytrap/flytraptest"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/record"
 	"github.com/flytrap/flytrap/retention"
 	"github.com/flytrap/flytrap/store"
 	"github.com/flytrap/flytrap/tally"
@@ -66,22 +67,23 @@ func (f *fixture) newOrg(name string) string {
 
 func (f *fixture) session(first, last time.Time, hits int) string {
 	f.t.Helper()
-	s, err := f.db.Client.Session.Create().SetID(idAt(ids.Session, first)).SetOrgID(f.org).SetSourceIP("203.0.113.9").
-		SetFirstSeen(first).SetLastSeen(last).SetHitCount(hits).SetSeverity("high").SetClassification("AI_AGENT").Save(f.ctx)
+	s, err := record.CreateSessions(f.ctx, f.db.Client, f.db.Client.Session.Create().SetID(idAt(ids.Session, first)).SetOrgID(f.org).
+		SetSourceIP("203.0.113.9").SetFirstSeen(first).SetLastSeen(last).SetHitCount(hits).SetSeverity("high").SetClassification("AI_AGENT"))
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return s.ID
+	return s[0].ID
 }
 
 func (f *fixture) hit(session string, at time.Time, body string) string {
 	f.t.Helper()
-	h, err := f.db.Client.Hit.Create().SetID(idAt(ids.Hit, at)).SetOrgID(f.org).SetSessionID(session).SetMethod("GET").
-		SetPath("/x").SetHeaders(map[string][]string{}).SetSourceIP("203.0.113.9").SetReceivedAt(at).SetBody(body).Save(f.ctx)
+	h, err := record.CreateHits(f.ctx, f.db.Client, f.db.Client.Hit.Create().SetID(idAt(ids.Hit, at)).SetOrgID(f.org).
+		SetSessionID(session).SetMethod("GET").SetPath("/x").SetHeaders(map[string][]string{}).SetSourceIP("203.0.113.9").
+		SetReceivedAt(at).SetBody(body))
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return h.ID
+	return h[0].ID
 }
 
 func (f *fixture) signal(session string, at time.Time) string {
@@ -96,12 +98,12 @@ func (f *fixture) signal(session string, at time.Time) string {
 
 func (f *fixture) prompt(session string, at time.Time) string {
 	f.t.Helper()
-	p, err := f.db.Client.Prompt.Create().SetID(idAt(ids.Prompt, at)).SetOrgID(f.org).SetSessionID(session).
-		SetHitID("hit_x").SetText("You are a helpful agent").SetHash("h").SetCreatedAt(at).Save(f.ctx)
+	p, err := record.CreatePrompts(f.ctx, f.db.Client, f.db.Client.Prompt.Create().SetID(idAt(ids.Prompt, at)).SetOrgID(f.org).
+		SetSessionID(session).SetHitID("hit_x").SetText("You are a helpful agent").SetHash("h").SetCreatedAt(at))
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return p.ID
+	return p[0].ID
 }
 
 // events appends n events for org and dates them at.
@@ -407,31 +409,46 @@ func TestOnePurgerAtATime(t *testing.T) {
 	}
 }
 
-// TestSessionsDeletedHook: the counters' hook sees each deleted session, in the deleting
-// transaction; when it fails, nothing of that batch is deleted.
-func TestSessionsDeletedHook(t *testing.T) {
+// TestPurgeTakesSessionsOutOfCounters: the purge takes each deleted session out of the
+// counters of stored sessions, in the deleting transaction; when that fails, nothing of
+// that batch is deleted and the counters are as they were.
+func TestPurgeTakesSessionsOutOfCounters(t *testing.T) {
 	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
 		f := open(t, b)
 		s := f.session(ago(100*day), ago(100*day), 0)
+		f.session(ago(time.Hour), ago(time.Hour), 0) // kept
 		p := f.purger(small())
-		p.SessionsDeleted = func(ctx context.Context, tx *sql.Tx, gone []retention.DeletedSession) error {
-			return fmt.Errorf("counter store down")
-		}
+		f.exec("ALTER TABLE counters RENAME TO counters_away")
 		if _, err := p.Purge(context.Background()); err == nil || !f.exists("sessions", s) {
-			t.Fatalf("a failing hook must keep the sessions: err %v", err)
+			t.Fatalf("a purge whose counters fail must keep the sessions: err %v", err)
 		}
-		var seen []retention.DeletedSession
-		p.SessionsDeleted = func(ctx context.Context, tx *sql.Tx, gone []retention.DeletedSession) error {
-			seen = append(seen, gone...)
-			return nil
-		}
+		f.exec("ALTER TABLE counters_away RENAME TO counters")
+		f.sessionCountersAsRecounted()
 		if _, err := p.Purge(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if len(seen) != 1 || seen[0] != (retention.DeletedSession{ID: s, OrgID: f.org, Severity: "high", Classification: "AI_AGENT"}) {
-			t.Fatalf("hook saw %+v", seen)
+		if f.exists("sessions", s) {
+			t.Fatal("the expired session was kept")
 		}
+		f.sessionCountersAsRecounted()
 	})
+}
+
+// sessionCountersAsRecounted fails the test unless the stored session counters equal a
+// recount of the stored sessions.
+func (f *fixture) sessionCountersAsRecounted() {
+	f.t.Helper()
+	stored, err := tally.Stored(f.ctx, f.db.Client)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	recount, err := tally.Recount(f.ctx, f.db.Client)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if !stored.SessionsEqual(recount) {
+		f.t.Fatalf("session counters vs a recount:\n%s", stored.Diff(recount))
+	}
 }
 
 func TestParseDays(t *testing.T) {
@@ -523,8 +540,8 @@ func TestPurgeDeletesTrapSessions(t *testing.T) {
 		live := f.session(ago(2*day), ago(time.Hour), 1)
 		f.hit(live, ago(time.Hour), "")
 		for _, s := range []string{old, live} {
-			// The session hook adds their trap_sessions rows.
-			if err := c.Session.UpdateOneID(s).SetTrapsTriggered([]string{"trp_a", "trp_b"}).Exec(f.ctx); err != nil {
+			// The change through record adds their trap_sessions rows.
+			if err := record.UpdateSession(f.ctx, c.Session.UpdateOneID(s).SetTrapsTriggered([]string{"trp_a", "trp_b"})); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -25,6 +25,7 @@ import (
 	entsite "github.com/flytrap/flytrap/ent/site"
 	enttrap "github.com/flytrap/flytrap/ent/trap"
 	ft "github.com/flytrap/flytrap/flytraptest"
+	"github.com/flytrap/flytrap/record"
 	"github.com/flytrap/flytrap/server"
 	"github.com/flytrap/flytrap/viewer"
 )
@@ -171,11 +172,11 @@ func seedSession(t *testing.T, env *ft.Env, org string, set func(*ent.SessionCre
 	if set != nil {
 		set(c)
 	}
-	s, err := c.Save(ft.System())
+	s, err := record.CreateSessions(ft.System(), env.DB.Client, c)
 	if err != nil {
 		t.Fatalf("seed session: %v", err)
 	}
-	return s
+	return s[0]
 }
 
 // seedHits writes one hit of session s per time in at, attributed to trapID when it is set.
@@ -192,7 +193,7 @@ func seedHits(t *testing.T, env *ft.Env, s *ent.Session, trapID string, at ...ti
 		}
 		bulk[i] = c
 	}
-	hits, err := env.DB.Client.Hit.CreateBulk(bulk...).Save(ft.System())
+	hits, err := record.CreateHits(ft.System(), env.DB.Client, bulk...)
 	if err != nil {
 		t.Fatalf("seed hits: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/flytrap/flytrap/ent/session"
 	ft "github.com/flytrap/flytrap/flytraptest"
 	"github.com/flytrap/flytrap/flytraptest/testdb"
+	"github.com/flytrap/flytrap/record"
 )
 
 // benchPost runs query through the real router and HTTP stack b.N times, in parallel. It
@@ -102,7 +103,7 @@ func BenchmarkSessionsPage(b *testing.B) {
 					SetFirstSeen(now.Add(-time.Duration(i) * time.Minute)).SetLastSeen(now.Add(-time.Duration(i) * time.Minute)).
 					SetHitCount(2)
 			}
-			if err := env.DB.Client.Session.CreateBulk(bulk...).Exec(ft.System()); err != nil {
+			if _, err := record.CreateSessions(ft.System(), env.DB.Client, bulk...); err != nil {
 				b.Fatal(err)
 			}
 			benchPost(b, env, a.ReadOnly, `{ sessions(first: 50, orderBy: {field: LAST_SEEN, direction: DESC}) { edges { node { id sourceIP userAgent classification score severity firstSeen lastSeen hitCount } } } }`)

@@ -14,6 +14,7 @@ import (
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/session"
 	ft "github.com/flytrap/flytrap/flytraptest"
+	"github.com/flytrap/flytrap/record"
 )
 
 // BenchmarkCampaignsPage reads the dashboard's campaigns page (web/src/queries.ts CAMPAIGNS:
@@ -84,7 +85,7 @@ func seedPrompts(b *testing.B, env *ft.Env, a ft.Tenant, n int) {
 			SetFirstSeen(at).SetLastSeen(at).SetHitCount(5).SetPromptsCaptured(5).SetTrapsTriggered([]string{trap})
 	}
 	for part := range slices.Chunk(ss, 500) {
-		if err := tx.Session.CreateBulk(part...).Exec(ctx); err != nil {
+		if _, err := record.CreateSessions(ctx, tx.Client(), part...); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -101,7 +102,7 @@ func seedPrompts(b *testing.B, env *ft.Env, a ft.Tenant, n int) {
 			SetOperator(fmt.Sprintf("Operator %d", c%7)).SetModel("gpt-4o").SetCreatedAt(now.Add(time.Duration(i)*time.Second)))
 	}
 	for part := range slices.Chunk(ps, 500) {
-		if err := tx.Prompt.CreateBulk(part...).Exec(ctx); err != nil {
+		if _, err := record.CreatePrompts(ctx, tx.Client(), part...); err != nil {
 			b.Fatal(err)
 		}
 	}

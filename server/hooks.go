@@ -14,7 +14,9 @@ import (
 // (defaults, guards, validation, tenant isolation) stay with it in ent/schema; what the
 // engine does when data changes is registered here, on both of the instance's clients (the
 // API's and the trap listener's pools: store.DB), so that "what happens when a trap is
-// created" is answered by reading this function:
+// created" is answered by reading this function. The counters of hits, sessions, signals and
+// prompts are no hook: the record package, the one writer of those rows, adds their deltas
+// where it writes them (docs/counters.md).
 func (s *Server) registerHooks() {
 	s.registerHooksOn(s.db.Client)
 	s.registerHooksOn(s.db.Trap)

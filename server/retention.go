@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"database/sql"
 	"flag"
 	"log/slog"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/flytrap/flytrap/graph/model"
 	"github.com/flytrap/flytrap/retention"
 	"github.com/flytrap/flytrap/store"
-	"github.com/flytrap/flytrap/tally"
 )
 
 // registerRetention adds the retention flags: how long each kind of row is kept.
@@ -48,23 +46,12 @@ func (s *Server) runRetention(ctx context.Context) {
 	NewPurger(s.db, s.cfg.Retention, s.log, time.Now).Run(ctx)
 }
 
-// NewPurger is the retention purge of db with the counters kept: the counters of stored
-// sessions (per severity and classification, tripwires, prompts) leave the deleted ones in
-// the deleting transaction. Hourly hit buckets need nothing: a purged hit still happened
-// in its hour.
+// NewPurger is the retention purge of db. The counters of stored sessions (per severity
+// and classification, tripwires, prompts) lose the deleted ones in the deleting transaction
+// (record.DeleteExpiredSessions); hourly hit buckets need nothing: a purged hit still
+// happened in its hour.
 func NewPurger(db *store.DB, cfg retention.Config, log *slog.Logger, now func() time.Time) *retention.Purger {
-	p := retention.New(db.SQL, db.Dialect, cfg, log, now)
-	pg := db.Dialect == dialect.Postgres
-	p.SessionsDeleted = func(ctx context.Context, tx *sql.Tx, gone []retention.DeletedSession) error {
-		var d tally.Delta
-		for _, g := range gone {
-			d.Add(g.OrgID, tally.SessionsName(g.Severity, g.Classification), -1)
-			d.Add(g.OrgID, tally.Tripwires, -g.TripwiresFired)
-			d.Add(g.OrgID, tally.Prompts, -g.PromptsCaptured)
-		}
-		return tally.ApplyTo(ctx, tx, pg, &d)
-	}
-	return p
+	return retention.New(db.SQL, db.Dialect, cfg, log, now)
 }
 
 // partitionInterval is how often the partitions ahead are looked at: a day's partition is

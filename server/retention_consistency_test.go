@@ -13,6 +13,7 @@ import (
 
 	ft "github.com/flytrap/flytrap/flytraptest"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/record"
 	"github.com/flytrap/flytrap/retention"
 	"github.com/flytrap/flytrap/server"
 )
@@ -31,13 +32,19 @@ func TestFiguresAfterPurge(t *testing.T) {
 			return ids.Format(prefix, ulid.MustNew(ulid.Timestamp(t), ulid.DefaultEntropy()))
 		}
 		session := func(first, last time.Time, hits ...time.Time) string {
-			s := c.Session.Create().SetID(at(ids.Session, first)).SetOrgID(a.Org.ID).SetSourceIP("203.0.113.9").
-				SetFirstSeen(first).SetLastSeen(last).SetHitCount(len(hits)).SetClassification("AI_AGENT").SetSeverity("high").SaveX(sys)
-			for _, h := range hits {
-				c.Hit.Create().SetID(at(ids.Hit, h)).SetOrgID(a.Org.ID).SetSessionID(s.ID).SetMethod("GET").SetPath("/x").
-					SetHeaders(map[string][]string{}).SetSourceIP("203.0.113.9").SetReceivedAt(h).ExecX(sys)
+			ss, err := record.CreateSessions(sys, c, c.Session.Create().SetID(at(ids.Session, first)).SetOrgID(a.Org.ID).
+				SetSourceIP("203.0.113.9").SetFirstSeen(first).SetLastSeen(last).SetHitCount(len(hits)).
+				SetClassification("AI_AGENT").SetSeverity("high"))
+			if err != nil {
+				t.Fatal(err)
 			}
-			return s.ID
+			for _, h := range hits {
+				if _, err := record.CreateHits(sys, c, c.Hit.Create().SetID(at(ids.Hit, h)).SetOrgID(a.Org.ID).SetSessionID(ss[0].ID).
+					SetMethod("GET").SetPath("/x").SetHeaders(map[string][]string{}).SetSourceIP("203.0.113.9").SetReceivedAt(h)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return ss[0].ID
 		}
 		gone := session(now.Add(-100*retention.Day), now.Add(-95*retention.Day), now.Add(-100*retention.Day), now.Add(-95*retention.Day))
 		kept := session(now.Add(-40*retention.Day), now.Add(-time.Hour), now.Add(-40*retention.Day), now.Add(-2*time.Hour), now.Add(-time.Hour))

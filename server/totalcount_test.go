@@ -8,6 +8,7 @@ import (
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/session"
 	ft "github.com/flytrap/flytrap/flytraptest"
+	"github.com/flytrap/flytrap/record"
 )
 
 // TestSessionsTotalCountCapped: under a filter the counters do not cover, totalCount counts
@@ -34,7 +35,7 @@ func TestSessionsTotalCountCapped(t *testing.T) {
 						SetSourceIP(fmt.Sprintf("198.51.%d.%d", j/250, j%250)).SetUserAgent("seed/1.0").
 						SetFirstSeen(lastSeen).SetLastSeen(lastSeen.Add(-time.Duration(j)*time.Millisecond)).SetSeverity(sev))
 				}
-				if err := env.DB.Client.Session.CreateBulk(bulk...).Exec(ft.System()); err != nil {
+				if _, err := record.CreateSessions(ft.System(), env.DB.Client, bulk...); err != nil {
 					t.Fatalf("seed sessions: %v", err)
 				}
 			}

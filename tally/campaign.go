@@ -12,12 +12,9 @@ import (
 	"strings"
 	"time"
 
-	entgo "entgo.io/ent"
-
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/campaign"
 	"github.com/flytrap/flytrap/ent/campaignsession"
-	"github.com/flytrap/flytrap/ent/hook"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/store/sqltext"
@@ -27,7 +24,7 @@ import (
 // CampaignSession): per organization and (prompt hash, operator, model), the all-time count
 // of prompts and of distinct sessions, the first and last prompt; per stored session of it,
 // its prompts and latest prompt. A created prompt records itself in its transaction's Delta
-// (PromptHook); at commit the memberships, then the campaigns, are upserted in key order
+// (record.CreatePrompts, the writer); at commit the memberships, then the campaigns, are upserted in key order
 // before the counters, so concurrent writers lock them in one order.
 
 // CampaignID names org's campaign of (hash, operator, model). It is derived from them, so
@@ -263,28 +260,6 @@ func sourceIPs(ctx context.Context, q Querier, pg bool, sessions []string) (map[
 		}
 	}
 	return out, nil
-}
-
-// PromptHook records a prompt created through ent (the writer's, the seed tool's) in its
-// campaign, written when its transaction commits (or at once outside one). Deleting prompts
-// changes no campaign: their counts are all-time, like the hourly hit buckets.
-func PromptHook(next entgo.Mutator) entgo.Mutator {
-	return hook.PromptFunc(func(ctx context.Context, m *ent.PromptMutation) (entgo.Value, error) {
-		v, err := next.Mutate(ctx, m)
-		if err != nil || !m.Op().Is(entgo.OpCreate) {
-			return v, err
-		}
-		id, _ := m.ID()
-		org, _ := m.OrgID()
-		hash, _ := m.Hash()
-		operator, _ := m.Operator()
-		model, _ := m.Model()
-		session, _ := m.SessionID()
-		at, _ := m.CreatedAt()
-		var d Delta
-		d.Prompt(org, hash, operator, model, session, id, at)
-		return v, record(ctx, m.Client(), m, &d)
-	})
 }
 
 // Campaigns is every campaign and membership, as stored or as recounted.

@@ -1,10 +1,10 @@
 // Package tally keeps the counters the dashboard's and the API's figures are read from
 // (ent's HitHour and Counter): hits per organization, trap and hour; sessions per severity
-// and classification; tripwires and prompts. A change to sessions or hits records its delta
-// in the transaction it runs in (the ent hooks in ent/schema call SessionHook and HitHook;
-// the writer, which inserts hits without ent, calls Pending(tx).Hit), and the deltas are
-// written at its commit, as one atomic upsert per counter row (value = value + delta), in a
-// fixed order. So the counters are exact, commit or roll back with the change, and stay right
+// and classification; tripwires and prompts. It stores counters and knows nothing of who
+// changes what: the record package, the one writer of hits, sessions, signals and prompts,
+// adds each change's delta to the pending delta of the transaction it runs in (Pending,
+// Note), and the deltas are written at its commit, as one atomic upsert per counter row
+// (value = value + delta), in a fixed order. So the counters are exact, commit or roll back with the change, and stay right
 // with several instances writing to one PostgreSQL. docs/counters.md has the design.
 package tally
 
@@ -84,8 +84,8 @@ func (d *Delta) Add(org, name string, n int64) {
 	d.names[nameKey{org, name}] += n
 }
 
-// merge adds o to d.
-func (d *Delta) merge(o *Delta) {
+// Merge adds o to d.
+func (d *Delta) Merge(o *Delta) {
 	for k, n := range o.hours {
 		d.hits(k.Org, k.Trap, k.Hour, n)
 	}
@@ -197,25 +197,25 @@ func Pending(tx *ent.Tx) *Delta {
 	return d
 }
 
-// mutation is what record needs of an ent mutation.
-type mutation interface {
+// Mutation is what Note needs of an ent mutation: the transaction it runs in, if any.
+type Mutation interface {
 	Tx() (*ent.Tx, error)
 	TxKey() any
 }
 
-// record applies d with the transaction m runs in when it commits, or at once outside
+// Note applies d with the transaction m runs in when it commits, or at once outside
 // one (then the counters follow the change by a statement of their own).
-func record(ctx context.Context, c *ent.Client, m mutation, d *Delta) error {
+func Note(ctx context.Context, c *ent.Client, m Mutation, d *Delta) error {
 	if d.Empty() {
 		return nil
 	}
 	if key := m.TxKey(); key != nil {
 		if p, ok := pending.Load(key); ok {
-			p.(*Delta).merge(d)
+			p.(*Delta).Merge(d)
 			return nil
 		}
 		if tx, err := m.Tx(); err == nil {
-			Pending(tx).merge(d)
+			Pending(tx).Merge(d)
 			return nil
 		}
 	}

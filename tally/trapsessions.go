@@ -7,9 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	entgo "entgo.io/ent"
-
-	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/trapsession"
 	"github.com/flytrap/flytrap/store/sqltext"
@@ -25,30 +22,6 @@ func (d *Delta) TrapSession(trap, sessionID string) {
 		d.trapSessions = map[trapSessionKey]struct{}{}
 	}
 	d.trapSessions[trapSessionKey{trap, sessionID}] = struct{}{}
-}
-
-// trapSessionsOf notes the traps a session mutation sets in traps_triggered: every trap of
-// the list (the rows already there stay as they are), for the sessions it creates or changes.
-func trapSessionsOf(ctx context.Context, m *ent.SessionMutation, d *Delta) error {
-	traps, ok := m.TrapsTriggered()
-	if !ok || len(traps) == 0 {
-		return nil
-	}
-	var ids []string
-	if id, ok := m.ID(); ok {
-		ids = []string{id}
-	} else if m.Op().Is(entgo.OpUpdate) {
-		var err error
-		if ids, err = m.IDs(ctx); err != nil {
-			return fmt.Errorf("sessions whose traps change: %w", err)
-		}
-	}
-	for _, id := range ids {
-		for _, t := range traps {
-			d.TrapSession(t, id)
-		}
-	}
-	return nil
 }
 
 // applyTrapSessions inserts d's trap_sessions rows, in key order (PostgreSQL's unique index

@@ -20,6 +20,7 @@ import (
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/signal"
 	ft "github.com/flytrap/flytrap/flytraptest"
+	"github.com/flytrap/flytrap/record"
 	"github.com/flytrap/flytrap/store"
 	counters "github.com/flytrap/flytrap/tally"
 )
@@ -130,12 +131,14 @@ func TestCountersEqualRecount(t *testing.T) {
 		}
 		before := checkCounters(t, c)
 
-		// A change made outside the writer moves the session's count; deletions (in a
-		// transaction, and one without) take sessions out of every counter, but not their
-		// hits out of the hourly buckets.
+		// A change made outside the writer (through record) moves the session's count;
+		// deletions (in a transaction, and one without) take sessions out of every counter,
+		// but not their hits out of the hourly buckets.
 		ss := c.Session.Query().Order(ent.Asc(session.FieldID)).AllX(ctx)
-		c.Session.UpdateOneID(ss[0].ID).SetSeverity(session.SeverityCritical).SetClassification(session.ClassificationAI_AGENT).
-			AddTripwiresFired(2).ExecX(ctx)
+		if err := record.UpdateSession(ctx, c.Session.UpdateOneID(ss[0].ID).SetSeverity(session.SeverityCritical).
+			SetClassification(session.ClassificationAI_AGENT).AddTripwiresFired(2)); err != nil {
+			t.Fatal(err)
+		}
 		tx, err := c.Tx(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -144,7 +147,9 @@ func TestCountersEqualRecount(t *testing.T) {
 		tx.Signal.Delete().Where(signal.SessionIDIn(gone...)).ExecX(ctx)
 		tx.Prompt.Delete().Where(prompt.SessionIDIn(gone...)).ExecX(ctx)
 		tx.Hit.Delete().Where(hit.SessionIDIn(gone...)).ExecX(ctx)
-		tx.Session.Delete().Where(session.IDIn(gone...)).ExecX(ctx)
+		if _, err := record.DeleteSessions(ctx, tx.Client(), session.IDIn(gone...)); err != nil {
+			t.Fatal(err)
+		}
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
@@ -152,13 +157,17 @@ func TestCountersEqualRecount(t *testing.T) {
 		c.Signal.Delete().Where(signal.SessionID(one)).ExecX(ctx)
 		c.Prompt.Delete().Where(prompt.SessionID(one)).ExecX(ctx)
 		c.Hit.Delete().Where(hit.SessionID(one)).ExecX(ctx)
-		c.Session.DeleteOneID(one).ExecX(ctx)
+		if _, err := record.DeleteSessions(ctx, c, session.ID(one)); err != nil {
+			t.Fatal(err)
+		}
 		// A rolled-back change changes no counter.
 		tx, err = c.Tx(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tx.Session.UpdateOneID(ss[4].ID).SetSeverity(session.SeverityHigh).AddPromptsCaptured(3).ExecX(ctx)
+		if err := record.UpdateSession(ctx, tx.Session.UpdateOneID(ss[4].ID).SetSeverity(session.SeverityHigh).AddPromptsCaptured(3)); err != nil {
+			t.Fatal(err)
+		}
 		tx.Rollback()
 
 		stored, err := counters.Stored(t.Context(), c)

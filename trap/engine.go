@@ -24,6 +24,7 @@ import (
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/secret"
 	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/record"
 )
 
 // Config is the trap listener's part of the configuration.
@@ -86,9 +87,8 @@ type Engine struct {
 	written  atomic.Int64 // hits made durable
 	observe  BatchObserver
 
-	hitInserts     sync.Map // the INSERT statement of each number of hit rows (see hitInsert)
-	sessionTouches sync.Map // the UPDATE statement of each number of sessions (see sessionTouch)
-	openSessionSQL string   // see openSession
+	recorder       *record.Writer // stores each batch, with its counters
+	openSessionSQL string         // see openSession
 }
 
 // New returns an engine over client. It loads (or creates) the installation's token key.
@@ -113,6 +113,8 @@ func New(ctx context.Context, cfg Config, client *ent.Client, dia string, log *s
 		mcp:     newMCPStreams(),
 		settled: make(chan struct{}, 1),
 		done:    make(chan struct{}),
+
+		recorder: record.NewWriter(dia),
 	}
 	e.waitingWith.Store(-1)
 	e.openSessionSQL = openSessionSQL(dia)

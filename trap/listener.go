@@ -9,14 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/schema"
 	"github.com/flytrap/flytrap/ids"
-	"github.com/flytrap/flytrap/internal/clip"
+	"github.com/flytrap/flytrap/record"
 )
 
 // Bounds on what the listener reads of a request.
@@ -39,31 +38,13 @@ type job struct {
 	done chan error
 }
 
-// hitRecord is everything the recorder needs of one request.
+// hitRecord is everything the recorder needs of one request: the hit to store
+// (record.Hit: the request as detect.Observe reads it, detect.Observation, and its row),
+// the trap it hit and the tokens it carried.
 type hitRecord struct {
-	id         string
-	org, site  string
-	trap       *ent.Trap
-	kind       string // decoy, callback, not_found
-	status     int
-	method     string
-	host       string
-	path       string
-	query      string
-	headers    map[string][]string
-	body       string
-	truncated  bool
-	ip         netip.Addr
-	ua         string
-	receivedAt time.Time
-	refs       []decoy.TokenRef
-	disallow   []string // robots decoy: the paths it disallowed
-	linked     []string // decoy: the same-site paths it links to
-	known      []string // not_found: the site's trap paths (near misses are typos)
-	tool       string   // mcp: the decoy tool invoked
-	toolArgs   string
-	row        []any // the hit's row, all but its session and signals (see hitRow)
-	rowErr     error // why ent's validators refuse the row, if they do
+	record.Hit
+	trap *ent.Trap
+	refs []decoy.TokenRef
 }
 
 // ServeHTTP is the trap listener: the decoy of an active trap, an answer to a token
@@ -133,24 +114,19 @@ func (e *Engine) begin(v *visit, r *http.Request, now time.Time, rt *routes, sr 
 	body, truncated := readBody(r)
 	e.inflight.Add(1)
 	*v = visit{r: r, now: now, sr: sr, body: body, counted: true}
-	v.rec = &hitRecord{
-		id:         ids.New(ids.Hit),
-		org:        sr.site.OrgID,
-		site:       sr.site.ID,
-		method:     r.Method,
-		host:       r.Host,
-		path:       bound(r.URL.Path, maxPath),
-		query:      bound(r.URL.RawQuery, maxQuery),
-		headers:    boundHeaders(r.Header),
-		body:       bound(string(body), schema.MaxHitBody),
-		truncated:  truncated || len(body) > schema.MaxHitBody,
-		ip:         clientIP(r, e.cfg.TrustedProxies),
-		ua:         bound(r.UserAgent(), maxUserAgent),
-		receivedAt: now,
-	}
+	v.rec = &hitRecord{Hit: record.Hit{
+		ID: ids.New(ids.Hit), Org: sr.site.OrgID, Site: sr.site.ID,
+		Truncated: truncated || len(body) > schema.MaxHitBody,
+		Observation: detect.Observation{
+			At: now, Method: r.Method, Host: r.Host,
+			Path: bound(r.URL.Path, maxPath), Query: bound(r.URL.RawQuery, maxQuery),
+			Headers: boundHeaders(r.Header), Body: bound(string(body), schema.MaxHitBody),
+			IP: clientIP(r, e.cfg.TrustedProxies), UA: bound(r.UserAgent(), maxUserAgent),
+		},
+	}}
 	text := requestText(r, body)
 	refs := decoy.FindTokens(e.key, text)
-	refs = append(refs, e.findAWSKeys(r.Context(), v.rec.org, text, now)...)
+	refs = append(refs, e.findAWSKeys(r.Context(), v.rec.Org, text, now)...)
 	v.rec.refs, v.snippet = e.checkRefs(refs, rt, sr)
 }
 
@@ -159,17 +135,17 @@ func (e *Engine) begin(v *visit, r *http.Request, now time.Time, rt *routes, sr 
 func (e *Engine) answer(v *visit) bool {
 	switch t := v.sr.traps[v.r.URL.Path]; {
 	case t != nil:
-		v.rec.kind, v.rec.trap = "decoy", t.Trap
+		v.rec.Kind, v.rec.trap = "decoy", t.Trap
 		e.answerTrap(v, t)
 	case len(v.rec.refs) > 0:
-		v.rec.kind, v.rec.trap = "callback", v.snippet // a snippet's token is attributed to its trap
+		v.rec.Kind, v.rec.trap = "callback", v.snippet // a snippet's token is attributed to its trap
 		v.resp = e.tokenResponse(v.r)
 	default:
 		if !e.answerNotFound(v) {
 			return false
 		}
 	}
-	v.rec.status = v.resp.Status
+	v.rec.Status = v.resp.Status
 	return true
 }
 
@@ -177,7 +153,7 @@ func (e *Engine) answer(v *visit) bool {
 // opened), with the 405 of a method it does not serve, or with its decoy.
 func (e *Engine) answerTrap(v *visit, t *trapRoute) {
 	if t.kind.Disallows() {
-		v.rec.disallow = []string{} // read, though its list was not served: the decoy's, when it is
+		v.rec.Disallow = []string{} // read, though its list was not served: the decoy's, when it is
 	}
 	switch r := v.r; {
 	case t.kind.Speaks() && wantsLegacySSE(r):
@@ -188,13 +164,13 @@ func (e *Engine) answerTrap(v *visit, t *trapRoute) {
 		v.resp = decoy.MethodNotAllowed(t.kind, r.Method)
 	default:
 		spec := e.spec(t, r, v.sr)
-		v.resp = t.kind.Render(e.key, spec, v.rec.id) // released by leave, after its last write
-		v.rec.linked = v.resp.Links
-		if v.rec.linked == nil { // not from a skeleton, which knows its links
-			v.rec.linked = decoy.LinkedPaths(v.resp.Body, v.resp.Placements)
+		v.resp = t.kind.Render(e.key, spec, v.rec.ID) // released by leave, after its last write
+		v.rec.Linked = v.resp.Links
+		if v.rec.Linked == nil { // not from a skeleton, which knows its links
+			v.rec.Linked = decoy.LinkedPaths(v.resp.Body, v.resp.Placements)
 		}
 		if spec.Disallow != nil {
-			v.rec.disallow = spec.Disallow
+			v.rec.Disallow = spec.Disallow
 		}
 	}
 }
@@ -208,7 +184,7 @@ func (e *Engine) openLegacyStream(v *visit, t *trapRoute) {
 			Header: map[string]string{"Allow": "POST"}, Body: []byte("Method Not Allowed\n")}
 		return
 	}
-	if v.stream = e.mcp.open(v.sr.site.ID, v.rec.ip); v.stream == nil {
+	if v.stream = e.mcp.open(v.sr.site.ID, v.rec.IP); v.stream == nil {
 		v.resp = decoy.Rendered{Status: http.StatusServiceUnavailable, ContentType: "text/plain; charset=utf-8",
 			Header: map[string]string{"Retry-After": "30"}, Body: []byte("Too many connections\n")}
 		return
@@ -220,10 +196,10 @@ func (e *Engine) openLegacyStream(v *visit, t *trapRoute) {
 // answerProtocol answers a POST in the kind's protocol: directly, or, on the legacy
 // transport's message endpoint, with 202 and the answer delivered on its stream (respond).
 func (e *Engine) answerProtocol(v *visit, t *trapRoute) {
-	res := t.kind.Answer(e.key, e.spec(t, v.r, v.sr), v.rec.id, v.body)
+	res := t.kind.Answer(e.key, e.spec(t, v.r, v.sr), v.rec.ID, v.body)
 	v.resp = decoy.Rendered{Status: res.Status, ContentType: "application/json", Body: res.Body}
 	if res.ToolCalled {
-		v.rec.tool, v.rec.toolArgs = res.ToolName, res.Arguments
+		v.rec.Tool, v.rec.ToolArgs = res.ToolName, res.Arguments
 	}
 	id := v.r.URL.Query().Get("sessionId")
 	if id == "" {
@@ -244,15 +220,15 @@ func (e *Engine) answerProtocol(v *visit, t *trapRoute) {
 // recorded (false): only visitors who touched a trap become sessions.
 func (e *Engine) answerNotFound(v *visit) bool {
 	rec := v.rec
-	rec.kind = "not_found"
+	rec.Kind = "not_found"
 	v.resp = decoy.NotFound(v.r.URL.Path)
-	rec.known = v.sr.paths()
-	key := visitorKey(rec.org, rec.ip, rec.ua)
+	rec.Known = v.sr.paths()
+	key := visitorKey(rec.Org, rec.IP, rec.UA)
 	if vs, ok := e.visits.session(key); ok && v.now.Sub(vs.lastSeen) <= e.cfg.SessionIdle {
 		return true
 	}
-	if detect.ProbeCounts(rec.path, rec.ua, rec.known) {
-		e.visits.probe(key, rec.path, v.now, detect.MaxProbes)
+	if detect.ProbeCounts(rec.Path, rec.UA, rec.Known) {
+		e.visits.probe(key, rec.Path, v.now, detect.MaxProbes)
 	}
 	return false
 }
@@ -260,7 +236,7 @@ func (e *Engine) answerNotFound(v *visit) bool {
 // enqueue hands the hit to the writer and waits until it is durable. False when it is not
 // (the queue full, the write failed or took too long): the visitor was told 503, to retry.
 func (e *Engine) enqueue(w http.ResponseWriter, rec *hitRecord) bool {
-	rec.row, rec.rowErr = hitRow(rec)
+	rec.prepare()
 	j := &job{rec: rec, done: make(chan error, 1)}
 	e.received.Add(1)
 	select {
@@ -428,17 +404,8 @@ func readBody(r *http.Request) ([]byte, bool) {
 	return b, false
 }
 
-// bound makes attacker text storable on every database — valid UTF-8, no NUL
-// (each replaced by U+FFFD) — and cuts it to at most n bytes on a rune boundary.
-func bound(s string, n int) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	if strings.IndexByte(s, 0) >= 0 {
-		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
-	}
-	return clip.Bytes(s, n)
-}
+// bound makes attacker text storable and cuts it to at most n bytes (record.Bound).
+func bound(s string, n int) string { return record.Bound(s, n) }
 
 // boundHeaders keeps the request's headers within schema.MaxHitHeaders bytes.
 func boundHeaders(h http.Header) map[string][]string {

@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/flytraptest/testdb"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/record"
 	"github.com/flytrap/flytrap/store"
 )
 
@@ -40,16 +42,17 @@ func TestOpenSessionFromTheDatabase(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec := &hitRecord{id: ids.New(ids.Hit), org: orgID, site: siteID, kind: "decoy", status: 200, method: "GET",
-				path: "/internal/docs", headers: map[string][]string{"User-Agent": {ua}}, ua: ua, ip: ip, receivedAt: at}
+			rec := &hitRecord{Hit: record.Hit{ID: ids.New(ids.Hit), Org: orgID, Site: siteID, Status: 200,
+				Observation: detect.Observation{Kind: "decoy", Method: "GET", Path: "/internal/docs",
+					Headers: map[string][]string{"User-Agent": {ua}}, UA: ua, IP: ip, At: at}}}
 			if orgID == org.ID {
 				rec.trap = tr
 			}
-			rec.row, rec.rowErr = hitRow(rec)
+			rec.prepare()
 			if err := e.writeBatch(ctx, []*job{{rec: rec}}); err != nil {
 				t.Fatal(err)
 			}
-			h, err := db.Client.Hit.Get(ctx, rec.id)
+			h, err := db.Client.Hit.Get(ctx, rec.ID)
 			if err != nil {
 				t.Fatal(err)
 			}

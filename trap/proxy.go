@@ -125,13 +125,13 @@ func (e *Engine) checkRefs(refs []decoy.TokenRef, rt *routes, sr *siteRoutes) ([
 func (e *Engine) tokenSource(rec *hitRecord, ref decoy.TokenRef, sources map[string]sourceHit) (tokenOrigin, bool) {
 	switch ref.Origin {
 	case decoy.OriginLure:
-		at, ok := decoy.LureServed(e.key, ref, rec.site)
+		at, ok := decoy.LureServed(e.key, ref, rec.Site)
 		return tokenOrigin{at: at, placement: "lure_" + ref.Purpose.String()}, ok
 	case decoy.OriginSnippet:
 		return tokenOrigin{placement: "snippet"}, true
 	}
 	src, ok := sources[ref.HitID]
-	if !ok || src.org != rec.org {
+	if !ok || src.org != rec.Org {
 		return tokenOrigin{}, false // a token of another organization, or of a hit not stored: ignore it
 	}
 	return tokenOrigin{hit: ref.HitID, at: src.receivedAt, placement: ref.Purpose.String(), visible: src.visible}, true

@@ -17,32 +17,16 @@ import (
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/ids"
-	"github.com/flytrap/flytrap/store/sqltext"
+	"github.com/flytrap/flytrap/record"
 	"github.com/flytrap/flytrap/wire"
 	"github.com/oklog/ulid/v2"
 )
 
-// sess is a session being changed by a batch: what the engine knows of it
-// (detect.Session) and what the writer needs to store it.
+// sess is a session being changed by a batch: the session as the writer stores it
+// (record.Session, which embeds what the engine knows of it, detect.Session), and what the
+// engine needs to report it.
 type sess struct {
-	detect.Session
-	row      *ent.Session // nil until it exists in the database
-	id       string
-	org      string
-	site     string
-	ip       string
-	first    time.Time
-	addHits  int
-	addTrips int
-	addProms int
-	// storedTraps is how many of Traps (which only grows) are stored: traps_triggered is
-	// written, and its trap_sessions rows added, only when it grew.
-	storedTraps int
-	verdict     detect.Verdict
-	// dirty says the lists or the state changed since the session was stored;
-	// stored is the verdict as stored. An unchanged session costs only its counters.
-	dirty  bool
-	stored detect.Verdict
+	record.Session
 	// detection state before this batch, to tell detected from escalated
 	wasDetected bool
 	wasSeverity string
@@ -132,18 +116,18 @@ func idTimes(list []string) (from, to time.Time, ok bool) {
 // sessionFor finds the session a hit belongs to: the session that received a token
 // it carries (whatever its address), else the visitor's open session, else a new one.
 func (e *Engine) sessionFor(ctx context.Context, c *ent.Client, rec *hitRecord, sources map[string]sourceHit, batch map[string]*sess) (*sess, error) {
-	key := visitorKey(rec.org, rec.ip, rec.ua)
+	key := visitorKey(rec.Org, rec.IP, rec.UA)
 	for _, ref := range rec.refs {
-		if src, ok := sources[ref.HitID]; ok && src.org == rec.org && src.session != "" {
+		if src, ok := sources[ref.HitID]; ok && src.org == rec.Org && src.session != "" {
 			return e.loadSession(ctx, c, src.session, batch)
 		}
 	}
 	for _, s := range batch { // a session this batch made or touched
-		if s.key == key && rec.receivedAt.Sub(s.Last) <= e.cfg.SessionIdle {
+		if s.key == key && rec.At.Sub(s.Last) <= e.cfg.SessionIdle {
 			return s, nil
 		}
 	}
-	idleSince := rec.receivedAt.Add(-e.cfg.SessionIdle)
+	idleSince := rec.At.Add(-e.cfg.SessionIdle)
 	if vs, ok := e.visits.session(key); ok && vs.lastSeen.After(idleSince) {
 		if s, err := e.loadSession(ctx, c, vs.id, batch); err == nil && s.Last.After(idleSince) {
 			return s, nil
@@ -156,10 +140,10 @@ func (e *Engine) sessionFor(ctx context.Context, c *ent.Client, rec *hitRecord, 
 	if id != "" {
 		return e.loadSession(ctx, c, id, batch)
 	}
-	s := &sess{
-		id: ids.New(ids.Session), org: rec.org, site: rec.site, ip: rec.ip.String(), first: rec.receivedAt, key: key,
-		Session: detect.Session{UA: rec.ua, Last: rec.receivedAt, State: schematype.SessionState{Signals: map[string]int{}}},
-	}
+	s := &sess{key: key, Session: record.Session{
+		ID: ids.New(ids.Session), Org: rec.Org, Site: rec.Site, IP: rec.IP.String(), First: rec.At,
+		Session: detect.Session{UA: rec.UA, Last: rec.At, State: schematype.SessionState{Signals: map[string]int{}}},
+	}}
 	s.State.ProbePaths, s.State.ProbeAt = e.visits.takeProbes(key)
 	return s, nil
 }
@@ -168,7 +152,7 @@ func (e *Engine) sessionFor(ctx context.Context, c *ent.Client, rec *hitRecord, 
 // it has none: asked for every hit of a new visitor, so in SQL of our own (one prepared
 // text) rather than through ent, whose query builder cost more than the lookup itself.
 func (e *Engine) openSession(ctx context.Context, c *ent.Client, rec *hitRecord, idleSince time.Time) (string, error) {
-	rows, err := c.QueryContext(ctx, e.openSessionSQL, rec.org, rec.ip.String(), rec.ua, idleSince)
+	rows, err := c.QueryContext(ctx, e.openSessionSQL, rec.Org, rec.IP.String(), rec.UA, idleSince)
 	if err != nil {
 		return "", fmt.Errorf("find session: %w", err)
 	}
@@ -208,15 +192,18 @@ func (e *Engine) loadSession(ctx context.Context, c *ent.Client, id string, batc
 		return nil, fmt.Errorf("load session %s: %w", id, err)
 	}
 	s := &sess{
-		row: row, id: row.ID, org: row.OrgID, site: row.SiteID, ip: row.SourceIP, first: row.FirstSeen,
-		Session: detect.Session{
-			UA: row.UserAgent, Last: row.LastSeen, Hits: row.HitCount,
-			Fired: slices.Clone(row.SignalsFired), Traps: slices.Clone(row.TrapsTriggered),
-			Model: row.ExtractedModel, Operator: row.ExtractedOperator, State: row.State,
+		Session: record.Session{
+			Stored: true, ID: row.ID, Org: row.OrgID, Site: row.SiteID, IP: row.SourceIP, First: row.FirstSeen,
+			Session: detect.Session{
+				UA: row.UserAgent, Last: row.LastSeen, Hits: row.HitCount,
+				Fired: slices.Clone(row.SignalsFired), Traps: slices.Clone(row.TrapsTriggered),
+				Model: row.ExtractedModel, Operator: row.ExtractedOperator, State: row.State,
+			},
+			StoredTraps: len(row.TrapsTriggered),
+			StoredVerdict: detect.Verdict{Classification: string(row.Classification), Score: row.Score,
+				Confidence: row.Confidence, Severity: string(row.Severity)},
 		},
-		wasDetected: row.State.Detected, wasSeverity: row.State.Severity, storedTraps: len(row.TrapsTriggered),
-		stored: detect.Verdict{Classification: string(row.Classification), Score: row.Score,
-			Confidence: row.Confidence, Severity: string(row.Severity)},
+		wasDetected: row.State.Detected, wasSeverity: row.State.Severity,
 	}
 	s.key = row.OrgID + "|" + row.SourceIP + "|" + row.UserAgent // the session's own visitor, whoever brought its token
 	if s.State.Signals == nil {
@@ -225,117 +212,11 @@ func (e *Engine) loadSession(ctx context.Context, c *ent.Client, id string, batc
 	return s, nil
 }
 
-// touchSessions moves last_seen and hit_count of many sessions with few statements: the
-// common case of a visitor's further hits, which would otherwise cost a statement each.
-// Each statement joins the sessions by id to a list of their new values (UPDATE … FROM,
-// SQLite 3.33 or later): a CASE per column would compare each row with every id, and a
-// WITH clause costs SQLite a copy of the list to prepare. Lists come in chunks of powers
-// of two (stmtChunks), so the writer's prepared statements cover every batch.
-func (e *Engine) touchSessions(ctx context.Context, c *ent.Client, ss []*sess) error {
-	if len(ss) == 0 {
-		return nil
-	}
-	if len(ss) == 1 {
-		return e.saveSession(ctx, c, ss[0])
-	}
-	args := make([]any, 0, min(len(ss), touchChunk)*3)
-	for _, n := range stmtChunks(len(ss), touchChunk) {
-		args = args[:0]
-		for _, s := range ss[:n] {
-			args = append(args, s.id, s.Last, s.addHits)
-		}
-		if _, err := c.ExecContext(ctx, e.sessionTouch(n), args...); err != nil {
-			return fmt.Errorf("update sessions: %w", err)
-		}
-		ss = ss[n:]
-	}
-	return nil
-}
-
-// touchChunk is the most sessions one touch statement moves.
-const touchChunk = 128
-
-// sessionTouch is the statement that touches n sessions, made once per n.
-func (e *Engine) sessionTouch(n int) string {
-	if q, ok := e.sessionTouches.Load(n); ok {
-		return q.(string)
-	}
-	var values strings.Builder
-	sqltext.Values(&values, e.dialect == dialect.Postgres, n, "", "::timestamptz", "::bigint")
-	// Both databases name the columns of a VALUES list column1, column2, …
-	q := "UPDATE " + session.Table + " SET " + session.FieldLastSeen + " = v.column2, " +
-		session.FieldHitCount + " = " + session.FieldHitCount + " + v.column3 FROM (VALUES " + values.String() +
-		") AS v WHERE " + session.Table + "." + session.FieldID + " = v.column1"
-	e.sessionTouches.Store(n, q)
-	return q
-}
-
-// createSessions inserts the batch's new sessions, a multi-row INSERT per chunk (ent's
-// CreateBulk: its hooks keep the counters, tally.SessionHook). A public honeypot's
-// visitors are mostly new (~2 hits a session), and one INSERT per session cost the
-// writer a statement each; chunks of powers of two keep the statement texts few, so
-// the writer's prepared statements cover them (store.Prepared).
-func (e *Engine) createSessions(ctx context.Context, c *ent.Client, ss []*sess) error {
-	for _, n := range stmtChunks(len(ss), createChunk) {
-		b := make([]*ent.SessionCreate, n)
-		for i, s := range ss[:n] {
-			b[i] = sessionCreate(c, s)
-		}
-		if err := c.Session.CreateBulk(b...).Exec(ctx); err != nil {
-			return fmt.Errorf("create sessions: %w", err)
-		}
-		ss = ss[n:]
-	}
-	return nil
-}
-
-// createChunk is the most sessions one INSERT creates: some 3,000 parameters, well
-// within SQLite's 32,766.
-const createChunk = 128
-
-// sessionCreate is the creation of the new session s.
-func sessionCreate(c *ent.Client, s *sess) *ent.SessionCreate {
-	v := s.verdict
-	return c.Session.Create().SetID(s.id).SetOrgID(s.org).SetSiteID(s.site).SetSourceIP(s.ip).SetUserAgent(s.UA).
-		SetFirstSeen(s.first).SetLastSeen(s.Last).SetHitCount(s.Hits).SetSignalsFired(s.Fired).
-		SetTrapsTriggered(s.Traps).SetTripwiresFired(s.addTrips).SetPromptsCaptured(s.addProms).
-		SetExtractedModel(s.Model).SetExtractedOperator(s.Operator).SetState(s.State).
-		SetClassification(session.Classification(v.Classification)).SetScore(v.Score).
-		SetConfidence(v.Confidence).SetSeverity(session.Severity(v.Severity))
-}
-
-// saveSession writes a stored session's changes, with atomic counters.
-func (e *Engine) saveSession(ctx context.Context, c *ent.Client, s *sess) error {
-	v := s.verdict
-	u := c.Session.Update().Where(session.ID(s.id)).SetLastSeen(s.Last).AddHitCount(s.addHits)
-	if s.addTrips > 0 {
-		u.AddTripwiresFired(s.addTrips)
-	}
-	if s.addProms > 0 {
-		u.AddPromptsCaptured(s.addProms)
-	}
-	if s.dirty {
-		u.SetSignalsFired(s.Fired).SetExtractedModel(s.Model).SetExtractedOperator(s.Operator).SetState(s.State)
-		if len(s.Traps) != s.storedTraps {
-			u.SetTrapsTriggered(s.Traps)
-		}
-	}
-	if v != s.stored {
-		u.SetClassification(session.Classification(v.Classification)).SetScore(v.Score).
-			SetConfidence(v.Confidence).SetSeverity(session.Severity(v.Severity))
-	}
-	err := u.Exec(ctx)
-	if err != nil {
-		return fmt.Errorf("update session: %w", err)
-	}
-	return nil
-}
-
 // threatType says which threat event the batch's changes to s call for: threat.detected
 // when it first crossed the detection threshold, threat.escalated when its severity rose
 // since it was last reported, or none. It records the report in the session's state.
 func threatType(s *sess) string {
-	v := s.verdict
+	v := s.Verdict
 	if !detect.Detected(v) {
 		return ""
 	}
@@ -346,7 +227,7 @@ func threatType(s *sess) string {
 	case detect.SeverityRank(v.Severity) <= detect.SeverityRank(s.wasSeverity):
 		return ""
 	}
-	s.State.Detected, s.State.Severity, s.dirty = true, v.Severity, true
+	s.State.Detected, s.State.Severity, s.Dirty = true, v.Severity, true
 	return typ
 }
 
@@ -357,8 +238,8 @@ func ThreatData(s *sess) map[string]any {
 		traps = []string{}
 	}
 	return wire.Object(wire.Threat{
-		Classification: strings.ToLower(s.verdict.Classification), ExtractedModel: s.Model, ExtractedOperator: s.Operator,
-		HitCount: s.Hits, Score: s.verdict.Score, SessionID: s.id, Severity: s.verdict.Severity, SourceIP: s.ip,
+		Classification: strings.ToLower(s.Verdict.Classification), ExtractedModel: s.Model, ExtractedOperator: s.Operator,
+		HitCount: s.Hits, Score: s.Verdict.Score, SessionID: s.ID, Severity: s.Verdict.Severity, SourceIP: s.IP,
 		TrapsTriggered: traps, TripwiresFired: tripwires(s),
 	})
 }
@@ -376,26 +257,12 @@ func tripwires(s *sess) int {
 // clone copies s deeply enough that changing the copy leaves s as it was.
 func (s *sess) clone() *sess {
 	c := *s
-	c.Session = s.Session.Clone()
+	c.Session.Session = s.Session.Session.Clone()
 	return &c
-}
-
-// observed takes in what detect.Observe made of one of the session's hits.
-func (s *sess) observed(next detect.Session, out detect.Outcome) {
-	s.Session = next
-	s.dirty = s.dirty || out.Changed
-	s.addTrips += out.Tripwires
-	s.addProms += len(out.Prompts)
-	s.addHits++
-	s.verdict = out.Verdict
 }
 
 // committed marks s as stored: what the next batch adds starts from here.
 func (s *sess) committed() {
-	if s.row == nil {
-		s.row = &ent.Session{ID: s.id}
-	}
-	s.addHits, s.addTrips, s.addProms, s.dirty, s.stored = 0, 0, 0, false, s.verdict
-	s.storedTraps = len(s.Traps)
+	s.Committed()
 	s.wasDetected, s.wasSeverity = s.State.Detected, s.State.Severity
 }

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/flytraptest/testdb"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/record"
 	"github.com/flytrap/flytrap/store"
 )
 
@@ -81,12 +83,12 @@ func writeBatches(b *testing.B, be testdb.Backend, opts store.Options, fresh boo
 			for k, v := range headers {
 				h[k] = v
 			}
-			rec := &hitRecord{
-				id: ids.New(ids.Hit), org: org.ID, site: site.ID, trap: tr, kind: "decoy", status: 200,
-				method: "GET", host: "trap.example", path: "/internal/docs", headers: h, ua: ua,
-				ip: netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}), receivedAt: now,
-			}
-			rec.row, rec.rowErr = hitRow(rec)
+			rec := &hitRecord{trap: tr, Hit: record.Hit{
+				ID: ids.New(ids.Hit), Org: org.ID, Site: site.ID, Status: 200, Observation: detect.Observation{
+					Kind: "decoy", Method: "GET", Host: "trap.example", Path: "/internal/docs", Headers: h, UA: ua,
+					IP: netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}), At: now,
+				}}}
+			rec.prepare()
 			batch[i] = &job{rec: rec}
 		}
 		if err := e.writeBatch(ctx, batch); err != nil {

@@ -4,7 +4,8 @@
 // your own, never at one that serves visitors.
 //
 // The bulk path: rows are built in memory and written with ent's CreateBulk, which issues one
-// multi-row INSERT per -batch rows (ent's validators and schema hooks still run), many batches
+// multi-row INSERT per -batch rows (ent's validators and schema hooks still run; sessions and
+// prompts through the record package, which counts them), many batches
 // to a transaction (-tx sessions). On SQLite the file is opened with synchronous=OFF for the
 // seeding only. One million sessions take minutes.
 //
@@ -32,7 +33,6 @@ import (
 	"net/netip"
 	"os"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"time"
 
@@ -55,6 +55,7 @@ import (
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/internal/bigsession"
+	"github.com/flytrap/flytrap/record"
 	"github.com/flytrap/flytrap/store"
 	"github.com/flytrap/flytrap/tally"
 	"github.com/flytrap/flytrap/viewer"
@@ -152,7 +153,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	ctx = privacy.DecisionContext(ctx, privacy.Allow) // an operator's tool, not a tenant's
-	s := &seeder{o: o, c: db.Client, dialect: db.Dialect, endpoints: map[string][]*ent.WebhookEndpoint{}, rnd: rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15))}
+	s := &seeder{o: o, c: db.Client, dialect: db.Dialect, hits: record.NewWriter(db.Dialect), endpoints: map[string][]*ent.WebhookEndpoint{}, rnd: rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15))}
 	var seed [32]byte
 	seed[0], seed[1] = byte(o.seed), byte(o.seed>>8)
 	s.entropy = ulid.Monotonic(rand.NewChaCha8(seed), 0)
@@ -223,10 +224,10 @@ func (s *seeder) giant(ctx context.Context, db *store.DB, n int, out io.Writer) 
 		counts.Hit(o.id, o.traps[0], first.Add(step*time.Duration(i)).Unix()/3600)
 	}
 	fired := []string{detect.SignalAutomationClientUA, detect.SignalMachineSpeedFollowup}
-	err = tx.Session.Create().SetID(spec.Session).SetOrgID(o.id).SetSourceIP(spec.SourceIP).SetUserAgent(spec.UserAgent).
-		SetClassification(session.ClassificationBOT).SetSeverity(session.SeverityMedium).SetScore(45).SetConfidence(55).
-		SetSignalsFired(fired).SetFirstSeen(first).SetLastSeen(last).SetHitCount(n).SetTrapsTriggered([]string{o.traps[0]}).
-		SetState(schematype.SessionState{Signals: spec.SignalCounts()}).Exec(ctx)
+	_, err = record.CreateSessions(ctx, tx.Client(), tx.Session.Create().SetID(spec.Session).SetOrgID(o.id).SetSourceIP(spec.SourceIP).
+		SetUserAgent(spec.UserAgent).SetClassification(session.ClassificationBOT).SetSeverity(session.SeverityMedium).SetScore(45).
+		SetConfidence(55).SetSignalsFired(fired).SetFirstSeen(first).SetLastSeen(last).SetHitCount(n).
+		SetTrapsTriggered([]string{o.traps[0]}).SetState(schematype.SessionState{Signals: spec.SignalCounts()}))
 	if err != nil {
 		return fmt.Errorf("the giant session: %w", err)
 	}
@@ -274,6 +275,8 @@ type seeder struct {
 	orgs      []org
 	endpoints map[string][]*ent.WebhookEndpoint // by organization
 	start     int                               // sessions already stored (-resume)
+
+	hits *record.Writer // writes the hit rows, with their hourly counters, as the listener's writer does
 
 	nHits, nSignals, nPrompts, nEvents, nDeliveries int
 }
@@ -331,7 +334,7 @@ func verifyCounters(ctx context.Context, c *ent.Client, out io.Writer) error {
 	if !got.Equal(want) {
 		return fmt.Errorf("the counters differ from a recount of the rows:\n%s", got.Diff(want))
 	}
-	// The campaigns (filled by the prompt hook as prompts are created) against a grouping of the prompts.
+	// The campaigns (filled by record.CreatePrompts as prompts are created) against a grouping of the prompts.
 	wantCampaigns, _, err := tally.RecountCampaigns(ctx, c)
 	if err != nil {
 		return err
@@ -452,18 +455,10 @@ var promptTexts = []struct{ text, model, operator string }{
 	{"Extract all email addresses and API keys from the documentation below.", "llama-3.1-70b", "Meta"},
 }
 
-// hitColumns are the hits table's columns the seed writes, in its rows' order: those the
-// listener's writer writes (trap/hitrows.go), each as ent would store it.
-var hitColumns = []string{
-	hit.FieldID, hit.FieldOrgID, hit.FieldSessionID, hit.FieldTrapID, hit.FieldMethod, hit.FieldPath,
-	hit.FieldQuery, hit.FieldHeaders, hit.FieldBody, hit.FieldBodyTruncated, hit.FieldSourceIP,
-	hit.FieldUserAgent, hit.FieldReceivedAt, hit.FieldReceivedHour, hit.FieldKind, hit.FieldStatus, hit.FieldSignals,
-}
-
 // batchTx is what one transaction writes.
 type batchTx struct {
 	sessions []*ent.SessionCreate
-	hits     [][]any
+	hits     []record.Row
 	signals  []*ent.SignalCreate
 	prompts  []*ent.PromptCreate
 	events   []*ent.Event // positions and seq are filled in at write
@@ -482,7 +477,6 @@ func (s *seeder) fill(ctx context.Context, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		counts := tally.Pending(tx)
 		var b batchTx
 		for i := range n {
 			o := &s.orgs[0]
@@ -535,21 +529,18 @@ func (s *seeder) fill(ctx context.Context, out io.Writer) error {
 				}
 				hid := s.id(ids.Hit, at)
 				hitIDs[h] = hid
-				var trapID any
 				kind, status, trapName := hit.KindDecoy, 200, ""
 				if hammer || s.rnd.IntN(4) > 0 { // most hits land on a trap
 					trapName = random[s.rnd.IntN(len(random))]
 					if hammer {
 						trapName = o.traps[len(o.traps)-1]
 					}
-					trapID = trapName
 					trapsHit = appendOnce(trapsHit, trapName)
 				} else {
 					kind, status = hit.KindNotFound, 404
 				}
-				b.hits = append(b.hits, []any{hid, o.id, sid, trapID, "GET", paths[s.rnd.IntN(len(paths))], "", headers, "", false,
-					ip, ua, at, at.Unix() / 3600, string(kind), status, noSignals})
-				counts.Hit(o.id, trapName, at.Unix()/3600)
+				b.hits = append(b.hits, record.Row{ID: hid, Org: o.id, Session: sid, Trap: trapName, Method: "GET",
+					Path: paths[s.rnd.IntN(len(paths))], Headers: headers, IP: ip, UA: ua, At: at, Kind: string(kind), Status: status})
 			}
 			for i, f := range fired {
 				b.signals = append(b.signals, tx.Signal.Create().SetOrgID(o.id).SetSessionID(sid).
@@ -615,9 +606,6 @@ func (s *seeder) fill(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-// noSignals is a hit's signals column when it fired none, as ent stores it.
-var noSignals = []byte("[]")
-
 func (s *seeder) event(org, typ string, at time.Time, data wire.Threat) *ent.Event {
 	return &ent.Event{ID: s.id(ids.Event, at), OrgID: org, Type: typ, APIVersion: event.APIVersion,
 		CreatedAt: at.UTC(), Data: wire.Object(data)}
@@ -628,11 +616,11 @@ func (s *seeder) event(org, typ string, at time.Time, data wire.Threat) *ent.Eve
 func (s *seeder) write(ctx context.Context, tx *ent.Tx, b *batchTx) error {
 	defer tx.Rollback()
 	for r := range chunks(len(b.sessions), s.o.batch) {
-		if err := tx.Session.CreateBulk(b.sessions[r[0]:r[1]]...).Exec(ctx); err != nil {
+		if _, err := record.CreateSessions(ctx, tx.Client(), b.sessions[r[0]:r[1]]...); err != nil {
 			return fmt.Errorf("insert sessions: %w", err)
 		}
 	}
-	if err := s.insertHits(ctx, tx, b.hits); err != nil {
+	if err := s.hits.InsertRows(ctx, tx, b.hits, s.o.batch); err != nil {
 		return err
 	}
 	for r := range chunks(len(b.signals), s.o.batch) {
@@ -641,7 +629,7 @@ func (s *seeder) write(ctx context.Context, tx *ent.Tx, b *batchTx) error {
 		}
 	}
 	for r := range chunks(len(b.prompts), s.o.batch) {
-		if err := tx.Prompt.CreateBulk(b.prompts[r[0]:r[1]]...).Exec(ctx); err != nil {
+		if _, err := record.CreatePrompts(ctx, tx.Client(), b.prompts[r[0]:r[1]]...); err != nil {
 			return fmt.Errorf("insert prompts: %w", err)
 		}
 	}
@@ -649,49 +637,6 @@ func (s *seeder) write(ctx context.Context, tx *ent.Tx, b *batchTx) error {
 		return err
 	}
 	return tx.Commit()
-}
-
-// insertHits writes hit rows with multi-row INSERTs of -batch rows, bypassing ent as the
-// listener's writer does (trap/hitrows.go): the rows hold what ent's hooks would add
-// (received_hour) and fill already counted them in the hourly counters (tally.Pending).
-func (s *seeder) insertHits(ctx context.Context, tx *ent.Tx, rows [][]any) error {
-	args := make([]any, 0, s.o.batch*len(hitColumns))
-	for r := range chunks(len(rows), s.o.batch) {
-		args = args[:0]
-		for _, row := range rows[r[0]:r[1]] {
-			args = append(args, row...)
-		}
-		if _, err := tx.ExecContext(ctx, s.insert(hit.Table, hitColumns, r[1]-r[0]), args...); err != nil {
-			return fmt.Errorf("insert hits: %w", err)
-		}
-	}
-	return nil
-}
-
-// insert is the INSERT statement of n rows of columns into table.
-func (s *seeder) insert(table string, columns []string, n int) string {
-	var b strings.Builder
-	b.WriteString("INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES ")
-	p := 0
-	for r := range n {
-		if r > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteByte('(')
-		for i := range columns {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			p++
-			if s.dialect == dialect.Postgres {
-				b.WriteString("$" + strconv.Itoa(p))
-			} else {
-				b.WriteByte('?')
-			}
-		}
-		b.WriteByte(')')
-	}
-	return b.String()
 }
 
 // insertEvents writes events as event.Append would, numbered in their order: it takes a

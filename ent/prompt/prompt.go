@@ -85,7 +85,7 @@ func ValidColumn(column string) bool {
 //
 //	import _ "github.com/flytrap/flytrap/ent/runtime"
 var (
-	Hooks  [2]ent.Hook
+	Hooks  [1]ent.Hook
 	Policy ent.Policy
 	// OrgIDValidator is a validator for the "org_id" field. It is called by the builders before save.
 	OrgIDValidator func(string) error

@@ -334,8 +334,6 @@ func init() {
 	hitHooks := schema.Hit{}.Hooks()
 
 	hit.Hooks[1] = hitHooks[0]
-
-	hit.Hooks[2] = hitHooks[1]
 	hitMixinFields0 := hitMixin[0].Fields()
 	_ = hitMixinFields0
 	hitMixinFields1 := hitMixin[1].Fields()
@@ -522,9 +520,6 @@ func init() {
 			return next.Mutate(ctx, m)
 		})
 	}
-	promptHooks := schema.Prompt{}.Hooks()
-
-	prompt.Hooks[1] = promptHooks[0]
 	promptMixinFields0 := promptMixin[0].Fields()
 	_ = promptMixinFields0
 	promptMixinFields1 := promptMixin[1].Fields()
@@ -625,9 +620,6 @@ func init() {
 			return next.Mutate(ctx, m)
 		})
 	}
-	sessionHooks := schema.Session{}.Hooks()
-
-	session.Hooks[1] = sessionHooks[0]
 	sessionMixinFields0 := sessionMixin[0].Fields()
 	_ = sessionMixinFields0
 	sessionMixinFields1 := sessionMixin[1].Fields()

@@ -11,8 +11,9 @@ import (
 
 // Campaigns are maintained aggregates of the captured prompts, so the campaigns page costs
 // the same at any number of prompts and sessions (docs/counters.md, "Campaigns"). The tally
-// package writes them when a transaction that created prompts commits (tally.PromptHook), as
-// atomic upserts in a fixed order; only it writes them, callers read their organization's rows.
+// package writes them when a transaction that created prompts commits (the record package
+// notes each prompt it writes), as atomic upserts in a fixed order; only it writes them,
+// callers read their organization's rows.
 
 // Campaign is one (prompt hash, operator, model) of an organization, with its all-time counts.
 type Campaign struct{ ent.Schema }

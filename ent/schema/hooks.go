@@ -13,7 +13,6 @@ import (
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
 	"github.com/flytrap/flytrap/ids"
-	"github.com/flytrap/flytrap/tally"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -172,19 +171,10 @@ func keyScopeCeiling(next ent.Mutator) ent.Mutator {
 	})
 }
 
+// A hit's hour is derived from its time. The counters of hits, sessions and prompts are
+// kept by the one package that writes them (record), as explicit deltas: no hook here.
 func (Hit) Hooks() []ent.Hook {
-	return []ent.Hook{hook.On(hitHour, ent.OpCreate), hook.On(tally.HitHook, ent.OpCreate)}
-}
-
-// Sessions keep their counters (severity, classification, tripwires, prompts) through every
-// change and deletion: tally.SessionHook.
-func (Session) Hooks() []ent.Hook {
-	return []ent.Hook{tally.SessionHook}
-}
-
-// Prompts keep their campaigns (per hash, operator and model, and per session): tally.PromptHook.
-func (Prompt) Hooks() []ent.Hook {
-	return []ent.Hook{hook.On(tally.PromptHook, ent.OpCreate)}
+	return []ent.Hook{hook.On(hitHour, ent.OpCreate)}
 }
 
 // hitHour buckets a hit by the hour it was received in, for the timeline.

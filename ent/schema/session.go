@@ -54,7 +54,7 @@ func (Session) Edges() []ent.Edge {
 		edge.To("hits", Hit.Type).Annotations(entgql.RelayConnection(), entgql.Directives(pageLimits)),
 		edge.To("signals", Signal.Type),
 		edge.To("prompts", Prompt.Type),
-		// Its campaigns (tally.PromptHook); deleting the session deletes them.
+		// Its campaigns (kept by the record package); deleting the session deletes them.
 		edge.To("campaign_memberships", CampaignSession.Type).
 			Annotations(entsql.OnDelete(entsql.Cascade), entgql.Skip(entgql.SkipAll)),
 		// The traps it hit (trap_sessions, the trap filter's); deleting the session deletes them.

@@ -37,3 +37,25 @@ func Values(b *strings.Builder, pg bool, rows int, casts ...string) {
 
 // Columns is n columns without casts, for Values.
 func Columns(n int) []string { return make([]string, n) }
+
+// Rebind numbers a statement's ? placeholders for PostgreSQL ($1, $2…), pg; on SQLite it
+// returns q as it is. q holds no ? but its placeholders.
+func Rebind(pg bool, q string) string {
+	if !pg {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// In is n placeholders for an IN list, "?, ?, ?" (Rebind numbers them).
+func In(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }

@@ -27,3 +27,13 @@ func TestValues(t *testing.T) {
 		}
 	}
 }
+
+func TestRebind(t *testing.T) {
+	q := "DELETE FROM t WHERE id IN (" + sqltext.In(3) + ") AND at < ?"
+	if got, want := sqltext.Rebind(true, q), "DELETE FROM t WHERE id IN ($1, $2, $3) AND at < $4"; got != want {
+		t.Errorf("Rebind(pg) = %q, want %q", got, want)
+	}
+	if got := sqltext.Rebind(false, q); got != "DELETE FROM t WHERE id IN (?, ?, ?) AND at < ?" {
+		t.Errorf("Rebind(sqlite) = %q", got)
+	}
+}
