@@ -4,7 +4,8 @@
 //   - ent/schema, the data model, imports nothing of the engine or the API: only ent's
 //     generated packages and the model's own helpers (apperr, ids, viewer);
 //   - detect, the detection engine, is pure: the standard library, its own packages and
-//     the value types the session state is stored as (ent/schematype, standard library only);
+//     the value types the session state is stored as (ent/schematype, standard library only)
+//     and the text clipping helper (internal/clip, standard library only);
 //   - decoy, what traps serve, reaches no storage: no ent, store or database/sql.
 package importrules
 
@@ -39,7 +40,7 @@ var Rules = []Rule{
 	{
 		Root:    "detect",
 		Why:     "detection is pure: no storage, no engine, no API",
-		Allowed: []string{"detect/...", "ent/schematype"},
+		Allowed: []string{"detect/...", "ent/schematype", "internal/clip"},
 		Denied:  []string{"std:database/sql"},
 	},
 	{
