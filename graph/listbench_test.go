@@ -1,0 +1,51 @@
+package graph
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+
+	"github.com/flytrap/flytrap/ent/privacy"
+	"github.com/flytrap/flytrap/flytraptest/testdb"
+)
+
+// listQuery asks for a session's detail with every scalar field of its 1,000 hits and 500
+// signals: the largest list response the API gives (a sessions page is 100 rows).
+const listQuery = `{"query":"query($id: ID!) { sessionDetail(id: $id) {
+  hits { id orgID sessionID trapID method path query bodyTruncated sourceIP userAgent receivedAt kind status signals }
+  signals { id orgID sessionID hitID name tripwire placement sourceHitID delayMs detail createdAt }
+  prompts { id text model operator createdAt } } }","variables":{"id":"%s"}}`
+
+// BenchmarkListResponse is a big list response through gqlgen's executor and POST transport,
+// what internal/gqlpatch's rewrites of graph/generated.go (graph/marshal.go) are for. CI runs it
+// once to keep it working; docs/benchmarks.md has its figures with and without the rewrites.
+func BenchmarkListResponse(b *testing.B) {
+	g := newGiant(b, testdb.SQLiteDSN(b), 1000)
+	r := NewResolver(g.db.Client, nil, nil, nil)
+	srv := handler.New(NewExecutableSchema(Config{Resolvers: r}))
+	srv.AddTransport(transport.POST{})
+	body := strings.Replace(strings.ReplaceAll(listQuery, "\n", " "), "%s", g.session.ID, 1)
+	ctx := privacy.DecisionContext(context.Background(), privacy.Allow)
+	do := func() *httptest.ResponseRecorder {
+		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/graphql", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, req)
+		return w
+	}
+	w := do()
+	if w.Code != http.StatusOK || strings.Contains(w.Body.String(), `"errors"`) || strings.Count(w.Body.String(), `"receivedAt"`) != 1000 {
+		b.Fatalf("status %d, %d hits: %.300s", w.Code, strings.Count(w.Body.String(), `"receivedAt"`), w.Body.String())
+	}
+	b.SetBytes(int64(w.Body.Len()))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		do()
+	}
+}
