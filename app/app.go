@@ -46,9 +46,6 @@ func New(client *ent.Client, broker *event.Broker, now func() time.Time) *App {
 		DetailLimit: DefaultDetailLimit, DetailBytes: DefaultDetailBytes}
 }
 
-// Now is the application's clock.
-func (a *App) Now() time.Time { return a.now() }
-
 // Client is the root database client.
 func (a *App) Client() *ent.Client { return a.client }
 

@@ -20,7 +20,6 @@ type Resolver struct {
 	app    *app.App
 	client *ent.Client
 	logger *slog.Logger
-	now    func() time.Time
 
 	// CredentialCheck is how often a subscription re-checks its credential (revoked key,
 	// expired JWT) on its own, besides the broker's immediate end on a revocation made on
@@ -41,7 +40,7 @@ func NewResolver(a *app.App, logger *slog.Logger) *Resolver {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Resolver{app: a, client: a.Client(), logger: logger, now: a.Now}
+	return &Resolver{app: a, client: a.Client(), logger: logger}
 }
 
 func (r *Resolver) log(ctx context.Context, msg string, err error) {
