@@ -16,8 +16,12 @@ import (
 	"github.com/flytrap/flytrap/ids"
 )
 
-// DefaultDetailLimit bounds each list of a session's detail (hits, signals, prompts).
-const DefaultDetailLimit = 1000
+// DefaultDetailLimit bounds each list of a session's detail (hits, signals, prompts): the
+// newest 100, so a detail costs the same few milliseconds whatever the session's size (1,000
+// rows a list took 36–49 ms on PostgreSQL at 1M sessions; docs/benchmarks.md). Older hits are
+// paged through Session.hits (the dashboard's "Show older hits"); --session-detail-limit
+// raises it to MaxDetailLimit.
+const DefaultDetailLimit = 100
 
 // detailSlack widens a session's span when its hits are read: the writer sets first and last
 // seen from its hits' received_at, in the order it writes them, which may differ from the

@@ -13,6 +13,7 @@ import (
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/internal/clip"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -204,7 +205,7 @@ func (p *follower) finish(err error) {
 func CheckEventTypes(field string, types []string) error {
 	for _, t := range types {
 		if !slices.Contains(event.Types, t) {
-			return apperr.Invalid(field, "%q is not an event type (known: %s)", truncate(t, 64), strings.Join(event.Types, ", "))
+			return apperr.Invalid(field, "%q is not an event type (known: %s)", clip.Mark(t, 64), strings.Join(event.Types, ", "))
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package app
 import (
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/internal/clip"
 )
 
 var nameOfPrefix = map[string]string{
@@ -19,14 +20,7 @@ func CheckID(id, prefix string) error {
 // checkID is CheckID naming the field.
 func checkID(id, prefix, field string) error {
 	if ids.Prefix(id) != prefix {
-		return apperr.Invalid(field, "%q is not a %s id (%s_…)", truncate(id, 64), nameOfPrefix[prefix], prefix)
+		return apperr.Invalid(field, "%q is not a %s id (%s_…)", clip.Mark(id, 64), nameOfPrefix[prefix], prefix)
 	}
 	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

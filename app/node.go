@@ -17,6 +17,7 @@ import (
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/ent/webhookendpoint"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/internal/clip"
 )
 
 // Node is the caller's object of any kind by its id.
@@ -48,5 +49,5 @@ func nodeType(_ context.Context, id string) (string, error) {
 	if t, ok := tableOfPrefix[ids.Prefix(id)]; ok {
 		return t, nil
 	}
-	return "", apperr.Invalid("id", "%q is not a Flytrap id", truncate(id, 64))
+	return "", apperr.Invalid("id", "%q is not a Flytrap id", clip.Mark(id, 64))
 }

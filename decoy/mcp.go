@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/flytrap/flytrap/internal/clip"
 )
 
 // MCPResult is the answer to a POST to a decoy MCP endpoint.
@@ -203,7 +204,7 @@ func (r *renderer) rpcOne(raw []byte, res *MCPResult) bool {
 		_ = json.Unmarshal(req.Params, &p)
 		res.ToolCalled = true
 		res.ToolName = clean(p.Name, 100)
-		res.Arguments = truncateUTF8(string(bytes.TrimSpace(p.Arguments)), MaxToolArguments)
+		res.Arguments = clip.Bytes(string(bytes.TrimSpace(p.Arguments)), MaxToolArguments)
 		if len(id) == 0 {
 			return false
 		}
@@ -391,18 +392,7 @@ func (r *renderer) shellOutput(cmd string) string {
 			}
 			return b.String()
 		}
-		return "cat: " + truncateUTF8(strings.Join(fields[1:], " "), 80) + ": Permission denied\n"
+		return "cat: " + clip.Bytes(strings.Join(fields[1:], " "), 80) + ": Permission denied\n"
 	}
-	return "sh: 1: " + truncateUTF8(fields[0], 40) + ": not found\n"
-}
-
-// truncateUTF8 cuts s to at most n bytes on a rune boundary.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return "sh: 1: " + clip.Bytes(fields[0], 40) + ": not found\n"
 }

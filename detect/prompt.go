@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/flytrap/flytrap/internal/clip"
 )
 
 // MaxPromptBytes bounds the captured text kept and analysed.
@@ -40,7 +42,7 @@ type Prompt struct {
 // addresses, search queries, messages to a company and job adverts fail one
 // of the three.
 func AnalyzePrompt(text string) (Prompt, bool) {
-	text = truncateUTF8(text, MaxPromptBytes)
+	text = clip.Bytes(text, MaxPromptBytes)
 	p := Prompt{Text: text, Hash: PromptHash(text)}
 	norm := normalizePrompt(text)
 	low := asciiLower(norm)
@@ -77,18 +79,6 @@ func hasNonASCII(s string) bool {
 func PromptHash(text string) string {
 	sum := sha256.Sum256([]byte(strings.Join(strings.Fields(text), " ")))
 	return hex.EncodeToString(sum[:])
-}
-
-// truncateUTF8 keeps at most n bytes of s without splitting a rune.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
 }
 
 // promptFeature is one weighted cue. Patterns are lower case and match at a

@@ -3,6 +3,8 @@ package detect
 import (
 	"regexp"
 	"strings"
+
+	"github.com/flytrap/flytrap/internal/clip"
 )
 
 // ExtractModel finds the first model name in text and returns it normalised:
@@ -16,7 +18,7 @@ import (
 // in an identity phrase ("You are Claude", "powered by Gemini"), which is
 // returned as the family ("claude"). "" when none is found.
 func ExtractModel(text string) string {
-	return extractModel(asciiLower(normalizePrompt(truncateUTF8(text, MaxPromptBytes))))
+	return extractModel(asciiLower(normalizePrompt(clip.Bytes(text, MaxPromptBytes))))
 }
 
 // modelPattern finds one family; norm builds the name from the submatches
@@ -251,7 +253,7 @@ func normCommand(m []string, after string) string {
 // capitalised words after the phrase, without trailing punctuation or a
 // possessive, at most 200 bytes; "" if there is none.
 func ExtractOperator(text string) string {
-	norm := normalizePrompt(truncateUTF8(text, MaxPromptBytes))
+	norm := normalizePrompt(clip.Bytes(text, MaxPromptBytes))
 	return extractOperator(norm, asciiLower(norm))
 }
 
@@ -352,7 +354,7 @@ func extractOperator(norm, low string) string {
 			}
 			i += from
 			from = i + 1
-			if (bestAt < 0 || i < bestAt) && extractModel(firstN(low[i+len(p):], 80)) != "" {
+			if (bestAt < 0 || i < bestAt) && extractModel(clip.Bytes(low[i+len(p):], 80)) != "" {
 				if name := nameBefore(norm, i); name != "" && !sentenceWord(name) {
 					best, bestAt = name, i
 				}
@@ -399,7 +401,7 @@ func extractOperator(norm, low string) string {
 // possessiveRole: within three words after "'s" comes a role noun
 // ("Acme's assistant", "Acme Corp's internal knowledge assistant").
 func possessiveRole(s string) bool {
-	words := strings.Fields(firstN(s, 80))
+	words := strings.Fields(clip.Bytes(s, 80))
 	for k, w := range words {
 		if k >= 4 {
 			break
@@ -415,13 +417,6 @@ func possessiveRole(s string) bool {
 		}
 	}
 	return false
-}
-
-func firstN(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
 
 // nameAfter reads a name starting at i: capitalised words (or all-caps,
@@ -496,7 +491,7 @@ func nameBefore(norm string, i int) string {
 // cleanName trims punctuation, bounds the length and rejects pronouns and
 // generic words that are not names.
 func cleanName(name string) string {
-	name = truncateUTF8(name, maxOperatorLen)
+	name = clip.Bytes(name, maxOperatorLen)
 	name = strings.Trim(name, " .,;:!?-'\"«»“”„「」『』（）()")
 	if name == "" || notNames[strings.ToLower(name)] {
 		return ""

@@ -3,6 +3,8 @@ package detect
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/flytrap/flytrap/internal/clip"
 )
 
 // Provider-shaped prompts: an agent told to hand over its instructions often sends the
@@ -57,7 +59,7 @@ func ProviderPrompts(doc string) []ProviderPrompt {
 				return
 			}
 		}
-		out = append(out, ProviderPrompt{truncateUTF8(text, MaxPromptBytes), shape, model})
+		out = append(out, ProviderPrompt{clip.Bytes(text, MaxPromptBytes), shape, model})
 	}
 	var walk func(m map[string]any, depth int)
 	walk = func(m map[string]any, depth int) {

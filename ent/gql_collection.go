@@ -686,7 +686,7 @@ func (_q *SessionQuery) collectField(ctx context.Context, oneNode bool, opCtx *g
 				return err
 			}
 			ignoredEdges := !hasCollectedField(ctx, append(path, edgesField)...)
-			if hasCollectedField(ctx, append(path, totalCountField)...) || hasCollectedField(ctx, append(path, pageInfoField)...) {
+			if hasCollectedField(ctx, append(path, totalCountField)...) || (ignoredEdges && hasCollectedField(ctx, append(path, pageInfoField)...)) {
 				hasPagination := args.after != nil || args.first != nil || args.before != nil || args.last != nil
 				if hasPagination || ignoredEdges {
 					query := query.Clone()

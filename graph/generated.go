@@ -2941,7 +2941,7 @@ extend type Query {
   lureSnippet(trapID: ID!): LureSnippet!
   """
   One session with its evidence, exactly what GET /dashboard/api/sessions/{id} shows. Each list holds
-  the newest items, at most the server's --session-detail-limit (default 1000) of them and at most
+  the newest items, at most the server's --session-detail-limit (default 100) of them and at most
   --session-detail-bytes (default 1 MiB) of stored text, oldest first. Its lists are priced at the
   items that many bytes can hold at their largest, the text fields by their size; the weight covers
   reading up to three full lists.

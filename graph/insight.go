@@ -29,8 +29,9 @@ const (
 	evidenceSamples = 3
 	// signalGroupRows bounds the firings a session's signal groups are counted over: its
 	// newest, read along (session_id, created_at, id). A visitor decides how many firings its
-	// session holds (one a request), and grouping them all cost in proportion (issue 22).
-	signalGroupRows = 1000
+	// session holds (one a request), and grouping them all cost in proportion (issue 22);
+	// 250 joined rows keep the dashboard's session page within its read budget.
+	signalGroupRows = 250
 )
 
 // newestSignals is a FROM of a session's newest signalGroupRows signals, named signals, so
@@ -73,7 +74,7 @@ func explainSession(s *ent.Session) *model.VerdictExplanation {
 
 // signalGroups groups a session's signals by name and placement in words, counted in the
 // database (a session may hold thousands of firings); the source hit's trap type says
-// where a placement stood. Only the newest signalGroupRows (1,000) firings are grouped; a signal
+// where a placement stood. Only the newest signalGroupRows (250) firings are grouped; a signal
 // the session fired more often than they show, in one group, is counted from the session's
 // own tally (State.Signals, every firing).
 func (r *Resolver) signalGroups(ctx context.Context, s *ent.Session) ([]*model.SignalGroup, error) {

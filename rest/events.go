@@ -8,6 +8,7 @@ import (
 	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/internal/clip"
 	"github.com/flytrap/flytrap/wire"
 )
 
@@ -20,7 +21,7 @@ func typesParam(v string) ([]string, error) {
 	for _, t := range strings.Split(v, ",") {
 		t = strings.TrimSpace(t)
 		if !slices.Contains(event.Types, t) {
-			return nil, apperr.Invalid("type", "%q is not an event type (known: %s)", clip(t, maxEcho), strings.Join(event.Types, ", "))
+			return nil, apperr.Invalid("type", "%q is not an event type (known: %s)", clip.Mark(t, maxEcho), strings.Join(event.Types, ", "))
 		}
 		if !slices.Contains(types, t) {
 			types = append(types, t)

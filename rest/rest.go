@@ -15,11 +15,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/internal/clip"
 	"github.com/flytrap/flytrap/wire"
 )
 
@@ -91,27 +91,16 @@ func checkQuery(raw string) error {
 		field := "query string"
 		if name, _, _ := strings.Cut(pair, "="); !strings.Contains(pair, ";") {
 			if n, nerr := url.QueryUnescape(name); nerr == nil && n != "" {
-				field = clip(n, maxEcho)
+				field = clip.Mark(n, maxEcho)
 			}
 		}
-		return apperr.Invalid(field, "is not valid URL encoding (%s)", clip(err.Error(), maxEcho))
+		return apperr.Invalid(field, "is not valid URL encoding (%s)", clip.Mark(err.Error(), maxEcho))
 	}
 	return apperr.Invalid("query string", "is not valid URL encoding")
 }
 
 // maxEcho bounds the caller's text an error message repeats.
 const maxEcho = 64
-
-// clip shortens s to at most n bytes, on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
 
 // Error writes {"success": false, "error": msg} with status.
 func Error(w http.ResponseWriter, status int, msg string) {
@@ -167,7 +156,7 @@ func jsonError(err error) error {
 		if name == "" {
 			return apperr.Invalid("body", "has a field with an empty name")
 		}
-		return apperr.Invalid(clip(name, maxEcho), "is not a known field")
+		return apperr.Invalid(clip.Mark(name, maxEcho), "is not a known field")
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return apperr.Invalid("body", "is truncated JSON")
 	}

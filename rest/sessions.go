@@ -12,6 +12,7 @@ import (
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/internal/clip"
 	"github.com/flytrap/flytrap/wire"
 )
 
@@ -28,7 +29,7 @@ func query(r *http.Request, allowed ...string) (url.Values, error) {
 		if name == "" {
 			return nil, apperr.Invalid("query string", "has a parameter with no name")
 		}
-		name := clip(name, maxEcho)
+		name := clip.Mark(name, maxEcho)
 		known := false
 		for _, a := range allowed {
 			known = known || a == name

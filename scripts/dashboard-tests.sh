@@ -6,7 +6,8 @@
 # (--jwks-url, --jwt-issuer, --jwt-audience, --oidc-issuer, --oidc-client-id), reads the
 # admin key and organization id it prints once, installs the pinned
 # playwright-core (package-lock.json) and runs `node --test` driving Debian's Chromium
-# (/usr/bin/chromium; bash scripts/install-chromium.sh installs it). Screenshots of every
+# (/usr/bin/chromium; bash scripts/install-chromium.sh installs it); a test that needs other
+# server flags starts its own flytrap from FLYTRAP_BIN (olderhits.test.mjs). Screenshots of every
 # view go to tests/dashboard/artifacts/ (or $ARTIFACTS_DIR). Exits with the tests' status.
 # Run from anywhere: bash scripts/dashboard-tests.sh
 set -euo pipefail
@@ -85,7 +86,7 @@ artifacts=${ARTIFACTS_DIR:-tests/dashboard/artifacts}
 mkdir -p "$artifacts"
 echo "dashboard-tests: node --test tests/dashboard/*.test.mjs (screenshots in ${artifacts})"
 status=0
-FLYTRAP_URL="$url" FLYTRAP_KEY="$key" FLYTRAP_ORG="$org" TRAP_URL="$trap_url" CHROMIUM_PATH="$chromium_path" ARTIFACTS_DIR="$(cd "$artifacts" && pwd)" \
+FLYTRAP_URL="$url" FLYTRAP_KEY="$key" FLYTRAP_ORG="$org" TRAP_URL="$trap_url" FLYTRAP_BIN="$tmp/flytrap" CHROMIUM_PATH="$chromium_path" ARTIFACTS_DIR="$(cd "$artifacts" && pwd)" \
   IDP_URL="$idp_url" OIDC_CLIENT_ID="$oidc_client_id" OIDC_AUDIENCE="$oidc_audience" \
   node --test --test-force-exit --test-timeout=180000 --test-concurrency=1 tests/dashboard/*.test.mjs || status=$?
 

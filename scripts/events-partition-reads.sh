@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The event log's reads on PostgreSQL, partitioned by day against one table (docs/benchmarks.md,
-# "Events partitioned by day"). Makes a database with flytrap's schema (events partitioned, 40
+# "Events API"). Makes a database with flytrap's schema (events partitioned, 40
 # days of partitions), writes N events (default 1,000,000) of 10 organizations spread over the
 # last 30 days, copies them into a plain table with the same indexes, and times each query the
 # service sends with pgbench (prepared, one client): a tailing cursor, the first and a middle

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Side by side: the sessions page from Flytrap's GraphQL and from PostGraphile 4 pointed at the
-# same PostgreSQL database (docs/benchmarks.md, "Counters"), with wrk, same fields, same
+# same PostgreSQL database (docs/benchmarks-history.md, "Counters"), with wrk, same fields, same
 # connections. Installs postgraphile@4 into a temporary directory (npm), needs wrk and a running
 # Flytrap serving DB. Both pages: 50 sessions of ORG, last_seen descending.
 # Usage: [FLYTRAP_PID=PID] bash scripts/postgraphile-compare.sh DB_URL ORG FLYTRAP_URL FLYTRAP_KEY [CONNECTIONS] [SECONDS]

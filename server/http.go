@@ -377,12 +377,5 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-func truncateForLog(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
 // errTooManyFailures answers an address whose failed authentications used up its allowance.
 var errTooManyFailures = apperr.New(apperr.KindTooMany, "too many failed authentications from this address; retry after the time in Retry-After")

@@ -185,7 +185,7 @@ func TestSessionInsight(t *testing.T) {
 	})
 }
 
-// The dashboard's own campaign and session-insight queries pass the default complexity limit.
+// The dashboard's own campaign, session-insight and older-hits queries pass the default complexity limit.
 func TestDashboardInsightQueriesFitTheLimit(t *testing.T) {
 	env := ft.Start(t, ft.Backends()[0])
 	a := env.Tenant("acme")
@@ -196,6 +196,7 @@ func TestDashboardInsightQueriesFitTheLimit(t *testing.T) {
 	for name, vars := range map[string]map[string]any{
 		"CAMPAIGNS":       {"first": 20},
 		"SESSION_INSIGHT": {"id": "ses_01arz3ndektsv4rrffq69g5fav"},
+		"OLDER_HITS":      {"session": "ses_01arz3ndektsv4rrffq69g5fav", "before": "2026-01-02T03:04:05.678Z", "beforeID": "hit_01arz3ndektsv4rrffq69g5fav"},
 	} {
 		m := regexp.MustCompile("(?s)" + name + " = `([^`]*)`").FindSubmatch(src)
 		if m == nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/internal/clip"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -147,7 +148,7 @@ func apiVersion(next http.Handler) http.Handler {
 		}
 		if !slices.Contains(event.SupportedVersions, v) {
 			w.Header().Set(VersionHeader, event.APIVersion)
-			msg := fmt.Sprintf("%s %q is not a version of this API (supported: %s)", VersionHeader, truncateForLog(v, 40), strings.Join(event.SupportedVersions, ", "))
+			msg := fmt.Sprintf("%s %q is not a version of this API (supported: %s)", VersionHeader, clip.Mark(v, 40), strings.Join(event.SupportedVersions, ", "))
 			if strings.HasPrefix(r.URL.Path, "/graphql") {
 				graphQLErrors(w, apperr.New(apperr.KindInvalid, msg))
 			} else {

@@ -13,7 +13,7 @@ package server_test
 // (from just before tx.Commit, so the commit itself is included). It states the memory per
 // idle connection and checks that every goroutine ends once the clients are gone. It runs
 // twice: clients=in-process (client and server ends share the heap, so the memory figure
-// is of both), and clients=separate-process (the clients are cmd/flytrap-load processes,
+// is of both), and clients=separate-process (the clients are bench/load (flytrap-load) processes,
 // so this process's heap and stacks are the server's alone, per WebSocket and per stream).
 //
 // BenchmarkCrossInstanceLatency: two instances on one PostgreSQL database, the broker's
@@ -371,7 +371,7 @@ func liveGoroutineSummary() string {
 
 // BenchmarkFanout runs the fan-out twice: with the 2,000 clients in this process (their
 // memory and CPU mixed with the server's), and with them in two child processes (the
-// cmd/flytrap-load tool), so that this process's memory figures are the server's alone.
+// bench/load tool), so that this process's memory figures are the server's alone.
 func BenchmarkFanout(b *testing.B) {
 	b.Run("clients=in-process", benchFanoutInProcess)
 	b.Run("clients=separate-process", benchFanoutSeparateProcess)
@@ -544,7 +544,7 @@ func benchFanoutInProcess(b *testing.B) {
 	}
 }
 
-// liveBuildLoadTool builds cmd/flytrap-load into a temporary directory.
+// liveBuildLoadTool builds bench/load (flytrap-load) into a temporary directory.
 func liveBuildLoadTool(b *testing.B) string {
 	b.Helper()
 	goTool, err := exec.LookPath("go")
@@ -552,9 +552,9 @@ func liveBuildLoadTool(b *testing.B) string {
 		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	out := filepath.Join(b.TempDir(), "flytrap-load")
-	cmd := exec.Command(goTool, "build", "-o", out, "github.com/flytrap/flytrap/cmd/flytrap-load")
+	cmd := exec.Command(goTool, "build", "-o", out, "github.com/flytrap/flytrap/bench/load")
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build ./cmd/flytrap-load: %v\n%s", err, msg)
+		b.Fatalf("go build ./bench/load: %v\n%s", err, msg)
 	}
 	return out
 }

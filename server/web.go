@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flytrap/flytrap/internal/clip"
 	"github.com/flytrap/flytrap/web"
 )
 
@@ -219,7 +220,7 @@ func (s *Server) dashboard() http.Handler {
 		s.log.Warn("dashboard: " + w)
 	}
 	return newDashboardHandler(web.Dist(), st, func(w http.ResponseWriter, r *http.Request) {
-		restError(w, http.StatusNotFound, "no such route: "+r.Method+" "+truncateForLog(r.URL.Path, 200))
+		restError(w, http.StatusNotFound, "no such route: "+r.Method+" "+clip.Mark(r.URL.Path, 200))
 	})
 }
 

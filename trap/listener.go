@@ -16,6 +16,7 @@ import (
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/schema"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/internal/clip"
 )
 
 // Bounds on what the listener reads of a request.
@@ -355,17 +356,7 @@ func bound(s string, n int) string {
 	if strings.IndexByte(s, 0) >= 0 {
 		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
 	}
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 { // drop the bytes of a rune the cut split
-		if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size > 1 {
-			break
-		}
-		s = s[:len(s)-1]
-	}
-	return s
+	return clip.Bytes(s, n)
 }
 
 // boundHeaders keeps the request's headers within schema.MaxHitHeaders bytes.

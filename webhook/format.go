@@ -9,7 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/flytrap/flytrap/internal/clip"
 )
 
 // Formats are the bodies an endpoint can receive.
@@ -137,7 +138,7 @@ func summarize(p map[string]any) alert {
 	var a alert
 	add := func(t, v string) {
 		if v = oneLine(v); v != "" {
-			a.facts = append(a.facts, fact{t, bound(v, maxFact)})
+			a.facts = append(a.facts, fact{t, clip.Fit(v, maxFact)})
 		}
 	}
 	switch {
@@ -162,7 +163,7 @@ func summarize(p map[string]any) alert {
 		add("Session", str(d, "session_id"))
 		a.link = str(c, "session_url")
 	case strings.HasPrefix(typ, "trap."):
-		a.title = fmt.Sprintf("Trap %s: %s", strings.TrimPrefix(typ, "trap."), bound(oneLine(str(d, "name")), maxFact))
+		a.title = fmt.Sprintf("Trap %s: %s", strings.TrimPrefix(typ, "trap."), clip.Fit(oneLine(str(d, "name")), maxFact))
 		add("Path", str(d, "path"))
 		add("Type", str(d, "type"))
 		add("Trap", str(d, "id"))
@@ -227,18 +228,6 @@ func oneLine(s string) string {
 		}
 		return r
 	}, s)
-}
-
-// bound cuts s to at most n bytes on a character boundary, marking the cut with "…".
-func bound(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // slackMaxText keeps a section's text under Slack's 3000-character limit.

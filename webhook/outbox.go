@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	entgo "entgo.io/ent"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/ent/webhookendpoint"
 	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/internal/clip"
 	"github.com/flytrap/flytrap/wire"
 )
 
@@ -138,7 +138,7 @@ func alertContext(ctx context.Context, c *ent.Client, org, id string) (map[strin
 	if err != nil {
 		return nil, fmt.Errorf("read the session for a webhook alert: %w", err)
 	}
-	ac := wire.AlertContext{UserAgent: boundText(s.UserAgent, alertMaxUA), Signals: []wire.AlertSignal{}, Traps: []wire.AlertTrap{}}
+	ac := wire.AlertContext{UserAgent: clip.Fit(s.UserAgent, alertMaxUA), Signals: []wire.AlertSignal{}, Traps: []wire.AlertTrap{}}
 	for _, name := range s.SignalsFired {
 		ac.Signals = append(ac.Signals, wire.AlertSignal{Name: name, Count: max(s.State.Signals[name], 1)})
 	}
@@ -158,23 +158,11 @@ func alertContext(ctx context.Context, c *ent.Client, org, id string) (map[strin
 	for _, tid := range ids { // in the order the session triggered them; a deleted trap keeps its id
 		t := wire.AlertTrap{ID: tid}
 		if row := byID[tid]; row != nil {
-			t.Name, t.Path = boundText(row.Name, alertMaxName), boundText(row.Path, alertMaxPath)
+			t.Name, t.Path = clip.Fit(row.Name, alertMaxName), clip.Fit(row.Path, alertMaxPath)
 		}
 		ac.Traps = append(ac.Traps, t)
 	}
 	return wire.Object(ac), nil
-}
-
-// boundText cuts s to at most n bytes on a character boundary, marking the cut with "…".
-func boundText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // Matches reports whether an endpoint's type filter takes events of type typ.

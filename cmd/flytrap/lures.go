@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -12,8 +11,6 @@ import (
 	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/schematype"
-	"github.com/flytrap/flytrap/ids"
-	"github.com/flytrap/flytrap/server"
 )
 
 // Bounds of a site's lure configuration.
@@ -24,69 +21,59 @@ const (
 
 // siteLures is flytrap sites lures: how the lure proxy (serve --upstream) puts lures
 // into one site's pages. Flags left out keep their current values.
-func siteLures(ctx context.Context, args []string, stdout, stderr io.Writer, env server.Env) error {
-	fs := newFlagSet("flytrap sites lures", stderr)
+func siteLures(fs *flag.FlagSet) action {
 	off := fs.Bool("off", false, "no lures in this site's pages (--off=false: lures again)")
 	paths := fs.String("paths", "", "comma-separated path prefixes whose pages get lures; \"*\": every page")
 	rate := fs.Float64("rate", 1, "share of those pages that get lures, 0 to 1")
 	count := fs.Int("count", 2, "lures per page, 1 to "+strconv.Itoa(decoy.MaxLures))
 	reset := fs.Bool("reset", false, "back to the default: two lures in every HTML page")
-	id, err := parseIDArgs(fs, args, env, "usage: flytrap sites lures SITE_ID [--off] [--paths P,…] [--rate R] [--count N] [--reset]")
-	if err != nil {
-		return err
-	}
-	if ids.Prefix(id) != ids.Site {
-		return fmt.Errorf("SITE_ID: %q is not a site id (site_…)", id)
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	db, err := openDB(ctx, fs)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	ctx = system(ctx)
-	s, err := db.Client.Site.Get(ctx, id)
-	if ent.IsNotFound(err) {
-		return apperr.NotFound("site " + id)
-	}
-	if err != nil {
-		return err
-	}
-	c := schematype.DefaultLures
-	if s.Lures != nil && !*reset {
-		c = *s.Lures
-	}
-	if set["off"] {
-		c.Off = *off
-	}
-	if set["rate"] {
-		if !(*rate >= 0 && *rate <= 1) {
-			return fmt.Errorf("--rate: %v is not between 0 and 1", *rate)
+	return action{run: func(ctx context.Context, call *call) error {
+		id, db := call.id, call.db
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		ctx = system(ctx)
+		s, err := db.Client.Site.Get(ctx, id)
+		if ent.IsNotFound(err) {
+			return apperr.NotFound("site " + id)
 		}
-		c.Rate = *rate
-	}
-	if set["count"] {
-		if *count < 1 || *count > decoy.MaxLures {
-			return fmt.Errorf("--count: %d is not between 1 and %d", *count, decoy.MaxLures)
-		}
-		c.Count = *count
-	}
-	if set["paths"] {
-		c.Paths, err = lurePaths(*paths)
 		if err != nil {
 			return err
 		}
-	}
-	upd := db.Client.Site.UpdateOneID(id).SetLures(&c)
-	if *reset && len(set) == 1 {
-		upd = db.Client.Site.UpdateOneID(id).ClearLures()
-	}
-	if s, err = upd.Save(ctx); err != nil {
-		return err
-	}
-	printSites(stdout, []*ent.Site{s})
-	return nil
+		c := schematype.DefaultLures
+		if s.Lures != nil && !*reset {
+			c = *s.Lures
+		}
+		if set["off"] {
+			c.Off = *off
+		}
+		if set["rate"] {
+			if !(*rate >= 0 && *rate <= 1) {
+				return fmt.Errorf("--rate: %v is not between 0 and 1", *rate)
+			}
+			c.Rate = *rate
+		}
+		if set["count"] {
+			if *count < 1 || *count > decoy.MaxLures {
+				return fmt.Errorf("--count: %d is not between 1 and %d", *count, decoy.MaxLures)
+			}
+			c.Count = *count
+		}
+		if set["paths"] {
+			c.Paths, err = lurePaths(*paths)
+			if err != nil {
+				return err
+			}
+		}
+		upd := db.Client.Site.UpdateOneID(id).SetLures(&c)
+		if *reset && len(set) == 1 {
+			upd = db.Client.Site.UpdateOneID(id).ClearLures()
+		}
+		if s, err = upd.Save(ctx); err != nil {
+			return err
+		}
+		printSites(call.stdout, []*ent.Site{s})
+		return nil
+	}}
 }
 
 func lurePaths(v string) ([]string, error) {

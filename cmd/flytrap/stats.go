@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,34 +12,26 @@ import (
 
 	"entgo.io/ent/dialect"
 
-	"github.com/flytrap/flytrap/server"
 	"github.com/flytrap/flytrap/store"
 )
 
 // stats prints the database's size, free disk space, and per table its rows and oldest row.
-func stats(ctx context.Context, args []string, stdout, stderr io.Writer, env server.Env) error {
-	fs := newFlagSet("flytrap stats", stderr)
+func stats(fs *flag.FlagSet) action {
 	estimate := fs.Bool("estimate", false, "estimate row counts (instant) instead of counting them (seconds on tens of millions of rows)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
-	if err := parseArgs(fs, args, env, 0); err != nil {
-		return err
-	}
-	db, err := openDB(ctx, fs)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	st, err := db.Stats(ctx, !*estimate)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
-	}
-	printStats(stdout, st)
-	return nil
+	return action{run: func(ctx context.Context, c *call) error {
+		st, err := c.db.Stats(ctx, !*estimate)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			enc := json.NewEncoder(c.stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(st)
+		}
+		printStats(c.stdout, st)
+		return nil
+	}}
 }
 
 func printStats(w io.Writer, st *store.Stats) {
@@ -86,68 +79,61 @@ func bytesHuman(n int64) string {
 // vacuum rewrites a SQLite file so it reclaims space: once for a file made before
 // incremental auto-vacuum (it converts it), or to compact it. It needs free space about
 // the file's size and holds the write lock throughout: stop the service first.
-func vacuum(ctx context.Context, args []string, stdout, stderr io.Writer, env server.Env) error {
-	fs := newFlagSet("flytrap vacuum", stderr)
-	if err := parseArgs(fs, args, env, 0); err != nil {
-		return err
-	}
-	db, err := openDB(ctx, fs)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if db.Dialect != dialect.SQLite {
-		return fmt.Errorf("vacuum is for SQLite; PostgreSQL's autovacuum reuses space (VACUUM FULL or pg_repack to shrink files)")
-	}
-	before, _ := db.Stats(ctx, false)
-	if err := db.Vacuum(ctx); err != nil {
-		return err
-	}
-	if _, err := db.SQL.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	var mode int
-	if err := db.SQL.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&mode); err != nil {
-		return err
-	}
-	after, err := db.Stats(ctx, false)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "vacuumed %s: %s → %s, auto_vacuum=%s\n", after.Path, bytesHuman(before.SizeBytes), bytesHuman(after.SizeBytes),
-		map[int]string{0: "NONE", 1: "FULL", 2: "INCREMENTAL"}[mode])
-	return nil
+func vacuum(*flag.FlagSet) action {
+	return action{run: func(ctx context.Context, c *call) error {
+		db := c.db
+		if db.Dialect != dialect.SQLite {
+			return fmt.Errorf("vacuum is for SQLite; PostgreSQL's autovacuum reuses space (VACUUM FULL or pg_repack to shrink files)")
+		}
+		before, _ := db.Stats(ctx, false)
+		if err := db.Vacuum(ctx); err != nil {
+			return err
+		}
+		if _, err := db.SQL.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		var mode int
+		if err := db.SQL.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&mode); err != nil {
+			return err
+		}
+		after, err := db.Stats(ctx, false)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "vacuumed %s: %s → %s, auto_vacuum=%s\n", after.Path, bytesHuman(before.SizeBytes), bytesHuman(after.SizeBytes),
+			map[int]string{0: "NONE", 1: "FULL", 2: "INCREMENTAL"}[mode])
+		return nil
+	}}
 }
 
 // backup writes a consistent copy of a SQLite database to a new file while the service
 // runs (VACUUM INTO: compacted, and readable at once by flytrap --db).
-func backup(ctx context.Context, args []string, stdout, stderr io.Writer, env server.Env) error {
-	fs := newFlagSet("flytrap backup", stderr)
+func backup(fs *flag.FlagSet) action {
 	to := fs.String("to", "", "file to write the copy to; it must not exist")
-	if err := parseArgs(fs, args, env, 0); err != nil {
-		return err
+	return action{
+		check: func() error {
+			if *to == "" {
+				return fmt.Errorf("--to: give the file to write the copy to")
+			}
+			if _, err := os.Stat(*to); err == nil {
+				return fmt.Errorf("--to: %s exists; backups never overwrite", *to)
+			}
+			return nil
+		},
+		run: func(ctx context.Context, c *call) error {
+			db := c.db
+			if db.Dialect != dialect.SQLite {
+				return fmt.Errorf("backup is for SQLite; back PostgreSQL up with pg_dump (docs/operations.md)")
+			}
+			if _, err := db.SQL.ExecContext(ctx, "VACUUM INTO ?", *to); err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			fi, err := os.Stat(*to)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stdout, "backed up %s to %s (%s)\n", db.Path(), *to, bytesHuman(fi.Size()))
+			return nil
+		},
 	}
-	if *to == "" {
-		return fmt.Errorf("--to: give the file to write the copy to")
-	}
-	if _, err := os.Stat(*to); err == nil {
-		return fmt.Errorf("--to: %s exists; backups never overwrite", *to)
-	}
-	db, err := openDB(ctx, fs)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if db.Dialect != dialect.SQLite {
-		return fmt.Errorf("backup is for SQLite; back PostgreSQL up with pg_dump (docs/operations.md)")
-	}
-	if _, err := db.SQL.ExecContext(ctx, "VACUUM INTO ?", *to); err != nil {
-		return fmt.Errorf("backup: %w", err)
-	}
-	fi, err := os.Stat(*to)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "backed up %s to %s (%s)\n", db.Path(), *to, bytesHuman(fi.Size()))
-	return nil
 }

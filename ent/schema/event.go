@@ -32,8 +32,11 @@ func (Event) Fields() []ent.Field {
 		field.String("api_version").NotEmpty().MaxLen(10).Immutable(),
 		field.Time("created_at").Default(nowUTC).Immutable().
 			Annotations(entgql.OrderField("CREATED_AT")),
+		// Data is built by Flytrap, not copied from a visitor: a trap's fields (name 200, path
+		// 2,048, description 2,000 bytes at most) or a threat's summary (its model and operator
+		// 300 bytes at most, and the ids of the traps the session touched), priced at MaxEventData.
 		field.JSON("data", map[string]any{}).Immutable().
-			Annotations(entgql.Type("Map")),
+			Annotations(entgql.Type("Map"), bytesCost(MaxEventData)),
 	}
 }
 

@@ -21,6 +21,9 @@ type Hit struct{ ent.Schema }
 const (
 	MaxHitBody    = 16 << 10
 	MaxHitHeaders = 8 << 10
+	// MaxEventData is what an event's data is priced at (the cost limit's bytes): a trap's
+	// event holds at most ~4.3 KB; a threat's grows only with the traps its session touched.
+	MaxEventData = 4 << 10
 )
 
 func (Hit) Mixin() []ent.Mixin {

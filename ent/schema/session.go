@@ -25,7 +25,7 @@ func (Session) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("site_id").Optional().Annotations(ro),
 		field.String("source_ip").MaxLen(64).Annotations(ro),
-		field.String("user_agent").Default("").MaxLen(1024).Annotations(ro),
+		field.String("user_agent").Default("").MaxLen(1024).Annotations(ro, bytesCost(1024)),
 		field.Enum("classification").
 			Values(classifications...).
 			Default("HUMAN").Annotations(entgql.Type("Classification")),

@@ -126,6 +126,23 @@ export const SESSION = `query Session($id: ID!) { sessionDetail(id: $id) { sessi
   signals { name tripwire placement delayMs detail hitID sourceHitID createdAt }
   prompts { text model operator source hitID createdAt } } }`;
 
+export interface OlderHitsData {
+  node: { hits: { edges: { node: Hit }[]; pageInfo: { hasPreviousPage: boolean } } } | null;
+}
+/**
+ * The page of a session's hits just older than a shown hit ($before, $beforeID), oldest first,
+ * with the hit fields SESSION reads: 100, the API's largest page, priced 12,506 of the default
+ * complexity limit of 20,000 (docs/security.md). In the detail's order, received then id: a
+ * hit's id is minted once its request's body is read, so two hits received together can differ
+ * in the two orders, and paging by id alone could skip or repeat a hit at the detail's edge.
+ * (session_id, received_at, id) is an index of hits (ent/schema/hit.go). Written out whole, as
+ * the server's tests read the dashboard's queries from this file.
+ */
+export const OLDER_HITS = `query OlderHits($session: ID!, $before: Time!, $beforeID: ID!) { node(id: $session) { ... on Session {
+  hits(last: 100, orderBy: {field: RECEIVED_AT, direction: ASC}, where: {receivedAtLTE: $before, or: [{receivedAtLT: $before}, {idLT: $beforeID}]}) {
+    edges { node { id trapID method path query headers body bodyTruncated sourceIP userAgent receivedAt kind status signals } }
+    pageInfo { hasPreviousPage } } } } }`;
+
 export interface Trap {
   id: string;
   name: string;

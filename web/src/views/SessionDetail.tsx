@@ -1,4 +1,7 @@
+import type { ComponentChildren } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { formatClassification, formatDelay, formatHeaders, formatNumber, formatSignal, formatTime } from '../format';
+import { hitListTitle, loadOlderHits, prependOlder } from '../olderhits';
 import { SESSION, SESSION_INSIGHT, sessionDetail, type Hit, type SessionDetailData, type SessionInsight, type SignalGroup, type TrapRef, type VerdictExplanation } from '../queries';
 import { Badge, Empty, ErrorBox, Inert, Link, Loading, useQuery } from '../ui';
 import { TrapName } from './Campaigns';
@@ -8,6 +11,7 @@ export function SessionDetailView({ id }: { id: string }) {
   const s = q.data?.sessionDetail ? sessionDetail(q.data.sessionDetail) : null;
   const iq = useQuery<{ node: SessionInsight | null }>(SESSION_INSIGHT, { id }, `${id} ${q.data ? 'loaded' : ''}`);
   const insight = iq.data?.node ?? null;
+  const older = useOlderHits(id, q.data?.sessionDetail ?? null);
   const reload = () => {
     q.reload();
     iq.reload();
@@ -110,22 +114,69 @@ export function SessionDetailView({ id }: { id: string }) {
           <HitList
             title="Callbacks"
             traps={insight?.traps ?? []}
-            hits={s.hits.filter((h) => h.kind === 'callback')}
+            hits={older.hits.filter((h) => h.kind === 'callback')}
             empty="No callback: no hidden link was followed."
           />
           <HitList
             traps={insight?.traps ?? []}
-            title={`Every hit${s.hitsTruncated ? ` (the newest ${s.hits.length} of ${s.hitCount})` : ''}`}
-            hits={s.hits}
+            title={hitListTitle(older.hits.length, s.hitCount, older.more)}
+            hits={older.hits}
             empty="No hit recorded."
-          />
+          >
+            {older.more && (
+              <div class="actions">
+                <button type="button" class="secondary" onClick={older.showOlder} disabled={older.loading}>
+                  Show older hits
+                </button>
+                {older.loading && <Loading label="Loading older hits…" />}
+              </div>
+            )}
+            {older.error ? <ErrorBox error={older.error} /> : null}
+          </HitList>
         </>
       )}
     </section>
   );
 }
 
-function HitList({ title, hits, empty, traps }: { title: string; hits: Hit[]; empty: string; traps: TrapRef[] }) {
+interface OlderHits {
+  /** The detail's hits with the older pages shown above them, oldest first. */
+  hits: Hit[];
+  /** Whether older hits remain to show. */
+  more: boolean;
+  loading: boolean;
+  error: unknown;
+  showOlder: () => void;
+}
+
+/**
+ * The detail's hits (its newest window) and the older pages "Show older hits" has added above
+ * them. The pages belong to the detail they extend: a new detail (another session, Refresh)
+ * starts again from its own window, and a page still loading for the old one is dropped.
+ */
+function useOlderHits(session: string, detail: SessionDetailData | null): OlderHits {
+  const [state, setState] = useState<{ of: SessionDetailData; hits: Hit[]; more: boolean; loading: boolean; error: unknown } | null>(null);
+  const inflight = useRef<AbortController | null>(null);
+  useEffect(() => () => inflight.current?.abort(), [detail]);
+  const cur = detail && (state?.of === detail ? state : { of: detail, hits: detail.hits, more: detail.hitsTruncated, loading: false, error: null });
+  const showOlder = async () => {
+    const oldest = cur?.hits[0];
+    if (!cur || !oldest || cur.loading) return;
+    inflight.current?.abort();
+    const ctl = new AbortController();
+    inflight.current = ctl;
+    setState({ ...cur, loading: true, error: null });
+    try {
+      const page = await loadOlderHits(session, oldest, { signal: ctl.signal });
+      if (!ctl.signal.aborted) setState({ ...cur, hits: prependOlder(cur.hits, page.hits), more: page.more, loading: false, error: null });
+    } catch (error) {
+      if (!ctl.signal.aborted) setState({ ...cur, loading: false, error });
+    }
+  };
+  return { hits: cur?.hits ?? [], more: cur?.more ?? false, loading: cur?.loading ?? false, error: cur?.error ?? null, showOlder };
+}
+
+function HitList({ title, hits, empty, traps, children }: { title: string; hits: Hit[]; empty: string; traps: TrapRef[]; children?: ComponentChildren }) {
   return (
     <div class="card">
       <h2>
@@ -172,6 +223,7 @@ function HitList({ title, hits, empty, traps }: { title: string; hits: Hit[]; em
           ))}
         </ol>
       )}
+      {children}
     </div>
   );
 }

@@ -1,6 +1,6 @@
 // Command flytrap-seed fills a database with a large, realistic dataset — organizations,
 // traps, sessions, their hits and signals — for measuring reads at scale
-// (docs/benchmarks.md, "Reads at scale"). It is a test tool: point it only at a database of
+// (docs/benchmarks.md, "Reads at 1M sessions"). It is a test tool: point it only at a database of
 // your own, never at one that serves visitors.
 //
 // The bulk path: rows are built in memory and written with ent's CreateBulk, which issues one
