@@ -2,313 +2,34 @@ package graph
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
 
 	"entgo.io/contrib/entgql"
 
-	"github.com/flytrap/flytrap/apperr"
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/ent"
-	"github.com/flytrap/flytrap/ent/campaign"
-	"github.com/flytrap/flytrap/ent/privacy"
-	"github.com/flytrap/flytrap/ent/session"
-	"github.com/flytrap/flytrap/ent/trap"
-	"github.com/flytrap/flytrap/graph/model"
-	"github.com/flytrap/flytrap/ids"
 )
 
-// Campaigns group the sessions that leaked the same prompt (its hash clusters one
-// operator's prompt) with the same extracted operator and model. They are read from the
-// maintained campaign rows (tally package, docs/counters.md): most recently active first,
-// by the id of the newest prompt (ids sort by time); the cursor is that id, so pages stay
-// stable as prompts arrive. A page's lists are loaded for all its campaigns at once, each a
-// bounded run of an index per campaign: a page costs the same however many prompts and
-// sessions are stored, in a handful of queries.
-
-// maxCampaignList bounds a campaign's sessions and addresses lists.
-const maxCampaignList = 20
-
 // Campaigns is the resolver for the campaigns field.
-func (r *queryResolver) Campaigns(ctx context.Context, first *int, after *entgql.Cursor[string]) (*model.CampaignConnection, error) {
-	n := 50
-	if first != nil {
-		n = *first
-	}
-	q := r.ent(ctx).Campaign.Query()
-	if after != nil {
-		if ids.Prefix(after.ID) != ids.Prompt {
-			return nil, apperr.Invalid("after", "is not a cursor this API issued for this list")
-		}
-		q.Where(campaign.LastPromptIDLT(after.ID))
-	}
-	rows, err := q.Order(ent.Desc(campaign.FieldLastPromptID)).Limit(n + 1).All(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list campaigns: %w", err)
-	}
-	conn := &model.CampaignConnection{Edges: []*model.CampaignEdge{}, PageInfo: &entgql.PageInfo[string]{}}
-	if len(rows) > n {
-		rows, conn.PageInfo.HasNextPage = rows[:n], true
-	}
-	conn.PageInfo.HasPreviousPage = after != nil
-	page := &campaignPage{r: r.Resolver}
-	for _, row := range rows {
-		page.ids = append(page.ids, row.ID)
-		conn.Edges = append(conn.Edges, &model.CampaignEdge{Cursor: entgql.Cursor[string]{ID: row.LastPromptID},
-			Node: &model.Campaign{Campaign: row, Page: page}})
-	}
-	if len(conn.Edges) > 0 {
-		conn.PageInfo.StartCursor = &conn.Edges[0].Cursor
-		conn.PageInfo.EndCursor = &conn.Edges[len(conn.Edges)-1].Cursor
-	}
-	return conn, nil
-}
-
-func listSize(first *int) (int, error) {
-	if first == nil {
-		return maxCampaignList, nil
-	}
-	if *first < 1 || *first > maxCampaignList {
-		return 0, apperr.Invalid("first", "must be between 1 and %d", maxCampaignList)
-	}
-	return *first, nil
+func (r *queryResolver) Campaigns(ctx context.Context, first *int, after *entgql.Cursor[string]) (*app.CampaignConnection, error) {
+	return r.app.Campaigns(ctx, first, after)
 }
 
 // Sessions is the resolver for the sessions field: the stored sessions that most recently leaked the prompt.
-func (r *campaignResolver) Sessions(ctx context.Context, obj *model.Campaign, first *int) ([]*ent.Session, error) {
-	n, err := listSize(first)
-	if err != nil {
-		return nil, err
-	}
-	ss, err := obj.Page.Sessions(ctx, obj.ID)
-	if err != nil {
-		return nil, err
-	}
-	return append([]*ent.Session{}, ss[:min(n, len(ss))]...), nil
+func (r *campaignResolver) Sessions(ctx context.Context, obj *app.Campaign, first *int) ([]*ent.Session, error) {
+	return obj.LatestSessions(ctx, first)
 }
 
 // Addresses is the resolver for the addresses field.
-func (r *campaignResolver) Addresses(ctx context.Context, obj *model.Campaign, first *int) ([]string, error) {
-	n, err := listSize(first)
-	if err != nil {
-		return nil, err
-	}
-	out, err := obj.Page.Addresses(ctx, obj.ID)
-	if err != nil {
-		return nil, err
-	}
-	return append([]string{}, out[:min(n, len(out))]...), nil
+func (r *campaignResolver) Addresses(ctx context.Context, obj *app.Campaign, first *int) ([]string, error) {
+	return obj.Addresses(ctx, first)
 }
 
 // Traps is the resolver for the traps field: the traps of the 20 sessions that most recently leaked the prompt.
-func (r *campaignResolver) Traps(ctx context.Context, obj *model.Campaign) ([]*model.TrapRef, error) {
-	return obj.Page.Traps(ctx, obj.ID)
+func (r *campaignResolver) Traps(ctx context.Context, obj *app.Campaign) ([]*app.TrapRef, error) {
+	return obj.Traps(ctx)
 }
 
 // Campaign returns CampaignResolver implementation.
 func (r *Resolver) Campaign() CampaignResolver { return &campaignResolver{r} }
 
 type campaignResolver struct{ *Resolver }
-
-// campaignPage loads the lists of one page's campaigns: each list once, for all of them,
-// when a field first asks (gqlgen resolves the fields concurrently; the others wait).
-type campaignPage struct {
-	r   *Resolver
-	ids []string // the campaigns, read through the tenant rule: the statements below take them as given
-
-	sessionsOnce, addressesOnce, trapsOnce sync.Once
-	sessions                               map[string][]*ent.Session
-	addresses                              map[string][]string
-	traps                                  map[string][]*model.TrapRef
-	sessionsErr, addressesErr, trapsErr    error
-}
-
-// Sessions loads the 20 latest members of every campaign of the page in one statement (a
-// UNION ALL of one index run each, along (campaign_id, last_prompt_id)), then their sessions
-// by primary key.
-func (p *campaignPage) Sessions(ctx context.Context, id string) ([]*ent.Session, error) {
-	p.sessionsOnce.Do(func() { p.sessions, p.sessionsErr = p.loadSessions(ctx) })
-	return p.sessions[id], p.sessionsErr
-}
-
-func (p *campaignPage) loadSessions(ctx context.Context) (map[string][]*ent.Session, error) {
-	c := p.r.ent(ctx)
-	var b strings.Builder
-	for i := range p.ids {
-		if i > 0 {
-			b.WriteString(" UNION ALL ")
-		}
-		fmt.Fprintf(&b, "SELECT campaign_id, session_id FROM (SELECT campaign_id, session_id FROM campaign_sessions WHERE campaign_id = %s ORDER BY last_prompt_id DESC LIMIT %d) m%d",
-			param(c, i+1), maxCampaignList, i)
-	}
-	members := map[string][]string{}
-	var list []string
-	err := queryRows(ctx, c, b.String(), anys(p.ids), func(scan func(...any) error) error {
-		var cid, sid string
-		if err := scan(&cid, &sid); err != nil {
-			return err
-		}
-		members[cid] = append(members[cid], sid)
-		list = append(list, sid)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list campaign sessions: %w", err)
-	}
-	byID := map[string]*ent.Session{}
-	if len(list) > 0 {
-		// By primary key alone: these are the organization's sessions (its campaigns' members),
-		// and with the tenant rule's org_id SQLite would walk the organization's sessions instead.
-		ss, err := c.Session.Query().Where(session.IDIn(list...)).All(privacy.DecisionContext(ctx, privacy.Allow))
-		if err != nil {
-			return nil, fmt.Errorf("load campaign sessions: %w", err)
-		}
-		for _, s := range ss {
-			byID[s.ID] = s
-		}
-	}
-	out := make(map[string][]*ent.Session, len(members))
-	for cid, sids := range members {
-		ss := make([]*ent.Session, 0, len(sids))
-		for _, sid := range sids {
-			if s := byID[sid]; s != nil {
-				ss = append(ss, s)
-			}
-		}
-		out[cid] = ss
-	}
-	return out, nil
-}
-
-// Addresses loads the first 20 distinct source addresses of every campaign of the page in
-// one statement: per campaign a loose index scan of (campaign_id, source_ip), one probe per
-// address, so a campaign of a hundred thousand sessions from two addresses costs what one of
-// three sessions does.
-func (p *campaignPage) Addresses(ctx context.Context, id string) ([]string, error) {
-	p.addressesOnce.Do(func() { p.addresses, p.addressesErr = p.loadAddresses(ctx) })
-	return p.addresses[id], p.addressesErr
-}
-
-func (p *campaignPage) loadAddresses(ctx context.Context) (map[string][]string, error) {
-	out := map[string][]string{}
-	if len(p.ids) == 0 {
-		return out, nil
-	}
-	c := p.r.ent(ctx)
-	var with, sel strings.Builder
-	limit := param(c, len(p.ids)+1)
-	for i := range p.ids {
-		id := param(c, i+1)
-		if i > 0 {
-			with.WriteString(", ")
-			sel.WriteString(" UNION ALL ")
-		}
-		fmt.Fprintf(&with, "a%d(ip, k) AS (SELECT MIN(source_ip), 1 FROM campaign_sessions WHERE campaign_id = %s"+
-			" UNION ALL SELECT (SELECT MIN(source_ip) FROM campaign_sessions WHERE campaign_id = %s AND source_ip > a%d.ip), k + 1"+
-			" FROM a%d WHERE a%d.ip IS NOT NULL AND k < %s)", i, id, id, i, i, i, limit)
-		fmt.Fprintf(&sel, "SELECT %d, ip FROM a%d WHERE ip IS NOT NULL", i, i)
-	}
-	q := "WITH RECURSIVE " + with.String() + " " + sel.String()
-	err := queryRows(ctx, c, q, append(anys(p.ids), maxCampaignList), func(scan func(...any) error) error {
-		var i int
-		var ip string
-		if err := scan(&i, &ip); err != nil {
-			return err
-		}
-		out[p.ids[i]] = append(out[p.ids[i]], ip)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list campaign addresses: %w", err)
-	}
-	for cid := range out {
-		slices.Sort(out[cid]) // one arm's rows come in order; sorting again costs nothing and promises it
-	}
-	return out, nil
-}
-
-// Traps loads the traps the page's campaigns' latest sessions triggered, in one query.
-func (p *campaignPage) Traps(ctx context.Context, id string) ([]*model.TrapRef, error) {
-	p.trapsOnce.Do(func() { p.traps, p.trapsErr = p.loadTraps(ctx) })
-	out := p.traps[id]
-	if out == nil {
-		out = []*model.TrapRef{}
-	}
-	return out, p.trapsErr
-}
-
-func (p *campaignPage) loadTraps(ctx context.Context) (map[string][]*model.TrapRef, error) {
-	each := map[string][]string{}
-	var all []string
-	seenAll := map[string]bool{}
-	for _, cid := range p.ids {
-		ss, err := p.Sessions(ctx, cid)
-		if err != nil {
-			return nil, err
-		}
-		seen := map[string]bool{}
-		for _, s := range ss {
-			for _, t := range s.TrapsTriggered {
-				if !seen[t] && len(each[cid]) < maxTrapRefs {
-					seen[t] = true
-					each[cid] = append(each[cid], t)
-				}
-				if !seenAll[t] {
-					seenAll[t] = true
-					all = append(all, t)
-				}
-			}
-		}
-	}
-	byID := map[string]*ent.Trap{}
-	for part := range slices.Chunk(all, 500) {
-		ts, err := p.r.ent(ctx).Trap.Query().Where(trap.IDIn(part...)).All(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("load traps: %w", err)
-		}
-		for _, t := range ts {
-			byID[t.ID] = t
-		}
-	}
-	out := make(map[string][]*model.TrapRef, len(each))
-	for cid, list := range each {
-		out[cid] = refsOf(list, byID)
-	}
-	return out, nil
-}
-
-// param is the n-th parameter of a statement of c's dialect, which may be used more than once.
-func param(c *ent.Client, n int) string {
-	if c.Dialect() == "postgres" {
-		return "$" + strconv.Itoa(n)
-	}
-	return "?" + strconv.Itoa(n)
-}
-
-func anys(list []string) []any {
-	out := make([]any, len(list))
-	for i, s := range list {
-		out[i] = s
-	}
-	return out
-}
-
-// queryRows runs q and hands each row to row.
-func queryRows(ctx context.Context, c *ent.Client, q string, args []any, row func(scan func(...any) error) error) error {
-	if len(args) == 0 {
-		return nil
-	}
-	rows, err := c.QueryContext(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}

@@ -7,9 +7,9 @@ package graph
 
 import (
 	"context"
-	"time"
 
 	"entgo.io/contrib/entgql"
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ids"
 )
@@ -25,17 +25,17 @@ func (r *hitResolver) Headers(ctx context.Context, obj *ent.Hit) (map[string]any
 
 // Node is the resolver for the node field.
 func (r *queryResolver) Node(ctx context.Context, id string) (ent.Noder, error) {
-	return r.ent(ctx).Noder(ctx, id, ent.WithNodeType(nodeType))
+	return r.app.Node(ctx, id)
 }
 
 // Nodes is the resolver for the nodes field.
 func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]ent.Noder, error) {
-	return r.ent(ctx).Noders(ctx, ids, ent.WithNodeType(nodeType))
+	return r.app.Nodes(ctx, ids)
 }
 
 // APIKeys is the resolver for the apiKeys field.
 func (r *queryResolver) APIKeys(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ApiKeyOrder, where *ent.ApiKeyWhereInput) (*ent.ApiKeyConnection, error) {
-	if err := CheckCursors(after, before, ids.APIKey, orderName(orderBy != nil && orderBy.Field != nil, func() string { return orderBy.Field.String() })); err != nil {
+	if err := app.CheckCursors(after, before, ids.APIKey, orderName(orderBy != nil && orderBy.Field != nil, func() string { return orderBy.Field.String() })); err != nil {
 		return nil, err
 	}
 	return r.ent(ctx).APIKey.Query().Paginate(ctx, after, first, before, last,
@@ -47,7 +47,7 @@ func (r *queryResolver) Events(ctx context.Context, after *entgql.Cursor[string]
 	if orderBy == nil {
 		orderBy = &ent.EventOrder{Field: ent.EventOrderFieldPosition, Direction: entgql.OrderDirectionAsc}
 	}
-	if err := CheckCursors(after, before, ids.Event, orderName(orderBy.Field != nil, func() string { return orderBy.Field.String() })); err != nil {
+	if err := app.CheckCursors(after, before, ids.Event, orderName(orderBy.Field != nil, func() string { return orderBy.Field.String() })); err != nil {
 		return nil, err
 	}
 	conn, err := r.ent(ctx).Event.Query().Paginate(ctx, after, first, before, last,
@@ -63,45 +63,12 @@ func (r *queryResolver) Events(ctx context.Context, after *entgql.Cursor[string]
 
 // Sessions is the resolver for the sessions field.
 func (r *queryResolver) Sessions(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.SessionOrder, where *ent.SessionWhereInput) (*ent.SessionConnection, error) {
-	if orderBy == nil {
-		orderBy = &ent.SessionOrder{Field: ent.SessionOrderFieldLastSeen, Direction: entgql.OrderDirectionDesc}
-	}
-	if err := CheckCursors(after, before, ids.Session, orderName(orderBy.Field != nil, func() string { return orderBy.Field.String() })); err != nil {
-		return nil, err
-	}
-	list := func(probeAll bool) (*ent.SessionConnection, time.Time, error) {
-		where, keptSince, err := r.sessionsOnTrap(ctx, where, probeAll)
-		if err != nil {
-			return nil, keptSince, err
-		}
-		ctx := ctx
-		if count, ok := r.sessionCount(where); ok {
-			ctx = ent.WithCount(ctx, "Session", count)
-		} else {
-			ctx = ent.WithCount(ctx, "Session", r.sessionRows(where))
-		}
-		conn, err := r.ent(ctx).Session.Query().Paginate(ctx, after, first, before, last,
-			ent.WithSessionOrder(orderBy), ent.WithSessionFilter(where.Filter))
-		return conn, keptSince, err
-	}
-	conn, keptSince, err := list(false)
-	if err != nil {
-		return nil, err
-	}
-	// A purge of hits between the trap filter's look at the oldest hit and the page: once more,
-	// every session probed (graph/trapfilter.go).
-	if purged, err := hitsPurgedSince(ctx, r.ent(ctx), keptSince); err != nil || purged {
-		if err != nil {
-			return nil, err
-		}
-		conn, _, err = list(true)
-	}
-	return conn, err
+	return r.app.Sessions(ctx, after, first, before, last, orderBy, where)
 }
 
 // Sites is the resolver for the sites field.
 func (r *queryResolver) Sites(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.SiteOrder, where *ent.SiteWhereInput) (*ent.SiteConnection, error) {
-	if err := CheckCursors(after, before, ids.Site, orderName(orderBy != nil && orderBy.Field != nil, func() string { return orderBy.Field.String() })); err != nil {
+	if err := app.CheckCursors(after, before, ids.Site, orderName(orderBy != nil && orderBy.Field != nil, func() string { return orderBy.Field.String() })); err != nil {
 		return nil, err
 	}
 	return r.ent(ctx).Site.Query().Paginate(ctx, after, first, before, last,
@@ -110,7 +77,7 @@ func (r *queryResolver) Sites(ctx context.Context, after *entgql.Cursor[string],
 
 // Traps is the resolver for the traps field.
 func (r *queryResolver) Traps(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.TrapOrder, where *ent.TrapWhereInput) (*ent.TrapConnection, error) {
-	if err := CheckCursors(after, before, ids.Trap, orderName(orderBy != nil && orderBy.Field != nil, func() string { return orderBy.Field.String() })); err != nil {
+	if err := app.CheckCursors(after, before, ids.Trap, orderName(orderBy != nil && orderBy.Field != nil, func() string { return orderBy.Field.String() })); err != nil {
 		return nil, err
 	}
 	return r.ent(ctx).Trap.Query().Paginate(ctx, after, first, before, last,

@@ -9,6 +9,7 @@ import (
 	"github.com/lib/pq"
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/privacy"
@@ -26,7 +27,7 @@ const (
 )
 
 // ErrUnauthenticated is wrapped by every authentication failure.
-var ErrUnauthenticated = errors.New("unauthenticated")
+var ErrUnauthenticated = app.ErrUnauthenticated
 
 // Present is the one translation of a resolver's error into what an API may show: the
 // service's own *apperr.Error as it is, the storage layer's errors by their types. Its

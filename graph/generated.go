@@ -16,6 +16,7 @@ import (
 	"entgo.io/contrib/entgql"
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/schematype"
@@ -191,8 +192,8 @@ type ComplexityRoot struct {
 	Mutation struct {
 		CreateAPIKey          func(childComplexity int, input model.CreateAPIKeyInput) int
 		CreateSite            func(childComplexity int, input ent.CreateSiteInput) int
-		CreateTrap            func(childComplexity int, input ent.CreateTrapInput) int
-		CreateWebhookEndpoint func(childComplexity int, input ent.CreateWebhookEndpointInput) int
+		CreateTrap            func(childComplexity int, input app.TrapInput) int
+		CreateWebhookEndpoint func(childComplexity int, input app.WebhookInput) int
 		DeleteSite            func(childComplexity int, id string) int
 		DeleteTrap            func(childComplexity int, id string) int
 		DeleteWebhookEndpoint func(childComplexity int, id string) int
@@ -202,8 +203,8 @@ type ComplexityRoot struct {
 		RotateWebhookSecret   func(childComplexity int, id string) int
 		UpdateOrganization    func(childComplexity int, input ent.UpdateOrganizationInput) int
 		UpdateSite            func(childComplexity int, id string, input ent.UpdateSiteInput) int
-		UpdateTrap            func(childComplexity int, id string, input ent.UpdateTrapInput) int
-		UpdateWebhookEndpoint func(childComplexity int, id string, input ent.UpdateWebhookEndpointInput) int
+		UpdateTrap            func(childComplexity int, id string, input app.TrapChanges) int
+		UpdateWebhookEndpoint func(childComplexity int, id string, input app.WebhookChanges) int
 	}
 
 	Organization struct {
@@ -545,21 +546,21 @@ type ComplexityRoot struct {
 // region    ************************** generated!.gotpl **************************
 
 type AnalyticsResolver interface {
-	Overview(ctx context.Context, obj *model.Analytics) (*model.Overview, error)
-	Severity(ctx context.Context, obj *model.Analytics) (*model.SeverityCounts, error)
-	Timeline(ctx context.Context, obj *model.Analytics) ([]*model.TimelineBucket, error)
+	Overview(ctx context.Context, obj *model.Analytics) (*app.Overview, error)
+	Severity(ctx context.Context, obj *model.Analytics) (*app.SeverityCounts, error)
+	Timeline(ctx context.Context, obj *model.Analytics) ([]*app.TimelineBucket, error)
 }
 type CampaignResolver interface {
-	Sessions(ctx context.Context, obj *model.Campaign, first *int) ([]*ent.Session, error)
-	Addresses(ctx context.Context, obj *model.Campaign, first *int) ([]string, error)
-	Traps(ctx context.Context, obj *model.Campaign) ([]*model.TrapRef, error)
+	Sessions(ctx context.Context, obj *app.Campaign, first *int) ([]*ent.Session, error)
+	Addresses(ctx context.Context, obj *app.Campaign, first *int) ([]string, error)
+	Traps(ctx context.Context, obj *app.Campaign) ([]*app.TrapRef, error)
 }
 type HitResolver interface {
 	Headers(ctx context.Context, obj *ent.Hit) (map[string]any, error)
 }
 type MutationResolver interface {
-	CreateTrap(ctx context.Context, input ent.CreateTrapInput) (*ent.Trap, error)
-	UpdateTrap(ctx context.Context, id string, input ent.UpdateTrapInput) (*ent.Trap, error)
+	CreateTrap(ctx context.Context, input app.TrapInput) (*ent.Trap, error)
+	UpdateTrap(ctx context.Context, id string, input app.TrapChanges) (*ent.Trap, error)
 	DeleteTrap(ctx context.Context, id string) (*model.DeletePayload, error)
 	CreateAPIKey(ctx context.Context, input model.CreateAPIKeyInput) (*model.CreateAPIKeyPayload, error)
 	RevokeAPIKey(ctx context.Context, id string) (*ent.APIKey, error)
@@ -567,10 +568,10 @@ type MutationResolver interface {
 	CreateSite(ctx context.Context, input ent.CreateSiteInput) (*ent.Site, error)
 	UpdateSite(ctx context.Context, id string, input ent.UpdateSiteInput) (*ent.Site, error)
 	DeleteSite(ctx context.Context, id string) (*model.DeletePayload, error)
-	CreateWebhookEndpoint(ctx context.Context, input ent.CreateWebhookEndpointInput) (*model.CreateWebhookEndpointPayload, error)
-	UpdateWebhookEndpoint(ctx context.Context, id string, input ent.UpdateWebhookEndpointInput) (*ent.WebhookEndpoint, error)
+	CreateWebhookEndpoint(ctx context.Context, input app.WebhookInput) (*app.WebhookWithSecret, error)
+	UpdateWebhookEndpoint(ctx context.Context, id string, input app.WebhookChanges) (*ent.WebhookEndpoint, error)
 	DeleteWebhookEndpoint(ctx context.Context, id string) (*model.DeletePayload, error)
-	RotateWebhookSecret(ctx context.Context, id string) (*model.RotateWebhookSecretPayload, error)
+	RotateWebhookSecret(ctx context.Context, id string) (*app.WebhookWithSecret, error)
 	RedeliverWebhook(ctx context.Context, deliveryID string, endpointID *string) (*ent.WebhookDelivery, error)
 	PingWebhookEndpoint(ctx context.Context, id string) (*ent.WebhookDelivery, error)
 }
@@ -588,15 +589,15 @@ type QueryResolver interface {
 	Viewer(ctx context.Context) (*model.Viewer, error)
 	TrapPreview(ctx context.Context, id string) (*model.TrapPreview, error)
 	LureSnippet(ctx context.Context, trapID string) (*model.LureSnippet, error)
-	SessionDetail(ctx context.Context, id string) (*model.SessionDetail, error)
+	SessionDetail(ctx context.Context, id string) (*app.SessionDetail, error)
 	Storage(ctx context.Context) (*model.Storage, error)
 	WebhookDeliveries(ctx context.Context, endpointID string, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, status *webhookdelivery.Status) (*ent.WebhookDeliveryConnection, error)
-	Campaigns(ctx context.Context, first *int, after *entgql.Cursor[string]) (*model.CampaignConnection, error)
+	Campaigns(ctx context.Context, first *int, after *entgql.Cursor[string]) (*app.CampaignConnection, error)
 }
 type SessionResolver interface {
 	Explanation(ctx context.Context, obj *ent.Session) (*model.VerdictExplanation, error)
 	SignalGroups(ctx context.Context, obj *ent.Session) ([]*model.SignalGroup, error)
-	Traps(ctx context.Context, obj *ent.Session) ([]*model.TrapRef, error)
+	Traps(ctx context.Context, obj *ent.Session) ([]*app.TrapRef, error)
 }
 type SessionConnectionResolver interface {
 	TotalCountExact(ctx context.Context, obj *ent.SessionConnection) (bool, error)
@@ -1158,7 +1159,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.CreateTrap(childComplexity, args["input"].(ent.CreateTrapInput)), true
+		return e.ComplexityRoot.Mutation.CreateTrap(childComplexity, args["input"].(app.TrapInput)), true
 	case "Mutation.createWebhookEndpoint":
 		if e.ComplexityRoot.Mutation.CreateWebhookEndpoint == nil {
 			break
@@ -1169,7 +1170,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.CreateWebhookEndpoint(childComplexity, args["input"].(ent.CreateWebhookEndpointInput)), true
+		return e.ComplexityRoot.Mutation.CreateWebhookEndpoint(childComplexity, args["input"].(app.WebhookInput)), true
 	case "Mutation.deleteSite":
 		if e.ComplexityRoot.Mutation.DeleteSite == nil {
 			break
@@ -1279,7 +1280,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.UpdateTrap(childComplexity, args["id"].(string), args["input"].(ent.UpdateTrapInput)), true
+		return e.ComplexityRoot.Mutation.UpdateTrap(childComplexity, args["id"].(string), args["input"].(app.TrapChanges)), true
 	case "Mutation.updateWebhookEndpoint":
 		if e.ComplexityRoot.Mutation.UpdateWebhookEndpoint == nil {
 			break
@@ -1290,7 +1291,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.UpdateWebhookEndpoint(childComplexity, args["id"].(string), args["input"].(ent.UpdateWebhookEndpointInput)), true
+		return e.ComplexityRoot.Mutation.UpdateWebhookEndpoint(childComplexity, args["id"].(string), args["input"].(app.WebhookChanges)), true
 
 	case "Organization.createdAt":
 		if e.ComplexityRoot.Organization.CreatedAt == nil {
@@ -4373,8 +4374,8 @@ func (ec *executionContext) field_Mutation_createTrap_args(ctx context.Context, 
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
-		func(ctx context.Context, v any) (ent.CreateTrapInput, error) {
-			return ec.unmarshalNCreateTrapInput2githubᚗcomᚋflytrapᚋflytrapᚋentᚐCreateTrapInput(ctx, v)
+		func(ctx context.Context, v any) (app.TrapInput, error) {
+			return ec.unmarshalNCreateTrapInput2githubᚗcomᚋflytrapᚋflytrapᚋappᚐTrapInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -4387,8 +4388,8 @@ func (ec *executionContext) field_Mutation_createWebhookEndpoint_args(ctx contex
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
-		func(ctx context.Context, v any) (ent.CreateWebhookEndpointInput, error) {
-			return ec.unmarshalNCreateWebhookEndpointInput2githubᚗcomᚋflytrapᚋflytrapᚋentᚐCreateWebhookEndpointInput(ctx, v)
+		func(ctx context.Context, v any) (app.WebhookInput, error) {
+			return ec.unmarshalNCreateWebhookEndpointInput2githubᚗcomᚋflytrapᚋflytrapᚋappᚐWebhookInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -4551,8 +4552,8 @@ func (ec *executionContext) field_Mutation_updateTrap_args(ctx context.Context, 
 	}
 	args["id"] = arg0
 	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "input",
-		func(ctx context.Context, v any) (ent.UpdateTrapInput, error) {
-			return ec.unmarshalNUpdateTrapInput2githubᚗcomᚋflytrapᚋflytrapᚋentᚐUpdateTrapInput(ctx, v)
+		func(ctx context.Context, v any) (app.TrapChanges, error) {
+			return ec.unmarshalNUpdateTrapInput2githubᚗcomᚋflytrapᚋflytrapᚋappᚐTrapChanges(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -4573,8 +4574,8 @@ func (ec *executionContext) field_Mutation_updateWebhookEndpoint_args(ctx contex
 	}
 	args["id"] = arg0
 	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "input",
-		func(ctx context.Context, v any) (ent.UpdateWebhookEndpointInput, error) {
-			return ec.unmarshalNUpdateWebhookEndpointInput2githubᚗcomᚋflytrapᚋflytrapᚋentᚐUpdateWebhookEndpointInput(ctx, v)
+		func(ctx context.Context, v any) (app.WebhookChanges, error) {
+			return ec.unmarshalNUpdateWebhookEndpointInput2githubᚗcomᚋflytrapᚋflytrapᚋappᚐWebhookChanges(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -5215,8 +5216,8 @@ func (ec *executionContext) _Analytics_overview(ctx context.Context, field graph
 			return ec.Resolvers.Analytics().Overview(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *model.Overview) graphql.Marshaler {
-			return ec.marshalNOverview2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐOverview(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *app.Overview) graphql.Marshaler {
+			return ec.marshalNOverview2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐOverview(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5247,8 +5248,8 @@ func (ec *executionContext) _Analytics_severity(ctx context.Context, field graph
 			return ec.Resolvers.Analytics().Severity(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *model.SeverityCounts) graphql.Marshaler {
-			return ec.marshalNSeverityCounts2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐSeverityCounts(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *app.SeverityCounts) graphql.Marshaler {
+			return ec.marshalNSeverityCounts2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐSeverityCounts(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5279,8 +5280,8 @@ func (ec *executionContext) _Analytics_timeline(ctx context.Context, field graph
 			return ec.Resolvers.Analytics().Timeline(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*model.TimelineBucket) graphql.Marshaler {
-			return ec.marshalNTimelineBucket2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTimelineBucketᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*app.TimelineBucket) graphql.Marshaler {
+			return ec.marshalNTimelineBucket2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐTimelineBucketᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5465,56 +5466,56 @@ func (ec *executionContext) fieldContext_ApiKeyEdge_cursor(_ context.Context, fi
 	return scalarFieldContext("ApiKeyEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
-func (ec *executionContext) _Campaign_promptHash(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_promptHash(ctx context.Context, field graphql.CollectedField, obj *app.Campaign) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_promptHash, obj.PromptHash, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Campaign_promptHash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Campaign", field, false, false, "field of type String does not have child fields")
 }
 
-func (ec *executionContext) _Campaign_operator(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_operator(ctx context.Context, field graphql.CollectedField, obj *app.Campaign) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_operator, obj.Operator, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Campaign_operator(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Campaign", field, false, false, "field of type String does not have child fields")
 }
 
-func (ec *executionContext) _Campaign_model(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_model(ctx context.Context, field graphql.CollectedField, obj *app.Campaign) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_model, obj.Model, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_Campaign_model(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Campaign", field, false, false, "field of type String does not have child fields")
 }
 
-func (ec *executionContext) _Campaign_sessionCount(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_sessionCount(ctx context.Context, field graphql.CollectedField, obj *app.Campaign) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_sessionCount, obj.SessionCount, ec.marshalNInt2int64)
 }
 func (ec *executionContext) fieldContext_Campaign_sessionCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Campaign", field, false, false, "field of type Int does not have child fields")
 }
 
-func (ec *executionContext) _Campaign_promptCount(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_promptCount(ctx context.Context, field graphql.CollectedField, obj *app.Campaign) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_promptCount, obj.PromptCount, ec.marshalNInt2int64)
 }
 func (ec *executionContext) fieldContext_Campaign_promptCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Campaign", field, false, false, "field of type Int does not have child fields")
 }
 
-func (ec *executionContext) _Campaign_firstSeen(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_firstSeen(ctx context.Context, field graphql.CollectedField, obj *app.Campaign) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_firstSeen, obj.FirstSeen, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_Campaign_firstSeen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Campaign", field, false, false, "field of type Time does not have child fields")
 }
 
-func (ec *executionContext) _Campaign_lastSeen(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_lastSeen(ctx context.Context, field graphql.CollectedField, obj *app.Campaign) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_lastSeen, obj.LastSeen, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_Campaign_lastSeen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Campaign", field, false, false, "field of type Time does not have child fields")
 }
 
-func (ec *executionContext) _Campaign_sessions(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_sessions(ctx context.Context, field graphql.CollectedField, obj *app.Campaign) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5558,7 +5559,7 @@ func (ec *executionContext) fieldContext_Campaign_sessions(ctx context.Context, 
 	return fc, nil
 }
 
-func (ec *executionContext) _Campaign_addresses(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_addresses(ctx context.Context, field graphql.CollectedField, obj *app.Campaign) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5602,7 +5603,7 @@ func (ec *executionContext) fieldContext_Campaign_addresses(ctx context.Context,
 	return fc, nil
 }
 
-func (ec *executionContext) _Campaign_traps(ctx context.Context, field graphql.CollectedField, obj *model.Campaign) (ret graphql.Marshaler) {
+func (ec *executionContext) _Campaign_traps(ctx context.Context, field graphql.CollectedField, obj *app.Campaign) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5614,8 +5615,8 @@ func (ec *executionContext) _Campaign_traps(ctx context.Context, field graphql.C
 			return ec.Resolvers.Campaign().Traps(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*model.TrapRef) graphql.Marshaler {
-			return ec.marshalNTrapRef2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTrapRefᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*app.TrapRef) graphql.Marshaler {
+			return ec.marshalNTrapRef2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐTrapRefᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5634,7 +5635,7 @@ func (ec *executionContext) fieldContext_Campaign_traps(_ context.Context, field
 	return fc, nil
 }
 
-func (ec *executionContext) _CampaignConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.CampaignConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _CampaignConnection_edges(ctx context.Context, field graphql.CollectedField, obj *app.CampaignConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5646,8 +5647,8 @@ func (ec *executionContext) _CampaignConnection_edges(ctx context.Context, field
 			return obj.Edges, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*model.CampaignEdge) graphql.Marshaler {
-			return ec.marshalNCampaignEdge2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaignEdgeᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*app.CampaignEdge) graphql.Marshaler {
+			return ec.marshalNCampaignEdge2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐCampaignEdgeᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5666,7 +5667,7 @@ func (ec *executionContext) fieldContext_CampaignConnection_edges(_ context.Cont
 	return fc, nil
 }
 
-func (ec *executionContext) _CampaignConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.CampaignConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _CampaignConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *app.CampaignConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5698,7 +5699,7 @@ func (ec *executionContext) fieldContext_CampaignConnection_pageInfo(_ context.C
 	return fc, nil
 }
 
-func (ec *executionContext) _CampaignEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.CampaignEdge) (ret graphql.Marshaler) {
+func (ec *executionContext) _CampaignEdge_node(ctx context.Context, field graphql.CollectedField, obj *app.CampaignEdge) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5710,8 +5711,8 @@ func (ec *executionContext) _CampaignEdge_node(ctx context.Context, field graphq
 			return obj.Node, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *model.Campaign) graphql.Marshaler {
-			return ec.marshalNCampaign2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaign(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *app.Campaign) graphql.Marshaler {
+			return ec.marshalNCampaign2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐCampaign(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5730,7 +5731,7 @@ func (ec *executionContext) fieldContext_CampaignEdge_node(_ context.Context, fi
 	return fc, nil
 }
 
-func (ec *executionContext) _CampaignEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.CampaignEdge) (ret graphql.Marshaler) {
+func (ec *executionContext) _CampaignEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *app.CampaignEdge) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_CampaignEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor)
 }
 func (ec *executionContext) fieldContext_CampaignEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5776,7 +5777,7 @@ func (ec *executionContext) fieldContext_CreateApiKeyPayload_apiKey(_ context.Co
 	return fc, nil
 }
 
-func (ec *executionContext) _CreateWebhookEndpointPayload_endpoint(ctx context.Context, field graphql.CollectedField, obj *model.CreateWebhookEndpointPayload) (ret graphql.Marshaler) {
+func (ec *executionContext) _CreateWebhookEndpointPayload_endpoint(ctx context.Context, field graphql.CollectedField, obj *app.WebhookWithSecret) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5808,7 +5809,7 @@ func (ec *executionContext) fieldContext_CreateWebhookEndpointPayload_endpoint(_
 	return fc, nil
 }
 
-func (ec *executionContext) _CreateWebhookEndpointPayload_secret(ctx context.Context, field graphql.CollectedField, obj *model.CreateWebhookEndpointPayload) (ret graphql.Marshaler) {
+func (ec *executionContext) _CreateWebhookEndpointPayload_secret(ctx context.Context, field graphql.CollectedField, obj *app.WebhookWithSecret) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_CreateWebhookEndpointPayload_secret, obj.Secret, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_CreateWebhookEndpointPayload_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -6331,7 +6332,7 @@ func (ec *executionContext) _Mutation_createTrap(ctx context.Context, field grap
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().CreateTrap(ctx, fc.Args["input"].(ent.CreateTrapInput))
+			return ec.Resolvers.Mutation().CreateTrap(ctx, fc.Args["input"].(app.TrapInput))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Trap) graphql.Marshaler {
@@ -6375,7 +6376,7 @@ func (ec *executionContext) _Mutation_updateTrap(ctx context.Context, field grap
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().UpdateTrap(ctx, fc.Args["id"].(string), fc.Args["input"].(ent.UpdateTrapInput))
+			return ec.Resolvers.Mutation().UpdateTrap(ctx, fc.Args["id"].(string), fc.Args["input"].(app.TrapChanges))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Trap) graphql.Marshaler {
@@ -6727,11 +6728,11 @@ func (ec *executionContext) _Mutation_createWebhookEndpoint(ctx context.Context,
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().CreateWebhookEndpoint(ctx, fc.Args["input"].(ent.CreateWebhookEndpointInput))
+			return ec.Resolvers.Mutation().CreateWebhookEndpoint(ctx, fc.Args["input"].(app.WebhookInput))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *model.CreateWebhookEndpointPayload) graphql.Marshaler {
-			return ec.marshalNCreateWebhookEndpointPayload2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCreateWebhookEndpointPayload(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *app.WebhookWithSecret) graphql.Marshaler {
+			return ec.marshalNCreateWebhookEndpointPayload2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐWebhookWithSecret(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6771,7 +6772,7 @@ func (ec *executionContext) _Mutation_updateWebhookEndpoint(ctx context.Context,
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().UpdateWebhookEndpoint(ctx, fc.Args["id"].(string), fc.Args["input"].(ent.UpdateWebhookEndpointInput))
+			return ec.Resolvers.Mutation().UpdateWebhookEndpoint(ctx, fc.Args["id"].(string), fc.Args["input"].(app.WebhookChanges))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.WebhookEndpoint) graphql.Marshaler {
@@ -6862,8 +6863,8 @@ func (ec *executionContext) _Mutation_rotateWebhookSecret(ctx context.Context, f
 			return ec.Resolvers.Mutation().RotateWebhookSecret(ctx, fc.Args["id"].(string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *model.RotateWebhookSecretPayload) graphql.Marshaler {
-			return ec.marshalNRotateWebhookSecretPayload2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐRotateWebhookSecretPayload(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *app.WebhookWithSecret) graphql.Marshaler {
+			return ec.marshalNRotateWebhookSecretPayload2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐWebhookWithSecret(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7002,35 +7003,35 @@ func (ec *executionContext) fieldContext_Organization_createdAt(_ context.Contex
 	return scalarFieldContext("Organization", field, false, false, "field of type Time does not have child fields")
 }
 
-func (ec *executionContext) _Overview_totalHits24h(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
+func (ec *executionContext) _Overview_totalHits24h(ctx context.Context, field graphql.CollectedField, obj *app.Overview) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Overview_totalHits24h, obj.TotalHits24h, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_Overview_totalHits24h(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Overview", field, false, false, "field of type Int does not have child fields")
 }
 
-func (ec *executionContext) _Overview_agentsDetected(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
+func (ec *executionContext) _Overview_agentsDetected(ctx context.Context, field graphql.CollectedField, obj *app.Overview) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Overview_agentsDetected, obj.AgentsDetected, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_Overview_agentsDetected(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Overview", field, false, false, "field of type Int does not have child fields")
 }
 
-func (ec *executionContext) _Overview_tripwiresFired(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
+func (ec *executionContext) _Overview_tripwiresFired(ctx context.Context, field graphql.CollectedField, obj *app.Overview) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Overview_tripwiresFired, obj.TripwiresFired, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_Overview_tripwiresFired(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Overview", field, false, false, "field of type Int does not have child fields")
 }
 
-func (ec *executionContext) _Overview_promptsCaptured(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
+func (ec *executionContext) _Overview_promptsCaptured(ctx context.Context, field graphql.CollectedField, obj *app.Overview) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Overview_promptsCaptured, obj.PromptsCaptured, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_Overview_promptsCaptured(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Overview", field, false, false, "field of type Int does not have child fields")
 }
 
-func (ec *executionContext) _Overview_activeTraps(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
+func (ec *executionContext) _Overview_activeTraps(ctx context.Context, field graphql.CollectedField, obj *app.Overview) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Overview_activeTraps, obj.ActiveTraps, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_Overview_activeTraps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -7794,8 +7795,8 @@ func (ec *executionContext) _Query_sessionDetail(ctx context.Context, field grap
 			return ec.Resolvers.Query().SessionDetail(ctx, fc.Args["id"].(string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *model.SessionDetail) graphql.Marshaler {
-			return ec.marshalNSessionDetail2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐSessionDetail(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *app.SessionDetail) graphql.Marshaler {
+			return ec.marshalNSessionDetail2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐSessionDetail(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7931,7 +7932,7 @@ func (ec *executionContext) _Query_campaigns(ctx context.Context, field graphql.
 
 			directive1 := func(ctx context.Context) (any, error) {
 				if ec.Directives.PageLimits == nil {
-					var zeroVal *model.CampaignConnection
+					var zeroVal *app.CampaignConnection
 					return zeroVal, errors.New("directive pageLimits is not implemented")
 				}
 				return ec.Directives.PageLimits(ctx, nil, directive0)
@@ -7940,8 +7941,8 @@ func (ec *executionContext) _Query_campaigns(ctx context.Context, field graphql.
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *model.CampaignConnection) graphql.Marshaler {
-			return ec.marshalNCampaignConnection2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaignConnection(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *app.CampaignConnection) graphql.Marshaler {
+			return ec.marshalNCampaignConnection2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐCampaignConnection(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8096,7 +8097,7 @@ func (ec *executionContext) fieldContext_RetentionSettings_hitHours(_ context.Co
 	return scalarFieldContext("RetentionSettings", field, false, false, "field of type Int does not have child fields")
 }
 
-func (ec *executionContext) _RotateWebhookSecretPayload_endpoint(ctx context.Context, field graphql.CollectedField, obj *model.RotateWebhookSecretPayload) (ret graphql.Marshaler) {
+func (ec *executionContext) _RotateWebhookSecretPayload_endpoint(ctx context.Context, field graphql.CollectedField, obj *app.WebhookWithSecret) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8128,7 +8129,7 @@ func (ec *executionContext) fieldContext_RotateWebhookSecretPayload_endpoint(_ c
 	return fc, nil
 }
 
-func (ec *executionContext) _RotateWebhookSecretPayload_secret(ctx context.Context, field graphql.CollectedField, obj *model.RotateWebhookSecretPayload) (ret graphql.Marshaler) {
+func (ec *executionContext) _RotateWebhookSecretPayload_secret(ctx context.Context, field graphql.CollectedField, obj *app.WebhookWithSecret) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_RotateWebhookSecretPayload_secret, obj.Secret, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_RotateWebhookSecretPayload_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -8514,8 +8515,8 @@ func (ec *executionContext) _Session_traps(ctx context.Context, field graphql.Co
 			return ec.Resolvers.Session().Traps(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*model.TrapRef) graphql.Marshaler {
-			return ec.marshalNTrapRef2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTrapRefᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*app.TrapRef) graphql.Marshaler {
+			return ec.marshalNTrapRef2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐTrapRefᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8628,7 +8629,7 @@ func (ec *executionContext) fieldContext_SessionConnection_totalCountExact(_ con
 	return scalarFieldContext("SessionConnection", field, true, true, "field of type Boolean does not have child fields")
 }
 
-func (ec *executionContext) _SessionDetail_session(ctx context.Context, field graphql.CollectedField, obj *model.SessionDetail) (ret graphql.Marshaler) {
+func (ec *executionContext) _SessionDetail_session(ctx context.Context, field graphql.CollectedField, obj *app.SessionDetail) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8660,7 +8661,7 @@ func (ec *executionContext) fieldContext_SessionDetail_session(_ context.Context
 	return fc, nil
 }
 
-func (ec *executionContext) _SessionDetail_hits(ctx context.Context, field graphql.CollectedField, obj *model.SessionDetail) (ret graphql.Marshaler) {
+func (ec *executionContext) _SessionDetail_hits(ctx context.Context, field graphql.CollectedField, obj *app.SessionDetail) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8692,14 +8693,14 @@ func (ec *executionContext) fieldContext_SessionDetail_hits(_ context.Context, f
 	return fc, nil
 }
 
-func (ec *executionContext) _SessionDetail_hitsTruncated(ctx context.Context, field graphql.CollectedField, obj *model.SessionDetail) (ret graphql.Marshaler) {
+func (ec *executionContext) _SessionDetail_hitsTruncated(ctx context.Context, field graphql.CollectedField, obj *app.SessionDetail) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SessionDetail_hitsTruncated, obj.HitsTruncated, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext_SessionDetail_hitsTruncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SessionDetail", field, false, false, "field of type Boolean does not have child fields")
 }
 
-func (ec *executionContext) _SessionDetail_signals(ctx context.Context, field graphql.CollectedField, obj *model.SessionDetail) (ret graphql.Marshaler) {
+func (ec *executionContext) _SessionDetail_signals(ctx context.Context, field graphql.CollectedField, obj *app.SessionDetail) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8731,14 +8732,14 @@ func (ec *executionContext) fieldContext_SessionDetail_signals(_ context.Context
 	return fc, nil
 }
 
-func (ec *executionContext) _SessionDetail_signalsTruncated(ctx context.Context, field graphql.CollectedField, obj *model.SessionDetail) (ret graphql.Marshaler) {
+func (ec *executionContext) _SessionDetail_signalsTruncated(ctx context.Context, field graphql.CollectedField, obj *app.SessionDetail) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SessionDetail_signalsTruncated, obj.SignalsTruncated, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext_SessionDetail_signalsTruncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SessionDetail", field, false, false, "field of type Boolean does not have child fields")
 }
 
-func (ec *executionContext) _SessionDetail_prompts(ctx context.Context, field graphql.CollectedField, obj *model.SessionDetail) (ret graphql.Marshaler) {
+func (ec *executionContext) _SessionDetail_prompts(ctx context.Context, field graphql.CollectedField, obj *app.SessionDetail) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8770,7 +8771,7 @@ func (ec *executionContext) fieldContext_SessionDetail_prompts(_ context.Context
 	return fc, nil
 }
 
-func (ec *executionContext) _SessionDetail_promptsTruncated(ctx context.Context, field graphql.CollectedField, obj *model.SessionDetail) (ret graphql.Marshaler) {
+func (ec *executionContext) _SessionDetail_promptsTruncated(ctx context.Context, field graphql.CollectedField, obj *app.SessionDetail) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SessionDetail_promptsTruncated, obj.PromptsTruncated, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext_SessionDetail_promptsTruncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -8816,28 +8817,28 @@ func (ec *executionContext) fieldContext_SessionEdge_cursor(_ context.Context, f
 	return scalarFieldContext("SessionEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
-func (ec *executionContext) _SeverityCounts_critical(ctx context.Context, field graphql.CollectedField, obj *model.SeverityCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _SeverityCounts_critical(ctx context.Context, field graphql.CollectedField, obj *app.SeverityCounts) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SeverityCounts_critical, obj.Critical, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_SeverityCounts_critical(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SeverityCounts", field, false, false, "field of type Int does not have child fields")
 }
 
-func (ec *executionContext) _SeverityCounts_high(ctx context.Context, field graphql.CollectedField, obj *model.SeverityCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _SeverityCounts_high(ctx context.Context, field graphql.CollectedField, obj *app.SeverityCounts) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SeverityCounts_high, obj.High, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_SeverityCounts_high(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SeverityCounts", field, false, false, "field of type Int does not have child fields")
 }
 
-func (ec *executionContext) _SeverityCounts_medium(ctx context.Context, field graphql.CollectedField, obj *model.SeverityCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _SeverityCounts_medium(ctx context.Context, field graphql.CollectedField, obj *app.SeverityCounts) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SeverityCounts_medium, obj.Medium, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_SeverityCounts_medium(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("SeverityCounts", field, false, false, "field of type Int does not have child fields")
 }
 
-func (ec *executionContext) _SeverityCounts_low(ctx context.Context, field graphql.CollectedField, obj *model.SeverityCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _SeverityCounts_low(ctx context.Context, field graphql.CollectedField, obj *app.SeverityCounts) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SeverityCounts_low, obj.Low, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_SeverityCounts_low(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -9350,14 +9351,14 @@ func (ec *executionContext) fieldContext_Subscription_threatDetected(_ context.C
 	return fc, nil
 }
 
-func (ec *executionContext) _TimelineBucket_hour(ctx context.Context, field graphql.CollectedField, obj *model.TimelineBucket) (ret graphql.Marshaler) {
+func (ec *executionContext) _TimelineBucket_hour(ctx context.Context, field graphql.CollectedField, obj *app.TimelineBucket) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TimelineBucket_hour, obj.Hour, ec.marshalNTime2timeᚐTime)
 }
 func (ec *executionContext) fieldContext_TimelineBucket_hour(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TimelineBucket", field, false, false, "field of type Time does not have child fields")
 }
 
-func (ec *executionContext) _TimelineBucket_hits(ctx context.Context, field graphql.CollectedField, obj *model.TimelineBucket) (ret graphql.Marshaler) {
+func (ec *executionContext) _TimelineBucket_hits(ctx context.Context, field graphql.CollectedField, obj *app.TimelineBucket) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TimelineBucket_hits, obj.Hits, ec.marshalNInt2int)
 }
 func (ec *executionContext) fieldContext_TimelineBucket_hits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -9604,35 +9605,35 @@ func (ec *executionContext) fieldContext_TrapPreview_path(_ context.Context, fie
 	return scalarFieldContext("TrapPreview", field, false, false, "field of type String does not have child fields")
 }
 
-func (ec *executionContext) _TrapRef_id(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
+func (ec *executionContext) _TrapRef_id(ctx context.Context, field graphql.CollectedField, obj *app.TrapRef) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapRef_id, obj.ID, ec.marshalNID2string)
 }
 func (ec *executionContext) fieldContext_TrapRef_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TrapRef", field, false, false, "field of type ID does not have child fields")
 }
 
-func (ec *executionContext) _TrapRef_name(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
+func (ec *executionContext) _TrapRef_name(ctx context.Context, field graphql.CollectedField, obj *app.TrapRef) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapRef_name, obj.Name, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_TrapRef_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TrapRef", field, false, false, "field of type String does not have child fields")
 }
 
-func (ec *executionContext) _TrapRef_path(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
+func (ec *executionContext) _TrapRef_path(ctx context.Context, field graphql.CollectedField, obj *app.TrapRef) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapRef_path, obj.Path, ec.marshalOString2ᚖstring)
 }
 func (ec *executionContext) fieldContext_TrapRef_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TrapRef", field, false, false, "field of type String does not have child fields")
 }
 
-func (ec *executionContext) _TrapRef_type(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
+func (ec *executionContext) _TrapRef_type(ctx context.Context, field graphql.CollectedField, obj *app.TrapRef) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapRef_type, obj.Type, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_TrapRef_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TrapRef", field, false, false, "field of type String does not have child fields")
 }
 
-func (ec *executionContext) _TrapRef_deleted(ctx context.Context, field graphql.CollectedField, obj *model.TrapRef) (ret graphql.Marshaler) {
+func (ec *executionContext) _TrapRef_deleted(ctx context.Context, field graphql.CollectedField, obj *app.TrapRef) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapRef_deleted, obj.Deleted, ec.marshalNBoolean2bool)
 }
 func (ec *executionContext) fieldContext_TrapRef_deleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -11827,8 +11828,8 @@ func (ec *executionContext) unmarshalInputCreateSiteInput(ctx context.Context, o
 	return it, nil
 }
 
-func (ec *executionContext) unmarshalInputCreateTrapInput(ctx context.Context, obj any) (ent.CreateTrapInput, error) {
-	var it ent.CreateTrapInput
+func (ec *executionContext) unmarshalInputCreateTrapInput(ctx context.Context, obj any) (app.TrapInput, error) {
+	var it app.TrapInput
 	if obj == nil {
 		return it, nil
 	}
@@ -11892,8 +11893,8 @@ func (ec *executionContext) unmarshalInputCreateTrapInput(ctx context.Context, o
 	return it, nil
 }
 
-func (ec *executionContext) unmarshalInputCreateWebhookEndpointInput(ctx context.Context, obj any) (ent.CreateWebhookEndpointInput, error) {
-	var it ent.CreateWebhookEndpointInput
+func (ec *executionContext) unmarshalInputCreateWebhookEndpointInput(ctx context.Context, obj any) (app.WebhookInput, error) {
+	var it app.WebhookInput
 	if obj == nil {
 		return it, nil
 	}
@@ -17620,8 +17621,8 @@ func (ec *executionContext) unmarshalInputUpdateSiteInput(ctx context.Context, o
 	return it, nil
 }
 
-func (ec *executionContext) unmarshalInputUpdateTrapInput(ctx context.Context, obj any) (ent.UpdateTrapInput, error) {
-	var it ent.UpdateTrapInput
+func (ec *executionContext) unmarshalInputUpdateTrapInput(ctx context.Context, obj any) (app.TrapChanges, error) {
+	var it app.TrapChanges
 	if obj == nil {
 		return it, nil
 	}
@@ -17664,8 +17665,8 @@ func (ec *executionContext) unmarshalInputUpdateTrapInput(ctx context.Context, o
 	return it, nil
 }
 
-func (ec *executionContext) unmarshalInputUpdateWebhookEndpointInput(ctx context.Context, obj any) (ent.UpdateWebhookEndpointInput, error) {
-	var it ent.UpdateWebhookEndpointInput
+func (ec *executionContext) unmarshalInputUpdateWebhookEndpointInput(ctx context.Context, obj any) (app.WebhookChanges, error) {
+	var it app.WebhookChanges
 	if obj == nil {
 		return it, nil
 	}
@@ -19400,7 +19401,7 @@ func (ec *executionContext) _ApiKeyEdge(ctx context.Context, sel ast.SelectionSe
 
 var campaignImplementors = []string{"Campaign"}
 
-func (ec *executionContext) _Campaign(ctx context.Context, sel ast.SelectionSet, obj *model.Campaign) graphql.Marshaler {
+func (ec *executionContext) _Campaign(ctx context.Context, sel ast.SelectionSet, obj *app.Campaign) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, campaignImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -19592,7 +19593,7 @@ func (ec *executionContext) _Campaign(ctx context.Context, sel ast.SelectionSet,
 
 var campaignConnectionImplementors = []string{"CampaignConnection"}
 
-func (ec *executionContext) _CampaignConnection(ctx context.Context, sel ast.SelectionSet, obj *model.CampaignConnection) graphql.Marshaler {
+func (ec *executionContext) _CampaignConnection(ctx context.Context, sel ast.SelectionSet, obj *app.CampaignConnection) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, campaignConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -19636,7 +19637,7 @@ func (ec *executionContext) _CampaignConnection(ctx context.Context, sel ast.Sel
 
 var campaignEdgeImplementors = []string{"CampaignEdge"}
 
-func (ec *executionContext) _CampaignEdge(ctx context.Context, sel ast.SelectionSet, obj *model.CampaignEdge) graphql.Marshaler {
+func (ec *executionContext) _CampaignEdge(ctx context.Context, sel ast.SelectionSet, obj *app.CampaignEdge) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, campaignEdgeImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -19724,7 +19725,7 @@ func (ec *executionContext) _CreateApiKeyPayload(ctx context.Context, sel ast.Se
 
 var createWebhookEndpointPayloadImplementors = []string{"CreateWebhookEndpointPayload"}
 
-func (ec *executionContext) _CreateWebhookEndpointPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateWebhookEndpointPayload) graphql.Marshaler {
+func (ec *executionContext) _CreateWebhookEndpointPayload(ctx context.Context, sel ast.SelectionSet, obj *app.WebhookWithSecret) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, createWebhookEndpointPayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -20567,7 +20568,7 @@ func (ec *executionContext) _Organization(ctx context.Context, sel ast.Selection
 
 var overviewImplementors = []string{"Overview"}
 
-func (ec *executionContext) _Overview(ctx context.Context, sel ast.SelectionSet, obj *model.Overview) graphql.Marshaler {
+func (ec *executionContext) _Overview(ctx context.Context, sel ast.SelectionSet, obj *app.Overview) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, overviewImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -21304,7 +21305,7 @@ func (ec *executionContext) _RetentionSettings(ctx context.Context, sel ast.Sele
 
 var rotateWebhookSecretPayloadImplementors = []string{"RotateWebhookSecretPayload"}
 
-func (ec *executionContext) _RotateWebhookSecretPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RotateWebhookSecretPayload) graphql.Marshaler {
+func (ec *executionContext) _RotateWebhookSecretPayload(ctx context.Context, sel ast.SelectionSet, obj *app.WebhookWithSecret) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, rotateWebhookSecretPayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -21882,7 +21883,7 @@ func (ec *executionContext) _SessionConnection(ctx context.Context, sel ast.Sele
 
 var sessionDetailImplementors = []string{"SessionDetail"}
 
-func (ec *executionContext) _SessionDetail(ctx context.Context, sel ast.SelectionSet, obj *model.SessionDetail) graphql.Marshaler {
+func (ec *executionContext) _SessionDetail(ctx context.Context, sel ast.SelectionSet, obj *app.SessionDetail) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, sessionDetailImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -21995,7 +21996,7 @@ func (ec *executionContext) _SessionEdge(ctx context.Context, sel ast.SelectionS
 
 var severityCountsImplementors = []string{"SeverityCounts"}
 
-func (ec *executionContext) _SeverityCounts(ctx context.Context, sel ast.SelectionSet, obj *model.SeverityCounts) graphql.Marshaler {
+func (ec *executionContext) _SeverityCounts(ctx context.Context, sel ast.SelectionSet, obj *app.SeverityCounts) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, severityCountsImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -22545,7 +22546,7 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 
 var timelineBucketImplementors = []string{"TimelineBucket"}
 
-func (ec *executionContext) _TimelineBucket(ctx context.Context, sel ast.SelectionSet, obj *model.TimelineBucket) graphql.Marshaler {
+func (ec *executionContext) _TimelineBucket(ctx context.Context, sel ast.SelectionSet, obj *app.TimelineBucket) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, timelineBucketImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -22861,7 +22862,7 @@ func (ec *executionContext) _TrapPreview(ctx context.Context, sel ast.SelectionS
 
 var trapRefImplementors = []string{"TrapRef"}
 
-func (ec *executionContext) _TrapRef(ctx context.Context, sel ast.SelectionSet, obj *model.TrapRef) graphql.Marshaler {
+func (ec *executionContext) _TrapRef(ctx context.Context, sel ast.SelectionSet, obj *app.TrapRef) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, trapRefImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -23989,7 +23990,7 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
-func (ec *executionContext) marshalNCampaign2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaign(ctx context.Context, sel ast.SelectionSet, v *model.Campaign) graphql.Marshaler {
+func (ec *executionContext) marshalNCampaign2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐCampaign(ctx context.Context, sel ast.SelectionSet, v *app.Campaign) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -23999,7 +24000,7 @@ func (ec *executionContext) marshalNCampaign2ᚖgithubᚗcomᚋflytrapᚋflytrap
 	return ec._Campaign(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNCampaignConnection2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaignConnection(ctx context.Context, sel ast.SelectionSet, v *model.CampaignConnection) graphql.Marshaler {
+func (ec *executionContext) marshalNCampaignConnection2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐCampaignConnection(ctx context.Context, sel ast.SelectionSet, v *app.CampaignConnection) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -24009,11 +24010,11 @@ func (ec *executionContext) marshalNCampaignConnection2ᚖgithubᚗcomᚋflytrap
 	return ec._CampaignConnection(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNCampaignEdge2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaignEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.CampaignEdge) graphql.Marshaler {
+func (ec *executionContext) marshalNCampaignEdge2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐCampaignEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*app.CampaignEdge) graphql.Marshaler {
 	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNCampaignEdge2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaignEdge(ctx, sel, v[i])
+		return ec.marshalNCampaignEdge2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐCampaignEdge(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -24025,7 +24026,7 @@ func (ec *executionContext) marshalNCampaignEdge2ᚕᚖgithubᚗcomᚋflytrapᚋ
 	return ret
 }
 
-func (ec *executionContext) marshalNCampaignEdge2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCampaignEdge(ctx context.Context, sel ast.SelectionSet, v *model.CampaignEdge) graphql.Marshaler {
+func (ec *executionContext) marshalNCampaignEdge2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐCampaignEdge(ctx context.Context, sel ast.SelectionSet, v *app.CampaignEdge) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -24065,17 +24066,17 @@ func (ec *executionContext) unmarshalNCreateSiteInput2githubᚗcomᚋflytrapᚋf
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) unmarshalNCreateTrapInput2githubᚗcomᚋflytrapᚋflytrapᚋentᚐCreateTrapInput(ctx context.Context, v any) (ent.CreateTrapInput, error) {
+func (ec *executionContext) unmarshalNCreateTrapInput2githubᚗcomᚋflytrapᚋflytrapᚋappᚐTrapInput(ctx context.Context, v any) (app.TrapInput, error) {
 	res, err := ec.unmarshalInputCreateTrapInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) unmarshalNCreateWebhookEndpointInput2githubᚗcomᚋflytrapᚋflytrapᚋentᚐCreateWebhookEndpointInput(ctx context.Context, v any) (ent.CreateWebhookEndpointInput, error) {
+func (ec *executionContext) unmarshalNCreateWebhookEndpointInput2githubᚗcomᚋflytrapᚋflytrapᚋappᚐWebhookInput(ctx context.Context, v any) (app.WebhookInput, error) {
 	res, err := ec.unmarshalInputCreateWebhookEndpointInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNCreateWebhookEndpointPayload2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCreateWebhookEndpointPayload(ctx context.Context, sel ast.SelectionSet, v *model.CreateWebhookEndpointPayload) graphql.Marshaler {
+func (ec *executionContext) marshalNCreateWebhookEndpointPayload2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐWebhookWithSecret(ctx context.Context, sel ast.SelectionSet, v *app.WebhookWithSecret) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -24379,7 +24380,7 @@ func (ec *executionContext) unmarshalNOrganizationWhereInput2ᚖgithubᚗcomᚋf
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNOverview2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐOverview(ctx context.Context, sel ast.SelectionSet, v *model.Overview) graphql.Marshaler {
+func (ec *executionContext) marshalNOverview2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐOverview(ctx context.Context, sel ast.SelectionSet, v *app.Overview) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -24444,7 +24445,7 @@ func (ec *executionContext) marshalNRetentionSettings2ᚖgithubᚗcomᚋflytrap�
 	return ec._RetentionSettings(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNRotateWebhookSecretPayload2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐRotateWebhookSecretPayload(ctx context.Context, sel ast.SelectionSet, v *model.RotateWebhookSecretPayload) graphql.Marshaler {
+func (ec *executionContext) marshalNRotateWebhookSecretPayload2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐWebhookWithSecret(ctx context.Context, sel ast.SelectionSet, v *app.WebhookWithSecret) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -24516,7 +24517,7 @@ func (ec *executionContext) marshalNSessionConnection2ᚖgithubᚗcomᚋflytrap�
 	return ec._SessionConnection(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNSessionDetail2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐSessionDetail(ctx context.Context, sel ast.SelectionSet, v *model.SessionDetail) graphql.Marshaler {
+func (ec *executionContext) marshalNSessionDetail2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐSessionDetail(ctx context.Context, sel ast.SelectionSet, v *app.SessionDetail) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -24557,7 +24558,7 @@ func (ec *executionContext) marshalNSeverity2githubᚗcomᚋflytrapᚋflytrapᚋ
 	return v
 }
 
-func (ec *executionContext) marshalNSeverityCounts2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐSeverityCounts(ctx context.Context, sel ast.SelectionSet, v *model.SeverityCounts) graphql.Marshaler {
+func (ec *executionContext) marshalNSeverityCounts2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐSeverityCounts(ctx context.Context, sel ast.SelectionSet, v *app.SeverityCounts) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -24762,11 +24763,11 @@ func (ec *executionContext) marshalNTime2timeᚐTime(ctx context.Context, sel as
 	return res
 }
 
-func (ec *executionContext) marshalNTimelineBucket2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTimelineBucketᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.TimelineBucket) graphql.Marshaler {
+func (ec *executionContext) marshalNTimelineBucket2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐTimelineBucketᚄ(ctx context.Context, sel ast.SelectionSet, v []*app.TimelineBucket) graphql.Marshaler {
 	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNTimelineBucket2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTimelineBucket(ctx, sel, v[i])
+		return ec.marshalNTimelineBucket2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐTimelineBucket(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -24778,7 +24779,7 @@ func (ec *executionContext) marshalNTimelineBucket2ᚕᚖgithubᚗcomᚋflytrap�
 	return ret
 }
 
-func (ec *executionContext) marshalNTimelineBucket2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTimelineBucket(ctx context.Context, sel ast.SelectionSet, v *model.TimelineBucket) graphql.Marshaler {
+func (ec *executionContext) marshalNTimelineBucket2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐTimelineBucket(ctx context.Context, sel ast.SelectionSet, v *app.TimelineBucket) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -24834,11 +24835,11 @@ func (ec *executionContext) marshalNTrapPreview2ᚖgithubᚗcomᚋflytrapᚋflyt
 	return ec._TrapPreview(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNTrapRef2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTrapRefᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.TrapRef) graphql.Marshaler {
+func (ec *executionContext) marshalNTrapRef2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐTrapRefᚄ(ctx context.Context, sel ast.SelectionSet, v []*app.TrapRef) graphql.Marshaler {
 	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNTrapRef2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTrapRef(ctx, sel, v[i])
+		return ec.marshalNTrapRef2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐTrapRef(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -24850,7 +24851,7 @@ func (ec *executionContext) marshalNTrapRef2ᚕᚖgithubᚗcomᚋflytrapᚋflytr
 	return ret
 }
 
-func (ec *executionContext) marshalNTrapRef2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐTrapRef(ctx context.Context, sel ast.SelectionSet, v *model.TrapRef) graphql.Marshaler {
+func (ec *executionContext) marshalNTrapRef2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐTrapRef(ctx context.Context, sel ast.SelectionSet, v *app.TrapRef) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -24885,12 +24886,12 @@ func (ec *executionContext) unmarshalNUpdateSiteInput2githubᚗcomᚋflytrapᚋf
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) unmarshalNUpdateTrapInput2githubᚗcomᚋflytrapᚋflytrapᚋentᚐUpdateTrapInput(ctx context.Context, v any) (ent.UpdateTrapInput, error) {
+func (ec *executionContext) unmarshalNUpdateTrapInput2githubᚗcomᚋflytrapᚋflytrapᚋappᚐTrapChanges(ctx context.Context, v any) (app.TrapChanges, error) {
 	res, err := ec.unmarshalInputUpdateTrapInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) unmarshalNUpdateWebhookEndpointInput2githubᚗcomᚋflytrapᚋflytrapᚋentᚐUpdateWebhookEndpointInput(ctx context.Context, v any) (ent.UpdateWebhookEndpointInput, error) {
+func (ec *executionContext) unmarshalNUpdateWebhookEndpointInput2githubᚗcomᚋflytrapᚋflytrapᚋappᚐWebhookChanges(ctx context.Context, v any) (app.WebhookChanges, error) {
 	res, err := ec.unmarshalInputUpdateWebhookEndpointInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }

@@ -16,6 +16,7 @@ import (
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/schematype"
@@ -112,15 +113,16 @@ func (g *giant) detail(t testing.TB) ([]stmt, int) {
 	rec := &recorder{Driver: entsql.OpenDB(g.db.Dialect, g.db.SQL)}
 	client := ent.NewClient(ent.Driver(rec))
 	store.Undistinct(client) // as store.Open's clients
-	r := NewResolver(client, nil, nil, nil)
-	r.DetailLimit = DefaultDetailLimit
-	d, err := r.sessionDetail(ctx, g.session.ID)
+	a := app.New(client, nil, nil)
+	a.DetailLimit = app.DefaultDetailLimit
+	r := NewResolver(a, nil)
+	d, err := a.SessionDetail(ctx, g.session.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d.Hits) != DefaultDetailLimit || !d.HitsTruncated || len(d.Signals) != DefaultDetailLimit || len(d.Prompts) != DefaultDetailLimit {
+	if len(d.Hits) != app.DefaultDetailLimit || !d.HitsTruncated || len(d.Signals) != app.DefaultDetailLimit || len(d.Prompts) != app.DefaultDetailLimit {
 		t.Fatalf("detail: %d hits (truncated %v), %d signals, %d prompts; want %d of each, truncated",
-			len(d.Hits), d.HitsTruncated, len(d.Signals), len(d.Prompts), DefaultDetailLimit)
+			len(d.Hits), d.HitsTruncated, len(d.Signals), len(d.Prompts), app.DefaultDetailLimit)
 	}
 	if !d.Hits[len(d.Hits)-1].ReceivedAt.Equal(g.session.LastSeen) {
 		t.Fatalf("the detail's last hit is of %v, want the newest, %v", d.Hits[len(d.Hits)-1].ReceivedAt, g.session.LastSeen)
@@ -262,7 +264,7 @@ func readsBounded(d, query, plan string) error {
 		}
 		return nil
 	}
-	bound := DefaultDetailLimit + 1
+	bound := app.DefaultDetailLimit + 1
 	if strings.Contains(query, "GROUP BY") || strings.Contains(query, "DISTINCT") {
 		bound = signalGroupRows
 	}

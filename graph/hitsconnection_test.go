@@ -14,6 +14,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/flytraptest/testdb"
@@ -30,7 +31,7 @@ func TestSessionHitsPageInfoDoesNotCount(t *testing.T) {
 		rec := &recorder{Driver: entsql.OpenDB(g.db.Dialect, g.db.SQL)}
 		client := ent.NewClient(ent.Driver(rec))
 		store.Undistinct(client)
-		srv := handler.New(NewExecutableSchema(Config{Resolvers: NewResolver(client, nil, nil, nil),
+		srv := handler.New(NewExecutableSchema(Config{Resolvers: NewResolver(app.New(client, nil, nil), nil),
 			Directives: DirectiveRoot{PageLimits: func(ctx context.Context, _ any, next graphql.Resolver) (any, error) { return next(ctx) }}}))
 		srv.AddTransport(transport.POST{})
 		do := func(query string) (map[string]any, []stmt) {

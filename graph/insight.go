@@ -7,6 +7,7 @@ import (
 
 	entsql "entgo.io/ent/dialect/sql"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/ent"
@@ -26,8 +27,6 @@ const (
 	evidenceRows = 300
 	// evidenceSamples is how many pieces of evidence a signal group shows.
 	evidenceSamples = 3
-	// maxTrapRefs bounds the traps resolved for one session or campaign.
-	maxTrapRefs = 100
 	// signalGroupRows bounds the firings a session's signal groups are counted over: its
 	// newest, read along (session_id, created_at, id). A visitor decides how many firings its
 	// session holds (one a request), and grouping them all cost in proportion (issue 22);
@@ -201,44 +200,6 @@ func placementName(p string) string {
 	return p
 }
 
-// trapRefs resolves trap ids to names and paths, in the order given; a deleted trap keeps its id.
-func (r *Resolver) trapRefs(ctx context.Context, ids []string) ([]*model.TrapRef, error) {
-	if len(ids) > maxTrapRefs {
-		ids = ids[:maxTrapRefs]
-	}
-	if len(ids) == 0 {
-		return []*model.TrapRef{}, nil
-	}
-	traps, err := r.ent(ctx).Trap.Query().Where(trap.IDIn(ids...)).All(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("load traps: %w", err)
-	}
-	byID := map[string]*ent.Trap{}
-	for _, t := range traps {
-		byID[t.ID] = t
-	}
-	return refsOf(ids, byID), nil
-}
-
-// refsOf is the references to ids, from the traps found; a deleted trap keeps its id.
-func refsOf(ids []string, byID map[string]*ent.Trap) []*model.TrapRef {
-	out := make([]*model.TrapRef, 0, len(ids))
-	for _, id := range ids {
-		t := byID[id]
-		if t == nil {
-			out = append(out, &model.TrapRef{ID: id, Deleted: true})
-			continue
-		}
-		ref := &model.TrapRef{ID: t.ID, Name: t.Name, Type: string(t.Type)}
-		if t.Path != "" {
-			p := t.Path
-			ref.Path = &p
-		}
-		out = append(out, ref)
-	}
-	return out
-}
-
 // Explanation is the resolver for the explanation field.
 func (r *sessionResolver) Explanation(ctx context.Context, obj *ent.Session) (*model.VerdictExplanation, error) {
 	return explainSession(obj), nil
@@ -250,8 +211,8 @@ func (r *sessionResolver) SignalGroups(ctx context.Context, obj *ent.Session) ([
 }
 
 // Traps is the resolver for the traps field.
-func (r *sessionResolver) Traps(ctx context.Context, obj *ent.Session) ([]*model.TrapRef, error) {
-	return r.trapRefs(ctx, obj.TrapsTriggered)
+func (r *sessionResolver) Traps(ctx context.Context, obj *ent.Session) ([]*app.TrapRef, error) {
+	return r.app.TrapRefs(ctx, obj.TrapsTriggered)
 }
 
 // Session returns SessionResolver implementation.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/graph/model"
 	"github.com/flytrap/flytrap/ids"
@@ -11,7 +12,7 @@ import (
 
 // LureSnippet is the resolver for the lureSnippet field.
 func (r *queryResolver) LureSnippet(ctx context.Context, trapID string) (*model.LureSnippet, error) {
-	if err := CheckID(trapID, ids.Trap); err != nil {
+	if err := app.CheckID(trapID, ids.Trap); err != nil {
 		return nil, err
 	}
 	t, err := r.ent(ctx).Trap.Get(ctx, trapID) // the privacy policy hides other organizations' traps

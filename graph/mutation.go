@@ -2,14 +2,8 @@ package graph
 
 import (
 	"context"
-	"fmt"
-	"time"
 
-	"github.com/flytrap/flytrap/apikey"
-	"github.com/flytrap/flytrap/apperr"
-	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/graph/model"
-	"github.com/flytrap/flytrap/viewer"
 )
 
 func deleted(id string, err error) (*model.DeletePayload, error) {
@@ -20,44 +14,9 @@ func deleted(id string, err error) (*model.DeletePayload, error) {
 }
 
 func (r *Resolver) createAPIKey(ctx context.Context, in model.CreateAPIKeyInput) (*model.CreateAPIKeyPayload, error) {
-	v, _ := viewer.FromContext(ctx)
-	key, k, err := CreateAPIKey(ctx, r.ent(ctx), v.OrgID, in.Name, in.Scope)
+	key, k, err := r.app.CreateAPIKey(ctx, in.Name, in.Scope)
 	if err != nil {
 		return nil, err
 	}
 	return &model.CreateAPIKeyPayload{Key: key, APIKey: k}, nil
-}
-
-func (r *Resolver) revokeAPIKey(ctx context.Context, id string) (*ent.APIKey, error) {
-	return RevokeAPIKey(ctx, r.ent(ctx), id, r.now())
-}
-
-// CreateAPIKey makes an API key of scope in org and returns it in full, the only time it
-// is ever available. The GraphQL mutation and the command line both make keys with it.
-func CreateAPIKey(ctx context.Context, c *ent.Client, org, name string, scope viewer.Scope) (string, *ent.APIKey, error) {
-	if !scope.Valid() {
-		return "", nil, apperr.Invalid("scope", "must be READ_ONLY, READ_WRITE or ADMIN")
-	}
-	key, err := apikey.Generate()
-	if err != nil {
-		return "", nil, fmt.Errorf("generate key: %w", err)
-	}
-	k, err := c.APIKey.Create().SetOrgID(org).SetName(name).SetScope(scope).
-		SetPrefix(key.DisplayPrefix).SetHash(key.Hash).Save(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	return key.Plaintext, k, nil
-}
-
-// RevokeAPIKey revokes a key once; revoking it again keeps the first revocation time.
-func RevokeAPIKey(ctx context.Context, c *ent.Client, id string, now time.Time) (*ent.APIKey, error) {
-	k, err := c.APIKey.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if k.RevokedAt != nil {
-		return k, nil
-	}
-	return c.APIKey.UpdateOneID(id).SetRevokedAt(now.UTC().Truncate(time.Millisecond)).Save(ctx)
 }

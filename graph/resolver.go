@@ -1,28 +1,26 @@
-// Package graph is Flytrap's GraphQL API: the resolvers behind /graphql, which
-// the REST adapter calls too, so both APIs give the same answers.
+// Package graph is Flytrap's GraphQL API: the resolvers behind /graphql. Each is an adapter
+// over the application layer (app): it passes its arguments to a use case and returns what it
+// gives. GraphQL's own generic connections (traps, sites, API keys, events: entgql's where,
+// order and cursors) are paginated here, since that pagination is the use case; everything
+// the REST API shares (sessions, session detail, figures, events, webhooks) is app's.
 package graph
 
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/decoy"
-
 	"github.com/flytrap/flytrap/ent"
-	"github.com/flytrap/flytrap/event"
 )
 
 // Resolver is the root of the resolvers.
 type Resolver struct {
+	app    *app.App
 	client *ent.Client
-	broker *event.Broker
 	logger *slog.Logger
-	now    func() time.Time
 
-	streams streamSlots
-	open    sync.Map // Follow.Kind → *atomic.Int64: live readers, for metrics
 	// CredentialCheck is how often a subscription re-checks its credential (revoked key,
 	// expired JWT) on its own, besides the broker's immediate end on a revocation made on
 	// this instance or announced by NOTIFY: the server sets it to --stream-heartbeat, the
@@ -33,30 +31,16 @@ type Resolver struct {
 	Previewer Previewer
 	// TokenKey is the installation's token key, for lureSnippet; set with Previewer.
 	TokenKey func() decoy.Key
-	// Manual limits the deliveries callers ask for per endpoint (pings, redeliveries).
-	Manual ManualLimit
-	// DetailLimit bounds each list of a session's detail (1 to MaxDetailLimit).
-	DetailLimit int
-	// DetailBytes bounds the stored bytes of each list of a session's detail (MinDetailBytes
-	// to MaxDetailBytes; else DefaultDetailBytes).
-	DetailBytes int
-	// Where bounds the filters the REST adapter builds, as the complexity limit bounds GraphQL's.
-	Where WhereLimits
 	// Storage measures the database for admins (the storage field); the server sets it.
 	Storage StorageReport
 }
 
-// NewResolver returns the root resolver over client; broker feeds live delivery;
-// now is the clock (time.Now in production).
-func NewResolver(client *ent.Client, broker *event.Broker, logger *slog.Logger, now func() time.Time) *Resolver {
-	if now == nil {
-		now = time.Now
-	}
+// NewResolver returns the root resolver over the application.
+func NewResolver(a *app.App, logger *slog.Logger) *Resolver {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Resolver{client: client, broker: broker, logger: logger, now: now, Manual: DefaultManualLimit, DetailLimit: DefaultDetailLimit,
-		DetailBytes: DefaultDetailBytes, Where: DefaultWhereLimits}
+	return &Resolver{app: a, client: a.Client(), logger: logger}
 }
 
 func (r *Resolver) log(ctx context.Context, msg string, err error) {
@@ -65,8 +49,5 @@ func (r *Resolver) log(ctx context.Context, msg string, err error) {
 
 // ent returns the client of the transaction the operation runs in, if any, else the root client.
 func (r *Resolver) ent(ctx context.Context) *ent.Client {
-	if c := ent.FromContext(ctx); c != nil {
-		return c
-	}
-	return r.client
+	return app.Ent(ctx, r.client)
 }

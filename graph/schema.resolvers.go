@@ -8,50 +8,40 @@ package graph
 import (
 	"context"
 
-	"github.com/flytrap/flytrap/decoy"
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/graph/model"
 	"github.com/flytrap/flytrap/ids"
 )
 
 // Overview is the resolver for the overview field.
-func (r *analyticsResolver) Overview(ctx context.Context, obj *model.Analytics) (*model.Overview, error) {
-	return r.overview(ctx)
+func (r *analyticsResolver) Overview(ctx context.Context, obj *model.Analytics) (*app.Overview, error) {
+	return r.app.Overview(ctx)
 }
 
 // Severity is the resolver for the severity field.
-func (r *analyticsResolver) Severity(ctx context.Context, obj *model.Analytics) (*model.SeverityCounts, error) {
-	return r.severityCounts(ctx)
+func (r *analyticsResolver) Severity(ctx context.Context, obj *model.Analytics) (*app.SeverityCounts, error) {
+	return r.app.Severity(ctx)
 }
 
 // Timeline is the resolver for the timeline field.
-func (r *analyticsResolver) Timeline(ctx context.Context, obj *model.Analytics) ([]*model.TimelineBucket, error) {
-	return r.timeline(ctx)
+func (r *analyticsResolver) Timeline(ctx context.Context, obj *model.Analytics) ([]*app.TimelineBucket, error) {
+	return r.app.Timeline(ctx)
 }
 
 // CreateTrap is the resolver for the createTrap field.
-func (r *mutationResolver) CreateTrap(ctx context.Context, input ent.CreateTrapInput) (*ent.Trap, error) {
-	if k, ok := decoy.KindOf(string(input.Type)); ok && (input.Path == nil || *input.Path == "") {
-		p := decoy.Path(k.Name) // a plausible place for its kind
-		input.Path = &p
-	}
-	return r.ent(ctx).Trap.Create().SetInput(input).Save(ctx)
+func (r *mutationResolver) CreateTrap(ctx context.Context, input app.TrapInput) (*ent.Trap, error) {
+	return r.app.CreateTrap(ctx, input)
 }
 
 // UpdateTrap is the resolver for the updateTrap field.
-func (r *mutationResolver) UpdateTrap(ctx context.Context, id string, input ent.UpdateTrapInput) (*ent.Trap, error) {
-	if err := CheckID(id, ids.Trap); err != nil {
-		return nil, err
-	}
-	return r.ent(ctx).Trap.UpdateOneID(id).SetInput(input).Save(ctx)
+func (r *mutationResolver) UpdateTrap(ctx context.Context, id string, input app.TrapChanges) (*ent.Trap, error) {
+	return r.app.UpdateTrap(ctx, id, input)
 }
 
 // DeleteTrap is the resolver for the deleteTrap field.
 func (r *mutationResolver) DeleteTrap(ctx context.Context, id string) (*model.DeletePayload, error) {
-	if err := CheckID(id, ids.Trap); err != nil {
-		return nil, err
-	}
-	return deleted(id, r.ent(ctx).Trap.DeleteOneID(id).Exec(ctx))
+	return deleted(id, r.app.DeleteTrap(ctx, id))
 }
 
 // CreateAPIKey is the resolver for the createApiKey field.
@@ -61,10 +51,7 @@ func (r *mutationResolver) CreateAPIKey(ctx context.Context, input model.CreateA
 
 // RevokeAPIKey is the resolver for the revokeApiKey field.
 func (r *mutationResolver) RevokeAPIKey(ctx context.Context, id string) (*ent.APIKey, error) {
-	if err := CheckID(id, ids.APIKey); err != nil {
-		return nil, err
-	}
-	return r.revokeAPIKey(ctx, id)
+	return r.app.RevokeAPIKey(ctx, id)
 }
 
 // UpdateOrganization is the resolver for the updateOrganization field.
@@ -83,7 +70,7 @@ func (r *mutationResolver) CreateSite(ctx context.Context, input ent.CreateSiteI
 
 // UpdateSite is the resolver for the updateSite field.
 func (r *mutationResolver) UpdateSite(ctx context.Context, id string, input ent.UpdateSiteInput) (*ent.Site, error) {
-	if err := CheckID(id, ids.Site); err != nil {
+	if err := app.CheckID(id, ids.Site); err != nil {
 		return nil, err
 	}
 	return r.ent(ctx).Site.UpdateOneID(id).SetInput(input).Save(ctx)
@@ -91,7 +78,7 @@ func (r *mutationResolver) UpdateSite(ctx context.Context, id string, input ent.
 
 // DeleteSite is the resolver for the deleteSite field.
 func (r *mutationResolver) DeleteSite(ctx context.Context, id string) (*model.DeletePayload, error) {
-	if err := CheckID(id, ids.Site); err != nil {
+	if err := app.CheckID(id, ids.Site); err != nil {
 		return nil, err
 	}
 	return deleted(id, r.ent(ctx).Site.DeleteOneID(id).Exec(ctx))
@@ -108,8 +95,8 @@ func (r *queryResolver) Analytics(ctx context.Context) (*model.Analytics, error)
 }
 
 // SessionDetail is the resolver for the sessionDetail field.
-func (r *queryResolver) SessionDetail(ctx context.Context, id string) (*model.SessionDetail, error) {
-	return r.sessionDetail(ctx, id)
+func (r *queryResolver) SessionDetail(ctx context.Context, id string) (*app.SessionDetail, error) {
+	return r.app.SessionDetail(ctx, id)
 }
 
 // Analytics returns AnalyticsResolver implementation.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/graph/model"
@@ -33,7 +34,7 @@ func (r *queryResolver) Viewer(ctx context.Context) (*model.Viewer, error) {
 
 // TrapPreview is the resolver for the trapPreview field.
 func (r *queryResolver) TrapPreview(ctx context.Context, id string) (*model.TrapPreview, error) {
-	if err := CheckID(id, ids.Trap); err != nil {
+	if err := app.CheckID(id, ids.Trap); err != nil {
 		return nil, err
 	}
 	t, err := r.ent(ctx).Trap.Get(ctx, id) // the privacy policy hides other organizations' traps

@@ -182,7 +182,7 @@ func (b *WhereBudget) walk(typ string, v any, edges, mult int) (int, error) {
 	return cost, nil
 }
 
-// CheckWhere prices one typed where input (what the REST adapter builds) under limits, as the
+// CheckWhere prices one typed where input (such as app.SessionFilter.Where) under limits, as the
 // GraphQL complexity limit prices one in an operation.
 func CheckWhere(limits WhereLimits, typ string, where any) error {
 	raw, err := json.Marshal(where)

@@ -10,18 +10,18 @@ func (a *API) overview(w http.ResponseWriter, r *http.Request) error {
 	if _, err := query(r); err != nil {
 		return err
 	}
-	o, err := a.res.Analytics().Overview(r.Context(), nil)
+	o, err := a.app.Overview(r.Context())
 	if err != nil {
 		return err
 	}
-	return ok(w, http.StatusOK, o) // model.Overview's JSON names are the document's
+	return ok(w, http.StatusOK, o) // app.Overview's JSON names are the document's
 }
 
 func (a *API) severity(w http.ResponseWriter, r *http.Request) error {
 	if _, err := query(r); err != nil {
 		return err
 	}
-	s, err := a.res.Analytics().Severity(r.Context(), nil)
+	s, err := a.app.Severity(r.Context())
 	if err != nil {
 		return err
 	}
@@ -32,7 +32,7 @@ func (a *API) timeline(w http.ResponseWriter, r *http.Request) error {
 	if _, err := query(r); err != nil {
 		return err
 	}
-	buckets, err := a.res.Analytics().Timeline(r.Context(), nil)
+	buckets, err := a.app.Timeline(r.Context())
 	if err != nil {
 		return err
 	}

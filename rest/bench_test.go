@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/event"
 	ft "github.com/flytrap/flytrap/flytraptest"
-	"github.com/flytrap/flytrap/graph"
 )
 
 // benchEvents is the size of the log the pagination benchmark reads (FLYTRAP_BENCH_EVENTS overrides).
@@ -59,7 +59,7 @@ func BenchmarkEventsPage(b *testing.B) {
 				pos  int64
 			}{{"first", 0}, {"deep", int64(n - 200)}} {
 				b.Run(at.name, func(b *testing.B) {
-					path := "/api/v1/events?" + url.Values{"limit": {"100"}, "cursor": {graph.EventCursor(at.pos)}}.Encode()
+					path := "/api/v1/events?" + url.Values{"limit": {"100"}, "cursor": {app.EventCursor(at.pos)}}.Encode()
 					for b.Loop() {
 						res, body := env.Get(a.ReadOnly, path)
 						if res.StatusCode != http.StatusOK || len(body) < 1000 {

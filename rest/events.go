@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/event"
-	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/internal/clip"
 	"github.com/flytrap/flytrap/wire"
 )
@@ -45,11 +45,11 @@ func (a *API) listEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	var after int64
 	if v := q.Get("cursor"); v != "" {
-		if after, err = graph.ParseEventCursor("cursor", v); err != nil {
+		if after, err = app.ParseEventCursor("cursor", v); err != nil {
 			return err
 		}
 	}
-	page, err := a.res.EventsAfter(r.Context(), after, limit, types)
+	page, err := a.app.EventsAfter(r.Context(), after, limit, types)
 	if err != nil {
 		return err
 	}
@@ -57,6 +57,6 @@ func (a *API) listEvents(w http.ResponseWriter, r *http.Request) error {
 	for i, ev := range page.Events {
 		events[i] = wire.EventOf(ev)
 	}
-	writeJSON(w, http.StatusOK, wire.EventsPage{Events: events, HasMore: page.HasMore, NextCursor: graph.EventCursor(page.Next)})
+	writeJSON(w, http.StatusOK, wire.EventsPage{Events: events, HasMore: page.HasMore, NextCursor: app.EventCursor(page.Next)})
 	return nil
 }

@@ -20,11 +20,11 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/event"
 	ft "github.com/flytrap/flytrap/flytraptest"
-	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/record"
 	"github.com/flytrap/flytrap/rest"
 	"github.com/flytrap/flytrap/server"
@@ -644,9 +644,9 @@ func TestOpenAPIMatchesLiveResponses(t *testing.T) {
 		if _, err := purged.DB.SQL.Exec("DELETE FROM events"); err != nil { // what the purge does to a month-old log
 			t.Fatal(err)
 		}
-		c.call(purged, http.StatusGone, get(events, events+"?cursor="+graph.EventCursor(1), pa.ReadOnly))
+		c.call(purged, http.StatusGone, get(events, events+"?cursor="+app.EventCursor(1), pa.ReadOnly))
 		c.call(purged, http.StatusGone, request{method: http.MethodGet, tmpl: stream, path: stream, token: pa.ReadOnly,
-			header: map[string]string{"Last-Event-ID": graph.EventCursor(1)}})
+			header: map[string]string{"Last-Event-ID": app.EventCursor(1)}})
 
 		// 500 cannot be provoked from outside.
 		c.assertCovered(http.StatusInternalServerError)
@@ -687,7 +687,7 @@ func seedOpenAPIHit(t *testing.T, env *ft.Env, s *ent.Session, trapID string, at
 // its security and the scope it needs.
 func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	doc := loadAPIDoc(t)
-	api := rest.New(nil, nil, nil, rest.Options{})
+	api := rest.New(nil, nil, rest.Options{})
 	routes := map[string]bool{}
 	public := map[string]bool{}
 	for _, rt := range api.Routes() {

@@ -1,13 +1,13 @@
 // Package rest is the REST compatibility layer: the routes of the customer's API
-// document, mapped onto the same resolvers as the GraphQL API. It holds no query,
-// scoping or validation logic of its own, only the translation of shapes.
+// document, mapped onto the application's use cases (app), which the GraphQL API calls
+// too. It holds no query, scoping or validation logic of its own, only the translation of
+// a request into a use case's domain types and of the result into the document's shapes.
 package rest
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/apperr"
-	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/internal/clip"
 	"github.com/flytrap/flytrap/wire"
@@ -25,10 +25,9 @@ import (
 
 // API serves the REST routes.
 type API struct {
-	res    *graph.Resolver
-	client *ent.Client
-	log    *slog.Logger
-	opts   Options
+	app  *app.App
+	log  *slog.Logger
+	opts Options
 }
 
 // Options are the REST layer's settings.
@@ -39,15 +38,15 @@ type Options struct {
 	Heartbeat time.Duration
 }
 
-// New returns the REST API over the resolvers; client opens the transactions mutations run in.
-func New(res *graph.Resolver, client *ent.Client, log *slog.Logger, opts Options) *API {
+// New returns the REST API over the application's use cases.
+func New(a *app.App, log *slog.Logger, opts Options) *API {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = 15 * time.Second
 	}
 	if opts.Stopping == nil {
 		opts.Stopping = context.Background()
 	}
-	return &API{res: res, client: client, log: log, opts: opts}
+	return &API{app: a, log: log, opts: opts}
 }
 
 // HandlerFunc is a REST handler: it writes a success or returns the error to report.
@@ -187,19 +186,3 @@ func jsonKind(k string) string {
 type fieldError struct{ field, msg string }
 
 func (e *fieldError) Error() string { return e.field + ": " + e.msg }
-
-// inTx runs fn in a transaction whose client the resolvers pick up from the context,
-// as gqlgen's transactioner does for GraphQL mutations.
-func (a *API) inTx(ctx context.Context, fn func(ctx context.Context) error) error {
-	tx, err := a.client.Tx(ctx)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	ctx = ent.NewTxContext(ctx, tx)
-	ctx = ent.NewContext(ctx, tx.Client())
-	if err := fn(ctx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	return tx.Commit()
-}

@@ -8,14 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"entgo.io/contrib/entgql"
-
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/apperr"
-	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hit"
-	"github.com/flytrap/flytrap/ent/session"
-	"github.com/flytrap/flytrap/graph"
-	"github.com/flytrap/flytrap/graph/scalar"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/internal/clip"
 	"github.com/flytrap/flytrap/wire"
@@ -85,103 +80,55 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	where := &ent.SessionWhereInput{}
+	var f app.SessionFilter
 	if v := q.Get("classification"); v != "" {
-		c, err := enumValue("classification", "Classification", v, true, nil)
-		if err != nil {
+		if f.Classification, err = enumValue("classification", "Classification", v, true, nil); err != nil {
 			return err
 		}
-		where.Classification = ptr(session.Classification(c))
 	}
 	if v := q.Get("severity"); v != "" {
-		s, err := enumValue("severity", "Severity", v, true, nil)
-		if err != nil {
+		if f.Severity, err = enumValue("severity", "Severity", v, true, nil); err != nil {
 			return err
 		}
-		where.Severity = ptr(session.Severity(s))
 	}
 	if v := q.Get("source_ip"); v != "" {
 		addr, err := netip.ParseAddr(v)
 		if err != nil {
 			return apperr.Invalid("source_ip", "must be an IPv4 or IPv6 address")
 		}
-		ip := addr.String()
-		where.SourceIP = &ip
+		f.SourceIP = addr.String()
 	}
 	if v := q.Get("trap_id"); v != "" {
 		if ids.Prefix(v) != ids.Trap {
 			return apperr.Invalid("trap_id", "must be a trap id (trp_…)")
 		}
-		where.HasHitsWith = []*ent.HitWhereInput{{TrapID: &v}}
+		f.TrapID = v
 	}
-	if where.LastSeenGTE, err = timeParam(q, "since"); err != nil {
+	if f.Since, err = timeParam(q, "since"); err != nil {
 		return err
 	}
-	if where.FirstSeenLT, err = timeParam(q, "until"); err != nil {
+	if f.Until, err = timeParam(q, "until"); err != nil {
 		return err
 	}
-	// The same limits as a GraphQL filter (its fixed shape stays well within them).
-	if err := graph.CheckWhere(a.res.Where, "SessionWhereInput", where); err != nil {
-		return apperr.Invalid("query string", "%s", err.Error())
-	}
-	order := &ent.SessionOrder{Field: ent.SessionOrderFieldLastSeen, Direction: entgql.OrderDirectionDesc}
-	after, err := cursorParam(q, ids.Session, order.Field.String())
+	p, err := a.app.ListSessions(r.Context(), f, app.Page{Limit: limit, Cursor: q.Get("cursor")})
 	if err != nil {
 		return err
 	}
-	conn, err := a.res.Query().Sessions(r.Context(), after, &limit, nil, nil, order, where)
-	if err != nil {
-		return err
-	}
-	data := make([]wire.Session, 0, len(conn.Edges))
-	for _, e := range conn.Edges {
-		data = append(data, wire.SessionOf(e.Node))
-	}
-	return page(w, data, conn.PageInfo)
-}
-
-// cursorParam reads the cursor parameter of a list of nodes with id prefix ordered by
-// order (see graph.CheckCursor).
-func cursorParam(q url.Values, prefix, order string) (*entgql.Cursor[string], error) {
-	v := q.Get("cursor")
-	if v == "" {
-		return nil, nil
-	}
-	after, err := scalar.DecodeCursor(urlToStd.Replace(v))
-	if err != nil {
-		return nil, apperr.Invalid("cursor", "is not a cursor this API issued")
-	}
-	if err := graph.CheckCursor("cursor", &after, prefix, order); err != nil {
-		return nil, err
-	}
-	return &after, nil
+	return page(w, p, wire.SessionOf)
 }
 
 // page writes a paginated list: the dashboard wrapper plus {"pagination": {has_more, next_cursor}}.
-func page[T any](w http.ResponseWriter, data []T, info entgql.PageInfo[string]) error {
-	next := ""
-	if info.EndCursor != nil {
-		next = cursorString(info.EndCursor)
+func page[T, W any](w http.ResponseWriter, p *app.Paged[T], shape func(T) W) error {
+	data := make([]W, len(p.Items))
+	for i, it := range p.Items {
+		data[i] = shape(it)
 	}
-	writeJSON(w, http.StatusOK, wire.Page[T]{Data: data, Pagination: wire.Pagination{HasMore: info.HasNextPage, NextCursor: next}, Success: true})
+	writeJSON(w, http.StatusOK, wire.Page[W]{Data: data, Pagination: wire.Pagination{HasMore: p.HasMore, NextCursor: p.NextCursor}, Success: true})
 	return nil
 }
 
-// Session cursors are entgql's (base64 of msgpack) in the URL-safe alphabet, so a
-// client may paste next_cursor into a query string as it is.
-var (
-	stdToURL = strings.NewReplacer("+", "-", "/", "_")
-	urlToStd = strings.NewReplacer("-", "+", "_", "/")
-)
-
-func cursorString(c *entgql.Cursor[string]) string {
-	var b strings.Builder
-	c.MarshalGQL(&b)
-	return stdToURL.Replace(strings.Trim(b.String(), `"`))
-}
-
 func (a *API) getSession(w http.ResponseWriter, r *http.Request) error {
-	d, err := a.res.Query().SessionDetail(r.Context(), r.PathValue("id"))
+	d, err := a.app.SessionDetail(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}

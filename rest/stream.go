@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/ent"
-	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/wire"
 )
 
@@ -37,20 +37,20 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		resume, field = q.Get("cursor"), "cursor"
 	}
 	if resume != "" {
-		if last, err = graph.ParseEventCursor(field, resume); err != nil {
+		if last, err = app.ParseEventCursor(field, resume); err != nil {
 			return err
 		}
 		// Before the stream starts, so the client gets a 410 and not a stream with a hole.
-		if err := a.res.CheckEventCursor(r.Context(), field, last, graph.RestartStream); err != nil {
+		if err := a.app.CheckEventCursor(r.Context(), field, last, app.RestartStream); err != nil {
 			return err
 		}
 	} else {
 		// A new reader starts at the head of the log, as EventSource expects.
-		if last, err = a.res.EventHead(r.Context()); err != nil {
+		if last, err = a.app.EventHead(r.Context()); err != nil {
 			return err
 		}
 	}
-	release, err := a.res.OpenStream(r.Context())
+	release, err := a.app.OpenStream(r.Context())
 	if err != nil {
 		w.Header().Set("Retry-After", "30")
 		return err
@@ -92,24 +92,24 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		end(nil)
 		return nil
 	}
-	f := graph.Follow{
-		Kind:      graph.FollowStream,
+	f := app.Follow{
+		Kind:      app.FollowStream,
 		Types:     types,
 		After:     last,
 		Heartbeat: a.opts.Heartbeat,
 		Beat: func() error {
-			if err := a.res.CredentialStillValid(ctx); err != nil {
+			if err := a.app.CredentialStillValid(ctx); err != nil {
 				return err
 			}
 			return out.write([]byte(": keep-alive\n\n"))
 		},
 	}
-	err = a.res.FollowEvents(ctx, f, func(ev *ent.Event) error {
+	err = a.app.FollowEvents(ctx, f, func(ev *ent.Event) error {
 		body, err := json.Marshal(wire.EventOf(ev))
 		if err != nil {
 			return err
 		}
-		return out.write(fmt.Appendf(make([]byte, 0, len(body)+64), "id: %s\ndata: %s\n\n", graph.EventCursor(ev.Position), body))
+		return out.write(fmt.Appendf(make([]byte, 0, len(body)+64), "id: %s\ndata: %s\n\n", app.EventCursor(ev.Position), body))
 	}, end)
 	if err != nil {
 		end(err)

@@ -5,38 +5,24 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"entgo.io/contrib/entgql"
-
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/trap"
 	"github.com/flytrap/flytrap/wire"
 )
 
-// maxTrapList bounds GET /dashboard/api/traps, which the document does not paginate.
-const maxTrapList = 10000
-
 func (a *API) listTraps(w http.ResponseWriter, r *http.Request) error {
 	if _, err := query(r); err != nil {
 		return err
 	}
-	ctx := r.Context()
-	order := &ent.TrapOrder{Field: ent.TrapOrderFieldCreatedAt, Direction: entgql.OrderDirectionAsc}
-	out := []wire.Trap{}
-	var after *entgql.Cursor[string]
-	for len(out) < maxTrapList {
-		page := 100
-		conn, err := a.res.Query().Traps(ctx, after, &page, nil, nil, order, nil)
-		if err != nil {
-			return err
-		}
-		for _, e := range conn.Edges {
-			out = append(out, wire.TrapOf(e.Node))
-		}
-		if !conn.PageInfo.HasNextPage {
-			break
-		}
-		after = conn.PageInfo.EndCursor
+	ts, err := a.app.ListTraps(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]wire.Trap, len(ts))
+	for i, t := range ts {
+		out[i] = wire.TrapOf(t)
 	}
 	return ok(w, http.StatusOK, out)
 }
@@ -64,10 +50,10 @@ func (a *API) createTrap(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := ent.CreateTrapInput{Name: *body.Name, Path: body.Path, Type: trap.Type(typ), Description: body.Description, SiteID: body.SiteID}
+	in := app.TrapInput{Name: *body.Name, Path: body.Path, Type: trap.Type(typ), Description: body.Description, SiteID: body.SiteID}
 	var t *ent.Trap
-	err = a.inTx(r.Context(), func(ctx context.Context) (err error) {
-		t, err = a.res.Mutation().CreateTrap(ctx, in)
+	err = a.app.InTx(r.Context(), func(ctx context.Context) (err error) {
+		t, err = a.app.CreateTrap(ctx, in)
 		return err
 	})
 	if err != nil {
@@ -105,14 +91,14 @@ func (a *API) updateTrap(w http.ResponseWriter, r *http.Request) error {
 	if body.Name == nil && body.Description == nil && body.Active == nil {
 		return apperr.Invalid("body", "give at least one of name, description, active")
 	}
-	in := ent.UpdateTrapInput{Name: body.Name, Description: body.Description}
+	in := app.TrapChanges{Name: body.Name, Description: body.Description}
 	if body.Active != nil {
 		active := bool(*body.Active)
 		in.Active = &active
 	}
 	var t *ent.Trap
-	err := a.inTx(r.Context(), func(ctx context.Context) (err error) {
-		t, err = a.res.Mutation().UpdateTrap(ctx, r.PathValue("id"), in)
+	err := a.app.InTx(r.Context(), func(ctx context.Context) (err error) {
+		t, err = a.app.UpdateTrap(ctx, r.PathValue("id"), in)
 		return err
 	})
 	if err != nil {
@@ -123,9 +109,8 @@ func (a *API) updateTrap(w http.ResponseWriter, r *http.Request) error {
 
 func (a *API) deleteTrap(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	err := a.inTx(r.Context(), func(ctx context.Context) error {
-		_, err := a.res.Mutation().DeleteTrap(ctx, id)
-		return err
+	err := a.app.InTx(r.Context(), func(ctx context.Context) error {
+		return a.app.DeleteTrap(ctx, id)
 	})
 	if err != nil {
 		return err

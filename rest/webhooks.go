@@ -5,40 +5,24 @@ import (
 	"net/http"
 	"strings"
 
-	"entgo.io/contrib/entgql"
-
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
-	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/ent/webhookendpoint"
-	"github.com/flytrap/flytrap/graph"
-	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/wire"
 )
-
-// maxWebhookList bounds GET /dashboard/api/webhooks.
-const maxWebhookList = 1000
 
 func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 	if _, err := query(r); err != nil {
 		return err
 	}
-	order := &ent.WebhookEndpointOrder{Field: ent.WebhookEndpointOrderFieldCreatedAt, Direction: entgql.OrderDirectionAsc}
-	out := []wire.WebhookEndpoint{}
-	var after *entgql.Cursor[string]
-	for len(out) < maxWebhookList {
-		page := 100
-		conn, err := a.res.Query().WebhookEndpoints(r.Context(), after, &page, nil, nil, order, nil)
-		if err != nil {
-			return err
-		}
-		for _, e := range conn.Edges {
-			out = append(out, wire.WebhookEndpointOf(e.Node))
-		}
-		if !conn.PageInfo.HasNextPage {
-			break
-		}
-		after = conn.PageInfo.EndCursor
+	eps, err := a.app.ListWebhooks(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]wire.WebhookEndpoint, len(eps))
+	for i, e := range eps {
+		out[i] = wire.WebhookEndpointOf(e)
 	}
 	return ok(w, http.StatusOK, out)
 }
@@ -47,17 +31,9 @@ func (a *API) getWebhook(w http.ResponseWriter, r *http.Request) error {
 	if _, err := query(r); err != nil {
 		return err
 	}
-	id := r.PathValue("id")
-	if err := graph.CheckID(id, ids.Webhook); err != nil {
-		return err
-	}
-	n, err := a.res.Query().Node(r.Context(), id)
+	e, err := a.app.Webhook(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
-	}
-	e, isEndpoint := n.(*ent.WebhookEndpoint)
-	if !isEndpoint {
-		return apperr.NotFound("webhook endpoint")
 	}
 	return ok(w, http.StatusOK, wire.WebhookEndpointOf(e))
 }
@@ -103,14 +79,14 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := ent.CreateWebhookEndpointInput{URL: *body.URL, Description: body.Description, Active: body.active(),
+	in := app.WebhookInput{URL: *body.URL, Description: body.Description, Active: body.active(),
 		Format: f, ThrottleMinutes: body.ThrottleMinutes, Authorization: body.Authorization}
 	if body.EventTypes != nil {
 		in.EventTypes = *body.EventTypes
 	}
 	var out wire.WebhookEndpointWithSecret
-	err = a.inTx(r.Context(), func(ctx context.Context) error {
-		p, err := a.res.Mutation().CreateWebhookEndpoint(ctx, in)
+	err = a.app.InTx(r.Context(), func(ctx context.Context) error {
+		p, err := a.app.CreateWebhook(ctx, in)
 		if err != nil {
 			return err
 		}
@@ -132,7 +108,7 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := ent.UpdateWebhookEndpointInput{URL: body.URL, Description: body.Description, Active: body.active(),
+	in := app.WebhookChanges{URL: body.URL, Description: body.Description, Active: body.active(),
 		Format: f, ThrottleMinutes: body.ThrottleMinutes, Authorization: body.Authorization}
 	if body.EventTypes != nil {
 		in.EventTypes = *body.EventTypes
@@ -142,8 +118,8 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		return apperr.Invalid("body", "give at least one of url, description, event_types, active, format, throttle_minutes, authorization")
 	}
 	var e *ent.WebhookEndpoint
-	err = a.inTx(r.Context(), func(ctx context.Context) (err error) {
-		e, err = a.res.Mutation().UpdateWebhookEndpoint(ctx, r.PathValue("id"), in)
+	err = a.app.InTx(r.Context(), func(ctx context.Context) (err error) {
+		e, err = a.app.UpdateWebhook(ctx, r.PathValue("id"), in)
 		return err
 	})
 	if err != nil {
@@ -154,9 +130,8 @@ func (a *API) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 
 func (a *API) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	err := a.inTx(r.Context(), func(ctx context.Context) error {
-		_, err := a.res.Mutation().DeleteWebhookEndpoint(ctx, id)
-		return err
+	err := a.app.InTx(r.Context(), func(ctx context.Context) error {
+		return a.app.DeleteWebhook(ctx, id)
 	})
 	if err != nil {
 		return err
@@ -166,8 +141,8 @@ func (a *API) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 
 func (a *API) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) error {
 	var out wire.WebhookEndpointWithSecret
-	err := a.inTx(r.Context(), func(ctx context.Context) error {
-		p, err := a.res.Mutation().RotateWebhookSecret(ctx, r.PathValue("id"))
+	err := a.app.InTx(r.Context(), func(ctx context.Context) error {
+		p, err := a.app.RotateWebhookSecret(ctx, r.PathValue("id"))
 		if err != nil {
 			return err
 		}
@@ -182,8 +157,8 @@ func (a *API) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) error 
 
 func (a *API) pingWebhook(w http.ResponseWriter, r *http.Request) error {
 	var d *ent.WebhookDelivery
-	err := a.inTx(r.Context(), func(ctx context.Context) (err error) {
-		d, err = a.res.Mutation().PingWebhookEndpoint(ctx, r.PathValue("id"))
+	err := a.app.InTx(r.Context(), func(ctx context.Context) (err error) {
+		d, err = a.app.PingWebhook(ctx, r.PathValue("id"))
 		return err
 	})
 	if err != nil {
@@ -195,8 +170,8 @@ func (a *API) pingWebhook(w http.ResponseWriter, r *http.Request) error {
 func (a *API) redeliverWebhook(w http.ResponseWriter, r *http.Request) error {
 	id, did := r.PathValue("id"), r.PathValue("delivery_id")
 	var d *ent.WebhookDelivery
-	err := a.inTx(r.Context(), func(ctx context.Context) (err error) {
-		d, err = a.res.Mutation().RedeliverWebhook(ctx, did, &id)
+	err := a.app.InTx(r.Context(), func(ctx context.Context) (err error) {
+		d, err = a.app.RedeliverWebhook(ctx, did, &id)
 		return err
 	})
 	if err != nil {
@@ -214,25 +189,15 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var status *webhookdelivery.Status
+	var status string
 	if v := q.Get("status"); v != "" {
-		s, err := enumValue("status", "WebhookDeliveryStatus", v, true, strings.ToLower)
-		if err != nil {
+		if status, err = enumValue("status", "WebhookDeliveryStatus", v, true, strings.ToLower); err != nil {
 			return err
 		}
-		status = ptr(webhookdelivery.Status(s))
 	}
-	after, err := cursorParam(q, ids.Delivery, ent.WebhookDeliveryOrderFieldCreatedAt.String())
+	p, err := a.app.ListDeliveries(r.Context(), r.PathValue("id"), status, app.Page{Limit: limit, Cursor: q.Get("cursor")})
 	if err != nil {
 		return err
 	}
-	conn, err := a.res.Query().WebhookDeliveries(r.Context(), r.PathValue("id"), after, &limit, nil, nil, status)
-	if err != nil {
-		return err
-	}
-	data := make([]wire.WebhookDelivery, 0, len(conn.Edges))
-	for _, e := range conn.Edges {
-		data = append(data, wire.WebhookDeliveryOf(e.Node))
-	}
-	return page(w, data, conn.PageInfo)
+	return page(w, p, wire.WebhookDeliveryOf)
 }

@@ -482,7 +482,7 @@ func isLockTimeout(err error) bool {
 
 // purgeEvents deletes, per organization, the oldest events created before cut: always
 // a run of the first positions, so the log has no holes and a cursor older than the
-// oldest event left is known to have missed events (graph.ErrEventsGone).
+// oldest event left is known to have missed events (app.ErrEventsGone).
 func (p *Purger) purgeEvents(ctx context.Context, cut time.Time, res *Result) error {
 	orgs, err := p.orgs(ctx)
 	if err != nil {

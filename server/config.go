@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/proxy"
 	"github.com/flytrap/flytrap/retention"
@@ -37,7 +38,7 @@ type Config struct {
 	JWT              JWTConfig
 	Webhook          webhook.Config
 	// WebhookManual limits pings and redeliveries per endpoint.
-	WebhookManual graph.ManualLimit
+	WebhookManual app.ManualLimit
 	// SessionDetailLimit bounds each list of a session's detail (hits, signals, prompts).
 	SessionDetailLimit int
 
@@ -124,9 +125,9 @@ func DefaultConfig() Config {
 		ShutdownTimeout:  15 * time.Second,
 		JWT:              JWTConfig{OrgClaim: "org_id", ScopeClaim: "scope"},
 		Webhook:          webhook.DefaultConfig(),
-		WebhookManual:    graph.DefaultManualLimit,
+		WebhookManual:    app.DefaultManualLimit,
 
-		SessionDetailLimit: graph.DefaultDetailLimit,
+		SessionDetailLimit: app.DefaultDetailLimit,
 
 		EventPollInterval: time.Second,
 		StreamHeartbeat:   15 * time.Second,
@@ -153,7 +154,7 @@ func DefaultConfig() Config {
 
 		WebsocketMaxOperations: 100,
 		Where:                  graph.DefaultWhereLimits,
-		SessionDetailBytes:     graph.DefaultDetailBytes,
+		SessionDetailBytes:     app.DefaultDetailBytes,
 		ProxyReadTimeout:       proxy.DefaultReadTimeout,
 		ProxyWriteTimeout:      proxy.DefaultWriteTimeout,
 		UpstreamMaxConns:       proxy.DefaultUpstreamMaxConns,
@@ -273,8 +274,8 @@ func (c *Config) validateCost() []error {
 	if c.Where.MaxScans < 0 || c.Where.MaxScans > 20 {
 		errs = append(errs, errors.New("where-max-scans: must be between 0 and 20"))
 	}
-	if c.SessionDetailBytes < graph.MinDetailBytes || c.SessionDetailBytes > graph.MaxDetailBytes {
-		errs = append(errs, fmt.Errorf("session-detail-bytes: must be between %d and %d", graph.MinDetailBytes, graph.MaxDetailBytes))
+	if c.SessionDetailBytes < app.MinDetailBytes || c.SessionDetailBytes > app.MaxDetailBytes {
+		errs = append(errs, fmt.Errorf("session-detail-bytes: must be between %d and %d", app.MinDetailBytes, app.MaxDetailBytes))
 	}
 	return errs
 }
@@ -340,8 +341,8 @@ func (c Config) Validate() error {
 	if c.ComplexityLimit < 1 || c.DepthLimit < 1 {
 		errs = append(errs, errors.New("complexity-limit and depth-limit: must be positive"))
 	}
-	if c.SessionDetailLimit < 1 || c.SessionDetailLimit > graph.MaxDetailLimit {
-		errs = append(errs, fmt.Errorf("session-detail-limit: must be between 1 and %d (sessionDetail's GraphQL cost assumes it)", graph.MaxDetailLimit))
+	if c.SessionDetailLimit < 1 || c.SessionDetailLimit > app.MaxDetailLimit {
+		errs = append(errs, fmt.Errorf("session-detail-limit: must be between 1 and %d (sessionDetail's GraphQL cost assumes it)", app.MaxDetailLimit))
 	}
 	if c.MaxSelections < 10 || c.MaxSelections > 5000 {
 		errs = append(errs, errors.New("max-selections: must be between 10 and 5000 (validation cost grows with its square)"))

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flytrap/flytrap/app"
 	ft "github.com/flytrap/flytrap/flytraptest"
-	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/retention"
 )
 
@@ -50,19 +50,19 @@ func TestEventsCursorOlderThanRetention(t *testing.T) {
 			return res.StatusCode, string(body)
 		}
 		// The log is empty, but a reader at 1 missed 2 and 3.
-		if st, body := list(graph.EventCursor(1)); st != http.StatusGone || !strings.Contains(body, `"success":false`) || !strings.Contains(body, "without a cursor") {
+		if st, body := list(app.EventCursor(1)); st != http.StatusGone || !strings.Contains(body, `"success":false`) || !strings.Contains(body, "without a cursor") {
 			t.Fatalf("cursor after 1 with 2 and 3 purged: %d %s", st, body)
 		}
-		if st, body := list(graph.EventCursor(3)); st != http.StatusOK {
+		if st, body := list(app.EventCursor(3)); st != http.StatusOK {
 			t.Fatalf("a caught-up cursor: %d %s", st, body)
 		}
 		for range 2 {
 			env.CreateTrap(a.ReadWrite, "t", "page") // positions 4 and 5
 		}
-		if st, body := list(graph.EventCursor(2)); st != http.StatusGone || !strings.Contains(body, "position 4") {
+		if st, body := list(app.EventCursor(2)); st != http.StatusGone || !strings.Contains(body, "position 4") {
 			t.Fatalf("cursor after 2 with 3 purged: %d %s", st, body)
 		}
-		for _, c := range []string{graph.EventCursor(3), graph.EventCursor(0)} {
+		for _, c := range []string{app.EventCursor(3), app.EventCursor(0)} {
 			st, body := list(c)
 			var page struct {
 				Events []struct{ ID string } `json:"events"`
@@ -73,7 +73,7 @@ func TestEventsCursorOlderThanRetention(t *testing.T) {
 			}
 		}
 		// With a type filter the page does not start at the next position: still no false alarm.
-		if res, body := env.Get(a.ReadOnly, "/api/v1/events?type=trap.created&cursor="+graph.EventCursor(3)); res.StatusCode != http.StatusOK {
+		if res, body := env.Get(a.ReadOnly, "/api/v1/events?type=trap.created&cursor="+app.EventCursor(3)); res.StatusCode != http.StatusOK {
 			t.Fatalf("filtered: %d %s", res.StatusCode, body)
 		}
 
@@ -91,13 +91,13 @@ func TestEventsCursorOlderThanRetention(t *testing.T) {
 			}
 			return res
 		}
-		res := stream(graph.EventCursor(1), "")
+		res := stream(app.EventCursor(1), "")
 		body, _ := io.ReadAll(res.Body)
 		res.Body.Close()
-		if res.StatusCode != http.StatusGone || !strings.Contains(string(body), "?cursor="+graph.EventCursor(0)) {
+		if res.StatusCode != http.StatusGone || !strings.Contains(string(body), "?cursor="+app.EventCursor(0)) {
 			t.Fatalf("stream resumed into the hole: %d %s", res.StatusCode, body)
 		}
-		res = stream("", "?cursor="+graph.EventCursor(0)) // the documented restart
+		res = stream("", "?cursor="+app.EventCursor(0)) // the documented restart
 		res.Body.Close()
 		if res.StatusCode != http.StatusOK {
 			t.Fatalf("restart from the start of the log: %d", res.StatusCode)

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/ent"
 	ft "github.com/flytrap/flytrap/flytraptest"
-	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/server"
 )
 
@@ -142,13 +142,13 @@ func TestSessionDetailBoundedByBytes(t *testing.T) {
 
 // The byte budget is a flag; the price follows it.
 func TestSessionDetailBytesFlag(t *testing.T) {
-	env := ft.Start(t, ft.Backends()[0], func(c *server.Config) { c.SessionDetailBytes = graph.MinDetailBytes })
+	env := ft.Start(t, ft.Backends()[0], func(c *server.Config) { c.SessionDetailBytes = app.MinDetailBytes })
 	a := env.Tenant("acme")
 	s := seedBigSession(t, env, a.Org.ID, 40)
 	d := env.MustGraphQL(a.ReadOnly, `query($id: ID!) { a: sessionDetail(id: $id) { hits { body } } b: sessionDetail(id: $id) { hits { body } } }`, map[string]any{"id": s.ID})
 	n := len(ft.Dig(d, "a", "hits").([]any))
-	if n < 1 || n > graph.MinDetailBytes/(16<<10) {
-		t.Errorf("%d hits of 16 KiB in a %d-byte detail", n, graph.MinDetailBytes)
+	if n < 1 || n > app.MinDetailBytes/(16<<10) {
+		t.Errorf("%d hits of 16 KiB in a %d-byte detail", n, app.MinDetailBytes)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/viewer"
@@ -61,7 +62,7 @@ func (s *Server) graphQLHandler() *handler.Server {
 		srv.Use(extension.Introspection{})
 	}
 	srv.Use(depthLimit{max: s.cfg.DepthLimit}) // first: its message is the clearer one
-	srv.Use(costLimit{max: s.cfg.ComplexityLimit, where: s.cfg.Where, listSizes: graph.DetailListSizes(s.cfg.SessionDetailBytes)})
+	srv.Use(costLimit{max: s.cfg.ComplexityLimit, where: s.cfg.Where, listSizes: app.DetailListSizes(s.cfg.SessionDetailBytes)})
 	srv.Use(transactioner{entgql.Transactioner{TxOpener: s.db.Client}, s.log})
 	// No AroundFields: plain scalar fields skip field middleware (graph.resolvePlain); a rule
 	// for some fields is a directive, as @pageLimits is.

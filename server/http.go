@@ -31,7 +31,7 @@ func (s *Server) routes() http.Handler {
 	// declared oversize one before); every request but a stream or WebSocket has a deadline
 	// and a compressed answer when the client accepts one.
 	mux.Handle("/graphql", compress(s.deadline(s.authenticate(s.readBody(s.work(gql)), graphQLErrors), graphQLErrors)))
-	api := rest.New(s.resolver, s.db.Client, s.log, rest.Options{
+	api := rest.New(s.app, s.log, rest.Options{
 		Stopping:  s.stopping,
 		Heartbeat: s.cfg.StreamHeartbeat,
 	})

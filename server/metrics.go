@@ -13,12 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/counter"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/event"
-	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/tally"
 	"github.com/flytrap/flytrap/webhook"
 )
@@ -115,10 +115,10 @@ func newMetrics(s *Server) *metrics {
 
 	f.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "flytrap_sse_streams_open", Help: "Open event streams (GET /api/v1/events/stream) on this instance.",
-	}, func() float64 { return float64(s.resolver.OpenFollows(graph.FollowStream)) })
+	}, func() float64 { return float64(s.app.OpenFollows(app.FollowStream)) })
 	f.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "flytrap_graphql_subscriptions_open", Help: "Open GraphQL subscriptions (WebSocket) on this instance.",
-	}, func() float64 { return float64(s.resolver.OpenFollows(graph.FollowSubscription)) })
+	}, func() float64 { return float64(s.app.OpenFollows(app.FollowSubscription)) })
 
 	m.requests = f.NewCounterVec(prometheus.CounterOpts{
 		Name: "flytrap_api_requests_total", Help: "API requests by route pattern, method and status.",

@@ -16,6 +16,7 @@ import (
 
 	"entgo.io/ent/dialect"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/proxy"
@@ -32,6 +33,7 @@ type Server struct {
 	auth     *Authenticator
 	usage    *keyUsage
 	jwt      *JWTVerifier
+	app      *app.App
 	resolver *graph.Resolver
 	handler  http.Handler
 
@@ -78,12 +80,12 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.fails = newAuthFailures(cfg.AuthFailureRate, cfg.AuthFailureBurst)
 	s.ready = newReadiness(db, log)
 	s.broker = event.NewBroker(db.Client, log, cfg.EventPollInterval)
-	s.resolver = graph.NewResolver(db.Client, s.broker, log, time.Now)
-	s.resolver.SetMaxStreamsPerOrg(cfg.MaxStreamsPerOrg)
+	s.app = app.New(db.Client, s.broker, time.Now)
+	s.app.SetMaxStreamsPerOrg(cfg.MaxStreamsPerOrg)
+	s.app.Manual = cfg.WebhookManual
+	s.app.DetailLimit, s.app.DetailBytes = cfg.SessionDetailLimit, cfg.SessionDetailBytes
+	s.resolver = graph.NewResolver(s.app, log)
 	s.resolver.CredentialCheck = cfg.StreamHeartbeat // as SSE streams do (rest.Options.Heartbeat)
-	s.resolver.Manual = cfg.WebhookManual
-	s.resolver.DetailLimit = cfg.SessionDetailLimit
-	s.resolver.DetailBytes, s.resolver.Where = cfg.SessionDetailBytes, cfg.Where
 	s.resolver.Storage = s.storageReport
 	s.ws = newWSTransport(s)
 	engine, err := trap.New(ctx, cfg.Trap, db.Trap, db.Dialect, log) // its own pool: no API caller takes it

@@ -49,6 +49,7 @@ import (
 	"entgo.io/contrib/entgql"
 	"entgo.io/ent/privacy"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/ent"
 	entevent "github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hithour"
@@ -57,7 +58,6 @@ import (
 	"github.com/flytrap/flytrap/ent/trap"
 	"github.com/flytrap/flytrap/ent/trapsession"
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
-	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/store"
 	"github.com/flytrap/flytrap/tally"
 )
@@ -394,7 +394,7 @@ func (x ids) reads(deep int) []read {
 	}
 	if x.eventCursor != "" {
 		out = append(out,
-			read{name: fmt.Sprintf("REST events deep (%d before newest)", deep), path: "/api/v1/events?limit=100&cursor=" + graph.EventCursor(x.eventPosition)},
+			read{name: fmt.Sprintf("REST events deep (%d before newest)", deep), path: "/api/v1/events?limit=100&cursor=" + app.EventCursor(x.eventPosition)},
 			read{name: fmt.Sprintf("GraphQL events deep (%d before newest)", deep), graphql: eventsQuery, vars: map[string]any{"after": x.eventCursor}})
 	}
 	if x.endpoint != "" {

@@ -40,6 +40,7 @@ import (
 	"entgo.io/ent/privacy"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/ent"
@@ -52,7 +53,6 @@ import (
 	"github.com/flytrap/flytrap/ent/webhookdelivery"
 	"github.com/flytrap/flytrap/ent/webhookendpoint"
 	"github.com/flytrap/flytrap/event"
-	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/internal/bigsession"
 	"github.com/flytrap/flytrap/record"
@@ -190,7 +190,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if _, err := db.SQL.ExecContext(ctx, analyze); err != nil {
 		return fmt.Errorf("%s: %w", analyze, err)
 	}
-	key, _, err := graph.CreateAPIKey(ctx, db.Client, s.orgs[0].id, "flytrap-seed admin key", viewer.Admin)
+	key, _, err := app.CreateAPIKey(ctx, db.Client, s.orgs[0].id, "flytrap-seed admin key", viewer.Admin)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
 	entkey "github.com/flytrap/flytrap/ent/apikey"
@@ -15,7 +16,6 @@ import (
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/sequence"
 	entsite "github.com/flytrap/flytrap/ent/site"
-	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/viewer"
 )
@@ -96,7 +96,7 @@ func createKey(ctx context.Context, client *ent.Client, org, name string, scope 
 	if strings.TrimSpace(name) == "" {
 		return "", nil, apperr.Invalid("--name", "must not be empty")
 	}
-	key, k, err := graph.CreateAPIKey(ctx, client, org, name, scope)
+	key, k, err := app.CreateAPIKey(ctx, client, org, name, scope)
 	if err != nil {
 		return "", nil, fmt.Errorf("create key: %w", err)
 	}
@@ -116,7 +116,7 @@ func revokeKey(ctx context.Context, client *ent.Client, id string) error {
 	if ids.Prefix(id) != ids.APIKey {
 		return apperr.Invalid("KEY_ID", "%q is not an API key id (key_…)", id)
 	}
-	_, err := graph.RevokeAPIKey(ctx, client, id, time.Now())
+	_, err := app.RevokeAPIKey(ctx, client, id, time.Now())
 	if ent.IsNotFound(err) {
 		return apperr.NotFound("API key " + id)
 	}

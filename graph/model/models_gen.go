@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"entgo.io/contrib/entgql"
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/viewer"
@@ -13,21 +14,11 @@ import (
 
 // Figures read from counters maintained as data is written (docs/counters.md): their cost does not grow with the data.
 type Analytics struct {
-	Overview *Overview `json:"overview"`
+	Overview *app.Overview `json:"overview"`
 	// The stored sessions by severity.
-	Severity *SeverityCounts `json:"severity"`
+	Severity *app.SeverityCounts `json:"severity"`
 	// Hits per hour for the past 24 hours, oldest first, zero-filled; the last bucket is the current hour.
-	Timeline []*TimelineBucket `json:"timeline"`
-}
-
-type CampaignConnection struct {
-	Edges    []*CampaignEdge          `json:"edges"`
-	PageInfo *entgql.PageInfo[string] `json:"pageInfo"`
-}
-
-type CampaignEdge struct {
-	Node   *Campaign             `json:"node"`
-	Cursor entgql.Cursor[string] `json:"cursor"`
+	Timeline []*app.TimelineBucket `json:"timeline"`
 }
 
 type CreateAPIKeyInput struct {
@@ -39,12 +30,6 @@ type CreateAPIKeyPayload struct {
 	// The full key. It is shown here once and cannot be retrieved again.
 	Key    string      `json:"key"`
 	APIKey *ent.APIKey `json:"apiKey"`
-}
-
-type CreateWebhookEndpointPayload struct {
-	Endpoint *ent.WebhookEndpoint `json:"endpoint"`
-	// The signing secret (whsec_…). It is shown here once and cannot be retrieved again.
-	Secret string `json:"secret"`
 }
 
 type DeletePayload struct {
@@ -73,19 +58,6 @@ type LureSnippet struct {
 	Token string `json:"token"`
 }
 
-type Overview struct {
-	// Hits received in the timeline's 24 hourly buckets: the current hour and the 23 before it.
-	TotalHits24h int `json:"totalHits24h"`
-	// Stored sessions classified AI_ASSISTANT, AI_AGENT or AI_AGENT_MALICIOUS.
-	AgentsDetected int `json:"agentsDetected"`
-	// Tripwire signal firings (CALLBACK_HIT, INJECTION_FOLLOWED, SYSTEM_PROMPT_LEAKED and other deliberate bait) of the stored sessions.
-	TripwiresFired int `json:"tripwiresFired"`
-	// System prompts captured by the stored sessions.
-	PromptsCaptured int `json:"promptsCaptured"`
-	// Traps with active = 1.
-	ActiveTraps int `json:"activeTraps"`
-}
-
 // How long each kind of row is kept, in seconds; 0 keeps it forever (flags --retain-*).
 type RetentionSettings struct {
 	Hits    int `json:"hits"`
@@ -98,12 +70,6 @@ type RetentionSettings struct {
 	Sessions int `json:"sessions"`
 	// The hourly hit counters (timeline, 24-hour figures).
 	HitHours int `json:"hitHours"`
-}
-
-type RotateWebhookSecretPayload struct {
-	Endpoint *ent.WebhookEndpoint `json:"endpoint"`
-	// The new signing secret, shown once; the previous one stays valid until endpoint.previousSecretExpiresAt.
-	Secret string `json:"secret"`
 }
 
 // One signal's share of a session's score.
@@ -121,30 +87,6 @@ type ScorePart struct {
 	CountsOnce bool `json:"countsOnce"`
 	// Inferred from the user agent rather than recorded on a hit.
 	FromUserAgent bool `json:"fromUserAgent"`
-}
-
-// A session and its evidence; each list is the newest items, at most the server's limits (count and bytes), oldest first (by time, then id).
-type SessionDetail struct {
-	Session *ent.Session `json:"session"`
-	// The newest hits, oldest first (receivedAt, then id).
-	Hits []*ent.Hit `json:"hits"`
-	// True when the session has more hits than hits holds (the count or the byte limit).
-	HitsTruncated bool `json:"hitsTruncated"`
-	// The newest signal firings, oldest first (createdAt, then id).
-	Signals []*ent.Signal `json:"signals"`
-	// True when the session has more signal firings than signals holds.
-	SignalsTruncated bool `json:"signalsTruncated"`
-	// The newest captured prompts, oldest first (createdAt, then id).
-	Prompts []*ent.Prompt `json:"prompts"`
-	// True when the session has more captured prompts than prompts holds.
-	PromptsTruncated bool `json:"promptsTruncated"`
-}
-
-type SeverityCounts struct {
-	Critical int `json:"critical"`
-	High     int `json:"high"`
-	Medium   int `json:"medium"`
-	Low      int `json:"low"`
 }
 
 // A signal's firings in one session that share a placement.
@@ -188,11 +130,6 @@ type StorageTable struct {
 type Subscription struct {
 }
 
-type TimelineBucket struct {
-	Hour time.Time `json:"hour"`
-	Hits int       `json:"hits"`
-}
-
 // A decoy response as the trap listener would send it; the body is attacker-facing content, show it as text.
 type TrapPreview struct {
 	// HTTP status.
@@ -203,16 +140,6 @@ type TrapPreview struct {
 	Body string `json:"body"`
 	// The trap's path, where visitors receive this response.
 	Path string `json:"path"`
-}
-
-// A trap as a session refers to it.
-type TrapRef struct {
-	ID string `json:"id"`
-	// Empty when the trap was deleted.
-	Name    string  `json:"name"`
-	Path    *string `json:"path,omitempty"`
-	Type    string  `json:"type"`
-	Deleted bool    `json:"deleted"`
 }
 
 // How the detection engine judged a session.

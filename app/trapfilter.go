@@ -1,4 +1,4 @@
-package graph
+package app
 
 import (
 	"cmp"
@@ -60,12 +60,12 @@ func trapFilter(where *ent.SessionWhereInput) (string, bool) {
 // keptSince is the time used to skip probes (zero when every session is probed): the
 // caller reads the page, then asks hitsPurgedSince whether a purge moved it meanwhile (the
 // two are separate statements) and if so lists again with probeAll.
-func (r *Resolver) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereInput, probeAll bool) (_ *ent.SessionWhereInput, keptSince time.Time, err error) {
+func (a *App) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereInput, probeAll bool) (_ *ent.SessionWhereInput, keptSince time.Time, err error) {
 	id, ok := trapFilter(where)
 	if !ok {
 		return where, keptSince, nil
 	}
-	c := r.ent(ctx)
+	c := a.ent(ctx)
 	// How many sessions hit the trap, counted up to trapListMax + 1 on trap_sessions' (trap_id,
 	// session_id) index alone; then, for a trap with few, their ids from the same index.
 	// (A trap id names one organization's trap: the sessions query keeps to the viewer's.)
@@ -196,4 +196,12 @@ func scanAll[T any](ctx context.Context, c *ent.Client, q string, args ...any) (
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+func anys(list []string) []any {
+	out := make([]any, len(list))
+	for i, s := range list {
+		out[i] = s
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package graph
+package app
 
 import (
 	"context"
@@ -103,8 +103,7 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 		if n := c.Session.Query().Where(session.FirstSeenGTE(keptSince)).CountX(ctx); n < 50 || n > 250 {
 			t.Fatalf("%d of 300 sessions first seen after %s: the data does not test both ways", n, keptSince)
 		}
-		r := NewResolver(c, nil, nil, nil)
-		q := &queryResolver{r}
+		r := New(c, nil, nil)
 		since := now.Add(-50 * time.Minute)
 		defer func(was int) { trapListMax = was }(trapListMax)
 		for _, limit := range []int{1000, 30, 0} { // from trap_sessions always, sometimes, never
@@ -126,7 +125,7 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 					var after *entgql.Cursor[string]
 					for page := 0; ; page++ {
 						first := 7
-						conn, err := q.Sessions(ctx, after, &first, nil, nil, nil, where)
+						conn, err := r.Sessions(ctx, after, &first, nil, nil, nil, where)
 						if err != nil {
 							t.Fatal(err)
 						}

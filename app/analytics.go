@@ -1,4 +1,4 @@
-package graph
+package app
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	entsql "entgo.io/ent/dialect/sql"
-	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/flytrap/flytrap/detect"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/flytrap/flytrap/ent/hithour"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/trap"
-	"github.com/flytrap/flytrap/graph/model"
 	"github.com/flytrap/flytrap/tally"
 )
 
@@ -45,8 +43,8 @@ type sessionCounters struct {
 	tripwires, prompts int
 }
 
-func (r *Resolver) sessionCounters(ctx context.Context) (*sessionCounters, error) {
-	rows, err := r.ent(ctx).Counter.Query().All(ctx)
+func (a *App) sessionCounters(ctx context.Context) (*sessionCounters, error) {
+	rows, err := a.ent(ctx).Counter.Query().All(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read counters: %w", err)
 	}
@@ -71,33 +69,59 @@ func (r *Resolver) sessionCounters(ctx context.Context) (*sessionCounters, error
 	return out, nil
 }
 
-func (r *Resolver) overview(ctx context.Context) (*model.Overview, error) {
-	var o model.Overview
-	buckets, err := r.timeline(ctx)
+// Overview is the organization's headline figures.
+type Overview struct {
+	TotalHits24h    int `json:"totalHits24h"`
+	AgentsDetected  int `json:"agentsDetected"`
+	TripwiresFired  int `json:"tripwiresFired"`
+	PromptsCaptured int `json:"promptsCaptured"`
+	ActiveTraps     int `json:"activeTraps"`
+}
+
+// SeverityCounts is the stored sessions by severity.
+type SeverityCounts struct {
+	Critical int `json:"critical"`
+	High     int `json:"high"`
+	Medium   int `json:"medium"`
+	Low      int `json:"low"`
+}
+
+// TimelineBucket is the hits of one hour.
+type TimelineBucket struct {
+	Hour time.Time `json:"hour"`
+	Hits int       `json:"hits"`
+}
+
+// Overview is the organization's hits of the past 24 hours, detected agents, tripwires fired,
+// prompts captured and active traps.
+func (a *App) Overview(ctx context.Context) (*Overview, error) {
+	var o Overview
+	buckets, err := a.Timeline(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, b := range buckets {
 		o.TotalHits24h += b.Hits
 	}
-	sc, err := r.sessionCounters(ctx)
+	sc, err := a.sessionCounters(ctx)
 	if err != nil {
 		return nil, err
 	}
 	o.AgentsDetected, o.TripwiresFired, o.PromptsCaptured = sc.agents, sc.tripwires, sc.prompts
 	// An organization's traps are few (one per decoy it places), and counted by an index.
-	if o.ActiveTraps, err = r.ent(ctx).Trap.Query().Where(trap.Active(true)).Count(ctx); err != nil {
+	if o.ActiveTraps, err = a.ent(ctx).Trap.Query().Where(trap.Active(true)).Count(ctx); err != nil {
 		return nil, fmt.Errorf("count traps: %w", err)
 	}
 	return &o, nil
 }
 
-func (r *Resolver) severityCounts(ctx context.Context) (*model.SeverityCounts, error) {
-	sc, err := r.sessionCounters(ctx)
+// Severity is the organization's stored sessions by severity.
+func (a *App) Severity(ctx context.Context) (*SeverityCounts, error) {
+	sc, err := a.sessionCounters(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &model.SeverityCounts{
+	return &SeverityCounts{
 		Critical: sc.bySeverity[string(session.SeverityCritical)], High: sc.bySeverity[string(session.SeverityHigh)],
 		Medium: sc.bySeverity[string(session.SeverityMedium)], Low: sc.bySeverity[string(session.SeverityLow)],
 	}, nil
@@ -106,23 +130,23 @@ func (r *Resolver) severityCounts(ctx context.Context) (*model.SeverityCounts, e
 // HourOf is the Unix hour a hit is bucketed in for the timeline.
 func HourOf(t time.Time) int64 { return t.Unix() / 3600 }
 
-// timeline is the organization's hits per hour for the past 24 hours, the current one last.
-func (r *Resolver) timeline(ctx context.Context) ([]*model.TimelineBucket, error) {
-	return r.hourly(ctx, tally.AllTraps)
+// Timeline is the organization's hits per hour for the past 24 hours, the current one last.
+func (a *App) Timeline(ctx context.Context) ([]*TimelineBucket, error) {
+	return a.hourly(ctx, tally.AllTraps)
 }
 
 // hourly is the hits per hour for the past 24 hours of one trap, or with tally.AllTraps of all.
-func (r *Resolver) hourly(ctx context.Context, trapID string) ([]*model.TimelineBucket, error) {
-	last := HourOf(r.now())
+func (a *App) hourly(ctx context.Context, trapID string) ([]*TimelineBucket, error) {
+	last := HourOf(a.now())
 	first := last - 23
-	rows, err := r.ent(ctx).HitHour.Query().
+	rows, err := a.ent(ctx).HitHour.Query().
 		Where(hithour.TrapID(trapID), hithour.HourGTE(first), hithour.HourLTE(last)).All(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read hits by hour: %w", err)
 	}
-	out := make([]*model.TimelineBucket, 24)
+	out := make([]*TimelineBucket, 24)
 	for i := range out {
-		out[i] = &model.TimelineBucket{Hour: time.Unix((first+int64(i))*3600, 0).UTC()}
+		out[i] = &TimelineBucket{Hour: time.Unix((first+int64(i))*3600, 0).UTC()}
 	}
 	for _, row := range rows {
 		if i := row.Hour - first; i >= 0 && i < 24 {
@@ -135,7 +159,7 @@ func (r *Resolver) hourly(ctx context.Context, trapID string) ([]*model.Timeline
 // sessionCount is how the sessions connection counts for totalCount from the counters,
 // when where filters by nothing but severity and classification (each one value, or
 // none): the unfiltered list and the dashboard's two filters. Other filters count rows.
-func (r *Resolver) sessionCount(where *ent.SessionWhereInput) (func(context.Context) (int, error), bool) {
+func (a *App) sessionCount(where *ent.SessionWhereInput) (func(context.Context) (int, error), bool) {
 	var sev, class string
 	if where != nil {
 		rest := *where
@@ -150,7 +174,7 @@ func (r *Resolver) sessionCount(where *ent.SessionWhereInput) (func(context.Cont
 		}
 	}
 	return func(ctx context.Context) (int, error) {
-		rows, err := r.ent(ctx).Counter.Query().Where(counter.NameHasPrefix("sessions/")).All(ctx)
+		rows, err := a.ent(ctx).Counter.Query().Where(counter.NameHasPrefix("sessions/")).All(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("read session counters: %w", err)
 		}
@@ -178,9 +202,9 @@ var countCap = 10000 // a variable for the tests
 // the sessions table, never joins, so a row is a session: it counts rows (SELECT 1 … LIMIT),
 // not ent's COUNT(DISTINCT id), which reads every row and sorts or hashes the ids, and the
 // filter's index answers alone (PostgreSQL's index-only scan, SQLite's covering index).
-func (r *Resolver) sessionRows(where *ent.SessionWhereInput) func(context.Context) (int, error) {
+func (a *App) sessionRows(where *ent.SessionWhereInput) func(context.Context) (int, error) {
 	return func(ctx context.Context) (int, error) {
-		q, err := where.Filter(r.ent(ctx).Session.Query())
+		q, err := where.Filter(a.ent(ctx).Session.Query())
 		if err != nil {
 			return 0, err
 		}
@@ -194,25 +218,3 @@ func (r *Resolver) sessionRows(where *ent.SessionWhereInput) func(context.Contex
 		return q.Aggregate(capped).Int(ctx)
 	}
 }
-
-// TotalCountExact is the resolver for the totalCountExact field: false when totalCount was
-// counted under a filter the counters do not cover and reached countCap + 1.
-func (r *sessionConnectionResolver) TotalCountExact(ctx context.Context, obj *ent.SessionConnection) (bool, error) {
-	if obj.TotalCount <= countCap {
-		return true, nil
-	}
-	fc := graphql.GetFieldContext(ctx)
-	if fc == nil || fc.Parent == nil {
-		return false, nil
-	}
-	where, _ := fc.Parent.Args["where"].(*ent.SessionWhereInput)
-	_, counted := r.sessionCount(where)
-	return counted, nil
-}
-
-// SessionConnection returns SessionConnectionResolver implementation.
-func (r *Resolver) SessionConnection() SessionConnectionResolver {
-	return &sessionConnectionResolver{r}
-}
-
-type sessionConnectionResolver struct{ *Resolver }

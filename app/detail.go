@@ -1,4 +1,4 @@
-package graph
+package app
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/signal"
-	"github.com/flytrap/flytrap/graph/model"
 	"github.com/flytrap/flytrap/ids"
 )
 
@@ -61,20 +60,32 @@ func DetailListSizes(bytes int) map[string]int {
 	}
 }
 
-// sessionDetail is one session with its evidence, the one definition both the GraphQL
+// SessionDetail is a session and its evidence; each list is the newest items within the
+// limits (count and bytes), oldest first (by time, then id).
+type SessionDetail struct {
+	Session          *ent.Session  `json:"session"`
+	Hits             []*ent.Hit    `json:"hits"`
+	HitsTruncated    bool          `json:"hitsTruncated"`
+	Signals          []*ent.Signal `json:"signals"`
+	SignalsTruncated bool          `json:"signalsTruncated"`
+	Prompts          []*ent.Prompt `json:"prompts"`
+	PromptsTruncated bool          `json:"promptsTruncated"`
+}
+
+// SessionDetail is one session with its evidence, the one definition both the GraphQL
 // sessionDetail query and REST's GET /dashboard/api/sessions/{id} serve: each list holds
 // the newest DetailLimit items that fit DetailBytes, oldest first, ties broken by id. An id
 // of another kind of object is a missing session, as REST has always answered.
-func (r *Resolver) sessionDetail(ctx context.Context, id string) (*model.SessionDetail, error) {
-	s, err := r.detailSession(ctx, id)
+func (a *App) SessionDetail(ctx context.Context, id string) (*SessionDetail, error) {
+	s, err := a.detailSession(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	limit := r.DetailLimit
+	limit := a.DetailLimit
 	if limit < 1 || limit > MaxDetailLimit {
 		limit = DefaultDetailLimit
 	}
-	budget := r.DetailBytes
+	budget := a.DetailBytes
 	if budget < MinDetailBytes || budget > MaxDetailBytes {
 		budget = DefaultDetailBytes
 	}
@@ -141,7 +152,7 @@ func (r *Resolver) sessionDetail(ctx context.Context, id string) (*model.Session
 	slices.Reverse(hits)
 	slices.Reverse(signals)
 	slices.Reverse(prompts)
-	return &model.SessionDetail{Session: s, Hits: hits, HitsTruncated: hitsCut, Signals: signals, SignalsTruncated: signalsCut,
+	return &SessionDetail{Session: s, Hits: hits, HitsTruncated: hitsCut, Signals: signals, SignalsTruncated: signalsCut,
 		Prompts: prompts, PromptsTruncated: promptsCut}, nil
 }
 
@@ -227,11 +238,11 @@ func jsonLen(s string) int {
 // GraphQL fields: Node would take the detail's own hits, signals and prompts selections for
 // the session's edges and load every one of them (100,000 signals of a giant session, 250 ms,
 // issue 22). Any other id goes through Node, which says what it is.
-func (r *Resolver) detailSession(ctx context.Context, id string) (*ent.Session, error) {
+func (a *App) detailSession(ctx context.Context, id string) (*ent.Session, error) {
 	if ids.Prefix(id) == ids.Session {
-		return r.ent(ctx).Session.Get(ctx, id)
+		return a.ent(ctx).Session.Get(ctx, id)
 	}
-	n, err := r.Query().Node(ctx, id)
+	n, err := a.Node(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package graph
+package app
 
 import (
 	"context"
@@ -9,14 +9,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"entgo.io/contrib/entgql"
-
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/event"
-	"github.com/flytrap/flytrap/graph/model"
-	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/internal/clip"
 	"github.com/flytrap/flytrap/viewer"
 )
@@ -40,15 +36,15 @@ const (
 )
 
 // OpenFollows counts the live readers of kind on this instance, for metrics.
-func (r *Resolver) OpenFollows(kind string) int64 {
-	if c, ok := r.open.Load(kind); ok {
+func (a *App) OpenFollows(kind string) int64 {
+	if c, ok := a.open.Load(kind); ok {
 		return c.(*atomic.Int64).Load()
 	}
 	return 0
 }
 
-func (r *Resolver) openCount(kind string) *atomic.Int64 {
-	c, _ := r.open.LoadOrStore(kind, new(atomic.Int64))
+func (a *App) openCount(kind string) *atomic.Int64 {
+	c, _ := a.open.LoadOrStore(kind, new(atomic.Int64))
 	return c.(*atomic.Int64)
 }
 
@@ -66,24 +62,24 @@ var ErrNoBroker = errors.New("live delivery is not configured")
 // streams cost only their memory: a new event, the heartbeat or the end of ctx starts
 // one that sends what is queued and returns. send and end run on it, one call at a
 // time. An error means the follow never started (end is not called).
-func (r *Resolver) FollowEvents(ctx context.Context, f Follow, send func(*ent.Event) error, end func(error)) error {
-	if r.broker == nil {
+func (a *App) FollowEvents(ctx context.Context, f Follow, send func(*ent.Event) error, end func(error)) error {
+	if a.broker == nil {
 		return ErrNoBroker
 	}
 	v, _ := viewer.FromContext(ctx)
-	open := r.openCount(f.Kind)
+	open := a.openCount(f.Kind)
 	open.Add(1)
 	ended := end
 	end = func(err error) { // called once, when the follow ends
 		open.Add(-1)
 		ended(err)
 	}
-	p := &follower{r: r, ctx: ctx, f: f, send: send, end: end, last: f.After}
+	p := &follower{a: a, ctx: ctx, f: f, send: send, end: end, last: f.After}
 	p.kicks.Store(1) // held until set up: what the broker signals meanwhile waits for the first run
-	p.sub = r.broker.Subscribe(v.OrgID, f.Types, v.KeyID, p.kick)
+	p.sub = a.broker.Subscribe(v.OrgID, f.Types, v.KeyID, p.kick)
 	// A key revoked between authentication and this subscription would otherwise go unnoticed.
-	if err := r.CredentialStillValid(ctx); err != nil {
-		r.broker.Unsubscribe(p.sub)
+	if err := a.CredentialStillValid(ctx); err != nil {
+		a.broker.Unsubscribe(p.sub)
 		open.Add(-1)
 		return fmt.Errorf("%w: the API key has been revoked or the token has expired", ErrUnauthenticated) // not INTERNAL
 	}
@@ -100,7 +96,7 @@ func (r *Resolver) FollowEvents(ctx context.Context, f Follow, send func(*ent.Ev
 
 // follower is one FollowEvents.
 type follower struct {
-	r    *Resolver
+	a    *App
 	ctx  context.Context
 	f    Follow
 	send func(*ent.Event) error
@@ -146,7 +142,7 @@ func (p *follower) step() (done bool, err error) {
 	}
 	if !p.caught {
 		for {
-			page, err := p.r.EventsAfter(p.ctx, p.last, 100, p.f.Types)
+			page, err := p.a.EventsAfter(p.ctx, p.last, 100, p.f.Types)
 			if err != nil {
 				return true, err
 			}
@@ -197,7 +193,7 @@ func (p *follower) deliver(ev *ent.Event) error {
 
 func (p *follower) finish(err error) {
 	p.ended = true
-	p.r.broker.Unsubscribe(p.sub)
+	p.a.broker.Unsubscribe(p.sub)
 	p.stopCtx()
 	if p.beat != nil {
 		p.beat.Stop()
@@ -215,121 +211,23 @@ func CheckEventTypes(field string, types []string) error {
 	return nil
 }
 
-// positionOf reads the position out of an events cursor (of this subscription, or of
-// the events connection ordered by POSITION).
-func positionOf(c *entgql.Cursor[string]) (int64, error) {
-	if CheckCursor("after", c, ids.Event, "POSITION") != nil {
-		return 0, apperr.Invalid("after", "is not a cursor of the event log (order the events connection by POSITION)")
-	}
-	return c.Value.(int64), nil
-}
-
-// eventMessage is an event as the events subscription yields it.
-func eventMessage(ev *ent.Event) *model.EventMessage {
-	data := ev.Data
-	if data == nil {
-		data = map[string]any{}
-	}
-	return &model.EventMessage{
-		ID: ev.ID, Type: ev.Type, APIVersion: ev.APIVersion, CreatedAt: ev.CreatedAt, Data: data,
-		Cursor: entgql.Cursor[string]{ID: ev.ID, Value: ev.Position},
-	}
-}
-
-// Deliverer is a transport that keeps no goroutine per subscription (the server's
-// WebSocket transport puts one in the operation's context). A subscription resolver
-// that supports it calls Drive while resolving, then Deliver after each result it puts
-// on its channel and once after closing it: each Deliver takes exactly that one from
-// the channel and sends it to the client.
-type Deliverer interface {
-	Drive()
-	Deliver() error
-}
-
-type delivererKey struct{}
-
-// WithDeliverer returns ctx carrying d for the subscription resolvers.
-func WithDeliverer(ctx context.Context, d Deliverer) context.Context {
-	return context.WithValue(ctx, delivererKey{}, d)
-}
-
-// subscribe follows the log for a subscription resolver, converting each event. With a
-// Deliverer it runs only while there is something to send; without one, the follower
-// waits on the channel's reader.
-func subscribe[T any](ctx context.Context, r *Resolver, f Follow, convert func(*ent.Event) (T, error)) (<-chan T, error) {
-	d, push := ctx.Value(delivererKey{}).(Deliverer)
-	release, err := r.OpenStream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make(chan T, 1)
-	send := func(ev *ent.Event) error {
-		msg, err := convert(ev)
-		if err != nil {
-			return err
-		}
-		if push {
-			out <- msg // never waits: Deliver took the one before
-			return d.Deliver()
-		}
-		select {
-		case out <- msg:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	end := func(err error) {
-		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, event.ErrLagged) &&
-			!errors.Is(err, event.ErrRevoked) && !errors.Is(err, event.ErrClosed) && !errors.Is(err, ErrGone) {
-			r.log(ctx, "subscription ended", err)
-		}
-		release()
-		close(out)
-		if push {
-			_ = d.Deliver()
-		}
-	}
-	if err := r.FollowEvents(ctx, f, send, end); err != nil {
-		release()
-		return stopped[T](ctx, err)
-	}
-	if push {
-		d.Drive()
-	}
-	return out, nil
-}
-
-// stopped is a subscription that failed to start with err: the error, unless the operation
-// was stopped meanwhile (the client completed it or left), when the database's answer to
-// the cancellation is no error of the client's and would arrive after its complete: then
-// the subscription ends without a message (a closed channel).
-func stopped[T any](ctx context.Context, err error) (<-chan T, error) {
-	if ctx.Err() == nil {
-		return nil, err
-	}
-	out := make(chan T)
-	close(out)
-	return out, nil
-}
-
-// ErrGone is what a Deliverer returns once its client is gone or the operation stopped.
-var ErrGone = errors.New("the subscriber is gone")
-
 // CredentialStillValid returns event.ErrRevoked when the caller's API key has been
 // revoked since it authenticated, or its JWT has expired: a live reader ends then, as
 // an HTTP request would be refused.
-func (r *Resolver) CredentialStillValid(ctx context.Context) error {
+func (a *App) CredentialStillValid(ctx context.Context) error {
 	v, _ := viewer.FromContext(ctx)
-	if v.Expired(r.now()) {
+	if v.Expired(a.now()) {
 		return event.ErrRevoked
 	}
 	if v.KeyID == "" {
 		return nil
 	}
-	k, err := r.client.APIKey.Get(privacy.DecisionContext(ctx, privacy.Allow), v.KeyID)
+	k, err := a.client.APIKey.Get(privacy.DecisionContext(ctx, privacy.Allow), v.KeyID)
 	if err != nil || k.RevokedAt != nil {
 		return event.ErrRevoked
 	}
 	return nil
 }
+
+// ErrUnauthenticated is wrapped by every authentication failure.
+var ErrUnauthenticated = errors.New("unauthenticated")

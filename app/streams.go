@@ -1,4 +1,4 @@
-package graph
+package app
 
 import (
 	"context"
@@ -18,18 +18,18 @@ type streamSlots struct {
 }
 
 // SetMaxStreamsPerOrg caps the live readers one organization may hold open; 0 lifts the cap.
-func (r *Resolver) SetMaxStreamsPerOrg(n int) {
-	r.streams.mu.Lock()
-	r.streams.max = n
-	r.streams.mu.Unlock()
+func (a *App) SetMaxStreamsPerOrg(n int) {
+	a.streams.mu.Lock()
+	a.streams.max = n
+	a.streams.mu.Unlock()
 }
 
 // OpenStream takes one of the caller's organization's live-reader slots, or fails with
 // apperr.KindTooMany when they are all taken. release gives it back; it may be called
 // more than once.
-func (r *Resolver) OpenStream(ctx context.Context) (release func(), err error) {
+func (a *App) OpenStream(ctx context.Context) (release func(), err error) {
 	v, _ := viewer.FromContext(ctx)
-	s := &r.streams
+	s := &a.streams
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.max > 0 && s.open[v.OrgID] >= s.max {

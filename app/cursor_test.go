@@ -1,4 +1,4 @@
-package graph
+package app
 
 import (
 	"math"
@@ -18,7 +18,7 @@ import (
 // TestOrderValuesCoverSchema: every order field of the schema has a cursor value type,
 // so a new order field cannot page with unchecked cursors.
 func TestOrderValuesCoverSchema(t *testing.T) {
-	raw, err := os.ReadFile("ent.graphqls")
+	raw, err := os.ReadFile("../graph/ent.graphqls")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,9 +72,9 @@ func FuzzConnectionCursor(f *testing.F) {
 			return
 		}
 		c := &decoded
-		if _, err := positionOf(&entgql.Cursor[string]{ID: c.ID, Value: c.Value}); err != nil {
+		if _, err := EventPosition(&entgql.Cursor[string]{ID: c.ID, Value: c.Value}); err != nil {
 			if ae, ok := apperr.As(err); !ok || ae.Kind != apperr.KindInvalid {
-				t.Fatalf("positionOf(%#v): %v is not a bad-input error", c, err)
+				t.Fatalf("EventPosition(%#v): %v is not a bad-input error", c, err)
 			}
 		}
 		for _, cc := range cursorCases {

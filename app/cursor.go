@@ -1,4 +1,4 @@
-package graph
+package app
 
 import (
 	"math"
@@ -123,12 +123,4 @@ func cursorInt(v any) (int64, bool) {
 		return int64(n), true
 	}
 	return 0, false
-}
-
-// orderName is the GraphQL name of a connection's order field, "" when it has none (by id).
-func orderName(set bool, name func() string) string {
-	if !set {
-		return ""
-	}
-	return name()
 }
