@@ -10,6 +10,7 @@ import (
 
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/retention"
+	"github.com/flytrap/flytrap/server/auth"
 	"github.com/flytrap/flytrap/settings"
 	"github.com/flytrap/flytrap/trap"
 	"github.com/flytrap/flytrap/webhook"
@@ -32,7 +33,7 @@ type Config struct {
 	MaxSelections    int // GraphQL selections per document, fragments expanded
 	LastUsedInterval time.Duration
 	ShutdownTimeout  time.Duration
-	JWT              JWTConfig
+	JWT              auth.JWTConfig
 	Webhook          webhook.Config
 	// WebhookManual limits pings and redeliveries per endpoint.
 	WebhookManual graph.ManualLimit

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/flytrap/flytrap/apperr"
+	"github.com/flytrap/flytrap/server/httpx"
 )
 
 // CodeTimeout is the GraphQL error code of a request that ran past the server-side deadline.
@@ -44,7 +45,7 @@ func (s *Server) deadline(next http.Handler, fail errorWriter) http.Handler {
 				if bw.finish() {
 					if p != nil && p != http.ErrAbortHandler {
 						// Nobody waits for it any more: log it here, the process lives on.
-						s.log.ErrorContext(ctx, "panic after the request's deadline", "request_id", RequestID(ctx), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+						s.log.ErrorContext(ctx, "panic after the request's deadline", "request_id", httpx.RequestID(ctx), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 					}
 					return
 				}
@@ -66,7 +67,7 @@ func (s *Server) deadline(next http.Handler, fail errorWriter) http.Handler {
 		case <-ctx.Done():
 			if bw.abandon() {
 				if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-					s.log.WarnContext(ctx, "request past its deadline", "request_id", RequestID(ctx), "timeout", timeout)
+					s.log.WarnContext(ctx, "request past its deadline", "request_id", httpx.RequestID(ctx), "timeout", timeout)
 					fail(w, apperr.New(apperr.KindTimeout, msg))
 				}
 				return // otherwise the client went away

@@ -19,6 +19,7 @@ import (
 
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/server/auth"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -84,7 +85,7 @@ func (s *Server) websocketAuth(ctx context.Context, header string) (context.Cont
 	}
 	v, err := s.auth.Authenticate(ctx, header)
 	if err != nil {
-		if !errors.Is(err, ErrUnauthenticated) {
+		if !errors.Is(err, auth.ErrUnauthenticated) {
 			s.log.ErrorContext(ctx, "websocket authentication", "err", err)
 			return ctx, closeInternal, errors.New("internal error")
 		}

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,13 +11,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"regexp"
 	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/rest"
+	"github.com/flytrap/flytrap/server/auth"
+	"github.com/flytrap/flytrap/server/httpx"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -64,7 +63,7 @@ func (s *Server) routes() http.Handler {
 		})
 	}
 	mux.Handle("/", compress(s.dashboard())) // the embedded dashboard (server/web.go); JSON 404 for unknown API routes
-	return s.writeDeadline(s.requestID(s.logRequests(s.recoverPanics(apiVersion(s.limitBody(s.overRate(mux)))))))
+	return s.writeDeadline(httpx.WithRequestID(s.logRequests(s.recoverPanics(apiVersion(s.limitBody(s.overRate(mux)))))))
 }
 
 // maxTarpit bounds the refusals held back at once (hold).
@@ -193,7 +192,7 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 		}
 		v, err := s.auth.Authenticate(r.Context(), header)
 		if err != nil {
-			if errors.Is(err, ErrUnauthenticated) {
+			if errors.Is(err, auth.ErrUnauthenticated) {
 				s.fails.failed(r)
 				w.Header().Set("WWW-Authenticate", `Bearer realm="flytrap"`)
 				refuse(w, apperr.New(apperr.KindUnauthenticated, err.Error()))
@@ -271,30 +270,6 @@ func (s *Server) readBody(next http.Handler) http.Handler {
 	})
 }
 
-type ctxKeyRequestID struct{}
-
-var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
-
-// requestID gives every request an id (the caller's X-Request-Id when it is sane), echoed in the response.
-func (s *Server) requestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-Id")
-		if !requestIDPattern.MatchString(id) {
-			var b [12]byte
-			_, _ = rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
-		}
-		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKeyRequestID{}, id)))
-	})
-}
-
-// RequestID returns the id of the request ctx belongs to.
-func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(ctxKeyRequestID{}).(string)
-	return id
-}
-
 type statusRecorder struct {
 	http.ResponseWriter
 	status  int
@@ -348,7 +323,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		took := time.Since(start)
 		s.metrics.request(route, r.Method, rec.status, took, rec.hijack || r.Pattern == rest.StreamRoute)
 		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-			slog.String("request_id", RequestID(r.Context())),
+			slog.String("request_id", httpx.RequestID(r.Context())),
 			slog.String("method", r.Method),
 			slog.String("route", route),
 			slog.Int("status", rec.status),
@@ -369,7 +344,7 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 				if hp, ok := p.(handlerPanic); ok {
 					p, stack = hp.value, hp.stack
 				}
-				s.log.ErrorContext(r.Context(), "panic", "request_id", RequestID(r.Context()), "panic", fmt.Sprint(p), "stack", string(stack))
+				s.log.ErrorContext(r.Context(), "panic", "request_id", httpx.RequestID(r.Context()), "panic", fmt.Sprint(p), "stack", string(stack))
 				restError(w, http.StatusInternalServerError, "internal error")
 			}
 		}()

@@ -19,6 +19,7 @@ import (
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/proxy"
+	"github.com/flytrap/flytrap/server/auth"
 	"github.com/flytrap/flytrap/store"
 	"github.com/flytrap/flytrap/trap"
 	"github.com/flytrap/flytrap/webhook"
@@ -29,9 +30,9 @@ type Server struct {
 	cfg      Config
 	db       *store.DB
 	log      *slog.Logger
-	auth     *Authenticator
-	usage    *keyUsage
-	jwt      *JWTVerifier
+	auth     *auth.Authenticator
+	usage    *auth.KeyUsage
+	jwt      *auth.JWTVerifier
 	resolver *graph.Resolver
 	handler  http.Handler
 
@@ -64,14 +65,14 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s := &Server{cfg: cfg, db: db, log: log}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	if cfg.JWT.Enabled() {
-		v, err := NewJWTVerifier(ctx, cfg.JWT)
+		v, err := auth.NewJWTVerifier(ctx, cfg.JWT)
 		if err != nil {
 			return nil, fmt.Errorf("identity provider: %w", err)
 		}
 		s.jwt = v
 	}
-	s.usage = newKeyUsage(db.Client, log)
-	s.auth = NewAuthenticator(db.Client, s.jwt, s.usage, log)
+	s.usage = auth.NewKeyUsage(db.Client, log)
+	s.auth = auth.NewAuthenticator(db.Client, s.jwt, s.usage, log)
 	s.limiter = newRateLimiter(cfg.RateLimit, cfg.RateBurst)
 	s.slots = make(apiSlots, cfg.APIConcurrency())
 	s.gate = newConnGate(cfg.MaxUnauthConns, log)

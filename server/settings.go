@@ -30,7 +30,7 @@ func (c *Config) Settings() *settings.Set {
 	c.declareListeners(s)
 	declareDB(s, &c.DB)
 	c.declareAPI(s)
-	c.declareJWT(s)
+	c.JWT.Declare(s)
 	c.declareWebhooks(s)
 	c.declareMetrics(s)
 	c.declareStorage(s)
@@ -170,23 +170,6 @@ func (c *Config) declareAPI(s *settings.Set) {
 		Min(100 * time.Millisecond)
 }
 
-func (c *Config) declareJWT(s *settings.Set) {
-	s.String(&c.JWT.JWKSURL, "jwks-url", "", "identity provider's JWKS URL; empty disables JWT sign-in").
-		Doc("Identity provider's JWKS URL").DefaultDoc("empty (JWT sign-in off)")
-	s.String(&c.JWT.Issuer, "jwt-issuer", "", "required JWT issuer").
-		Doc("Required JWT issuer (must be set with `--jwks-url`)")
-	s.String(&c.JWT.Audience, "jwt-audience", "", "required JWT audience").
-		Doc("Required JWT audience (must be set with `--jwks-url`)")
-	s.String(&c.JWT.OrgClaim, "jwt-org-claim", "org_id", "JWT claim holding the organization id")
-	s.String(&c.JWT.ScopeClaim, "jwt-scope-claim", "scope", "JWT claim holding the scope")
-	s.Rule(func() error {
-		if !c.JWT.Enabled() {
-			return nil
-		}
-		return c.JWT.normalize().validate()
-	})
-}
-
 func (c *Config) declareWebhooks(s *settings.Set) {
 	w := webhook.DefaultConfig()
 	s.Bool(&c.Webhook.AllowPrivate, "webhook-allow-private", false, "let every organization's webhooks reach loopback, private, link-local and metadata addresses (answers from them are stored only for organizations that opted in; see flytrap orgs set-webhook-network)").
@@ -216,7 +199,7 @@ func (c *Config) declareWebhooks(s *settings.Set) {
 		Doc("Time limit of one webhook attempt, connection to last byte")
 	s.Duration(&c.Webhook.Poll, "webhook-poll-interval", w.Poll, "how often due webhook deliveries are looked for besides the wake-up on commit").
 		Doc("How often due webhook deliveries are looked for, besides the wake-up on commit")
-	s.Rule(c.Webhook.Validate)
+	s.Rule(func() error { return c.Webhook.Validate() })
 	s.Func("public-url", "", "the dashboard's external base URL (e.g. https://flytrap.example.com); alerts link to sessions under it; empty: no links", urlFlag(&c.PublicURL)).
 		Doc("The dashboard's external base URL (e.g. `https://flytrap.example.com`); Slack, Teams, JSON and Splunk alerts link to the session under it").DefaultDoc("empty (no links)")
 }
@@ -267,7 +250,7 @@ func (c *Config) declareStorage(s *settings.Set) {
 		Doc("Time between two purges (one instance purges at a time on a shared PostgreSQL)")
 	s.Int(&r.BatchSize, "retention-batch", d.BatchSize, "rows a purge deletes per transaction (1 to 10000)")
 	s.Duration(&r.Pause, "retention-pause", d.Pause, "rest after each purge batch, so the hit writer and the API get the database")
-	s.Rule(c.Retention.Validate)
+	s.Rule(func() error { return c.Retention.Validate() })
 	s.Bool(&c.PGPartitions, "pg-partitions", true, "PostgreSQL: partition hits and events by day on a new database and create each day's partition ahead (false: plain tables, no partitions made)").
 		Doc("PostgreSQL: a new database gets `hits` and `events` partitioned by day, and the service creates each day's partition a week ahead so retention drops whole days; `false` makes plain tables and no partitions. An existing table keeps its layout either way (`flytrap partition-hits` and `flytrap partition-events` convert one) ([operations](docs/operations.md#hits-partitioned-by-day))")
 	s.Int64(&c.DiskLowBytes, "disk-low-bytes", 1<<30, "free space on the SQLite database's file system below which the log warns (0: never)").

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -53,4 +54,24 @@ func TestSettingsDefaults(t *testing.T) {
 			t.Errorf("--%s is not declared", f.Name)
 		}
 	})
+}
+
+// One Set registers, parses and validates: the rules read the values parsed, not copies
+// taken when they were declared.
+func TestSettingsValidateParsedValues(t *testing.T) {
+	var c Config
+	s := c.Settings()
+	s.Defaults()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	s.Register(fs)
+	if err := ParseFlags(fs, []string{"--webhook-workers", "0", "--retention-batch", "0", "--jwks-url", "https://idp.example.com/jwks", "--hit-batch", "0"}, func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Validate()
+	for _, want := range []string{"webhook-workers", "retention-batch", "jwt issuer is required", "hit-queue and hit-batch"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q missing from %v", want, err)
+		}
+	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/server/httpx"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -542,7 +543,7 @@ func (c *wsConn) recoverPanic(where string, cleanup func()) {
 		return
 	}
 	c.t.panics.Add(1)
-	c.t.log.Error("panic in a GraphQL WebSocket", "request_id", RequestID(c.ctx), "where", where,
+	c.t.log.Error("panic in a GraphQL WebSocket", "request_id", httpx.RequestID(c.ctx), "where", where,
 		"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 	cleanup()
 }
