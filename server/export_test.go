@@ -21,7 +21,7 @@ var CountSelections = countSelections
 func UnauthenticatedConns(s *Server) int { return s.gate.Unauthenticated() }
 
 // SetAuthFailureClock replaces the clock of the failed-authentication limiter.
-func SetAuthFailureClock(s *Server, now func() time.Time) { s.fails.now = now }
+func SetAuthFailureClock(s *Server, now func() time.Time) { s.fails.Now = now }
 
 // SetCredentialCheck sets how often subscriptions re-check their credential, for tests.
 func SetCredentialCheck(s *Server, d time.Duration) { s.resolver.CredentialCheck = d }

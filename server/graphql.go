@@ -20,6 +20,7 @@ import (
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/server/auth"
+	"github.com/flytrap/flytrap/server/httpx"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -32,6 +33,7 @@ const (
 	CodeConflict        = graph.CodeConflict
 	CodeInternal        = graph.CodeInternal
 	CodeRateLimited     = graph.CodeRateLimited
+	CodeTimeout         = apperr.CodeTimeout // a request that ran past the server-side deadline
 )
 
 // Document limits beside --max-selections: a selection's name, arguments and
@@ -231,7 +233,7 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	}
 	e := graph.Present(cause)
 	if e.Kind == apperr.KindTimeout {
-		markTimedOut(ctx) // the database ended a statement at its limit: answered as at the deadline
+		httpx.MarkTimedOut(ctx) // the database ended a statement at its limit: answered as at the deadline
 	}
 	code, msg, field := e.Code(), e.Message(graph.GraphQLName), ""
 	if e.Field != "" {

@@ -20,6 +20,7 @@ import (
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/proxy"
 	"github.com/flytrap/flytrap/server/auth"
+	"github.com/flytrap/flytrap/server/httpx"
 	"github.com/flytrap/flytrap/store"
 	"github.com/flytrap/flytrap/trap"
 	"github.com/flytrap/flytrap/webhook"
@@ -41,10 +42,10 @@ type Server struct {
 	engine   *trap.Engine
 	notifier *event.Notifier // nil on SQLite: one instance
 	limiter  *rateLimiter
-	slots    apiSlots      // API requests served at once (bulkheads.go)
-	tarpit   atomic.Int64  // refusals over the rate held back (overRate)
-	gate     *connGate     // unauthenticated API connections
-	fails    *authFailures // failed authentications per client address
+	slots    httpx.Slots         // API requests served at once (bulkheads.go)
+	tarpit   atomic.Int64        // refusals over the rate held back (overRate)
+	gate     *httpx.ConnGate     // unauthenticated API connections
+	fails    *httpx.AuthFailures // failed authentications per client address
 	ready    *readiness
 	webhooks *webhook.Dispatcher
 	metrics  *metrics
@@ -74,9 +75,9 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.usage = auth.NewKeyUsage(db.Client, log)
 	s.auth = auth.NewAuthenticator(db.Client, s.jwt, s.usage, log)
 	s.limiter = newRateLimiter(cfg.RateLimit, cfg.RateBurst)
-	s.slots = make(apiSlots, cfg.APIConcurrency())
-	s.gate = newConnGate(cfg.MaxUnauthConns, log)
-	s.fails = newAuthFailures(cfg.AuthFailureRate, cfg.AuthFailureBurst)
+	s.slots = httpx.NewSlots(cfg.APIConcurrency())
+	s.gate = httpx.NewConnGate(cfg.MaxUnauthConns, log)
+	s.fails = httpx.NewAuthFailures(cfg.AuthFailureRate, cfg.AuthFailureBurst)
 	s.ready = newReadiness(db, log)
 	s.broker = event.NewBroker(db.Client, log, cfg.EventPollInterval)
 	s.resolver = graph.NewResolver(db.Client, s.broker, log, time.Now)
@@ -124,6 +125,22 @@ func (s *Server) Engine() *trap.Engine { return s.engine }
 
 // Webhooks is the instance's webhook dispatcher.
 func (s *Server) Webhooks() *webhook.Dispatcher { return s.webhooks }
+
+// APIServer is the API listener's http.Server: the router behind timeouts that
+// slow clients cannot stretch and a cap on connections that have not authenticated.
+// Event streams and WebSockets take their connection over and manage its deadlines.
+func (s *Server) APIServer() *http.Server {
+	return &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.cfg.APIReadHeaderTimeout,
+		ReadTimeout:       s.cfg.APIReadTimeout,
+		IdleTimeout:       s.cfg.APIIdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnContext:       s.gate.ConnContext,
+		ConnState:         s.gate.ConnState,
+	}
+}
 
 // TrapServer is the trap listener's http.Server; serve it on a TrapListener.
 func (s *Server) TrapServer() *http.Server {

@@ -79,9 +79,9 @@ type wsTransport struct {
 	auth        func(ctx context.Context, authorization string) (context.Context, int, error)
 	admit       func(ctx context.Context) error // the per-credential rate limit, per operation
 	maxOps      int                             // operations in flight per connection
-	slots       apiSlots                        // the API's slots: an operation executes in one
+	slots       httpx.Slots                     // the API's slots: an operation executes in one
 	authFailed  func(remoteAddr string)         // counts a refused connection_init toward the address's limit
-	gate        *connGate                       // a socket counts as unauthenticated until its connection_init
+	gate        *httpx.ConnGate                 // a socket counts as unauthenticated until its connection_init
 	log         *slog.Logger
 	readLimit   int64
 	initTimeout time.Duration
@@ -112,7 +112,7 @@ func newWSTransport(s *Server) *wsTransport {
 		auth:        s.websocketAuth,
 		admit:       s.admitOperation,
 		maxOps:      s.cfg.WebsocketMaxOperations,
-		authFailed:  s.fails.failedFrom,
+		authFailed:  s.fails.FailedFrom,
 		gate:        s.gate,
 		log:         s.log,
 		readLimit:   s.cfg.MaxBodyBytes,
@@ -141,11 +141,11 @@ func (t *wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 	// connection had among --max-unauthenticated-conns (the upgrade freed it) until its
 	// connection_init succeeds or it closes.
 	if _, ok := viewer.FromContext(r.Context()); !ok && t.gate != nil {
-		if !t.gate.enter() {
+		if !t.gate.Enter() {
 			c.closeWith(websocket.CloseTryAgainLater, "Too many connections have not authenticated")
 			return
 		}
-		c.signedIn = sync.OnceFunc(t.gate.leave)
+		c.signedIn = sync.OnceFunc(t.gate.Leave)
 	}
 	t.mu.Lock()
 	closed := t.closed
@@ -474,10 +474,10 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 	// The slot is released before anything is written to the client: a client that stops
 	// reading blocks a write for up to its 10 s deadline, and would hold the slot (one on two
 	// cores) from every other tenant meanwhile.
-	acquired := c.t.slots.acquire(ctx)
+	acquired := c.t.slots.Acquire(ctx)
 	o.release = func() {}
 	if acquired {
-		o.release = sync.OnceFunc(c.t.slots.release)
+		o.release = sync.OnceFunc(c.t.slots.Release)
 		defer o.release()
 	}
 	defer func() {
