@@ -14,9 +14,6 @@ func SetWebsocketAdmit(s *Server, f func(ctx context.Context) error) { s.ws.admi
 // WebsocketPanics counts the panics recovered in WebSocket connections.
 func WebsocketPanics(s *Server) int64 { return s.ws.panics.Load() }
 
-// CountSelections counts a document's selections with fragments expanded, up to limit.
-var CountSelections = countSelections
-
 // UnauthenticatedConns is how many API connections have not authenticated yet.
 func UnauthenticatedConns(s *Server) int { return s.gate.Unauthenticated() }
 

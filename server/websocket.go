@@ -23,6 +23,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/server/gqltransport"
 	"github.com/flytrap/flytrap/server/httpx"
 	"github.com/flytrap/flytrap/viewer"
 )
@@ -348,11 +349,11 @@ func (c *wsConn) handle(m wsMessage) bool {
 func (c *wsConn) admit(id string, inFlight int) (refusal *gqlerror.Error) {
 	defer c.recoverPanic("admitting operation "+id, func() { refusal = internalError()[0] })
 	if inFlight >= c.t.maxOps {
-		return coded(fmt.Sprintf("this connection already runs %d operations, the most one may (ws-max-operations): complete one first", inFlight), CodeRateLimited)
+		return gqltransport.Coded(fmt.Sprintf("this connection already runs %d operations, the most one may (ws-max-operations): complete one first", inFlight), CodeRateLimited)
 	}
 	if err := c.t.admit(c.ctx); err != nil {
 		e := graph.Present(err)
-		return coded(e.Message(graph.GraphQLName), e.Code())
+		return gqltransport.Coded(e.Message(graph.GraphQLName), e.Code())
 	}
 	return nil
 }
@@ -496,7 +497,7 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 	ctx, code, err := c.t.auth(ctx, c.authorization)
 	if err != nil {
 		o.release()
-		c.sendErrors(o.id, gqlerror.List{coded(err.Error(), CodeUnauthenticated)})
+		c.sendErrors(o.id, gqlerror.List{gqltransport.Coded(err.Error(), CodeUnauthenticated)})
 		c.finish(o, false)
 		c.closeWith(code, err.Error()) // every later operation would be refused too
 		return
@@ -504,7 +505,7 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 	params := &graphql.RawParams{}
 	if err := json.Unmarshal(payload, params); err != nil {
 		o.release()
-		c.sendErrors(o.id, gqlerror.List{coded("invalid json", CodeBadUserInput)})
+		c.sendErrors(o.id, gqlerror.List{gqltransport.Coded("invalid json", CodeBadUserInput)})
 		c.finish(o, false)
 		return
 	}
@@ -527,12 +528,9 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 	o.responses, o.ctx = c.exec.DispatchOperation(graph.WithDeliverer(ctx, o), rc)
 }
 
-// coded is a GraphQL error with an extensions code.
-func coded(msg, code string) *gqlerror.Error {
-	return &gqlerror.Error{Message: msg, Extensions: map[string]any{"code": code}}
+func internalError() gqlerror.List {
+	return gqlerror.List{gqltransport.Coded("internal error", CodeInternal)}
 }
-
-func internalError() gqlerror.List { return gqlerror.List{coded("internal error", CodeInternal)} }
 
 // recoverPanic, deferred, keeps a panic in a connection's goroutine from ending the
 // process: it is logged with the upgrade request's id, counted, and then cleanup
