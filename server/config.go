@@ -11,6 +11,7 @@ import (
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/retention"
 	"github.com/flytrap/flytrap/server/auth"
+	"github.com/flytrap/flytrap/server/gqltransport"
 	"github.com/flytrap/flytrap/settings"
 	"github.com/flytrap/flytrap/trap"
 	"github.com/flytrap/flytrap/webhook"
@@ -25,16 +26,14 @@ type Config struct {
 	DB               string
 	LogFormat        string // auto, text or json
 	LogLevel         string
-	Introspection    bool
 	AllowedOrigins   []string
 	MaxBodyBytes     int64
-	ComplexityLimit  int
-	DepthLimit       int
-	MaxSelections    int // GraphQL selections per document, fragments expanded
 	LastUsedInterval time.Duration
 	ShutdownTimeout  time.Duration
 	JWT              auth.JWTConfig
-	Webhook          webhook.Config
+	// Limits are the GraphQL transport's: introspection, complexity, depth, selections.
+	gqltransport.Limits
+	Webhook webhook.Config
 	// WebhookManual limits pings and redeliveries per endpoint.
 	WebhookManual graph.ManualLimit
 	// SessionDetailLimit bounds each list of a session's detail (hits, signals, prompts).

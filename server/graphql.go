@@ -55,14 +55,11 @@ func (s *Server) graphQLHandler() http.Handler {
 	return gqltransport.New(gqltransport.Options{
 		Schema: graph.NewExecutableSchema(graph.Config{Resolvers: s.resolver,
 			Directives: graph.DirectiveRoot{PageLimits: gqltransport.PageLimits}}),
-		WebSocket:       s.ws,
-		TxOpener:        s.db.Client,
-		Log:             s.log,
-		Introspection:   s.cfg.Introspection,
-		MaxSelections:   s.cfg.MaxSelections,
-		DepthLimit:      s.cfg.DepthLimit,
-		ComplexityLimit: s.cfg.ComplexityLimit,
-		Where:           s.cfg.Where,
-		DetailBytes:     s.cfg.SessionDetailBytes,
+		WebSocket:   s.ws,
+		TxOpener:    s.db.Client,
+		Log:         s.log,
+		Limits:      s.cfg.Limits,
+		Where:       s.cfg.Where,
+		DetailBytes: s.cfg.SessionDetailBytes,
 	})
 }

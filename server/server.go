@@ -1,6 +1,7 @@
-// Package server wires a Flytrap instance together: configuration, the API
-// listener with its middleware (request ids, logging, body limits,
-// authentication), the GraphQL handler, health checks and graceful shutdown.
+// Package server wires a Flytrap instance together: its configuration (every setting
+// declared once, settings.go), the API listener's routes composed from the middleware of
+// httpx, the authentication of auth and the GraphQL transport of gqltransport, the trap
+// listener, health checks and graceful shutdown.
 package server
 
 import (

@@ -99,7 +99,7 @@ func (c *Config) declareAPI(s *settings.Set) {
 		})
 	s.String(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error").
 		Doc("`debug`, `info`, `warn` or `error`")
-	s.Bool(&c.Introspection, "introspection", true, "allow GraphQL introspection queries")
+	c.Limits.Declare(s)
 	s.Func("allowed-origins", "", "comma-separated origins allowed to open GraphQL WebSockets besides the API's own", func(v string) error {
 		c.AllowedOrigins = splitList(v)
 		return nil
@@ -107,18 +107,6 @@ func (c *Config) declareAPI(s *settings.Set) {
 		DefaultDoc("none")
 	s.Int64(&c.MaxBodyBytes, "max-body-bytes", 1<<20, "largest API request body; larger ones get 413").
 		Doc("Largest API request body; larger ones get 413 (at least 1024)").DefaultDoc("`1048576` (1 MiB)").Min(1024)
-	s.Int(&c.ComplexityLimit, "complexity-limit", 20000, "largest GraphQL query complexity (a connection costs its page size times its fields)").
-		Doc("Largest GraphQL operation cost, priced from the schema: every alias counts, a connection costs its page size × one node, the analytics aggregates 1,000–2,000 each ([security](docs/security.md))")
-	s.Int(&c.DepthLimit, "depth-limit", 12, "deepest GraphQL selection nesting")
-	s.Rule(func() error {
-		if c.ComplexityLimit < 1 || c.DepthLimit < 1 {
-			return errors.New("complexity-limit and depth-limit: must be positive")
-		}
-		return nil
-	})
-	s.Int(&c.MaxSelections, "max-selections", 1000, "most GraphQL selections in one document, fragments expanded, checked before validation (10 to 5000)").
-		Doc("Most selections in one GraphQL document, fragments expanded, checked before validation (10 to 5000)").
-		Valid(func(v int) bool { return v >= 10 && v <= 5000 }, "must be between 10 and 5000 (validation cost grows with its square)")
 	s.Duration(&c.LastUsedInterval, "last-used-interval", 30*time.Second, "how often API keys' last_used_at is written").
 		Doc("How often API keys' `last_used_at` is written (at least 1s)").Min(time.Second)
 	s.Duration(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long a graceful stop may take")

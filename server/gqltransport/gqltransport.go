@@ -46,12 +46,9 @@ type Options struct {
 	TxOpener  entgql.TxOpener   // each mutation runs in one of its transactions
 	Log       *slog.Logger
 
-	Introspection   bool              // --introspection
-	MaxSelections   int               // --max-selections
-	DepthLimit      int               // --depth-limit
-	ComplexityLimit int               // --complexity-limit
-	Where           graph.WhereLimits // --where-max-*
-	DetailBytes     int               // --session-detail-bytes: a session detail's lists are priced by it
+	Limits
+	Where       graph.WhereLimits // --where-max-*
+	DetailBytes int               // --session-detail-bytes: a session detail's lists are priced by it
 }
 
 // New is the GraphQL handler: gqlgen's executor with our transports, document, depth and
