@@ -1,15 +1,11 @@
 package server
 
 import (
-	"context"
-	"errors"
 	"net/http"
 
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/graph"
-	"github.com/flytrap/flytrap/server/auth"
 	"github.com/flytrap/flytrap/server/gqltransport"
-	"github.com/flytrap/flytrap/viewer"
 )
 
 // Page sizes of every connection (gqltransport.PageLimits).
@@ -30,24 +26,21 @@ const (
 	CodeTimeout         = apperr.CodeTimeout // a request that ran past the server-side deadline
 )
 
-// websocketAuth authenticates a WebSocket by connection_init's Authorization, or by
-// the upgrade request's header that the HTTP middleware already checked. A refusal
-// comes with the close code to end the connection with.
-func (s *Server) websocketAuth(ctx context.Context, header string) (context.Context, int, error) {
-	if header == "" {
-		if _, ok := viewer.FromContext(ctx); ok {
-			return ctx, 0, nil
-		}
-	}
-	v, err := s.auth.Authenticate(ctx, header)
-	if err != nil {
-		if !errors.Is(err, auth.ErrUnauthenticated) {
-			s.log.ErrorContext(ctx, "websocket authentication", "err", err)
-			return ctx, closeInternal, errors.New("internal error")
-		}
-		return ctx, closeUnauthorized, errors.New("unauthorized")
-	}
-	return viewer.NewContext(ctx, v), 0, nil
+// newWebSocket is the GraphQL-over-WebSocket transport over this instance's authentication,
+// rate limits, slots and settings.
+func (s *Server) newWebSocket() *gqltransport.WebSocket {
+	return gqltransport.NewWebSocket(gqltransport.WebSocketOptions{
+		Authenticate:   s.auth.Authenticate,
+		Admit:          s.admitOperation,
+		AuthFailed:     s.fails.FailedFrom,
+		Gate:           s.gate,
+		Slots:          s.slots,
+		Log:            s.log,
+		AllowedOrigins: s.cfg.AllowedOrigins,
+		MaxOperations:  s.cfg.WebsocketMaxOperations,
+		ReadLimit:      s.cfg.MaxBodyBytes,
+		KeepAlive:      s.cfg.StreamHeartbeat,
+	})
 }
 
 // graphQLHandler is the GraphQL transport over this instance's resolver, database and settings.

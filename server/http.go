@@ -172,7 +172,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		header := r.Header.Get("Authorization")
-		if httpx.IsWebsocketUpgrade(r) && !s.ws.upgrader.CheckOrigin(r) {
+		if httpx.IsWebsocketUpgrade(r) && !s.ws.CheckOrigin(r) {
 			fail(w, apperr.New(apperr.KindForbidden, "this origin may not open WebSockets here"))
 			return
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/proxy"
 	"github.com/flytrap/flytrap/server/auth"
+	"github.com/flytrap/flytrap/server/gqltransport"
 	"github.com/flytrap/flytrap/server/httpx"
 	"github.com/flytrap/flytrap/store"
 	"github.com/flytrap/flytrap/trap"
@@ -38,7 +39,7 @@ type Server struct {
 	resolver *graph.Resolver
 	handler  http.Handler
 
-	ws       *wsTransport
+	ws       *gqltransport.WebSocket
 	broker   *event.Broker
 	engine   *trap.Engine
 	notifier *event.Notifier // nil on SQLite: one instance
@@ -88,7 +89,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.resolver.DetailLimit = cfg.SessionDetailLimit
 	s.resolver.DetailBytes, s.resolver.Where = cfg.SessionDetailBytes, cfg.Where
 	s.resolver.Storage = s.storageReport
-	s.ws = newWSTransport(s)
+	s.ws = s.newWebSocket()
 	engine, err := trap.New(ctx, cfg.Trap, db.Trap, db.Dialect, log) // its own pool: no API caller takes it
 	if err != nil {
 		return nil, fmt.Errorf("trap engine: %w", err)
