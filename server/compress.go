@@ -5,6 +5,8 @@ import (
 
 	"github.com/klauspost/compress/gzhttp"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/flytrap/flytrap/server/httpx"
 )
 
 // compressor answers with zstd or gzip when the client accepts it (zstd preferred,
@@ -28,7 +30,7 @@ func compressor() func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		compressed := wrap(next)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if isWebsocketUpgrade(r) {
+			if httpx.IsWebsocketUpgrade(r) {
 				next.ServeHTTP(w, r)
 				return
 			}

@@ -1,25 +1,20 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
-	"regexp"
-	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/rest"
+	"github.com/flytrap/flytrap/server/auth"
+	"github.com/flytrap/flytrap/server/httpx"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -30,7 +25,7 @@ func (s *Server) routes() http.Handler {
 	// A body is read only once its sender has authenticated (limitBody refuses a
 	// declared oversize one before); every request but a stream or WebSocket has a deadline
 	// and a compressed answer when the client accepts one.
-	mux.Handle("/graphql", compress(s.deadline(s.authenticate(s.readBody(s.work(gql)), graphQLErrors), graphQLErrors)))
+	mux.Handle("/graphql", compress(s.deadline(s.authenticate(s.readBody(s.slots.Serve(gql)), graphQLErrors), graphQLErrors)))
 	api := rest.New(s.app, s.log, rest.Options{
 		Stopping:  s.stopping,
 		Heartbeat: s.cfg.StreamHeartbeat,
@@ -40,7 +35,7 @@ func (s *Server) routes() http.Handler {
 		if rt.Pattern == rest.StreamRoute {
 			h = s.authenticate(s.readBody(rt.Handler), restErrors)
 		} else {
-			h = compress(s.deadline(s.authenticate(s.readBody(s.work(rt.Handler)), restErrors), restErrors))
+			h = compress(s.deadline(s.authenticate(s.readBody(s.slots.Serve(rt.Handler)), restErrors), restErrors))
 		}
 		mux.Handle(rt.Pattern, h)
 	}
@@ -64,7 +59,7 @@ func (s *Server) routes() http.Handler {
 		})
 	}
 	mux.Handle("/", compress(s.dashboard())) // the embedded dashboard (server/web.go); JSON 404 for unknown API routes
-	return s.writeDeadline(s.requestID(s.logRequests(s.recoverPanics(apiVersion(s.limitBody(s.overRate(mux)))))))
+	return s.writeDeadline(httpx.WithRequestID(httpx.LogRequests(s.log, s.observeRequest, httpx.RecoverPanics(s.log, restErrors, apiVersion(s.limitBody(s.overRate(mux)))))))
 }
 
 // maxTarpit bounds the refusals held back at once (hold).
@@ -130,7 +125,7 @@ var streamPath = strings.TrimPrefix(rest.StreamRoute, "GET ")
 // descriptor until TCP gave up.
 func (s *Server) writeDeadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isWebsocketUpgrade(r) && r.URL.Path != streamPath {
+		if !httpx.IsWebsocketUpgrade(r) && r.URL.Path != streamPath {
 			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(2 * s.cfg.RequestTimeout))
 		}
 		next.ServeHTTP(w, r)
@@ -138,7 +133,18 @@ func (s *Server) writeDeadline(next http.Handler) http.Handler {
 }
 
 // errorWriter writes an error in the shape of one API; its kind gives the status and code.
-type errorWriter func(w http.ResponseWriter, e *apperr.Error)
+type errorWriter = httpx.ErrorWriter
+
+// observeRequest counts a request in the metrics; event streams, like hijacked
+// connections, are long-lived.
+func (s *Server) observeRequest(r *http.Request, status int, took time.Duration, hijacked bool) {
+	s.metrics.request(httpx.Route(r), r.Method, status, took, hijacked || r.Pattern == rest.StreamRoute)
+}
+
+// deadline is httpx.Deadline at --request-timeout.
+func (s *Server) deadline(next http.Handler, fail errorWriter) http.Handler {
+	return httpx.Deadline(s.cfg.RequestTimeout, s.log, fail, next)
+}
 
 // graphQLErrors writes a GraphQL response carrying only errors.
 func graphQLErrors(w http.ResponseWriter, e *apperr.Error) {
@@ -166,12 +172,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		header := r.Header.Get("Authorization")
-		if isWebsocketUpgrade(r) && !s.ws.upgrader.CheckOrigin(r) {
+		if httpx.IsWebsocketUpgrade(r) && !s.ws.CheckOrigin(r) {
 			fail(w, apperr.New(apperr.KindForbidden, "this origin may not open WebSockets here"))
 			return
 		}
-		if header == "" && isWebsocketUpgrade(r) {
-			if s.fails.blocked(w, r) { // its connection_init would be refused anyway
+		if header == "" && httpx.IsWebsocketUpgrade(r) {
+			if s.fails.Blocked(w, r) { // its connection_init would be refused anyway
 				s.hold(r.Context(), time.Second)
 				fail(w, errTooManyFailures)
 				return
@@ -186,15 +192,15 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 			}
 			fail(w, e)
 		}
-		if s.fails.blocked(w, r) {
+		if s.fails.Blocked(w, r) {
 			s.hold(r.Context(), time.Second)
 			refuse(w, errTooManyFailures)
 			return
 		}
 		v, err := s.auth.Authenticate(r.Context(), header)
 		if err != nil {
-			if errors.Is(err, ErrUnauthenticated) {
-				s.fails.failed(r)
+			if errors.Is(err, auth.ErrUnauthenticated) {
+				s.fails.Failed(r)
 				w.Header().Set("WWW-Authenticate", `Bearer realm="flytrap"`)
 				refuse(w, apperr.New(apperr.KindUnauthenticated, err.Error()))
 				return
@@ -203,7 +209,7 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 			refuse(w, apperr.Internal("internal error"))
 			return
 		}
-		s.gate.authenticated(r.Context())
+		s.gate.Authenticated(r.Context())
 		allowed, wait := s.limiter.allow(w, v)
 		if wait > 0 {
 			// The bucket is empty: overRate refuses this header's next requests before any
@@ -219,10 +225,6 @@ func (s *Server) authenticate(next http.Handler, fail errorWriter) http.Handler 
 }
 
 var errRateLimited = apperr.New(apperr.KindTooMany, "rate limit exceeded; retry after the time in Retry-After")
-
-func isWebsocketUpgrade(r *http.Request) bool {
-	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
-}
 
 // limitBody refuses a body whose declared size is over the limit with 413, before
 // anything reads it; readBody enforces the limit on the bytes themselves.
@@ -267,112 +269,6 @@ func (s *Server) readBody(next http.Handler) http.Handler {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
-		next.ServeHTTP(w, r)
-	})
-}
-
-type ctxKeyRequestID struct{}
-
-var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
-
-// requestID gives every request an id (the caller's X-Request-Id when it is sane), echoed in the response.
-func (s *Server) requestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-Id")
-		if !requestIDPattern.MatchString(id) {
-			var b [12]byte
-			_, _ = rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
-		}
-		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKeyRequestID{}, id)))
-	})
-}
-
-// RequestID returns the id of the request ctx belongs to.
-func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(ctxKeyRequestID{}).(string)
-	return id
-}
-
-type statusRecorder struct {
-	http.ResponseWriter
-	status  int
-	upgrade bool // a WebSocket upgrade: a hijack answers 101; an event stream's hijack writes a 200 itself
-	hijack  bool // the connection was taken over: a stream or a WebSocket, lasting as long as it is open
-}
-
-func (s *statusRecorder) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusRecorder) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	return s.ResponseWriter.Write(b)
-}
-
-func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
-// Hijack lets WebSocket upgrades and event streams take their connection over;
-// gorilla/websocket asks for http.Hijacker directly.
-func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	s.hijack = true
-	if s.status == 0 {
-		s.status = http.StatusOK
-		if s.upgrade {
-			s.status = http.StatusSwitchingProtocols
-		}
-	}
-	return http.NewResponseController(s.ResponseWriter).Hijack()
-}
-
-// Flush lets streaming responses through.
-func (s *statusRecorder) Flush() { _ = http.NewResponseController(s.ResponseWriter).Flush() }
-
-// logRequests logs one line per request. It logs the normalised route, never the
-// query string or headers, which may carry secrets.
-func (s *Server) logRequests(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w, upgrade: isWebsocketUpgrade(r)}
-		next.ServeHTTP(rec, r)
-		route := r.Pattern
-		if route == "" || route == "/" {
-			route = "unmatched"
-		}
-		took := time.Since(start)
-		s.metrics.request(route, r.Method, rec.status, took, rec.hijack || r.Pattern == rest.StreamRoute)
-		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-			slog.String("request_id", RequestID(r.Context())),
-			slog.String("method", r.Method),
-			slog.String("route", route),
-			slog.Int("status", rec.status),
-			slog.Duration("duration", took),
-		)
-	})
-}
-
-// recoverPanics turns a handler panic into a logged 500 instead of a dropped connection.
-func (s *Server) recoverPanics(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
-					panic(p)
-				}
-				stack := debug.Stack()
-				if hp, ok := p.(handlerPanic); ok {
-					p, stack = hp.value, hp.stack
-				}
-				s.log.ErrorContext(r.Context(), "panic", "request_id", RequestID(r.Context()), "panic", fmt.Sprint(p), "stack", string(stack))
-				restError(w, http.StatusInternalServerError, "internal error")
-			}
-		}()
 		next.ServeHTTP(w, r)
 	})
 }

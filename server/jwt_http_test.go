@@ -17,12 +17,14 @@ import (
 
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/privacy"
+	"github.com/flytrap/flytrap/server/auth"
+	"github.com/flytrap/flytrap/server/auth/authtest"
 	"github.com/flytrap/flytrap/store"
 )
 
 // TestJWTThroughAPI signs in to the real API with identity-provider tokens.
 func TestJWTThroughAPI(t *testing.T) {
-	key := newRSAKey(t, "k1", jwt.SigningMethodRS256, "RS256")
+	key := authtest.NewRSAKey(t, "k1", jwt.SigningMethodRS256, "RS256")
 	_, hs, org := jwtServer(t, key, func(cfg *Config) { cfg.JWT.OrgClaim, cfg.JWT.ScopeClaim = "org_id", "scope" })
 
 	post := func(token, query string) (int, map[string]any) {
@@ -42,7 +44,7 @@ func TestJWTThroughAPI(t *testing.T) {
 		return res.StatusCode, out
 	}
 	claims := func(org, scope string) jwt.MapClaims {
-		c := validClaims()
+		c := authtest.ValidClaims()
 		c["org_id"], c["scope"] = org, scope
 		return c
 	}
@@ -54,22 +56,22 @@ func TestJWTThroughAPI(t *testing.T) {
 		return errs[0].(map[string]any)["extensions"].(map[string]any)["code"]
 	}
 
-	status, out := post(key.sign(t, claims(org.ID, "openid read-write")), `{ organization { id } }`)
+	status, out := post(key.Sign(t, claims(org.ID, "openid read-write")), `{ organization { id } }`)
 	if status != 200 || out["data"].(map[string]any)["organization"].(map[string]any)["id"] != org.ID {
 		t.Fatalf("valid JWT: %d %v", status, out)
 	}
-	status, out = post(key.sign(t, claims(org.ID, "read-write")), `mutation { createTrap(input:{name:"x", type: api}) { id } }`)
+	status, out = post(key.Sign(t, claims(org.ID, "read-write")), `mutation { createTrap(input:{name:"x", type: api}) { id } }`)
 	if status != 200 || code(out) != nil {
 		t.Fatalf("read-write JWT creating a trap: %d %v", status, out)
 	}
-	status, out = post(key.sign(t, claims(org.ID, "read-only")), `mutation { createTrap(input:{name:"y", type: api}) { id } }`)
+	status, out = post(key.Sign(t, claims(org.ID, "read-only")), `mutation { createTrap(input:{name:"y", type: api}) { id } }`)
 	if status != 200 || code(out) != CodeForbidden {
 		t.Fatalf("read-only JWT creating a trap: want FORBIDDEN, got %d %v", status, out)
 	}
 	for name, tok := range map[string]string{
-		"unknown organization": key.sign(t, claims("org_01m8000000000000000000000", "admin")),
-		"expired":              key.sign(t, with(claims(org.ID, "admin"), "exp", time.Now().Add(-time.Hour).Unix())),
-		"wrong audience":       key.sign(t, with(claims(org.ID, "admin"), "aud", "someone-else")),
+		"unknown organization": key.Sign(t, claims("org_01m8000000000000000000000", "admin")),
+		"expired":              key.Sign(t, authtest.With(claims(org.ID, "admin"), "exp", time.Now().Add(-time.Hour).Unix())),
+		"wrong audience":       key.Sign(t, authtest.With(claims(org.ID, "admin"), "aud", "someone-else")),
 	} {
 		status, out := post(tok, `{ organization { id } }`)
 		if status != http.StatusUnauthorized || code(out) != CodeUnauthenticated {
@@ -82,9 +84,9 @@ func TestJWTThroughAPI(t *testing.T) {
 // stable message; the cause goes to the log only. A token without sub is refused: it
 // would share one rate-limit bucket with every other sub-less token of its organization.
 func TestJWTRefusalsAreStable(t *testing.T) {
-	key := newRSAKey(t, "k1", jwt.SigningMethodRS256, "RS256")
-	other := newRSAKey(t, "k2", jwt.SigningMethodRS256, "RS256")
-	idp := newTestIdP(t, key)
+	key := authtest.NewRSAKey(t, "k1", jwt.SigningMethodRS256, "RS256")
+	other := authtest.NewRSAKey(t, "k2", jwt.SigningMethodRS256, "RS256")
+	idp := authtest.NewIdP(t, key)
 	db, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "jwt.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +95,7 @@ func TestJWTRefusalsAreStable(t *testing.T) {
 	sys := privacy.DecisionContext(t.Context(), privacy.Allow)
 	org := db.Client.Organization.Create().SetName("acme").SaveX(sys)
 	cfg := DefaultConfig()
-	cfg.JWT = idp.config()
+	cfg.JWT = idpConfig(idp)
 	var logs bytes.Buffer
 	srv, err := New(t.Context(), cfg, db, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
@@ -101,7 +103,7 @@ func TestJWTRefusalsAreStable(t *testing.T) {
 	}
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
-	claims := func() jwt.MapClaims { return with(validClaims(), "org_id", org.ID) }
+	claims := func() jwt.MapClaims { return authtest.With(authtest.ValidClaims(), "org_id", org.ID) }
 	get := func(token string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, hs.URL+"/dashboard/api/traps", nil)
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -114,16 +116,16 @@ func TestJWTRefusalsAreStable(t *testing.T) {
 		_ = json.NewDecoder(res.Body).Decode(&out)
 		return res.StatusCode, out.Error
 	}
-	if status, msg := get(key.sign(t, claims())); status != http.StatusOK {
+	if status, msg := get(key.Sign(t, claims())); status != http.StatusOK {
 		t.Fatalf("valid token: %d %s", status, msg)
 	}
 	for name, tok := range map[string]string{
-		"expired":        key.sign(t, with(claims(), "exp", time.Now().Add(-time.Hour).Unix())),
-		"wrong audience": key.sign(t, with(claims(), "aud", "someone-else")),
-		"unknown kid":    other.sign(t, claims()),
+		"expired":        key.Sign(t, authtest.With(claims(), "exp", time.Now().Add(-time.Hour).Unix())),
+		"wrong audience": key.Sign(t, authtest.With(claims(), "aud", "someone-else")),
+		"unknown kid":    other.Sign(t, claims()),
 		"not a JWT":      "a.b.c",
-		"no sub":         key.sign(t, without(claims(), "sub")),
-		"empty sub":      key.sign(t, with(claims(), "sub", "")),
+		"no sub":         key.Sign(t, authtest.Without(claims(), "sub")),
+		"empty sub":      key.Sign(t, authtest.With(claims(), "sub", "")),
 	} {
 		status, msg := get(tok)
 		if status != http.StatusUnauthorized || msg != "unauthenticated: invalid or expired token" {
@@ -135,12 +137,17 @@ func TestJWTRefusalsAreStable(t *testing.T) {
 	}
 }
 
+// idpConfig is the configuration that trusts p.
+func idpConfig(p *authtest.IdP) auth.JWTConfig {
+	return auth.JWTConfig{JWKSURL: p.JWKSURL(), Issuer: authtest.Issuer, Audience: authtest.Audience}
+}
+
 // jwtServer serves the real router over a fresh SQLite file with one organization,
 // signing in with JWTs of an identity provider publishing key; its background work runs
 // until the test ends.
-func jwtServer(t *testing.T, key testKey, configure func(*Config)) (*Server, *httptest.Server, *ent.Organization) {
+func jwtServer(t *testing.T, key authtest.Key, configure func(*Config)) (*Server, *httptest.Server, *ent.Organization) {
 	t.Helper()
-	idp := newTestIdP(t, key)
+	idp := authtest.NewIdP(t, key)
 	db, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "jwt.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +157,7 @@ func jwtServer(t *testing.T, key testKey, configure func(*Config)) (*Server, *ht
 	org := db.Client.Organization.Create().SetName("acme").SaveX(sys)
 	db.Client.Site.Create().SetOrgID(org.ID).SetName("default").SaveX(sys)
 	cfg := DefaultConfig()
-	cfg.JWT = idp.config()
+	cfg.JWT = idpConfig(idp)
 	if configure != nil {
 		configure(&cfg)
 	}

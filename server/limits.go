@@ -17,6 +17,7 @@ import (
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/internal/clip"
+	"github.com/flytrap/flytrap/server/auth"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -47,7 +48,7 @@ func (rl *rateLimiter) learn(header string, v viewer.Viewer) {
 // authentication accepts ("bearer", more whitespace) is the one header it is. Keyed by the
 // raw header, each new spelling of a limited key cost a lookup (and a cache entry) again.
 func headerKey(header string) [sha256.Size]byte {
-	if token, err := BearerToken(header); err == nil {
+	if token, err := auth.BearerToken(header); err == nil {
 		header = token
 	}
 	return sha256.Sum256([]byte(header))

@@ -154,17 +154,17 @@ func (s *Server) metricsHandler() http.Handler {
 	want := []byte("Bearer " + s.cfg.MetricsToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.MetricsToken != "" {
-			if s.fails.blocked(w, r) {
+			if s.fails.Blocked(w, r) {
 				restError(w, http.StatusTooManyRequests, "too many failed authentications from this address; retry after the time in Retry-After")
 				return
 			}
 			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-				s.fails.failed(r)
+				s.fails.Failed(r)
 				w.Header().Set("WWW-Authenticate", `Bearer realm="flytrap-metrics"`)
 				restError(w, http.StatusUnauthorized, "a valid metrics token is required (Authorization: Bearer <metrics-token>)")
 				return
 			}
-			s.gate.authenticated(r.Context())
+			s.gate.Authenticated(r.Context())
 		}
 		h.ServeHTTP(w, r)
 	})

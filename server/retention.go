@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"flag"
 	"log/slog"
 	"time"
 
@@ -12,34 +11,6 @@ import (
 	"github.com/flytrap/flytrap/retention"
 	"github.com/flytrap/flytrap/store"
 )
-
-// registerRetention adds the retention flags: how long each kind of row is kept.
-func (c *Config) registerRetention(fs *flag.FlagSet) {
-	r := &c.Retention
-	for _, d := range []struct {
-		name, what string
-		dst        *time.Duration
-	}{
-		{"retain-hits", "raw hits (requests with headers and bodies); counters keep counting them", &r.Hits},
-		{"retain-signals", "signal firings with their evidence", &r.Signals},
-		{"retain-prompts", "captured system prompts", &r.Prompts},
-		{"retain-events", "events of the event log (REST, SSE, GraphQL); an older cursor gets 410", &r.Events},
-		{"retain-deliveries", "finished webhook deliveries with their attempts", &r.Deliveries},
-		{"retain-sessions", "sessions, counted from their last hit; their hits, signals and prompts go with them", &r.Sessions},
-		{"retain-hit-hours", "the hourly hit counters (the timeline and the 24-hour figures read the last day)", &r.HitHours},
-	} {
-		fs.Func(d.name, "how long to keep "+d.what+": 30d, 12h, or 0 for forever (default "+retention.FormatDays(*d.dst)+")", func(v string) error {
-			t, err := retention.ParseDays(v)
-			*d.dst = t
-			return err
-		})
-	}
-	fs.DurationVar(&r.Interval, "retention-interval", r.Interval, "time between two purges of expired rows")
-	fs.IntVar(&r.BatchSize, "retention-batch", r.BatchSize, "rows a purge deletes per transaction (1 to 10000)")
-	fs.DurationVar(&r.Pause, "retention-pause", r.Pause, "rest after each purge batch, so the hit writer and the API get the database")
-	fs.BoolVar(&c.PGPartitions, "pg-partitions", c.PGPartitions, "PostgreSQL: partition hits and events by day on a new database and create each day's partition ahead (false: plain tables, no partitions made)")
-	fs.Int64Var(&c.DiskLowBytes, "disk-low-bytes", c.DiskLowBytes, "free space on the SQLite database's file system below which the log warns (0: never)")
-}
 
 // runRetention purges expired rows until ctx ends (one instance at a time on PostgreSQL).
 func (s *Server) runRetention(ctx context.Context) {

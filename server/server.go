@@ -1,6 +1,7 @@
-// Package server wires a Flytrap instance together: configuration, the API
-// listener with its middleware (request ids, logging, body limits,
-// authentication), the GraphQL handler, health checks and graceful shutdown.
+// Package server wires a Flytrap instance together: its configuration (every setting
+// declared once, settings.go), the API listener's routes composed from the middleware of
+// httpx, the authentication of auth and the GraphQL transport of gqltransport, the trap
+// listener, health checks and graceful shutdown.
 package server
 
 import (
@@ -20,6 +21,9 @@ import (
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/proxy"
+	"github.com/flytrap/flytrap/server/auth"
+	"github.com/flytrap/flytrap/server/gqltransport"
+	"github.com/flytrap/flytrap/server/httpx"
 	"github.com/flytrap/flytrap/store"
 	"github.com/flytrap/flytrap/trap"
 	"github.com/flytrap/flytrap/webhook"
@@ -30,22 +34,22 @@ type Server struct {
 	cfg      Config
 	db       *store.DB
 	log      *slog.Logger
-	auth     *Authenticator
-	usage    *keyUsage
-	jwt      *JWTVerifier
+	auth     *auth.Authenticator
+	usage    *auth.KeyUsage
+	jwt      *auth.JWTVerifier
 	app      *app.App
 	resolver *graph.Resolver
 	handler  http.Handler
 
-	ws       *wsTransport
+	ws       *gqltransport.WebSocket
 	broker   *event.Broker
 	engine   *trap.Engine
 	notifier *event.Notifier // nil on SQLite: one instance
 	limiter  *rateLimiter
-	slots    apiSlots      // API requests served at once (bulkheads.go)
-	tarpit   atomic.Int64  // refusals over the rate held back (overRate)
-	gate     *connGate     // unauthenticated API connections
-	fails    *authFailures // failed authentications per client address
+	slots    httpx.Slots         // API requests served at once (bulkheads.go)
+	tarpit   atomic.Int64        // refusals over the rate held back (overRate)
+	gate     *httpx.ConnGate     // unauthenticated API connections
+	fails    *httpx.AuthFailures // failed authentications per client address
 	ready    *readiness
 	webhooks *webhook.Dispatcher
 	metrics  *metrics
@@ -66,18 +70,18 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s := &Server{cfg: cfg, db: db, log: log}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	if cfg.JWT.Enabled() {
-		v, err := NewJWTVerifier(ctx, cfg.JWT)
+		v, err := auth.NewJWTVerifier(ctx, cfg.JWT)
 		if err != nil {
 			return nil, fmt.Errorf("identity provider: %w", err)
 		}
 		s.jwt = v
 	}
-	s.usage = newKeyUsage(db.Client, log)
-	s.auth = NewAuthenticator(db.Client, s.jwt, s.usage, log)
+	s.usage = auth.NewKeyUsage(db.Client, log)
+	s.auth = auth.NewAuthenticator(db.Client, s.jwt, s.usage, log)
 	s.limiter = newRateLimiter(cfg.RateLimit, cfg.RateBurst)
-	s.slots = make(apiSlots, cfg.APIConcurrency())
-	s.gate = newConnGate(cfg.MaxUnauthConns, log)
-	s.fails = newAuthFailures(cfg.AuthFailureRate, cfg.AuthFailureBurst)
+	s.slots = httpx.NewSlots(cfg.APIConcurrency())
+	s.gate = httpx.NewConnGate(cfg.MaxUnauthConns, log)
+	s.fails = httpx.NewAuthFailures(cfg.AuthFailureRate, cfg.AuthFailureBurst)
 	s.ready = newReadiness(db, log)
 	s.broker = event.NewBroker(db.Client, log, cfg.EventPollInterval)
 	s.app = app.New(db.Client, s.broker, time.Now)
@@ -87,7 +91,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.resolver = graph.NewResolver(s.app, log)
 	s.resolver.CredentialCheck = cfg.StreamHeartbeat // as SSE streams do (rest.Options.Heartbeat)
 	s.resolver.Storage = s.storageReport
-	s.ws = newWSTransport(s)
+	s.ws = s.newWebSocket()
 	engine, err := trap.New(ctx, cfg.Trap, db.Trap, db.Dialect, log) // its own pool: no API caller takes it
 	if err != nil {
 		return nil, fmt.Errorf("trap engine: %w", err)
@@ -125,6 +129,22 @@ func (s *Server) Engine() *trap.Engine { return s.engine }
 
 // Webhooks is the instance's webhook dispatcher.
 func (s *Server) Webhooks() *webhook.Dispatcher { return s.webhooks }
+
+// APIServer is the API listener's http.Server: the router behind timeouts that
+// slow clients cannot stretch and a cap on connections that have not authenticated.
+// Event streams and WebSockets take their connection over and manage its deadlines.
+func (s *Server) APIServer() *http.Server {
+	return &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.cfg.APIReadHeaderTimeout,
+		ReadTimeout:       s.cfg.APIReadTimeout,
+		IdleTimeout:       s.cfg.APIIdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnContext:       s.gate.ConnContext,
+		ConnState:         s.gate.ConnState,
+	}
+}
 
 // TrapServer is the trap listener's http.Server; serve it on a TrapListener.
 func (s *Server) TrapServer() *http.Server {

@@ -35,7 +35,7 @@ const dashboardConfigPath = "/dashboard/config.json"
 const defaultOIDCScopes = "openid profile email"
 
 // OIDCConfig is the dashboard's sign-in with the identity provider (Authorization Code +
-// PKCE in the browser). The API still checks the resulting JWT against JWTConfig.
+// PKCE in the browser). The API still checks the resulting JWT against auth.JWTConfig.
 type OIDCConfig struct {
 	Issuer   string // FLYTRAP_OIDC_ISSUER; empty: API-key sign-in only
 	ClientID string // FLYTRAP_OIDC_CLIENT_ID: a public client (no secret)

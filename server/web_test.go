@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"flag"
+	"github.com/flytrap/flytrap/server/auth"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,7 +23,7 @@ func testDashboard(t *testing.T, st dashboardSettings) http.Handler {
 func TestDashboardConfigJSON(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.TrapAddr = "127.0.0.1:9081"
-	cfg.JWT = JWTConfig{JWKSURL: "https://idp.example.com/jwks", Issuer: "https://idp.example.com/realms/acme", Audience: "flytrap-api"}
+	cfg.JWT = auth.JWTConfig{JWKSURL: "https://idp.example.com/jwks", Issuer: "https://idp.example.com/realms/acme", Audience: "flytrap-api"}
 	cfg.OIDC = OIDCConfig{Issuer: "https://idp.example.com/realms/acme", ClientID: "flytrap-dashboard"}
 	st, warnings := dashboardSettingsFrom(cfg)
 	if len(warnings) != 0 {
@@ -117,7 +118,7 @@ func TestDashboardSettingsWarnings(t *testing.T) {
 	if st, w := dashboardSettingsFrom(cfg); st.OIDC == nil || len(w) != 1 || !strings.Contains(w[0], "jwks-url") {
 		t.Fatalf("without jwks-url: %+v %v", st.OIDC, w)
 	}
-	cfg.JWT = JWTConfig{JWKSURL: "https://other.example.com/jwks", Issuer: "https://other.example.com", Audience: "a"}
+	cfg.JWT = auth.JWTConfig{JWKSURL: "https://other.example.com/jwks", Issuer: "https://other.example.com", Audience: "a"}
 	if _, w := dashboardSettingsFrom(cfg); len(w) != 1 || !strings.Contains(w[0], "differs from jwt-issuer") {
 		t.Fatalf("issuer mismatch: %v", w)
 	}

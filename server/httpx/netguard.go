@@ -1,4 +1,4 @@
-package server
+package httpx
 
 import (
 	"context"
@@ -18,27 +18,11 @@ import (
 	"github.com/flytrap/flytrap/trap"
 )
 
-// APIServer is the API listener's http.Server: the router behind timeouts that
-// slow clients cannot stretch and a cap on connections that have not authenticated.
-// Event streams and WebSockets take their connection over and manage its deadlines.
-func (s *Server) APIServer() *http.Server {
-	return &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: s.cfg.APIReadHeaderTimeout,
-		ReadTimeout:       s.cfg.APIReadTimeout,
-		IdleTimeout:       s.cfg.APIIdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		ConnContext:       s.gate.connContext,
-		ConnState:         s.gate.connState,
-	}
-}
-
-// connGate caps the API connections that have not authenticated: a connection
+// ConnGate caps the API connections that have not authenticated: a connection
 // counts from its accept until one of its requests authenticates, it is taken
 // over (event stream, WebSocket: they have their own limits), or it closes.
 // Over the cap a new connection is closed as soon as it is accepted.
-type connGate struct {
+type ConnGate struct {
 	max int
 	log *slog.Logger
 
@@ -58,12 +42,13 @@ type gatedConn struct {
 
 type ctxKeyGatedConn struct{}
 
-func newConnGate(max int, log *slog.Logger) *connGate {
-	return &connGate{max: max, log: log, conns: map[net.Conn]*gatedConn{}}
+// NewConnGate lets max connections be unauthenticated at once; log hears of refusals.
+func NewConnGate(max int, log *slog.Logger) *ConnGate {
+	return &ConnGate{max: max, log: log, conns: map[net.Conn]*gatedConn{}}
 }
 
-// connContext runs for every accepted connection before the server reads from it.
-func (g *connGate) connContext(ctx context.Context, c net.Conn) context.Context {
+// ConnContext runs for every accepted connection before the server reads from it.
+func (g *ConnGate) ConnContext(ctx context.Context, c net.Conn) context.Context {
 	g.mu.Lock()
 	if g.unauth >= g.max {
 		g.mu.Unlock()
@@ -82,7 +67,8 @@ func (g *connGate) connContext(ctx context.Context, c net.Conn) context.Context 
 	return context.WithValue(ctx, ctxKeyGatedConn{}, gc)
 }
 
-func (g *connGate) connState(c net.Conn, st http.ConnState) {
+// ConnState forgets a connection that closed or was taken over.
+func (g *ConnGate) ConnState(c net.Conn, st http.ConnState) {
 	if st != http.StateClosed && st != http.StateHijacked {
 		return
 	}
@@ -99,8 +85,8 @@ func (g *connGate) connState(c net.Conn, st http.ConnState) {
 	}
 }
 
-// authenticated marks the connection of a request that authenticated: it no longer counts.
-func (g *connGate) authenticated(ctx context.Context) {
+// Authenticated marks the connection of a request that authenticated: it no longer counts.
+func (g *ConnGate) Authenticated(ctx context.Context) {
 	gc, _ := ctx.Value(ctxKeyGatedConn{}).(*gatedConn)
 	if gc == nil {
 		return
@@ -113,10 +99,10 @@ func (g *connGate) authenticated(ctx context.Context) {
 	}
 }
 
-// enter counts a connection taken over before it authenticated (a WebSocket upgraded
-// without credentials, which signs in with its connection_init) until leave; it reports
+// Enter counts a connection taken over before it authenticated (a WebSocket upgraded
+// without credentials, which signs in with its connection_init) until Leave; it reports
 // false, counting nothing, at the cap.
-func (g *connGate) enter() bool {
+func (g *ConnGate) Enter() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.unauth >= g.max {
@@ -127,34 +113,35 @@ func (g *connGate) enter() bool {
 	return true
 }
 
-// leave ends what enter counted.
-func (g *connGate) leave() {
+// Leave ends what Enter counted.
+func (g *ConnGate) Leave() {
 	g.mu.Lock()
 	g.unauth--
 	g.mu.Unlock()
 }
 
 // Unauthenticated is how many API connections have not authenticated yet.
-func (g *connGate) Unauthenticated() int {
+func (g *ConnGate) Unauthenticated() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.unauth
 }
 
-// authFailures limits failed authentications per client address: a token bucket
+// AuthFailures limits failed authentications per client address: a token bucket
 // that only 401s drain. An address whose bucket is empty gets 429 before its
 // token is looked at, so guessing keys or replaying stolen JWTs is slow and
 // cheap for us. IPv6 addresses share a bucket per /64, what one host is given.
-type authFailures struct {
+type AuthFailures struct {
 	rate    rate.Limit
 	burst   int
 	buckets *lru.Cache[netip.Prefix, *rate.Limiter]
-	now     func() time.Time
+	Now     func() time.Time // the clock, replaced by tests
 }
 
-func newAuthFailures(perSecond float64, burst int) *authFailures {
+// NewAuthFailures lets an address fail perSecond times a second, burst at once.
+func NewAuthFailures(perSecond float64, burst int) *AuthFailures {
 	cache, _ := lru.New[netip.Prefix, *rate.Limiter](100_000) // only fails for a size < 1
-	return &authFailures{rate: rate.Limit(perSecond), burst: burst, buckets: cache, now: time.Now}
+	return &AuthFailures{rate: rate.Limit(perSecond), burst: burst, buckets: cache, Now: time.Now}
 }
 
 // clientPrefix is the bucket of a request's peer (RemoteAddr: the API listener trusts no forwarding header).
@@ -166,8 +153,8 @@ func clientPrefix(r *http.Request) (netip.Prefix, bool) {
 	return trap.ClientPrefix(ap.Addr()), true
 }
 
-// blocked reports whether r's address has failed too often; if so it sets Retry-After.
-func (f *authFailures) blocked(w http.ResponseWriter, r *http.Request) bool {
+// Blocked reports whether r's address has failed too often; if so it sets Retry-After.
+func (f *AuthFailures) Blocked(w http.ResponseWriter, r *http.Request) bool {
 	p, ok := clientPrefix(r)
 	if !ok {
 		return false
@@ -176,7 +163,7 @@ func (f *authFailures) blocked(w http.ResponseWriter, r *http.Request) bool {
 	if !ok {
 		return false
 	}
-	tokens := lim.TokensAt(f.now())
+	tokens := lim.TokensAt(f.Now())
 	if tokens >= 1 {
 		return false
 	}
@@ -184,11 +171,11 @@ func (f *authFailures) blocked(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// failedFrom records a failed authentication from a remote address (host:port).
-func (f *authFailures) failedFrom(remoteAddr string) { f.failed(&http.Request{RemoteAddr: remoteAddr}) }
+// FailedFrom records a failed authentication from a remote address (host:port).
+func (f *AuthFailures) FailedFrom(remoteAddr string) { f.Failed(&http.Request{RemoteAddr: remoteAddr}) }
 
-// failed records a failed authentication from r's address.
-func (f *authFailures) failed(r *http.Request) {
+// Failed records a failed authentication from r's address.
+func (f *AuthFailures) Failed(r *http.Request) {
 	p, ok := clientPrefix(r)
 	if !ok {
 		return
@@ -200,5 +187,5 @@ func (f *authFailures) failed(r *http.Request) {
 			lim = prev
 		}
 	}
-	lim.AllowN(f.now(), 1)
+	lim.AllowN(f.Now(), 1)
 }

@@ -1,4 +1,4 @@
-package server
+package gqltransport
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/flytrap/flytrap/graph"
 )
 
 // msgSubscriptionOverHTTP is the refusal of a subscription sent over plain HTTP.
@@ -33,7 +35,7 @@ func (e subscriptionRefuser) CreateOperationContext(ctx context.Context, params 
 	oc, errs := e.GraphExecutor.CreateOperationContext(ctx, params)
 	if errs == nil && oc != nil && oc.Operation != nil && oc.Operation.Operation == ast.Subscription {
 		*e.refused = true
-		return oc, gqlerror.List{coded(msgSubscriptionOverHTTP, CodeBadUserInput)}
+		return oc, gqlerror.List{Coded(msgSubscriptionOverHTTP, graph.CodeBadUserInput)}
 	}
 	return oc, errs
 }

@@ -1,4 +1,4 @@
-package server
+package httpx
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/flytrap/flytrap/apperr"
 )
 
 // syncBuffer is a log sink handlers on other goroutines may write to.
@@ -28,9 +30,13 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 // any other (500, logged where it happened), and one after the deadline is logged, not fatal.
 func TestDeadlinePanics(t *testing.T) {
 	var logs syncBuffer
-	s := &Server{cfg: Config{RequestTimeout: 100 * time.Millisecond}, log: slog.New(slog.NewTextHandler(&logs, nil))}
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	fail := func(w http.ResponseWriter, e *apperr.Error) { http.Error(w, e.Message(nil), e.Status()) }
+	deadline := func(h http.Handler) http.Handler {
+		return RecoverPanics(log, fail, Deadline(100*time.Millisecond, log, fail, h))
+	}
 
-	h := s.recoverPanics(s.deadline(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }), restErrors))
+	h := deadline(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/x", nil))
 	if rec.Code != http.StatusInternalServerError || !strings.Contains(logs.String(), "deadline_test.go") {
@@ -38,10 +44,10 @@ func TestDeadlinePanics(t *testing.T) {
 	}
 
 	release := make(chan struct{})
-	h = s.recoverPanics(s.deadline(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+	h = deadline(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		<-release
 		panic("late boom")
-	}), restErrors))
+	}))
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/x", nil))
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "request-timeout") {

@@ -1,13 +1,8 @@
-package server
+package auth
 
 import (
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -17,125 +12,19 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/flytrap/flytrap/server/auth/authtest"
 	"github.com/flytrap/flytrap/viewer"
 )
 
-const (
-	testIssuer   = "https://idp.example.com/"
-	testAudience = "flytrap-api"
-)
-
-// testKey is a signing key held by the fake identity provider.
-type testKey struct {
-	kid    string
-	alg    jwkset.ALG // "" publishes the JWK without an alg member
-	method jwt.SigningMethod
-	priv   crypto.Signer
-}
-
-func newRSAKey(t testing.TB, kid string, method jwt.SigningMethod, alg jwkset.ALG) testKey {
-	t.Helper()
-	priv, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatalf("generate rsa key: %v", err)
-	}
-	return testKey{kid: kid, alg: alg, method: method, priv: priv}
-}
-
-func newECKey(t testing.TB, kid string, curve elliptic.Curve, method jwt.SigningMethod) testKey {
-	t.Helper()
-	priv, err := ecdsa.GenerateKey(curve, rand.Reader)
-	if err != nil {
-		t.Fatalf("generate ecdsa key: %v", err)
-	}
-	return testKey{kid: kid, alg: jwkset.ALG(method.Alg()), method: method, priv: priv}
-}
-
-func newEdKey(t testing.TB, kid string) testKey {
-	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatalf("generate ed25519 key: %v", err)
-	}
-	return testKey{kid: kid, alg: jwkset.AlgEdDSA, method: jwt.SigningMethodEdDSA, priv: priv}
-}
-
-// sign returns a token for claims, with the key's kid in the header.
-func (k testKey) sign(t testing.TB, claims jwt.MapClaims) string {
-	t.Helper()
-	tok := jwt.NewWithClaims(k.method, claims)
-	if k.kid != "" {
-		tok.Header["kid"] = k.kid
-	}
-	s, err := tok.SignedString(k.priv)
-	if err != nil {
-		t.Fatalf("sign token: %v", err)
-	}
-	return s
-}
-
-// withKID returns a copy of k that puts kid in the token header.
-func (k testKey) withKID(kid string) testKey {
-	k.kid = kid
-	return k
-}
-
-// testIdP serves a JWKS that the test can swap at any time.
-type testIdP struct {
-	srv     *httptest.Server
-	jwks    atomic.Pointer[[]byte]
-	fetches atomic.Int64
-}
-
-func newTestIdP(t testing.TB, keys ...testKey) *testIdP {
-	t.Helper()
-	p := &testIdP{}
-	p.publish(t, keys...)
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.fetches.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(*p.jwks.Load())
-	}))
-	t.Cleanup(p.srv.Close)
-	return p
-}
-
-// publish replaces the served JWKS with the public halves of keys, built with
-// jwkset exactly as an identity provider would publish them.
-func (p *testIdP) publish(t testing.TB, keys ...testKey) {
-	t.Helper()
-	store := jwkset.NewMemoryStorage()
-	for _, k := range keys {
-		jwk, err := jwkset.NewJWKFromKey(k.priv.Public(), jwkset.JWKOptions{
-			Metadata: jwkset.JWKMetadataOptions{KID: k.kid, ALG: k.alg, USE: jwkset.UseSig},
-		})
-		if err != nil {
-			t.Fatalf("build jwk %q: %v", k.kid, err)
-		}
-		if err := store.KeyWrite(t.Context(), jwk); err != nil {
-			t.Fatalf("store jwk %q: %v", k.kid, err)
-		}
-	}
-	raw, err := store.JSONPublic(t.Context())
-	if err != nil {
-		t.Fatalf("marshal jwks: %v", err)
-	}
-	if strings.Contains(string(raw), `"d"`) {
-		t.Fatal("published jwks contains private key material")
-	}
-	b := []byte(raw)
-	p.jwks.Store(&b)
-}
-
-func (p *testIdP) config() JWTConfig {
-	return JWTConfig{JWKSURL: p.srv.URL + "/.well-known/jwks.json", Issuer: testIssuer, Audience: testAudience}
+// jwtConfig is the configuration that trusts p.
+func jwtConfig(p *authtest.IdP) JWTConfig {
+	return JWTConfig{JWKSURL: p.JWKSURL(), Issuer: authtest.Issuer, Audience: authtest.Audience}
 }
 
 func newTestVerifier(t testing.TB, cfg JWTConfig) *JWTVerifier {
@@ -151,40 +40,15 @@ func newTestVerifier(t testing.TB, cfg JWTConfig) *JWTVerifier {
 	return v
 }
 
-// validClaims returns claims that pass every check; tests change one thing.
-func validClaims() jwt.MapClaims {
-	now := time.Now()
-	return jwt.MapClaims{
-		"iss":    testIssuer,
-		"aud":    testAudience,
-		"sub":    "user-123",
-		"org_id": "org-1",
-		"scope":  "read-write",
-		"iat":    now.Unix(),
-		"nbf":    now.Unix(),
-		"exp":    now.Add(5 * time.Minute).Unix(),
-	}
-}
-
 // expiresOf is when a token with these claims stops being accepted: exp plus the leeway.
 func expiresOf(c jwt.MapClaims) time.Time {
 	switch exp := c["exp"].(type) {
 	case int64:
-		return time.Unix(exp, 0).Add(jwtLeeway)
+		return time.Unix(exp, 0).Add(Leeway)
 	case float64:
-		return time.Unix(int64(exp), 0).Add(jwtLeeway)
+		return time.Unix(int64(exp), 0).Add(Leeway)
 	}
 	return time.Time{}
-}
-
-func with(c jwt.MapClaims, key string, value any) jwt.MapClaims {
-	c[key] = value
-	return c
-}
-
-func without(c jwt.MapClaims, key string) jwt.MapClaims {
-	delete(c, key)
-	return c
 }
 
 func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
@@ -225,80 +89,80 @@ func assertInvalid(t *testing.T, v *JWTVerifier, token string) {
 
 // TestJWTVerify runs the bulk of the cases against one identity provider.
 func TestJWTVerify(t *testing.T) {
-	rs256 := newRSAKey(t, "rsa-1", jwt.SigningMethodRS256, jwkset.AlgRS256)
-	ps256 := newRSAKey(t, "rsa-pss", jwt.SigningMethodPS256, jwkset.AlgPS256)
+	rs256 := authtest.NewRSAKey(t, "rsa-1", jwt.SigningMethodRS256, jwkset.AlgRS256)
+	ps256 := authtest.NewRSAKey(t, "rsa-pss", jwt.SigningMethodPS256, jwkset.AlgPS256)
 	// Published without "alg": then only our method allow-list stands
 	// between an attacker and algorithm confusion.
-	rsNoAlg := newRSAKey(t, "rsa-noalg", jwt.SigningMethodRS512, "")
-	es256 := newECKey(t, "ec-256", elliptic.P256(), jwt.SigningMethodES256)
-	es384 := newECKey(t, "ec-384", elliptic.P384(), jwt.SigningMethodES384)
-	es512 := newECKey(t, "ec-521", elliptic.P521(), jwt.SigningMethodES512)
-	ed := newEdKey(t, "ed-1")
-	unpublished := newRSAKey(t, "rsa-unpublished", jwt.SigningMethodRS256, jwkset.AlgRS256)
+	rsNoAlg := authtest.NewRSAKey(t, "rsa-noalg", jwt.SigningMethodRS512, "")
+	es256 := authtest.NewECKey(t, "ec-256", elliptic.P256(), jwt.SigningMethodES256)
+	es384 := authtest.NewECKey(t, "ec-384", elliptic.P384(), jwt.SigningMethodES384)
+	es512 := authtest.NewECKey(t, "ec-521", elliptic.P521(), jwt.SigningMethodES512)
+	ed := authtest.NewEdKey(t, "ed-1")
+	unpublished := authtest.NewRSAKey(t, "rsa-unpublished", jwt.SigningMethodRS256, jwkset.AlgRS256)
 
-	idp := newTestIdP(t, rs256, ps256, rsNoAlg, es256, es384, es512, ed)
-	v := newTestVerifier(t, idp.config())
+	idp := authtest.NewIdP(t, rs256, ps256, rsNoAlg, es256, es384, es512, ed)
+	v := newTestVerifier(t, jwtConfig(idp))
 
 	t.Run("valid", func(t *testing.T) {
 		tests := []struct {
 			name  string
-			key   testKey
+			key   authtest.Key
 			claim jwt.MapClaims
 			want  viewer.Viewer
 		}{
-			{"RS256", rs256, validClaims(), viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"}},
-			{"PS256", ps256, validClaims(), viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"}},
-			{"RS512 key without alg", rsNoAlg, validClaims(), viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"}},
-			{"ES256", es256, validClaims(), viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"}},
-			{"ES384", es384, validClaims(), viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"}},
-			{"ES512", es512, validClaims(), viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"}},
-			{"EdDSA", ed, validClaims(), viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"}},
+			{"RS256", rs256, authtest.ValidClaims(), viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"}},
+			{"PS256", ps256, authtest.ValidClaims(), viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"}},
+			{"RS512 key without alg", rsNoAlg, authtest.ValidClaims(), viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"}},
+			{"ES256", es256, authtest.ValidClaims(), viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"}},
+			{"ES384", es384, authtest.ValidClaims(), viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"}},
+			{"ES512", es512, authtest.ValidClaims(), viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"}},
+			{"EdDSA", ed, authtest.ValidClaims(), viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"}},
 			{
-				"no kid tries every key", rs256.withKID(""), validClaims(),
+				"no kid tries every key", rs256.WithKID(""), authtest.ValidClaims(),
 				viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"},
 			},
 			{
-				"audience array containing ours", rs256, with(validClaims(), "aud", []string{"other", testAudience}),
+				"audience array containing ours", rs256, authtest.With(authtest.ValidClaims(), "aud", []string{"other", authtest.Audience}),
 				viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"},
 			},
 			{
-				"expired within leeway", rs256, with(validClaims(), "exp", time.Now().Add(-10*time.Second).Unix()),
+				"expired within leeway", rs256, authtest.With(authtest.ValidClaims(), "exp", time.Now().Add(-10*time.Second).Unix()),
 				viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"},
 			},
 			{
-				"issued slightly in the future", rs256, with(validClaims(), "iat", time.Now().Add(10*time.Second).Unix()),
+				"issued slightly in the future", rs256, authtest.With(authtest.ValidClaims(), "iat", time.Now().Add(10*time.Second).Unix()),
 				viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"},
 			},
 			{
-				"no iat or nbf", rs256, without(without(validClaims(), "iat"), "nbf"),
+				"no iat or nbf", rs256, authtest.Without(authtest.Without(authtest.ValidClaims(), "iat"), "nbf"),
 				viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"},
 			},
-			{"scope read-only", rs256, with(validClaims(), "scope", "read-only"), viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadOnly, Subject: "user-123"}},
-			{"scope ADMIN", rs256, with(validClaims(), "scope", "ADMIN"), viewer.Viewer{OrgID: "org-1", Scope: viewer.Admin, Subject: "user-123"}},
+			{"scope read-only", rs256, authtest.With(authtest.ValidClaims(), "scope", "read-only"), viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadOnly, Subject: "user-123"}},
+			{"scope ADMIN", rs256, authtest.With(authtest.ValidClaims(), "scope", "ADMIN"), viewer.Viewer{OrgID: "org-1", Scope: viewer.Admin, Subject: "user-123"}},
 			{
-				"scope space separated", rs256, with(validClaims(), "scope", "openid profile read-write email"),
+				"scope space separated", rs256, authtest.With(authtest.ValidClaims(), "scope", "openid profile read-write email"),
 				viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"},
 			},
 			{
-				"scope highest wins in string", rs256, with(validClaims(), "scope", "admin READ_ONLY read-write"),
+				"scope highest wins in string", rs256, authtest.With(authtest.ValidClaims(), "scope", "admin READ_ONLY read-write"),
 				viewer.Viewer{OrgID: "org-1", Scope: viewer.Admin, Subject: "user-123"},
 			},
 			{
-				"scope extra whitespace", rs256, with(validClaims(), "scope", "  read-only\t "),
+				"scope extra whitespace", rs256, authtest.With(authtest.ValidClaims(), "scope", "  read-only\t "),
 				viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadOnly, Subject: "user-123"},
 			},
 			{
-				"scope array", rs256, with(validClaims(), "scope", []string{"openid", "READ_ONLY", "read-write"}),
+				"scope array", rs256, authtest.With(authtest.ValidClaims(), "scope", []string{"openid", "READ_ONLY", "read-write"}),
 				viewer.Viewer{OrgID: "org-1", Scope: viewer.ReadWrite, Subject: "user-123"},
 			},
 			{
-				"scope array highest first", rs256, with(validClaims(), "scope", []string{"admin", "read-only"}),
+				"scope array highest first", rs256, authtest.With(authtest.ValidClaims(), "scope", []string{"admin", "read-only"}),
 				viewer.Viewer{OrgID: "org-1", Scope: viewer.Admin, Subject: "user-123"},
 			},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				got, err := v.Verify(t.Context(), tt.key.sign(t, tt.claim))
+				got, err := v.Verify(t.Context(), tt.key.Sign(t, tt.claim))
 				if err != nil {
 					t.Fatalf("Verify: %v", err)
 				}
@@ -321,44 +185,48 @@ func TestJWTVerify(t *testing.T) {
 			{"garbage", func(*testing.T) string { return "not-a-jwt" }},
 			{"three garbage segments", func(*testing.T) string { return "aaaaaaaaaa.bbbbbbbbbb.cccccccccc" }},
 			{"too long", func(t *testing.T) string {
-				return rs256.sign(t, with(validClaims(), "pad", strings.Repeat("x", maxTokenBytes)))
+				return rs256.Sign(t, authtest.With(authtest.ValidClaims(), "pad", strings.Repeat("x", maxTokenBytes)))
 			}},
 			{"expired", func(t *testing.T) string {
-				c := validClaims()
+				c := authtest.ValidClaims()
 				c["iat"], c["nbf"], c["exp"] = now.Add(-2*time.Hour).Unix(), now.Add(-2*time.Hour).Unix(), now.Add(-time.Hour).Unix()
-				return rs256.sign(t, c)
+				return rs256.Sign(t, c)
 			}},
 			{"expired beyond leeway", func(t *testing.T) string {
-				return rs256.sign(t, with(validClaims(), "exp", now.Add(-jwtLeeway-30*time.Second).Unix()))
+				return rs256.Sign(t, authtest.With(authtest.ValidClaims(), "exp", now.Add(-Leeway-30*time.Second).Unix()))
 			}},
-			{"missing exp", func(t *testing.T) string { return rs256.sign(t, without(validClaims(), "exp")) }},
-			{"exp not a number", func(t *testing.T) string { return rs256.sign(t, with(validClaims(), "exp", "tomorrow")) }},
+			{"missing exp", func(t *testing.T) string { return rs256.Sign(t, authtest.Without(authtest.ValidClaims(), "exp")) }},
+			{"exp not a number", func(t *testing.T) string {
+				return rs256.Sign(t, authtest.With(authtest.ValidClaims(), "exp", "tomorrow"))
+			}},
 			{"not yet valid", func(t *testing.T) string {
-				return rs256.sign(t, with(validClaims(), "nbf", now.Add(5*time.Minute).Unix()))
+				return rs256.Sign(t, authtest.With(authtest.ValidClaims(), "nbf", now.Add(5*time.Minute).Unix()))
 			}},
 			{"issued in the future", func(t *testing.T) string {
-				return rs256.sign(t, with(validClaims(), "iat", now.Add(5*time.Minute).Unix()))
+				return rs256.Sign(t, authtest.With(authtest.ValidClaims(), "iat", now.Add(5*time.Minute).Unix()))
 			}},
 			{"wrong issuer", func(t *testing.T) string {
-				return rs256.sign(t, with(validClaims(), "iss", "https://evil.example.com/"))
+				return rs256.Sign(t, authtest.With(authtest.ValidClaims(), "iss", "https://evil.example.com/"))
 			}},
-			{"missing issuer", func(t *testing.T) string { return rs256.sign(t, without(validClaims(), "iss")) }},
-			{"wrong audience", func(t *testing.T) string { return rs256.sign(t, with(validClaims(), "aud", "other-api")) }},
+			{"missing issuer", func(t *testing.T) string { return rs256.Sign(t, authtest.Without(authtest.ValidClaims(), "iss")) }},
+			{"wrong audience", func(t *testing.T) string {
+				return rs256.Sign(t, authtest.With(authtest.ValidClaims(), "aud", "other-api"))
+			}},
 			{"wrong audience array", func(t *testing.T) string {
-				return rs256.sign(t, with(validClaims(), "aud", []string{"a", "b"}))
+				return rs256.Sign(t, authtest.With(authtest.ValidClaims(), "aud", []string{"a", "b"}))
 			}},
-			{"missing audience", func(t *testing.T) string { return rs256.sign(t, without(validClaims(), "aud")) }},
-			{"unknown kid", func(t *testing.T) string { return unpublished.sign(t, validClaims()) }},
+			{"missing audience", func(t *testing.T) string { return rs256.Sign(t, authtest.Without(authtest.ValidClaims(), "aud")) }},
+			{"unknown kid", func(t *testing.T) string { return unpublished.Sign(t, authtest.ValidClaims()) }},
 			{"unpublished key without kid", func(t *testing.T) string {
-				return unpublished.withKID("").sign(t, validClaims())
+				return unpublished.WithKID("").Sign(t, authtest.ValidClaims())
 			}},
 			{"known kid, wrong key", func(t *testing.T) string {
-				return unpublished.withKID(rs256.kid).sign(t, validClaims())
+				return unpublished.WithKID(rs256.KID).Sign(t, authtest.ValidClaims())
 			}},
 			{"kid not a string", func(t *testing.T) string {
-				tok := jwt.NewWithClaims(jwt.SigningMethodRS256, validClaims())
+				tok := jwt.NewWithClaims(jwt.SigningMethodRS256, authtest.ValidClaims())
 				tok.Header["kid"] = 42
-				s, err := tok.SignedString(rs256.priv)
+				s, err := tok.SignedString(rs256.Priv)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -368,17 +236,17 @@ func TestJWTVerify(t *testing.T) {
 				// rs256's JWK says RS256; an RS384 signature by the same key
 				// must not be accepted under that kid.
 				k := rs256
-				k.method = jwt.SigningMethodRS384
-				return k.sign(t, validClaims())
+				k.Method = jwt.SigningMethodRS384
+				return k.Sign(t, authtest.ValidClaims())
 			}},
 			{"alg none", func(t *testing.T) string {
-				return b64(`{"alg":"none","typ":"JWT"}`) + "." + b64(mustJSON(t, validClaims())) + "."
+				return b64(`{"alg":"none","typ":"JWT"}`) + "." + b64(mustJSON(t, authtest.ValidClaims())) + "."
 			}},
 			{"alg none with kid", func(t *testing.T) string {
-				return b64(`{"alg":"none","typ":"JWT","kid":"rsa-1"}`) + "." + b64(mustJSON(t, validClaims())) + "."
+				return b64(`{"alg":"none","typ":"JWT","kid":"rsa-1"}`) + "." + b64(mustJSON(t, authtest.ValidClaims())) + "."
 			}},
 			{"alg None", func(t *testing.T) string {
-				return b64(`{"alg":"None","typ":"JWT"}`) + "." + b64(mustJSON(t, validClaims())) + "."
+				return b64(`{"alg":"None","typ":"JWT"}`) + "." + b64(mustJSON(t, authtest.ValidClaims())) + "."
 			}},
 			{"HS256 signed with public key PEM", func(t *testing.T) string {
 				return hmacWithPublicKey(t, rs256, jwt.SigningMethodHS256)
@@ -391,40 +259,40 @@ func TestJWTVerify(t *testing.T) {
 			}},
 			{"ES256 header on RSA key", func(t *testing.T) string {
 				// Claims ES256 but names an RSA kid: key type mismatch.
-				k := es256.withKID(rsNoAlg.kid)
-				return k.sign(t, validClaims())
+				k := es256.WithKID(rsNoAlg.KID)
+				return k.Sign(t, authtest.ValidClaims())
 			}},
 			{"tampered payload", func(t *testing.T) string {
-				parts := strings.Split(rs256.sign(t, validClaims()), ".")
-				parts[1] = b64(mustJSON(t, with(validClaims(), "scope", "admin")))
+				parts := strings.Split(rs256.Sign(t, authtest.ValidClaims()), ".")
+				parts[1] = b64(mustJSON(t, authtest.With(authtest.ValidClaims(), "scope", "admin")))
 				return strings.Join(parts, ".")
 			}},
 			{"signature stripped", func(t *testing.T) string {
-				tok := rs256.sign(t, validClaims())
+				tok := rs256.Sign(t, authtest.ValidClaims())
 				return tok[:strings.LastIndex(tok, ".")+1]
 			}},
-			{"missing org", func(t *testing.T) string { return rs256.sign(t, without(validClaims(), "org_id")) }},
-			{"empty org", func(t *testing.T) string { return rs256.sign(t, with(validClaims(), "org_id", "")) }},
-			{"blank org", func(t *testing.T) string { return rs256.sign(t, with(validClaims(), "org_id", "  ")) }},
-			{"numeric org", func(t *testing.T) string { return rs256.sign(t, with(validClaims(), "org_id", 17)) }},
-			{"missing scope", func(t *testing.T) string { return rs256.sign(t, without(validClaims(), "scope")) }},
+			{"missing org", func(t *testing.T) string { return rs256.Sign(t, authtest.Without(authtest.ValidClaims(), "org_id")) }},
+			{"empty org", func(t *testing.T) string { return rs256.Sign(t, authtest.With(authtest.ValidClaims(), "org_id", "")) }},
+			{"blank org", func(t *testing.T) string { return rs256.Sign(t, authtest.With(authtest.ValidClaims(), "org_id", "  ")) }},
+			{"numeric org", func(t *testing.T) string { return rs256.Sign(t, authtest.With(authtest.ValidClaims(), "org_id", 17)) }},
+			{"missing scope", func(t *testing.T) string { return rs256.Sign(t, authtest.Without(authtest.ValidClaims(), "scope")) }},
 			{"no recognised scope", func(t *testing.T) string {
-				return rs256.sign(t, with(validClaims(), "scope", "openid profile email"))
+				return rs256.Sign(t, authtest.With(authtest.ValidClaims(), "scope", "openid profile email"))
 			}},
-			{"empty scope", func(t *testing.T) string { return rs256.sign(t, with(validClaims(), "scope", "")) }},
+			{"empty scope", func(t *testing.T) string { return rs256.Sign(t, authtest.With(authtest.ValidClaims(), "scope", "")) }},
 			{"no recognised scope in array", func(t *testing.T) string {
-				return rs256.sign(t, with(validClaims(), "scope", []string{"openid", "superuser"}))
+				return rs256.Sign(t, authtest.With(authtest.ValidClaims(), "scope", []string{"openid", "superuser"}))
 			}},
 			{"empty scope array", func(t *testing.T) string {
-				return rs256.sign(t, with(validClaims(), "scope", []string{}))
+				return rs256.Sign(t, authtest.With(authtest.ValidClaims(), "scope", []string{}))
 			}},
 			{"scope array with non-string", func(t *testing.T) string {
-				return rs256.sign(t, with(validClaims(), "scope", []any{"admin", 1}))
+				return rs256.Sign(t, authtest.With(authtest.ValidClaims(), "scope", []any{"admin", 1}))
 			}},
-			{"scope number", func(t *testing.T) string { return rs256.sign(t, with(validClaims(), "scope", 3)) }},
-			{"sub not a string", func(t *testing.T) string { return rs256.sign(t, with(validClaims(), "sub", 123)) }},
-			{"no sub", func(t *testing.T) string { return rs256.sign(t, without(validClaims(), "sub")) }},
-			{"blank sub", func(t *testing.T) string { return rs256.sign(t, with(validClaims(), "sub", "  ")) }},
+			{"scope number", func(t *testing.T) string { return rs256.Sign(t, authtest.With(authtest.ValidClaims(), "scope", 3)) }},
+			{"sub not a string", func(t *testing.T) string { return rs256.Sign(t, authtest.With(authtest.ValidClaims(), "sub", 123)) }},
+			{"no sub", func(t *testing.T) string { return rs256.Sign(t, authtest.Without(authtest.ValidClaims(), "sub")) }},
+			{"blank sub", func(t *testing.T) string { return rs256.Sign(t, authtest.With(authtest.ValidClaims(), "sub", "  ")) }},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -434,7 +302,7 @@ func TestJWTVerify(t *testing.T) {
 	})
 
 	t.Run("concurrent", func(t *testing.T) {
-		tokens := []string{rs256.sign(t, validClaims()), es256.sign(t, validClaims()), ed.sign(t, validClaims())}
+		tokens := []string{rs256.Sign(t, authtest.ValidClaims()), es256.Sign(t, authtest.ValidClaims()), ed.Sign(t, authtest.ValidClaims())}
 		var wg sync.WaitGroup
 		errs := make(chan error, 8*len(tokens))
 		for range 8 {
@@ -457,15 +325,15 @@ func TestJWTVerify(t *testing.T) {
 // hmacWithPublicKey builds the classic algorithm-confusion token: an HMAC
 // signature keyed with the RSA public key's PEM, which an attacker can
 // download, under a kid that exists in the JWKS.
-func hmacWithPublicKey(t *testing.T, k testKey, method jwt.SigningMethod) string {
+func hmacWithPublicKey(t *testing.T, k authtest.Key, method jwt.SigningMethod) string {
 	t.Helper()
-	der, err := x509.MarshalPKIXPublicKey(k.priv.Public())
+	der, err := x509.MarshalPKIXPublicKey(k.Priv.Public())
 	if err != nil {
 		t.Fatal(err)
 	}
 	secret := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
-	tok := jwt.NewWithClaims(method, with(validClaims(), "scope", "admin"))
-	tok.Header["kid"] = k.kid
+	tok := jwt.NewWithClaims(method, authtest.With(authtest.ValidClaims(), "scope", "admin"))
+	tok.Header["kid"] = k.KID
 	s, err := tok.SignedString(secret)
 	if err != nil {
 		t.Fatal(err)
@@ -474,17 +342,17 @@ func hmacWithPublicKey(t *testing.T, k testKey, method jwt.SigningMethod) string
 }
 
 func TestJWTVerifyCustomClaims(t *testing.T) {
-	key := newEdKey(t, "ed-1")
-	idp := newTestIdP(t, key)
-	cfg := idp.config()
+	key := authtest.NewEdKey(t, "ed-1")
+	idp := authtest.NewIdP(t, key)
+	cfg := jwtConfig(idp)
 	cfg.OrgClaim = "https://flytrap.dev/org"
 	cfg.ScopeClaim = "permissions"
 	v := newTestVerifier(t, cfg)
 
-	c := validClaims()
+	c := authtest.ValidClaims()
 	c["https://flytrap.dev/org"] = "org-42"
 	c["permissions"] = []string{"read-only"}
-	got, err := v.Verify(t.Context(), key.sign(t, c))
+	got, err := v.Verify(t.Context(), key.Sign(t, c))
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
@@ -493,75 +361,75 @@ func TestJWTVerifyCustomClaims(t *testing.T) {
 	}
 
 	// The default claim names must no longer be consulted.
-	c = validClaims()
+	c = authtest.ValidClaims()
 	c["permissions"] = "admin"
-	assertInvalid(t, v, key.sign(t, c)) // org only in org_id
-	c = validClaims()
+	assertInvalid(t, v, key.Sign(t, c)) // org only in org_id
+	c = authtest.ValidClaims()
 	c["https://flytrap.dev/org"] = "org-42"
-	assertInvalid(t, v, key.sign(t, c)) // scope only in scope
+	assertInvalid(t, v, key.Sign(t, c)) // scope only in scope
 }
 
 func TestJWTKeyRotation(t *testing.T) {
-	oldKey := newRSAKey(t, "2024-01", jwt.SigningMethodRS256, jwkset.AlgRS256)
-	newKey := newECKey(t, "2024-02", elliptic.P256(), jwt.SigningMethodES256)
-	idp := newTestIdP(t, oldKey)
-	v := newTestVerifier(t, idp.config())
+	oldKey := authtest.NewRSAKey(t, "2024-01", jwt.SigningMethodRS256, jwkset.AlgRS256)
+	newKey := authtest.NewECKey(t, "2024-02", elliptic.P256(), jwt.SigningMethodES256)
+	idp := authtest.NewIdP(t, oldKey)
+	v := newTestVerifier(t, jwtConfig(idp))
 
-	if _, err := v.Verify(t.Context(), oldKey.sign(t, validClaims())); err != nil {
+	if _, err := v.Verify(t.Context(), oldKey.Sign(t, authtest.ValidClaims())); err != nil {
 		t.Fatalf("Verify with the original key: %v", err)
 	}
-	if n := idp.fetches.Load(); n != 1 {
+	if n := idp.Fetches.Load(); n != 1 {
 		t.Fatalf("JWKS fetched %d times after start, want 1", n)
 	}
 
 	// The provider rotates: the new key is published and the old one dropped.
-	idp.publish(t, newKey)
+	idp.Publish(t, newKey)
 
-	got, err := v.Verify(t.Context(), newKey.sign(t, validClaims()))
+	got, err := v.Verify(t.Context(), newKey.Sign(t, authtest.ValidClaims()))
 	if err != nil {
 		t.Fatalf("Verify with the rotated key: %v", err)
 	}
 	if got.OrgID != "org-1" || got.Scope != viewer.ReadWrite {
 		t.Fatalf("Verify with the rotated key = %+v", got)
 	}
-	if n := idp.fetches.Load(); n != 2 {
+	if n := idp.Fetches.Load(); n != 2 {
 		t.Fatalf("JWKS fetched %d times after rotation, want 2", n)
 	}
 
 	// Known kids are served from the cache, without a fetch.
-	if _, err := v.Verify(t.Context(), newKey.sign(t, validClaims())); err != nil {
+	if _, err := v.Verify(t.Context(), newKey.Sign(t, authtest.ValidClaims())); err != nil {
 		t.Fatalf("Verify with the rotated key again: %v", err)
 	}
-	if n := idp.fetches.Load(); n != 2 {
+	if n := idp.Fetches.Load(); n != 2 {
 		t.Fatalf("JWKS fetched %d times for a known kid, want 2", n)
 	}
 
 	// A second unknown kid right away is rate limited: rejected at once, and
 	// the identity provider is not asked again.
-	stranger := newEdKey(t, "random-kid")
+	stranger := authtest.NewEdKey(t, "random-kid")
 	start := time.Now()
-	assertInvalid(t, v, stranger.sign(t, validClaims()))
+	assertInvalid(t, v, stranger.Sign(t, authtest.ValidClaims()))
 	if d := time.Since(start); d > jwksHTTPTimeout/2 {
 		t.Fatalf("rate-limited unknown kid took %v; it should fail without waiting", d)
 	}
-	if n := idp.fetches.Load(); n != 2 {
+	if n := idp.Fetches.Load(); n != 2 {
 		t.Fatalf("JWKS fetched %d times after a rate-limited unknown kid, want 2", n)
 	}
 }
 
 func TestJWTUnknownKIDCancelledContext(t *testing.T) {
-	key := newEdKey(t, "ed-1")
-	idp := newTestIdP(t, key)
-	v := newTestVerifier(t, idp.config())
+	key := authtest.NewEdKey(t, "ed-1")
+	idp := authtest.NewIdP(t, key)
+	v := newTestVerifier(t, jwtConfig(idp))
 
 	// A caller that has gone away must not cost a JWKS fetch.
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err := v.Verify(ctx, newEdKey(t, "other").sign(t, validClaims()))
+	_, err := v.Verify(ctx, authtest.NewEdKey(t, "other").Sign(t, authtest.ValidClaims()))
 	if !errors.Is(err, ErrInvalidToken) {
 		t.Fatalf("Verify error = %v, want ErrInvalidToken", err)
 	}
-	if n := idp.fetches.Load(); n != 1 {
+	if n := idp.Fetches.Load(); n != 1 {
 		t.Fatalf("JWKS fetched %d times, want 1", n)
 	}
 }
@@ -593,7 +461,7 @@ func TestNewJWTVerifierStartupFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := JWTConfig{JWKSURL: tt.url, Issuer: testIssuer, Audience: testAudience}
+			cfg := JWTConfig{JWKSURL: tt.url, Issuer: authtest.Issuer, Audience: authtest.Audience}
 			v, err := NewJWTVerifier(t.Context(), cfg)
 			if err == nil {
 				v.Close()
@@ -609,19 +477,19 @@ func TestNewJWTVerifierStartupFailures(t *testing.T) {
 	}
 
 	t.Run("cancelled context", func(t *testing.T) {
-		idp := newTestIdP(t, newEdKey(t, "ed-1"))
+		idp := authtest.NewIdP(t, authtest.NewEdKey(t, "ed-1"))
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		if _, err := NewJWTVerifier(ctx, idp.config()); err == nil {
+		if _, err := NewJWTVerifier(ctx, jwtConfig(idp)); err == nil {
 			t.Fatal("NewJWTVerifier succeeded with a cancelled context")
 		}
 	})
 }
 
 func TestNewJWTVerifierConfig(t *testing.T) {
-	key := newEdKey(t, "ed-1")
-	idp := newTestIdP(t, key)
-	base := idp.config()
+	key := authtest.NewEdKey(t, "ed-1")
+	idp := authtest.NewIdP(t, key)
+	base := jwtConfig(idp)
 
 	tests := []struct {
 		name   string
@@ -657,19 +525,19 @@ func TestNewJWTVerifierConfig(t *testing.T) {
 			}
 		})
 	}
-	if n := idp.fetches.Load(); n != 0 {
+	if n := idp.Fetches.Load(); n != 0 {
 		t.Fatalf("invalid configs fetched the JWKS %d times, want 0", n)
 	}
 
 	t.Run("whitespace is trimmed", func(t *testing.T) {
 		cfg := JWTConfig{
 			JWKSURL:  " " + base.JWKSURL + "\n",
-			Issuer:   testIssuer + " ",
-			Audience: "\t" + testAudience,
+			Issuer:   authtest.Issuer + " ",
+			Audience: "\t" + authtest.Audience,
 			OrgClaim: " ",
 		}
 		v := newTestVerifier(t, cfg)
-		if _, err := v.Verify(t.Context(), key.sign(t, validClaims())); err != nil {
+		if _, err := v.Verify(t.Context(), key.Sign(t, authtest.ValidClaims())); err != nil {
 			t.Fatalf("Verify: %v", err)
 		}
 	})
@@ -694,21 +562,21 @@ func TestJWTDisabled(t *testing.T) {
 }
 
 func TestJWTCloseKeepsVerifying(t *testing.T) {
-	key := newEdKey(t, "ed-1")
-	idp := newTestIdP(t, key)
-	v := newTestVerifier(t, idp.config())
+	key := authtest.NewEdKey(t, "ed-1")
+	idp := authtest.NewIdP(t, key)
+	v := newTestVerifier(t, jwtConfig(idp))
 	v.Close()
 	v.Close() // idempotent
-	if _, err := v.Verify(t.Context(), key.sign(t, validClaims())); err != nil {
+	if _, err := v.Verify(t.Context(), key.Sign(t, authtest.ValidClaims())); err != nil {
 		t.Fatalf("Verify after Close: %v", err)
 	}
 }
 
 func BenchmarkJWTVerify(b *testing.B) {
-	key := newRSAKey(b, "rsa-1", jwt.SigningMethodRS256, jwkset.AlgRS256)
-	idp := newTestIdP(b, key)
-	v := newTestVerifier(b, idp.config())
-	token := key.sign(b, validClaims())
+	key := authtest.NewRSAKey(b, "rsa-1", jwt.SigningMethodRS256, jwkset.AlgRS256)
+	idp := authtest.NewIdP(b, key)
+	v := newTestVerifier(b, jwtConfig(idp))
+	token := key.Sign(b, authtest.ValidClaims())
 	ctx := b.Context()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -1,4 +1,4 @@
-package server
+package auth
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"github.com/flytrap/flytrap/ent/privacy"
 )
 
-// keyUsage remembers when each API key was last used and writes it in batches,
+// KeyUsage remembers when each API key was last used and writes it in batches,
 // so a request costs a map write, not a database write.
-type keyUsage struct {
+type KeyUsage struct {
 	client *ent.Client
 	log    *slog.Logger
 
@@ -20,12 +20,13 @@ type keyUsage struct {
 	pending map[string]time.Time
 }
 
-func newKeyUsage(client *ent.Client, log *slog.Logger) *keyUsage {
-	return &keyUsage{client: client, log: log, pending: map[string]time.Time{}}
+// NewKeyUsage records usage for client's API keys; Run writes it.
+func NewKeyUsage(client *ent.Client, log *slog.Logger) *KeyUsage {
+	return &KeyUsage{client: client, log: log, pending: map[string]time.Time{}}
 }
 
 // Record notes that key was used at t.
-func (u *keyUsage) Record(key string, t time.Time) {
+func (u *KeyUsage) Record(key string, t time.Time) {
 	u.mu.Lock()
 	if t.After(u.pending[key]) {
 		u.pending[key] = t
@@ -34,7 +35,7 @@ func (u *keyUsage) Record(key string, t time.Time) {
 }
 
 // Flush writes what was recorded since the last flush.
-func (u *keyUsage) Flush(ctx context.Context) error {
+func (u *KeyUsage) Flush(ctx context.Context) error {
 	u.mu.Lock()
 	batch := u.pending
 	u.pending = map[string]time.Time{}
@@ -55,7 +56,7 @@ func (u *keyUsage) Flush(ctx context.Context) error {
 }
 
 // Run flushes every interval until ctx ends, then once more.
-func (u *keyUsage) Run(ctx context.Context, interval time.Duration) {
+func (u *KeyUsage) Run(ctx context.Context, interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {

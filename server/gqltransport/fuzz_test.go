@@ -1,4 +1,4 @@
-package server
+package gqltransport
 
 import (
 	"testing"
@@ -14,7 +14,7 @@ import (
 // FuzzGraphQLDocument feeds documents through what runs before any resolver: the parser
 // with its token limit, the selection count, validation, depth and cost. None may panic,
 // and what passes the document limits must come out of them (validation is bounded).
-// go test ./server/ -run '^$' -fuzz '^FuzzGraphQLDocument$' -fuzztime 1m
+// go test ./server/gqltransport/ -run '^$' -fuzz '^FuzzGraphQLDocument$' -fuzztime 1m
 func FuzzGraphQLDocument(f *testing.F) {
 	schema := graph.NewExecutableSchema(graph.Config{Resolvers: &graph.Resolver{}}).Schema()
 	for _, q := range []string{

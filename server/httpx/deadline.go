@@ -1,33 +1,40 @@
-package server
+package httpx
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/flytrap/flytrap/apperr"
 )
 
-// CodeTimeout is the GraphQL error code of a request that ran past the server-side deadline.
-const CodeTimeout = apperr.CodeTimeout
+// ErrorWriter writes an error in the shape of one API; its kind gives the status and code.
+type ErrorWriter func(w http.ResponseWriter, e *apperr.Error)
 
-// deadline gives a request cfg.RequestTimeout to complete. Its context ends then,
+// IsWebsocketUpgrade reports whether r asks to become a WebSocket.
+func IsWebsocketUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// Deadline gives a request timeout (--request-timeout) to complete. Its context ends then,
 // which ends the database statements that honour it; and whatever the handler is
 // stuck on (a frozen disk does not honour contexts), the caller is answered at the
 // deadline with 503: REST {"success":false,"error":…}, GraphQL code TIMEOUT. The
 // handler writes into a buffer until then, so a late answer cannot interleave.
 // WebSocket upgrades pass through: they manage their own lifetime, as streams do
-// (routes does not wrap those).
-func (s *Server) deadline(next http.Handler, fail errorWriter) http.Handler {
-	timeout := s.cfg.RequestTimeout
+// (the routes do not wrap those).
+func Deadline(timeout time.Duration, log *slog.Logger, fail ErrorWriter, next http.Handler) http.Handler {
 	msg := fmt.Sprintf("the request did not complete within %s (request-timeout); if it changes data, check its effect before retrying", timeout)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isWebsocketUpgrade(r) {
+		if IsWebsocketUpgrade(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -44,13 +51,13 @@ func (s *Server) deadline(next http.Handler, fail errorWriter) http.Handler {
 				if bw.finish() {
 					if p != nil && p != http.ErrAbortHandler {
 						// Nobody waits for it any more: log it here, the process lives on.
-						s.log.ErrorContext(ctx, "panic after the request's deadline", "request_id", RequestID(ctx), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+						log.ErrorContext(ctx, "panic after the request's deadline", "request_id", RequestID(ctx), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 					}
 					return
 				}
 				if p != nil {
 					if p != http.ErrAbortHandler {
-						p = handlerPanic{value: p, stack: debug.Stack()} // recoverPanics logs where it happened
+						p = handlerPanic{value: p, stack: debug.Stack()} // RecoverPanics logs where it happened
 					}
 					panicked <- p
 					return
@@ -61,12 +68,12 @@ func (s *Server) deadline(next http.Handler, fail errorWriter) http.Handler {
 		}()
 		select {
 		case p := <-panicked:
-			panic(p) // recoverPanics answers it
+			panic(p) // RecoverPanics answers it
 		case <-done:
 		case <-ctx.Done():
 			if bw.abandon() {
 				if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-					s.log.WarnContext(ctx, "request past its deadline", "request_id", RequestID(ctx), "timeout", timeout)
+					log.WarnContext(ctx, "request past its deadline", "request_id", RequestID(ctx), "timeout", timeout)
 					fail(w, apperr.New(apperr.KindTimeout, msg))
 				}
 				return // otherwise the client went away
@@ -91,16 +98,16 @@ func (s *Server) deadline(next http.Handler, fail errorWriter) http.Handler {
 
 type timedOutKey struct{}
 
-// markTimedOut records that a request ran out of time although its context has not (yet):
+// MarkTimedOut records that a request ran out of time although its context has not (yet):
 // PostgreSQL ended a statement at its statement_timeout. The deadline middleware answers it
 // as it answers a request past its deadline.
-func markTimedOut(ctx context.Context) {
+func MarkTimedOut(ctx context.Context) {
 	if m, ok := ctx.Value(timedOutKey{}).(*atomic.Bool); ok {
 		m.Store(true)
 	}
 }
 
-// handlerPanic carries a panic, with its stack, from the handler's goroutine to recoverPanics.
+// handlerPanic carries a panic, with its stack, from the handler's goroutine to RecoverPanics.
 type handlerPanic struct {
 	value any
 	stack []byte
@@ -169,3 +176,26 @@ func (b *bufferedWriter) copyTo(w http.ResponseWriter) {
 	w.WriteHeader(b.status)
 	_, _ = w.Write(b.body.Bytes())
 }
+
+// RecoverPanics turns a handler panic into a logged 500 (fail's shape) instead of a dropped
+// connection; a panic the deadline carried over is logged with the stack where it happened.
+func RecoverPanics(log *slog.Logger, fail ErrorWriter, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				stack := debug.Stack()
+				if hp, ok := p.(handlerPanic); ok {
+					p, stack = hp.value, hp.stack
+				}
+				log.ErrorContext(r.Context(), "panic", "request_id", RequestID(r.Context()), "panic", fmt.Sprint(p), "stack", string(stack))
+				fail(w, errInternal)
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+var errInternal = apperr.New(apperr.KindInternal, "internal error")

@@ -1,4 +1,4 @@
-package server
+package auth
 
 import (
 	"context"
@@ -22,8 +22,8 @@ const (
 	defaultOrgClaim   = "org_id"
 	defaultScopeClaim = "scope"
 
-	// jwtLeeway absorbs clock skew between us and the identity provider.
-	jwtLeeway = 30 * time.Second
+	// Leeway absorbs clock skew between us and the identity provider: a token is accepted this long past its exp.
+	Leeway = 30 * time.Second
 
 	// jwksHTTPTimeout bounds each JWKS fetch, so a slow identity provider
 	// cannot hold start-up or a request hostage.
@@ -67,6 +67,14 @@ type JWTConfig struct {
 
 // Enabled reports whether JWT authentication is configured at all.
 func (c JWTConfig) Enabled() bool { return strings.TrimSpace(c.JWKSURL) != "" }
+
+// Validate checks an enabled configuration (trimmed, default claims filled in); a disabled one is valid.
+func (c JWTConfig) Validate() error {
+	if !c.Enabled() {
+		return nil
+	}
+	return c.normalize().validate()
+}
 
 // normalize trims stray whitespace (common in env files) and fills in the
 // default claim names.
@@ -156,7 +164,7 @@ func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
 			jwt.WithIssuer(cfg.Issuer),
 			jwt.WithAudience(cfg.Audience),
 			jwt.WithExpirationRequired(),
-			jwt.WithLeeway(jwtLeeway),
+			jwt.WithLeeway(Leeway),
 			jwt.WithIssuedAt(),
 		),
 		orgClaim:   cfg.OrgClaim,
@@ -256,7 +264,7 @@ func (v *JWTVerifier) Verify(ctx context.Context, token string) (viewer.Viewer, 
 	}
 	var expires time.Time
 	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
-		expires = exp.Add(jwtLeeway) // as long as a request with it is accepted
+		expires = exp.Add(Leeway) // as long as a request with it is accepted
 	}
 	return viewer.Viewer{OrgID: org, Scope: scope, Subject: sub, Expires: expires}, nil
 }

@@ -1,4 +1,4 @@
-package server
+package gqltransport
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func (c costLimit) MutateOperationContext(_ context.Context, oc *graphql.Operati
 		err := gqlerror.Errorf("%s", werr.Error())
 		code := errComplexityLimit
 		if we, ok := werr.(*graph.WhereLimitError); ok && we.Invalid {
-			code = CodeBadUserInput
+			code = graph.CodeBadUserInput
 		}
 		errcode.Set(err, code)
 		return err

@@ -1,4 +1,4 @@
-package server
+package gqltransport
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"github.com/vektah/gqlparser/v2/parser"
+
+	"github.com/flytrap/flytrap/graph"
 )
 
 // documentLimit refuses, before gqlgen validates it, a document with more selections
@@ -53,7 +55,7 @@ func (d documentLimit) MutateOperationParameters(ctx context.Context, p *graphql
 	default:
 		return nil
 	}
-	err.Extensions = map[string]any{"code": CodeBadUserInput}
+	err.Extensions = map[string]any{"code": graph.CodeBadUserInput}
 	return err
 }
 

@@ -1,4 +1,6 @@
-package server
+// Package auth turns an Authorization header into a viewer: API keys (their use recorded in
+// batches, KeyUsage) and JWTs from the identity provider (JWTVerifier, JWTConfig and its settings).
+package auth
 
 import (
 	"context"
@@ -14,6 +16,7 @@ import (
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/server/httpx"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -29,7 +32,7 @@ func unauthenticated(msg string) error { return fmt.Errorf("%w: %s", ErrUnauthen
 type Authenticator struct {
 	client *ent.Client
 	jwt    *JWTVerifier // nil when no identity provider is configured
-	usage  *keyUsage
+	usage  *KeyUsage
 	log    *slog.Logger
 	now    func() time.Time
 
@@ -39,7 +42,7 @@ type Authenticator struct {
 
 // NewAuthenticator authenticates against client's API keys and, when jwt is set, the identity provider.
 // Why a JWT was refused goes to log, never to the caller.
-func NewAuthenticator(client *ent.Client, jwt *JWTVerifier, usage *keyUsage, log *slog.Logger) *Authenticator {
+func NewAuthenticator(client *ent.Client, jwt *JWTVerifier, usage *KeyUsage, log *slog.Logger) *Authenticator {
 	return &Authenticator{client: client, jwt: jwt, usage: usage, log: log, now: time.Now, orgs: map[string]time.Time{}}
 }
 
@@ -71,7 +74,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (viewer
 	if err != nil {
 		// The JWT and JWKS libraries' text (claims, kids, the identity provider's
 		// address and dial errors) helps an attacker more than a caller: log it.
-		a.log.InfoContext(ctx, "JWT refused", "request_id", RequestID(ctx), "err", err)
+		a.log.InfoContext(ctx, "JWT refused", "request_id", httpx.RequestID(ctx), "err", err)
 		return viewer.Viewer{}, unauthenticated(msgInvalidJWT)
 	}
 	if err := a.orgExists(ctx, v.OrgID); err != nil {

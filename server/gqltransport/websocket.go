@@ -1,4 +1,4 @@
-package server
+package gqltransport
 
 import (
 	"context"
@@ -23,6 +23,8 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/server/auth"
+	"github.com/flytrap/flytrap/server/httpx"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -66,24 +68,26 @@ func (r *refusals) add(now time.Time) (spent bool) {
 	return r.debt > maxRefused
 }
 
-// wsTransport serves GraphQL over WebSocket on gorilla/websocket. It is ours rather
+// WebSocket serves GraphQL over WebSocket on gorilla/websocket. It is ours rather
 // than gqlgen's so that an idle connection costs little: one goroutine (its reader,
 // started fresh so the HTTP handler's deep stack unwinds), a small read buffer, no
 // write buffer (writes borrow one from a pool), and no goroutine per subscription —
 // subscriptions are driven by their follower (graph.Deliverer), keep-alives by a timer.
 // An operation is admitted by the reader before anything is spent on it (wsConn.admit):
 // the connection's cap on operations in flight, then the credential's rate limit.
-type wsTransport struct {
-	upgrader    websocket.Upgrader
-	auth        func(ctx context.Context, authorization string) (context.Context, int, error)
-	admit       func(ctx context.Context) error // the per-credential rate limit, per operation
-	maxOps      int                             // operations in flight per connection
-	slots       apiSlots                        // the API's slots: an operation executes in one
-	authFailed  func(remoteAddr string)         // counts a refused connection_init toward the address's limit
-	gate        *connGate                       // a socket counts as unauthenticated until its connection_init
-	log         *slog.Logger
-	readLimit   int64
-	initTimeout time.Duration
+type WebSocket struct {
+	upgrader websocket.Upgrader
+	auth     func(ctx context.Context, authorization string) (context.Context, int, error)
+	// Admit is the per-credential rate limit, checked per operation; tests replace it.
+	Admit      func(ctx context.Context) error
+	maxOps     int                     // operations in flight per connection
+	slots      httpx.Slots             // the API's slots: an operation executes in one
+	authFailed func(remoteAddr string) // counts a refused connection_init toward the address's limit
+	gate       *httpx.ConnGate         // a socket counts as unauthenticated until its connection_init
+	log        *slog.Logger
+	readLimit  int64
+	// InitTimeout is how long a socket may wait before its connection_init; tests shorten it.
+	InitTimeout time.Duration
 	keepAlive   time.Duration
 
 	mu     sync.Mutex
@@ -93,14 +97,29 @@ type wsTransport struct {
 	panics atomic.Int64 // recovered in connections' goroutines
 }
 
-var _ graphql.Transport = (*wsTransport)(nil)
+var _ graphql.Transport = (*WebSocket)(nil)
 
 var writeBufferPool = &sync.Pool{}
 
-func newWSTransport(s *Server) *wsTransport {
-	origins := websocketOrigins{allowed: s.cfg.AllowedOrigins}
-	return &wsTransport{
-		slots: s.slots,
+// WebSocketOptions are what the WebSocket transport is built from.
+type WebSocketOptions struct {
+	Authenticate   func(ctx context.Context, header string) (viewer.Viewer, error)
+	Admit          func(ctx context.Context) error // the per-credential rate limit, per operation
+	AuthFailed     func(remoteAddr string)         // counts a refused connection_init toward the address's limit
+	Gate           *httpx.ConnGate                 // a socket counts as unauthenticated until its connection_init
+	Slots          httpx.Slots                     // the API's slots: an operation executes in one
+	Log            *slog.Logger
+	AllowedOrigins []string      // --allowed-origins
+	MaxOperations  int           // --ws-max-operations
+	ReadLimit      int64         // --max-body-bytes: the largest message
+	KeepAlive      time.Duration // --stream-heartbeat
+}
+
+// NewWebSocket is the GraphQL-over-WebSocket transport New serves.
+func NewWebSocket(o WebSocketOptions) *WebSocket {
+	origins := websocketOrigins{allowed: o.AllowedOrigins}
+	t := &WebSocket{
+		slots: o.Slots,
 		upgrader: websocket.Upgrader{
 			HandshakeTimeout: 10 * time.Second,
 			Subprotocols:     []string{protoTransportWS, protoLegacy},
@@ -108,22 +127,52 @@ func newWSTransport(s *Server) *wsTransport {
 			ReadBufferSize:   256, // frames stream through it; a larger one would sit idle
 			WriteBufferPool:  writeBufferPool,
 		},
-		auth:        s.websocketAuth,
-		admit:       s.admitOperation,
-		maxOps:      s.cfg.WebsocketMaxOperations,
-		authFailed:  s.fails.failedFrom,
-		gate:        s.gate,
-		log:         s.log,
-		readLimit:   s.cfg.MaxBodyBytes,
-		initTimeout: 10 * time.Second,
-		keepAlive:   s.cfg.StreamHeartbeat,
+		Admit:       o.Admit,
+		maxOps:      o.MaxOperations,
+		authFailed:  o.AuthFailed,
+		gate:        o.Gate,
+		log:         o.Log,
+		readLimit:   o.ReadLimit,
+		InitTimeout: 10 * time.Second,
+		keepAlive:   o.KeepAlive,
 		conns:       map[*wsConn]struct{}{},
 	}
+	t.auth = func(ctx context.Context, header string) (context.Context, int, error) {
+		return t.authenticate(ctx, header, o.Authenticate)
+	}
+	return t
 }
 
-func (t *wsTransport) Supports(r *http.Request) bool { return r.Header.Get("Upgrade") != "" }
+// authenticate authenticates a WebSocket by connection_init's Authorization, or by
+// the upgrade request's header that the HTTP middleware already checked. A refusal
+// comes with the close code to end the connection with.
+func (t *WebSocket) authenticate(ctx context.Context, header string, check func(context.Context, string) (viewer.Viewer, error)) (context.Context, int, error) {
+	if header == "" {
+		if _, ok := viewer.FromContext(ctx); ok {
+			return ctx, 0, nil
+		}
+	}
+	v, err := check(ctx, header)
+	if err != nil {
+		if !errors.Is(err, auth.ErrUnauthenticated) {
+			t.log.ErrorContext(ctx, "websocket authentication", "err", err)
+			return ctx, closeInternal, errors.New("internal error")
+		}
+		return ctx, closeUnauthorized, errors.New("unauthorized")
+	}
+	return viewer.NewContext(ctx, v), 0, nil
+}
 
-func (t *wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+// CheckOrigin reports whether r's Origin may open a WebSocket (the HTTP middleware asks
+// before it authenticates an upgrade).
+func (t *WebSocket) CheckOrigin(r *http.Request) bool { return t.upgrader.CheckOrigin(r) }
+
+// Panics counts the panics recovered in connections' goroutines.
+func (t *WebSocket) Panics() int64 { return t.panics.Load() }
+
+func (t *WebSocket) Supports(r *http.Request) bool { return r.Header.Get("Upgrade") != "" }
+
+func (t *WebSocket) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	conn, err := t.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader answered: 400, or 403 for a foreign origin
@@ -140,11 +189,11 @@ func (t *wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 	// connection had among --max-unauthenticated-conns (the upgrade freed it) until its
 	// connection_init succeeds or it closes.
 	if _, ok := viewer.FromContext(r.Context()); !ok && t.gate != nil {
-		if !t.gate.enter() {
+		if !t.gate.Enter() {
 			c.closeWith(websocket.CloseTryAgainLater, "Too many connections have not authenticated")
 			return
 		}
-		c.signedIn = sync.OnceFunc(t.gate.leave)
+		c.signedIn = sync.OnceFunc(t.gate.Leave)
 	}
 	t.mu.Lock()
 	closed := t.closed
@@ -161,7 +210,7 @@ func (t *wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 }
 
 // Close ends every connection (the service is shutting down); later ones are refused.
-func (t *wsTransport) Close() {
+func (t *WebSocket) Close() {
 	t.mu.Lock()
 	t.closed = true
 	conns := make([]*wsConn, 0, len(t.conns))
@@ -206,7 +255,7 @@ type wsMessage struct {
 }
 
 type wsConn struct {
-	t      *wsTransport
+	t      *WebSocket
 	conn   *websocket.Conn
 	exec   graphql.GraphExecutor
 	legacy bool
@@ -234,7 +283,7 @@ type wsConn struct {
 func (c *wsConn) serve() {
 	defer c.shutdown()
 	defer c.recoverPanic("reading messages", func() { c.closeWith(closeInternal, "Internal error") })
-	_ = c.conn.SetReadDeadline(time.Now().Add(c.t.initTimeout))
+	_ = c.conn.SetReadDeadline(time.Now().Add(c.t.InitTimeout))
 	for {
 		_, data, err := c.conn.ReadMessage()
 		if err != nil {
@@ -275,7 +324,7 @@ func (c *wsConn) handle(m wsMessage) bool {
 		// header (and took a token then): a client reconnecting to flood is held to the
 		// credential's rate too.
 		if c.authorization == "" {
-			if err := c.t.admit(ctx); err != nil {
+			if err := c.t.Admit(ctx); err != nil {
 				c.t.authFailed(c.remoteAddr) // a flooder reconnecting: its address is blocked like a key guesser's
 				c.refuse(closeTooManyOps, "Too many requests: "+graph.Present(err).Message(graph.GraphQLName))
 				return false
@@ -347,11 +396,11 @@ func (c *wsConn) handle(m wsMessage) bool {
 func (c *wsConn) admit(id string, inFlight int) (refusal *gqlerror.Error) {
 	defer c.recoverPanic("admitting operation "+id, func() { refusal = internalError()[0] })
 	if inFlight >= c.t.maxOps {
-		return coded(fmt.Sprintf("this connection already runs %d operations, the most one may (ws-max-operations): complete one first", inFlight), CodeRateLimited)
+		return Coded(fmt.Sprintf("this connection already runs %d operations, the most one may (ws-max-operations): complete one first", inFlight), graph.CodeRateLimited)
 	}
-	if err := c.t.admit(c.ctx); err != nil {
+	if err := c.t.Admit(c.ctx); err != nil {
 		e := graph.Present(err)
-		return coded(e.Message(graph.GraphQLName), e.Code())
+		return Coded(e.Message(graph.GraphQLName), e.Code())
 	}
 	return nil
 }
@@ -473,10 +522,10 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 	// The slot is released before anything is written to the client: a client that stops
 	// reading blocks a write for up to its 10 s deadline, and would hold the slot (one on two
 	// cores) from every other tenant meanwhile.
-	acquired := c.t.slots.acquire(ctx)
+	acquired := c.t.slots.Acquire(ctx)
 	o.release = func() {}
 	if acquired {
-		o.release = sync.OnceFunc(c.t.slots.release)
+		o.release = sync.OnceFunc(c.t.slots.Release)
 		defer o.release()
 	}
 	defer func() {
@@ -495,7 +544,7 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 	ctx, code, err := c.t.auth(ctx, c.authorization)
 	if err != nil {
 		o.release()
-		c.sendErrors(o.id, gqlerror.List{coded(err.Error(), CodeUnauthenticated)})
+		c.sendErrors(o.id, gqlerror.List{Coded(err.Error(), graph.CodeUnauthenticated)})
 		c.finish(o, false)
 		c.closeWith(code, err.Error()) // every later operation would be refused too
 		return
@@ -503,7 +552,7 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 	params := &graphql.RawParams{}
 	if err := json.Unmarshal(payload, params); err != nil {
 		o.release()
-		c.sendErrors(o.id, gqlerror.List{coded("invalid json", CodeBadUserInput)})
+		c.sendErrors(o.id, gqlerror.List{Coded("invalid json", graph.CodeBadUserInput)})
 		c.finish(o, false)
 		return
 	}
@@ -526,12 +575,9 @@ func (o *wsOp) run(ctx context.Context, payload json.RawMessage) {
 	o.responses, o.ctx = c.exec.DispatchOperation(graph.WithDeliverer(ctx, o), rc)
 }
 
-// coded is a GraphQL error with an extensions code.
-func coded(msg, code string) *gqlerror.Error {
-	return &gqlerror.Error{Message: msg, Extensions: map[string]any{"code": code}}
+func internalError() gqlerror.List {
+	return gqlerror.List{Coded("internal error", graph.CodeInternal)}
 }
-
-func internalError() gqlerror.List { return gqlerror.List{coded("internal error", CodeInternal)} }
 
 // recoverPanic, deferred, keeps a panic in a connection's goroutine from ending the
 // process: it is logged with the upgrade request's id, counted, and then cleanup
@@ -542,7 +588,7 @@ func (c *wsConn) recoverPanic(where string, cleanup func()) {
 		return
 	}
 	c.t.panics.Add(1)
-	c.t.log.Error("panic in a GraphQL WebSocket", "request_id", RequestID(c.ctx), "where", where,
+	c.t.log.Error("panic in a GraphQL WebSocket", "request_id", httpx.RequestID(c.ctx), "where", where,
 		"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 	cleanup()
 }

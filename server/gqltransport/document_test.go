@@ -1,4 +1,4 @@
-package server
+package gqltransport
 
 import (
 	"fmt"
@@ -40,7 +40,7 @@ func hostileDocuments(n int) map[string]string {
 
 // BenchmarkValidateHostile measures gqlparser's validation of the costliest documents
 // the default limits let through:
-// go test ./server/ -run '^$' -bench ValidateHostile -benchtime 3x
+// go test ./server/gqltransport/ -run '^$' -bench ValidateHostile -benchtime 3x
 func BenchmarkValidateHostile(b *testing.B) {
 	schema := graph.NewExecutableSchema(graph.Config{Resolvers: &graph.Resolver{}}).Schema()
 	for _, n := range []int{1000} {
