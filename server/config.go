@@ -3,7 +3,6 @@ package server
 import (
 	"flag"
 	"fmt"
-	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -138,22 +137,6 @@ func ParseFlags(fs *flag.FlagSet, args []string, env Env) error {
 // Validate checks the configuration once, before anything starts.
 func (c Config) Validate() error { return c.Settings().Validate() }
 
-func parsePrefixes(v string) ([]netip.Prefix, error) {
-	var ps []netip.Prefix
-	for _, p := range splitList(v) {
-		pfx, err := netip.ParsePrefix(p)
-		if err != nil {
-			a, aerr := netip.ParseAddr(p)
-			if aerr != nil {
-				return nil, fmt.Errorf("%q is not a CIDR", p)
-			}
-			pfx = netip.PrefixFrom(a, a.BitLen())
-		}
-		ps = append(ps, pfx.Masked())
-	}
-	return ps, nil
-}
-
 // String describes the configuration with secrets redacted, for logs.
 func (c Config) String() string {
 	upstream := ""
@@ -178,16 +161,6 @@ func RedactDSN(dsn string) string {
 		return scheme + "://" + user + ":xxxxx@" + host
 	}
 	return dsn
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // parseUpstream reads --upstream: an absolute http or https URL without query or fragment.

@@ -62,8 +62,9 @@ func (c *Config) declareListeners(s *settings.Set) {
 		}
 		return nil
 	})
+	// Declared here, not by trap: the trap listener and the lure proxy believe the same proxies.
 	s.Func("trusted-proxies", "", "comma-separated CIDRs of proxies in front of the trap listener whose X-Forwarded-For is believed", func(v string) error {
-		ps, err := parsePrefixes(v)
+		ps, err := settings.ParsePrefixes(v)
 		c.Trap.TrustedProxies = ps
 		return err
 	}).
@@ -102,7 +103,7 @@ func (c *Config) declareAPI(s *settings.Set) {
 		Doc("`debug`, `info`, `warn` or `error`")
 	c.Limits.Declare(s)
 	s.Func("allowed-origins", "", "comma-separated origins allowed to open GraphQL WebSockets besides the API's own", func(v string) error {
-		c.AllowedOrigins = splitList(v)
+		c.AllowedOrigins = settings.SplitList(v)
 		return nil
 	}).
 		DefaultDoc("none")
@@ -164,7 +165,7 @@ func (c *Config) declareWebhooks(s *settings.Set) {
 	s.Bool(&c.Webhook.AllowPrivate, "webhook-allow-private", false, "let every organization's webhooks reach loopback, private, link-local and metadata addresses (answers from them are stored only for organizations that opted in; see flytrap orgs set-webhook-network)").
 		Doc("Let every organization's webhooks reach loopback, private, link-local and cloud-metadata addresses. Answers from them are not stored unless the organization opted in; per organization: `flytrap orgs set-webhook-network`")
 	s.Func("webhook-allow-cidrs", "", "comma-separated CIDRs every organization's webhooks may reach even though they are private (per organization: flytrap orgs set-webhook-network)", func(v string) error {
-		ps, err := parsePrefixes(v)
+		ps, err := settings.ParsePrefixes(v)
 		c.Webhook.AllowCIDRs = ps
 		return err
 	}).
