@@ -9,7 +9,6 @@ import (
 	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/proxy"
-	"github.com/flytrap/flytrap/retention"
 	"github.com/flytrap/flytrap/settings"
 	"github.com/flytrap/flytrap/trap"
 	"github.com/flytrap/flytrap/webhook"
@@ -209,38 +208,7 @@ func (c *Config) declareMetrics(s *settings.Set) {
 // declareStorage declares retention (how long each kind of row is kept), partitions, the
 // disk-space warning and the garbage collector's floor.
 func (c *Config) declareStorage(s *settings.Set) {
-	r, d := &c.Retention, retention.DefaultConfig()
-	for _, k := range []struct {
-		name, what, doc string
-		dst             *time.Duration
-		def             time.Duration
-	}{
-		{"retain-hits", "raw hits (requests with headers and bodies); counters keep counting them", "How long raw hits (requests with headers and bodies) are kept; `30d`, `12h`, or `0` for forever. Counters and session summaries keep counting purged hits ([operations](docs/operations.md))",
-			&r.Hits, d.Hits},
-		{"retain-signals", "signal firings with their evidence", "How long signal firings with their evidence are kept",
-			&r.Signals, d.Signals},
-		{"retain-prompts", "captured system prompts", "How long captured system prompts are kept",
-			&r.Prompts, d.Prompts},
-		{"retain-events", "events of the event log (REST, SSE, GraphQL); an older cursor gets 410", "How long events are kept (REST, SSE, GraphQL); a cursor older than the oldest event kept gets 410 / `CURSOR_EXPIRED`",
-			&r.Events, d.Events},
-		{"retain-deliveries", "finished webhook deliveries with their attempts", "How long finished webhook deliveries are kept (pending ones stay until they finish)",
-			&r.Deliveries, d.Deliveries},
-		{"retain-sessions", "sessions, counted from their last hit; their hits, signals and prompts go with them", "Sessions last seen longer ago are deleted with their hits, signals and prompts",
-			&r.Sessions, d.Sessions},
-		{"retain-hit-hours", "the hourly hit counters (the timeline and the 24-hour figures read the last day)", "How long the hourly hit counters are kept (the timeline and the 24-hour figures read the last day of them)",
-			&r.HitHours, d.HitHours},
-	} {
-		s.Func(k.name, retention.FormatDays(k.def), "how long to keep "+k.what+": 30d, 12h, or 0 for forever", func(v string) error {
-			t, err := retention.ParseDays(v)
-			*k.dst = t
-			return err
-		}).Doc(k.doc)
-	}
-	s.Duration(&r.Interval, "retention-interval", d.Interval, "time between two purges of expired rows").
-		Doc("Time between two purges (one instance purges at a time on a shared PostgreSQL)")
-	s.Int(&r.BatchSize, "retention-batch", d.BatchSize, "rows a purge deletes per transaction (1 to 10000)")
-	s.Duration(&r.Pause, "retention-pause", d.Pause, "rest after each purge batch, so the hit writer and the API get the database")
-	s.Rule(func() error { return c.Retention.Validate() })
+	c.Retention.Declare(s)
 	s.Bool(&c.PGPartitions, "pg-partitions", true, "PostgreSQL: partition hits and events by day on a new database and create each day's partition ahead (false: plain tables, no partitions made)").
 		Doc("PostgreSQL: a new database gets `hits` and `events` partitioned by day, and the service creates each day's partition a week ahead so retention drops whole days; `false` makes plain tables and no partitions. An existing table keeps its layout either way (`flytrap partition-hits` and `flytrap partition-events` convert one) ([operations](docs/operations.md#hits-partitioned-by-day))")
 	s.Int64(&c.DiskLowBytes, "disk-low-bytes", 1<<30, "free space on the SQLite database's file system below which the log warns (0: never)").
