@@ -10,7 +10,6 @@ import (
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/proxy"
 	"github.com/flytrap/flytrap/settings"
-	"github.com/flytrap/flytrap/trap"
 	"github.com/flytrap/flytrap/webhook"
 )
 
@@ -50,7 +49,6 @@ func declareDB(s *settings.Set, dst *string) {
 }
 
 func (c *Config) declareListeners(s *settings.Set) {
-	t := trap.DefaultConfig()
 	s.String(&c.APIAddr, "api-addr", "127.0.0.1:8080", "address of the API listener: GraphQL, REST, dashboard").
 		Valid(func(v string) bool { return v != "" }, "must not be empty")
 	s.String(&c.TrapAddr, "trap-addr", "127.0.0.1:8081", "address of the trap listener: the decoys visitors see").
@@ -77,15 +75,7 @@ func (c *Config) declareListeners(s *settings.Set) {
 	s.Int64(&c.MaxLureBytes, "lure-max-bytes", proxy.DefaultMaxLureBytes, "upstream HTML pages larger than this get no lures (and a page is searched this far for its </body>)").
 		Doc("Upstream HTML pages larger than this (by `Content-Length`) get no lures, a page is searched this far for its `</body>`, and compressed this far for the visitor (the rest is sent in stored gzip blocks)").
 		Min(1024)
-	s.Int(&c.Trap.QueueSize, "hit-queue", t.QueueSize, "hits that may wait to be written; beyond it the trap listener answers 503")
-	s.Int(&c.Trap.BatchSize, "hit-batch", t.BatchSize, "hits written per transaction at most")
-	s.Duration(&c.Trap.SessionIdle, "session-idle", t.SessionIdle, "idle gap that ends a visitor's session")
-	s.Rule(func() error {
-		if c.Trap.QueueSize < 1 || c.Trap.BatchSize < 1 || c.Trap.SessionIdle < time.Minute {
-			return errors.New("hit-queue and hit-batch must be positive, session-idle at least 1m")
-		}
-		return nil
-	})
+	c.Trap.Declare(s)
 }
 
 func (c *Config) declareAPI(s *settings.Set) {
