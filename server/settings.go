@@ -10,7 +10,6 @@ import (
 	"github.com/flytrap/flytrap/graph"
 	"github.com/flytrap/flytrap/proxy"
 	"github.com/flytrap/flytrap/settings"
-	"github.com/flytrap/flytrap/webhook"
 )
 
 // The README tables the serve settings are listed in.
@@ -150,15 +149,7 @@ func (c *Config) declareAPI(s *settings.Set) {
 }
 
 func (c *Config) declareWebhooks(s *settings.Set) {
-	w := webhook.DefaultConfig()
-	s.Bool(&c.Webhook.AllowPrivate, "webhook-allow-private", false, "let every organization's webhooks reach loopback, private, link-local and metadata addresses (answers from them are stored only for organizations that opted in; see flytrap orgs set-webhook-network)").
-		Doc("Let every organization's webhooks reach loopback, private, link-local and cloud-metadata addresses. Answers from them are not stored unless the organization opted in; per organization: `flytrap orgs set-webhook-network`")
-	s.Func("webhook-allow-cidrs", "", "comma-separated CIDRs every organization's webhooks may reach even though they are private (per organization: flytrap orgs set-webhook-network)", func(v string) error {
-		ps, err := settings.ParsePrefixes(v)
-		c.Webhook.AllowCIDRs = ps
-		return err
-	}).
-		Doc("Comma-separated CIDRs every organization's webhooks may reach although they are private (e.g. an internal SIEM); per organization: `flytrap orgs set-webhook-network`").DefaultDoc("none")
+	c.Webhook.DeclareNetwork(s)
 	s.Float64(&c.WebhookManual.PerMinute, "webhook-manual-rate", app.DefaultManualLimit.PerMinute, "pings and redeliveries a minute one webhook endpoint may be sent; more get 429 / RATE_LIMITED").
 		Doc("Pings and redeliveries a minute one webhook endpoint may be sent (above 0, at most 600); more get 429 / `RATE_LIMITED`")
 	s.Int(&c.WebhookManual.Burst, "webhook-manual-burst", app.DefaultManualLimit.Burst, "pings and redeliveries one webhook endpoint may be sent at once before webhook-manual-rate applies").
@@ -173,12 +164,7 @@ func (c *Config) declareWebhooks(s *settings.Set) {
 		Doc("Newest hits, signals and prompts a session's detail shows, each, oldest first: REST `GET /dashboard/api/sessions/{id}` and GraphQL `sessionDetail` alike (1 to 1000)").
 		Valid(func(v int) bool { return v >= 1 && v <= app.MaxDetailLimit },
 			fmt.Sprintf("must be between 1 and %d (sessionDetail's GraphQL cost assumes it)", app.MaxDetailLimit))
-	s.Int(&c.Webhook.Workers, "webhook-workers", w.Workers, "webhook deliveries sent at once per instance")
-	s.Duration(&c.Webhook.Timeout, "webhook-timeout", w.Timeout, "time limit of one webhook attempt").
-		Doc("Time limit of one webhook attempt, connection to last byte")
-	s.Duration(&c.Webhook.Poll, "webhook-poll-interval", w.Poll, "how often due webhook deliveries are looked for besides the wake-up on commit").
-		Doc("How often due webhook deliveries are looked for, besides the wake-up on commit")
-	s.Rule(func() error { return c.Webhook.Validate() })
+	c.Webhook.Declare(s)
 	s.Func("public-url", "", "the dashboard's external base URL (e.g. https://flytrap.example.com); alerts link to sessions under it; empty: no links", urlFlag(&c.PublicURL)).
 		Doc("The dashboard's external base URL (e.g. `https://flytrap.example.com`); Slack, Teams, JSON and Splunk alerts link to the session under it").DefaultDoc("empty (no links)")
 }
