@@ -8,7 +8,6 @@ import (
 
 	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/graph"
-	"github.com/flytrap/flytrap/proxy"
 	"github.com/flytrap/flytrap/settings"
 )
 
@@ -65,15 +64,7 @@ func (c *Config) declareListeners(s *settings.Set) {
 		return err
 	}).
 		Doc("Comma-separated CIDRs of proxies in front of the trap listener whose `X-Forwarded-For` is believed").DefaultDoc("none")
-	s.Func("upstream", "", "the application the trap listener stands in front of (http:// or https:// URL): what is not a trap or a token is proxied to it, its HTML pages get lures; empty: the listener answers everything itself", func(v string) error {
-		u, err := parseUpstream(v)
-		c.Upstream = u
-		return err
-	}).
-		Doc("The application the trap listener stands in front of (`http://` or `https://` URL): what is not a trap or a token is proxied to it, and its HTML pages get hidden lures ([Flytrap in front of your site](#flytrap-in-front-of-your-site))").DefaultDoc("none")
-	s.Int64(&c.MaxLureBytes, "lure-max-bytes", proxy.DefaultMaxLureBytes, "upstream HTML pages larger than this get no lures (and a page is searched this far for its </body>)").
-		Doc("Upstream HTML pages larger than this (by `Content-Length`) get no lures, a page is searched this far for its `</body>`, and compressed this far for the visitor (the rest is sent in stored gzip blocks)").
-		Min(1024)
+	c.Proxy.DeclareUpstream(s)
 	c.Trap.Declare(s)
 }
 
@@ -245,26 +236,7 @@ func (c *Config) declareProxy(s *settings.Set) {
 	s.Int(&c.TrapMaxConns, "trap-max-conns", 0, "trap listener connections open at once; at the cap a new one replaces an idle keep-alive connection or is closed; 0: half the process's open-file limit (64 to 16384)").
 		Doc("Trap listener connections open at once; at the cap a new connection replaces an idle keep-alive one, or is closed on accept ([security](docs/security.md#the-lure-proxy---upstream))").DefaultDoc("`0`: half the open-file limit (64 to 16384)").
 		Valid(func(v int) bool { return v >= 0 && v <= 1<<20 }, "must be 0 (half the open-file limit) to 1048576")
-	s.Duration(&c.ProxyReadTimeout, "proxy-read-timeout", proxy.DefaultReadTimeout, "lure proxy: longest wait for a visitor's next bytes of a proxied request body, or of a WebSocket quiet both ways").
-		Doc("Lure proxy: longest wait for a visitor's next bytes of a proxied request body (then 408), or of a WebSocket quiet both ways (then closed)")
-	s.Duration(&c.ProxyWriteTimeout, "proxy-write-timeout", proxy.DefaultWriteTimeout, "lure proxy: longest one write of a proxied answer to a visitor may take (a visitor that stops reading is cut)").
-		Doc("Lure proxy: longest one write of a proxied answer to a visitor may take; a visitor that stops reading is cut")
-	s.Int(&c.UpstreamMaxConns, "upstream-max-conns", proxy.DefaultUpstreamMaxConns, "lure proxy: connections to the upstream open at once; more requests wait for one (within upstream-timeout)").
-		Doc("Lure proxy: connections to the upstream at once; more requests wait for one (1 to 65536)")
-	s.Duration(&c.UpstreamTimeout, "upstream-timeout", proxy.DefaultUpstreamTimeout, "lure proxy: time the upstream has to accept a connection, answer with headers, and between two reads of its answer; past it the visitor gets 504").
-		Doc("Lure proxy: time the upstream has to accept a connection, send its answer's headers, and between two reads of its answer, and a request's wait for a connection; past it the visitor gets 504")
-	s.Rule(func() error {
-		if c.ProxyReadTimeout < 100*time.Millisecond || c.ProxyWriteTimeout < 100*time.Millisecond || c.UpstreamTimeout < 100*time.Millisecond {
-			return errors.New("proxy-read-timeout, proxy-write-timeout and upstream-timeout: must be at least 100ms")
-		}
-		return nil
-	})
-	s.Rule(func() error {
-		if c.UpstreamMaxConns < 1 || c.UpstreamMaxConns > 1<<16 {
-			return errors.New("upstream-max-conns: must be between 1 and 65536")
-		}
-		return nil
-	})
+	c.Proxy.Declare(s)
 }
 
 // declareDashboard declares what the dashboard is told at /dashboard/config.json (web.go).
