@@ -35,7 +35,7 @@ func BenchmarkProxy(b *testing.B) {
 	defer app.Close()
 	u, _ := url.Parse(app.URL)
 
-	env := ft.Start(b, ft.Backends()[0], func(c *server.Config) { c.Upstream = u })
+	env := ft.Start(b, ft.Backends()[0], func(c *server.Config) { c.Proxy.Upstream = u })
 	tn := env.Tenant("shop")
 	env.MustGraphQL(tn.ReadWrite, `mutation { createTrap(input: {name: "Runbook", type: page, path: "/internal/docs/runbook"}) { id } }`, nil)
 

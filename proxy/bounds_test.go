@@ -57,9 +57,9 @@ func TestProxyCutsSlowVisitors(t *testing.T) {
 	t.Cleanup(app.Close)
 	u, _ := url.Parse(app.URL)
 	env := ft.Start(t, ft.Backends()[0], func(c *server.Config) {
-		c.Upstream = u
-		c.ProxyReadTimeout = 300 * time.Millisecond
-		c.ProxyWriteTimeout = 300 * time.Millisecond
+		c.Proxy.Upstream = u
+		c.Proxy.ReadTimeout = 300 * time.Millisecond
+		c.Proxy.WriteTimeout = 300 * time.Millisecond
 	})
 	env.Tenant("shop")
 	addr := env.Trap.Listener.Addr().String()
@@ -155,8 +155,8 @@ func TestProxyUpstreamConnCap(t *testing.T) {
 	t.Cleanup(app.Close)
 	u, _ := url.Parse(app.URL)
 	env := ft.Start(t, ft.Backends()[0], func(c *server.Config) {
-		c.Upstream = u
-		c.UpstreamMaxConns = maxConns
+		c.Proxy.Upstream = u
+		c.Proxy.UpstreamMaxConns = maxConns
 		c.TrapMaxConns = 2 * visitors
 	})
 	env.Tenant("shop")
@@ -205,9 +205,9 @@ func TestProxyUpstreamTimeout(t *testing.T) {
 	t.Cleanup(func() { close(hold) })
 	u, _ := url.Parse(app.URL)
 	env := ft.Start(t, ft.Backends()[0], func(c *server.Config) {
-		c.Upstream = u
-		c.UpstreamMaxConns = 1
-		c.UpstreamTimeout = 300 * time.Millisecond
+		c.Proxy.Upstream = u
+		c.Proxy.UpstreamMaxConns = 1
+		c.Proxy.UpstreamTimeout = 300 * time.Millisecond
 	})
 	env.Tenant("shop")
 	var wg sync.WaitGroup
@@ -240,8 +240,8 @@ func TestProxyQuietTunnelEnds(t *testing.T) {
 	a := app(t, make(chan struct{}))
 	u, _ := url.Parse(a.URL)
 	env := ft.Start(t, ft.Backends()[0], func(c *server.Config) {
-		c.Upstream = u
-		c.ProxyReadTimeout = 400 * time.Millisecond
+		c.Proxy.Upstream = u
+		c.Proxy.ReadTimeout = 400 * time.Millisecond
 	})
 	env.Tenant("shop")
 	c, err := net.Dial("tcp", env.Trap.Listener.Addr().String())
@@ -296,7 +296,7 @@ func TestProxyDropsClientHeaders(t *testing.T) {
 	u, _ := url.Parse(echo.URL)
 	seen := func(t *testing.T, trusted bool) http.Header {
 		env := ft.Start(t, ft.Backends()[0], func(c *server.Config) {
-			c.Upstream = u
+			c.Proxy.Upstream = u
 			if trusted {
 				c.Trap.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 			}
@@ -396,8 +396,8 @@ func TestProxyLureWorkIsBounded(t *testing.T) {
 	t.Cleanup(app.Close)
 	u, _ := url.Parse(app.URL)
 	env := ft.Start(t, ft.Backends()[0], func(c *server.Config) {
-		c.Upstream = u
-		c.MaxLureBytes = 1 << 20
+		c.Proxy.Upstream = u
+		c.Proxy.MaxLureBytes = 1 << 20
 	})
 	tn := env.Tenant("shop")
 	env.MustGraphQL(tn.ReadWrite, `mutation($p: String!) { createTrap(input: {name: "Deploy runbook", type: page, path: $p}) { id } }`,

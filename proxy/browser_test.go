@@ -77,7 +77,7 @@ func TestBrowserProxy(t *testing.T) {
 		site := httptest.NewServer(sampleSite())
 		defer site.Close()
 		u, _ := url.Parse(site.URL)
-		env := ft.Start(t, b, func(c *server.Config) { c.Upstream = u })
+		env := ft.Start(t, b, func(c *server.Config) { c.Proxy.Upstream = u })
 		tn := env.Tenant("shop")
 		env.MustGraphQL(tn.ReadWrite, `mutation { createTrap(input:{name:"Supplier price list", type: page, path:"/internal/docs/suppliers"}) { id } }`, nil)
 		// Three lures a page: the third is the instruction the agent carries out.

@@ -143,7 +143,7 @@ func start(t *testing.T, b ft.Backend) *fixture {
 	gate := make(chan struct{})
 	a := app(t, gate)
 	u, _ := url.Parse(a.URL)
-	env := ft.Start(t, b, func(c *server.Config) { c.Upstream = u })
+	env := ft.Start(t, b, func(c *server.Config) { c.Proxy.Upstream = u })
 	tn := env.Tenant("shop")
 	env.MustGraphQL(tn.ReadWrite, `mutation($p: String!) { createTrap(input: {name: "Deploy runbook", type: page, path: $p}) { id } }`,
 		map[string]any{"p": trapPath})
@@ -476,7 +476,7 @@ func TestProxyUpstreamDown(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	u, _ := url.Parse(dead.URL)
 	dead.Close()
-	env := ft.Start(t, ft.Backends()[0], func(c *server.Config) { c.Upstream = u })
+	env := ft.Start(t, ft.Backends()[0], func(c *server.Config) { c.Proxy.Upstream = u })
 	env.Tenant("shop")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -503,7 +503,7 @@ func TestProxyTrustedChain(t *testing.T) {
 	a := app(t, make(chan struct{}))
 	u, _ := url.Parse(a.URL)
 	env := ft.Start(t, ft.Backends()[0], func(c *server.Config) {
-		c.Upstream = u
+		c.Proxy.Upstream = u
 		c.Trap.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	})
 	env.Tenant("shop")

@@ -3,13 +3,12 @@ package server
 import (
 	"flag"
 	"fmt"
-	"net/netip"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/graph"
+	"github.com/flytrap/flytrap/proxy"
 	"github.com/flytrap/flytrap/retention"
 	"github.com/flytrap/flytrap/server/auth"
 	"github.com/flytrap/flytrap/server/gqltransport"
@@ -61,11 +60,10 @@ type Config struct {
 	// PublicURL is the dashboard's external base URL, for links in alerts; empty: no links.
 	PublicURL string
 
-	// Upstream is the application the trap listener stands in front of (flytrap serve
-	// --upstream, package proxy); nil: the listener answers everything itself.
-	Upstream *url.URL
-	// MaxLureBytes: larger pages from the upstream get no lures (docs/deployment.md).
-	MaxLureBytes int64
+	// Proxy is the lure proxy's (package proxy): the upstream the trap listener stands in
+	// front of (nil: the listener answers everything itself), the pages that get lures, the
+	// bounds toward visitors and the upstream. Its TrustedProxies are Trap.TrustedProxies.
+	Proxy proxy.Config
 
 	// Prometheus metrics at /metrics on the API listener (server/metrics.go).
 	Metrics                bool
@@ -96,13 +94,9 @@ type Config struct {
 	Where graph.WhereLimits
 	// SessionDetailBytes bounds the stored bytes of each list of a session's detail.
 	SessionDetailBytes int
-	// The trap listener's connections and the lure proxy's bounds toward visitors and the
-	// upstream (docs/security.md, "The lure proxy").
-	TrapMaxConns      int           // trap listener connections open at once; 0: half the open-file limit (trapMaxConns)
-	ProxyReadTimeout  time.Duration // longest wait for a visitor's next bytes of a proxied request or WebSocket
-	ProxyWriteTimeout time.Duration // longest one write to a visitor of a proxied answer may take
-	UpstreamMaxConns  int           // connections to the upstream at once
-	UpstreamTimeout   time.Duration // dial, TLS, response headers, and the longest silence of a proxied exchange
+	// The trap listener's connections (docs/security.md, "The lure proxy"); the lure proxy's
+	// own bounds are in Proxy.
+	TrapMaxConns int // trap listener connections open at once; 0: half the open-file limit (trapMaxConns)
 }
 
 // DefaultConfig is the configuration with nothing set: every declared default (settings.go),
@@ -138,27 +132,11 @@ func ParseFlags(fs *flag.FlagSet, args []string, env Env) error {
 // Validate checks the configuration once, before anything starts.
 func (c Config) Validate() error { return c.Settings().Validate() }
 
-func parsePrefixes(v string) ([]netip.Prefix, error) {
-	var ps []netip.Prefix
-	for _, p := range splitList(v) {
-		pfx, err := netip.ParsePrefix(p)
-		if err != nil {
-			a, aerr := netip.ParseAddr(p)
-			if aerr != nil {
-				return nil, fmt.Errorf("%q is not a CIDR", p)
-			}
-			pfx = netip.PrefixFrom(a, a.BitLen())
-		}
-		ps = append(ps, pfx.Masked())
-	}
-	return ps, nil
-}
-
 // String describes the configuration with secrets redacted, for logs.
 func (c Config) String() string {
 	upstream := ""
-	if c.Upstream != nil {
-		upstream = " upstream=" + c.Upstream.String()
+	if c.Proxy.Upstream != nil {
+		upstream = " upstream=" + c.Proxy.Upstream.String()
 	}
 	return fmt.Sprintf("trap-addr=%s api-addr=%s db=%s introspection=%t jwt=%t max-body-bytes=%d metrics=%t metrics-token=%t retention=[%s]%s",
 		c.TrapAddr, c.APIAddr, RedactDSN(c.DB), c.Introspection, c.JWT.Enabled(), c.MaxBodyBytes, c.Metrics, c.MetricsToken != "", c.Retention, upstream)
@@ -178,27 +156,4 @@ func RedactDSN(dsn string) string {
 		return scheme + "://" + user + ":xxxxx@" + host
 	}
 	return dsn
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// parseUpstream reads --upstream: an absolute http or https URL without query or fragment.
-func parseUpstream(v string) (*url.URL, error) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return nil, nil
-	}
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return nil, fmt.Errorf("%q is not an http:// or https:// URL of a host (no credentials, query or fragment)", v)
-	}
-	return u, nil
 }

@@ -98,10 +98,10 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	}
 	s.engine = engine
 	s.trapHandler = engine
-	if cfg.Upstream != nil {
-		s.trapHandler = proxy.New(proxy.Config{Upstream: cfg.Upstream, MaxLureBytes: cfg.MaxLureBytes, TrustedProxies: cfg.Trap.TrustedProxies,
-			ReadTimeout: cfg.ProxyReadTimeout, WriteTimeout: cfg.ProxyWriteTimeout,
-			UpstreamMaxConns: cfg.UpstreamMaxConns, UpstreamTimeout: cfg.UpstreamTimeout}, engine, log)
+	if cfg.Proxy.Upstream != nil {
+		pc := cfg.Proxy
+		pc.TrustedProxies = cfg.Trap.TrustedProxies
+		s.trapHandler = proxy.New(pc, engine, log)
 	}
 	s.resolver.Previewer = engine.Preview
 	s.resolver.TokenKey = engine.Key

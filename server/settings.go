@@ -8,11 +8,7 @@ import (
 
 	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/graph"
-	"github.com/flytrap/flytrap/proxy"
-	"github.com/flytrap/flytrap/retention"
 	"github.com/flytrap/flytrap/settings"
-	"github.com/flytrap/flytrap/trap"
-	"github.com/flytrap/flytrap/webhook"
 )
 
 // The README tables the serve settings are listed in.
@@ -51,7 +47,6 @@ func declareDB(s *settings.Set, dst *string) {
 }
 
 func (c *Config) declareListeners(s *settings.Set) {
-	t := trap.DefaultConfig()
 	s.String(&c.APIAddr, "api-addr", "127.0.0.1:8080", "address of the API listener: GraphQL, REST, dashboard").
 		Valid(func(v string) bool { return v != "" }, "must not be empty")
 	s.String(&c.TrapAddr, "trap-addr", "127.0.0.1:8081", "address of the trap listener: the decoys visitors see").
@@ -62,30 +57,15 @@ func (c *Config) declareListeners(s *settings.Set) {
 		}
 		return nil
 	})
+	// Declared here, not by trap: the trap listener and the lure proxy believe the same proxies.
 	s.Func("trusted-proxies", "", "comma-separated CIDRs of proxies in front of the trap listener whose X-Forwarded-For is believed", func(v string) error {
-		ps, err := parsePrefixes(v)
+		ps, err := settings.ParsePrefixes(v)
 		c.Trap.TrustedProxies = ps
 		return err
 	}).
 		Doc("Comma-separated CIDRs of proxies in front of the trap listener whose `X-Forwarded-For` is believed").DefaultDoc("none")
-	s.Func("upstream", "", "the application the trap listener stands in front of (http:// or https:// URL): what is not a trap or a token is proxied to it, its HTML pages get lures; empty: the listener answers everything itself", func(v string) error {
-		u, err := parseUpstream(v)
-		c.Upstream = u
-		return err
-	}).
-		Doc("The application the trap listener stands in front of (`http://` or `https://` URL): what is not a trap or a token is proxied to it, and its HTML pages get hidden lures ([Flytrap in front of your site](#flytrap-in-front-of-your-site))").DefaultDoc("none")
-	s.Int64(&c.MaxLureBytes, "lure-max-bytes", proxy.DefaultMaxLureBytes, "upstream HTML pages larger than this get no lures (and a page is searched this far for its </body>)").
-		Doc("Upstream HTML pages larger than this (by `Content-Length`) get no lures, a page is searched this far for its `</body>`, and compressed this far for the visitor (the rest is sent in stored gzip blocks)").
-		Min(1024)
-	s.Int(&c.Trap.QueueSize, "hit-queue", t.QueueSize, "hits that may wait to be written; beyond it the trap listener answers 503")
-	s.Int(&c.Trap.BatchSize, "hit-batch", t.BatchSize, "hits written per transaction at most")
-	s.Duration(&c.Trap.SessionIdle, "session-idle", t.SessionIdle, "idle gap that ends a visitor's session")
-	s.Rule(func() error {
-		if c.Trap.QueueSize < 1 || c.Trap.BatchSize < 1 || c.Trap.SessionIdle < time.Minute {
-			return errors.New("hit-queue and hit-batch must be positive, session-idle at least 1m")
-		}
-		return nil
-	})
+	c.Proxy.DeclareUpstream(s)
+	c.Trap.Declare(s)
 }
 
 func (c *Config) declareAPI(s *settings.Set) {
@@ -102,7 +82,7 @@ func (c *Config) declareAPI(s *settings.Set) {
 		Doc("`debug`, `info`, `warn` or `error`")
 	c.Limits.Declare(s)
 	s.Func("allowed-origins", "", "comma-separated origins allowed to open GraphQL WebSockets besides the API's own", func(v string) error {
-		c.AllowedOrigins = splitList(v)
+		c.AllowedOrigins = settings.SplitList(v)
 		return nil
 	}).
 		DefaultDoc("none")
@@ -160,15 +140,7 @@ func (c *Config) declareAPI(s *settings.Set) {
 }
 
 func (c *Config) declareWebhooks(s *settings.Set) {
-	w := webhook.DefaultConfig()
-	s.Bool(&c.Webhook.AllowPrivate, "webhook-allow-private", false, "let every organization's webhooks reach loopback, private, link-local and metadata addresses (answers from them are stored only for organizations that opted in; see flytrap orgs set-webhook-network)").
-		Doc("Let every organization's webhooks reach loopback, private, link-local and cloud-metadata addresses. Answers from them are not stored unless the organization opted in; per organization: `flytrap orgs set-webhook-network`")
-	s.Func("webhook-allow-cidrs", "", "comma-separated CIDRs every organization's webhooks may reach even though they are private (per organization: flytrap orgs set-webhook-network)", func(v string) error {
-		ps, err := parsePrefixes(v)
-		c.Webhook.AllowCIDRs = ps
-		return err
-	}).
-		Doc("Comma-separated CIDRs every organization's webhooks may reach although they are private (e.g. an internal SIEM); per organization: `flytrap orgs set-webhook-network`").DefaultDoc("none")
+	c.Webhook.DeclareNetwork(s)
 	s.Float64(&c.WebhookManual.PerMinute, "webhook-manual-rate", app.DefaultManualLimit.PerMinute, "pings and redeliveries a minute one webhook endpoint may be sent; more get 429 / RATE_LIMITED").
 		Doc("Pings and redeliveries a minute one webhook endpoint may be sent (above 0, at most 600); more get 429 / `RATE_LIMITED`")
 	s.Int(&c.WebhookManual.Burst, "webhook-manual-burst", app.DefaultManualLimit.Burst, "pings and redeliveries one webhook endpoint may be sent at once before webhook-manual-rate applies").
@@ -183,12 +155,7 @@ func (c *Config) declareWebhooks(s *settings.Set) {
 		Doc("Newest hits, signals and prompts a session's detail shows, each, oldest first: REST `GET /dashboard/api/sessions/{id}` and GraphQL `sessionDetail` alike (1 to 1000)").
 		Valid(func(v int) bool { return v >= 1 && v <= app.MaxDetailLimit },
 			fmt.Sprintf("must be between 1 and %d (sessionDetail's GraphQL cost assumes it)", app.MaxDetailLimit))
-	s.Int(&c.Webhook.Workers, "webhook-workers", w.Workers, "webhook deliveries sent at once per instance")
-	s.Duration(&c.Webhook.Timeout, "webhook-timeout", w.Timeout, "time limit of one webhook attempt").
-		Doc("Time limit of one webhook attempt, connection to last byte")
-	s.Duration(&c.Webhook.Poll, "webhook-poll-interval", w.Poll, "how often due webhook deliveries are looked for besides the wake-up on commit").
-		Doc("How often due webhook deliveries are looked for, besides the wake-up on commit")
-	s.Rule(func() error { return c.Webhook.Validate() })
+	c.Webhook.Declare(s)
 	s.Func("public-url", "", "the dashboard's external base URL (e.g. https://flytrap.example.com); alerts link to sessions under it; empty: no links", urlFlag(&c.PublicURL)).
 		Doc("The dashboard's external base URL (e.g. `https://flytrap.example.com`); Slack, Teams, JSON and Splunk alerts link to the session under it").DefaultDoc("empty (no links)")
 }
@@ -208,38 +175,7 @@ func (c *Config) declareMetrics(s *settings.Set) {
 // declareStorage declares retention (how long each kind of row is kept), partitions, the
 // disk-space warning and the garbage collector's floor.
 func (c *Config) declareStorage(s *settings.Set) {
-	r, d := &c.Retention, retention.DefaultConfig()
-	for _, k := range []struct {
-		name, what, doc string
-		dst             *time.Duration
-		def             time.Duration
-	}{
-		{"retain-hits", "raw hits (requests with headers and bodies); counters keep counting them", "How long raw hits (requests with headers and bodies) are kept; `30d`, `12h`, or `0` for forever. Counters and session summaries keep counting purged hits ([operations](docs/operations.md))",
-			&r.Hits, d.Hits},
-		{"retain-signals", "signal firings with their evidence", "How long signal firings with their evidence are kept",
-			&r.Signals, d.Signals},
-		{"retain-prompts", "captured system prompts", "How long captured system prompts are kept",
-			&r.Prompts, d.Prompts},
-		{"retain-events", "events of the event log (REST, SSE, GraphQL); an older cursor gets 410", "How long events are kept (REST, SSE, GraphQL); a cursor older than the oldest event kept gets 410 / `CURSOR_EXPIRED`",
-			&r.Events, d.Events},
-		{"retain-deliveries", "finished webhook deliveries with their attempts", "How long finished webhook deliveries are kept (pending ones stay until they finish)",
-			&r.Deliveries, d.Deliveries},
-		{"retain-sessions", "sessions, counted from their last hit; their hits, signals and prompts go with them", "Sessions last seen longer ago are deleted with their hits, signals and prompts",
-			&r.Sessions, d.Sessions},
-		{"retain-hit-hours", "the hourly hit counters (the timeline and the 24-hour figures read the last day)", "How long the hourly hit counters are kept (the timeline and the 24-hour figures read the last day of them)",
-			&r.HitHours, d.HitHours},
-	} {
-		s.Func(k.name, retention.FormatDays(k.def), "how long to keep "+k.what+": 30d, 12h, or 0 for forever", func(v string) error {
-			t, err := retention.ParseDays(v)
-			*k.dst = t
-			return err
-		}).Doc(k.doc)
-	}
-	s.Duration(&r.Interval, "retention-interval", d.Interval, "time between two purges of expired rows").
-		Doc("Time between two purges (one instance purges at a time on a shared PostgreSQL)")
-	s.Int(&r.BatchSize, "retention-batch", d.BatchSize, "rows a purge deletes per transaction (1 to 10000)")
-	s.Duration(&r.Pause, "retention-pause", d.Pause, "rest after each purge batch, so the hit writer and the API get the database")
-	s.Rule(func() error { return c.Retention.Validate() })
+	c.Retention.Declare(s)
 	s.Bool(&c.PGPartitions, "pg-partitions", true, "PostgreSQL: partition hits and events by day on a new database and create each day's partition ahead (false: plain tables, no partitions made)").
 		Doc("PostgreSQL: a new database gets `hits` and `events` partitioned by day, and the service creates each day's partition a week ahead so retention drops whole days; `false` makes plain tables and no partitions. An existing table keeps its layout either way (`flytrap partition-hits` and `flytrap partition-events` convert one) ([operations](docs/operations.md#hits-partitioned-by-day))")
 	s.Int64(&c.DiskLowBytes, "disk-low-bytes", 1<<30, "free space on the SQLite database's file system below which the log warns (0: never)").
@@ -300,26 +236,7 @@ func (c *Config) declareProxy(s *settings.Set) {
 	s.Int(&c.TrapMaxConns, "trap-max-conns", 0, "trap listener connections open at once; at the cap a new one replaces an idle keep-alive connection or is closed; 0: half the process's open-file limit (64 to 16384)").
 		Doc("Trap listener connections open at once; at the cap a new connection replaces an idle keep-alive one, or is closed on accept ([security](docs/security.md#the-lure-proxy---upstream))").DefaultDoc("`0`: half the open-file limit (64 to 16384)").
 		Valid(func(v int) bool { return v >= 0 && v <= 1<<20 }, "must be 0 (half the open-file limit) to 1048576")
-	s.Duration(&c.ProxyReadTimeout, "proxy-read-timeout", proxy.DefaultReadTimeout, "lure proxy: longest wait for a visitor's next bytes of a proxied request body, or of a WebSocket quiet both ways").
-		Doc("Lure proxy: longest wait for a visitor's next bytes of a proxied request body (then 408), or of a WebSocket quiet both ways (then closed)")
-	s.Duration(&c.ProxyWriteTimeout, "proxy-write-timeout", proxy.DefaultWriteTimeout, "lure proxy: longest one write of a proxied answer to a visitor may take (a visitor that stops reading is cut)").
-		Doc("Lure proxy: longest one write of a proxied answer to a visitor may take; a visitor that stops reading is cut")
-	s.Int(&c.UpstreamMaxConns, "upstream-max-conns", proxy.DefaultUpstreamMaxConns, "lure proxy: connections to the upstream open at once; more requests wait for one (within upstream-timeout)").
-		Doc("Lure proxy: connections to the upstream at once; more requests wait for one (1 to 65536)")
-	s.Duration(&c.UpstreamTimeout, "upstream-timeout", proxy.DefaultUpstreamTimeout, "lure proxy: time the upstream has to accept a connection, answer with headers, and between two reads of its answer; past it the visitor gets 504").
-		Doc("Lure proxy: time the upstream has to accept a connection, send its answer's headers, and between two reads of its answer, and a request's wait for a connection; past it the visitor gets 504")
-	s.Rule(func() error {
-		if c.ProxyReadTimeout < 100*time.Millisecond || c.ProxyWriteTimeout < 100*time.Millisecond || c.UpstreamTimeout < 100*time.Millisecond {
-			return errors.New("proxy-read-timeout, proxy-write-timeout and upstream-timeout: must be at least 100ms")
-		}
-		return nil
-	})
-	s.Rule(func() error {
-		if c.UpstreamMaxConns < 1 || c.UpstreamMaxConns > 1<<16 {
-			return errors.New("upstream-max-conns: must be between 1 and 65536")
-		}
-		return nil
-	})
+	c.Proxy.Declare(s)
 }
 
 // declareDashboard declares what the dashboard is told at /dashboard/config.json (web.go).

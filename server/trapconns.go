@@ -11,9 +11,9 @@ import (
 // (trap.WrapListener). Serve it with TrapServer, whose ConnState the cap needs.
 func (s *Server) TrapListener(ln net.Listener) net.Listener {
 	max := s.trapMaxConns()
-	if limit := openFileLimit(); limit > 0 && uint64(max+s.cfg.UpstreamMaxConns) > limit {
+	if limit := openFileLimit(); limit > 0 && uint64(max+s.cfg.Proxy.UpstreamMaxConns) > limit {
 		s.log.Warn("the trap listener's connections and the upstream's may take every file descriptor: lower --trap-max-conns or raise the open-file limit",
-			"trap_max_conns", max, "upstream_max_conns", s.cfg.UpstreamMaxConns, "open_file_limit", limit)
+			"trap_max_conns", max, "upstream_max_conns", s.cfg.Proxy.UpstreamMaxConns, "open_file_limit", limit)
 	}
 	l := trap.LimitListener(ln, max, s.log)
 	s.trapConns.Store(l)

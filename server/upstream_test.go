@@ -21,17 +21,17 @@ func TestUpstreamFlags(t *testing.T) {
 		return c, err
 	}
 	c, err := parse(nil, map[string]string{"FLYTRAP_UPSTREAM": "http://127.0.0.1:3000/app/"})
-	if err != nil || c.Upstream == nil || c.Upstream.String() != "http://127.0.0.1:3000/app/" || c.MaxLureBytes != 8<<20 {
-		t.Fatalf("FLYTRAP_UPSTREAM: %v %v", c.Upstream, err)
+	if err != nil || c.Proxy.Upstream == nil || c.Proxy.Upstream.String() != "http://127.0.0.1:3000/app/" || c.Proxy.MaxLureBytes != 8<<20 {
+		t.Fatalf("FLYTRAP_UPSTREAM: %v %v", c.Proxy.Upstream, err)
 	}
 	if !strings.Contains(c.String(), "upstream=http://127.0.0.1:3000/app/") {
 		t.Errorf("the configuration's description lacks the upstream: %s", c)
 	}
-	if c, err := parse([]string{"--upstream", "https://app.internal", "--lure-max-bytes", "4096"}, nil); err != nil || c.Upstream.Host != "app.internal" || c.MaxLureBytes != 4096 {
-		t.Fatalf("--upstream: %v %v", c.Upstream, err)
+	if c, err := parse([]string{"--upstream", "https://app.internal", "--lure-max-bytes", "4096"}, nil); err != nil || c.Proxy.Upstream.Host != "app.internal" || c.Proxy.MaxLureBytes != 4096 {
+		t.Fatalf("--upstream: %v %v", c.Proxy.Upstream, err)
 	}
-	if c, err := parse(nil, nil); err != nil || c.Upstream != nil {
-		t.Fatalf("no upstream: %v %v", c.Upstream, err)
+	if c, err := parse(nil, nil); err != nil || c.Proxy.Upstream != nil {
+		t.Fatalf("no upstream: %v %v", c.Proxy.Upstream, err)
 	}
 	for _, args := range [][]string{
 		{"--upstream", "127.0.0.1:3000"}, {"--upstream", "ftp://app"}, {"--upstream", "http://"},
@@ -50,7 +50,7 @@ func TestUpstreamFlags(t *testing.T) {
 // every direction, and a trap listener cap that follows the open-file limit unless set.
 func TestProxyBoundsFlags(t *testing.T) {
 	c := DefaultConfig()
-	if c.TrapMaxConns != 0 || c.ProxyReadTimeout != time.Minute || c.ProxyWriteTimeout != time.Minute || c.UpstreamMaxConns != 256 || c.UpstreamTimeout != time.Minute {
+	if c.TrapMaxConns != 0 || c.Proxy.ReadTimeout != time.Minute || c.Proxy.WriteTimeout != time.Minute || c.Proxy.UpstreamMaxConns != 256 || c.Proxy.UpstreamTimeout != time.Minute {
 		t.Fatalf("defaults: %+v", c)
 	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -63,7 +63,7 @@ func TestProxyBoundsFlags(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.TrapMaxConns != 300 || c.UpstreamTimeout != 5*time.Second || c.UpstreamMaxConns != 12 || c.ProxyReadTimeout != 2*time.Second || c.ProxyWriteTimeout != 3*time.Second {
+	if c.TrapMaxConns != 300 || c.Proxy.UpstreamTimeout != 5*time.Second || c.Proxy.UpstreamMaxConns != 12 || c.Proxy.ReadTimeout != 2*time.Second || c.Proxy.WriteTimeout != 3*time.Second {
 		t.Fatalf("parsed: %+v", c)
 	}
 	s := &Server{cfg: c}
