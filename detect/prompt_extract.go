@@ -369,7 +369,7 @@ func extractOperator(norm, low string) string {
 			if bestAt >= 0 && i >= bestAt {
 				break
 			}
-			if intlRoleBefore(low[max(0, i-120):i]) {
+			if intlRoleBefore(norm[max(0, i-120):i]) {
 				try(i, i+len(link))
 			}
 		}
@@ -442,20 +442,20 @@ func extractOperator(norm, low string) string {
 }
 
 // intlRoleBefore reports whether seg (the text before a link word) ends with a role
-// word, or a role word and one adjective: "…Kundenservice-Assistent", "…assistant virtuel".
+// word followed by at most four lower-case words without punctuation (an adjective or
+// a complement): "…Kundenservice-Assistent", "…assistant virtuel", "…agente de atención
+// al cliente", "…assistente clienti".
 func intlRoleBefore(seg string) bool {
 	words := strings.Fields(seg)
-	if len(words) == 0 {
-		return false
-	}
-	w := words[len(words)-1]
-	if intlRoleAdjectives[strings.ToLower(w)] && len(words) > 1 {
-		w = words[len(words)-2]
-	}
-	w = strings.ToLower(w)
-	for _, r := range intlRoles {
-		if strings.HasSuffix(w, r) {
-			return true
+	for k := len(words) - 1; k >= 0 && k >= len(words)-5; k-- {
+		w := strings.ToLower(words[k])
+		for _, r := range intlRoles {
+			if strings.HasSuffix(w, r) {
+				return true
+			}
+		}
+		if strings.ContainsAny(w, ".,;:!?()\"") || isNameWord(words[k]) && !intlRoleAdjectives[w] {
+			return false
 		}
 	}
 	return false
@@ -482,6 +482,11 @@ func possessiveRole(s string) bool {
 	return false
 }
 
+// leadingArticles are skipped before a name: "for the Acme Group", "für die Deutsche
+// Bahn", "pour la Poste", "de l'Hôtel de Ville", "van het Rijksmuseum".
+var leadingArticles = []string{"the ", "die ", "der ", "das ", "den ", "dem ", "la ", "le ", "les ", "l'", "el ", "los ",
+	"las ", "il ", "lo ", "gli ", "het ", "de ", "o ", "a ", "os ", "as "}
+
 // nameConnectors join the words of one name: "Bank of America", "Mairie de Lyon",
 // "Comune di Milano", "Prefeitura do Rio", "Huis van Oranje", "Haus von Habsburg".
 var nameConnectors = map[string]bool{"&": true, "and": true, "of": true, "de": true, "di": true, "da": true, "do": true,
@@ -489,11 +494,15 @@ var nameConnectors = map[string]bool{"&": true, "and": true, "of": true, "de": t
 
 // nameAfter reads a name starting at i: capitalised words (or all-caps,
 // digits, camel case like "eBay"), joined by single spaces and the
-// connectors (nameConnectors: "&", "and", "of", "de", "di", …); a leading lower-case "the" is skipped.
+// connectors (nameConnectors: "&", "and", "of", "de", "di", …); a leading lower-case
+// article before a name ("the", "die", "la", … leadingArticles) is skipped.
 // It stops at punctuation, a line break, a lower-case word or a possessive.
 func nameAfter(norm string, i int) string {
-	if strings.HasPrefix(norm[min(i, len(norm)):], "the ") {
-		i += 4
+	for _, art := range leadingArticles {
+		if rest := norm[min(i, len(norm)):]; strings.HasPrefix(rest, art) && len(rest) > len(art) && isNameWord(rest[len(art):]) {
+			i += len(art)
+			break
+		}
 	}
 	var words []string
 	connector := ""
