@@ -2,8 +2,8 @@ package decoy
 
 import (
 	"crypto/rand"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"

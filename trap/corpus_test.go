@@ -272,22 +272,22 @@ func plantedAnswer(r reply) bool {
 
 // gqlSession is a session as GraphQL returns it.
 type gqlSession struct {
-	ID                string   `json:"id"`
-	Classification    string   `json:"classification"`
-	Score             int      `json:"score"`
-	Confidence        int      `json:"confidence"`
-	Severity          string   `json:"severity"`
-	SignalsFired      []string `json:"signalsFired"`
-	HitCount          int      `json:"hitCount"`
-	TripwiresFired    int      `json:"tripwiresFired"`
-	PromptsCaptured   int      `json:"promptsCaptured"`
-	UserAgent         string   `json:"userAgent"`
-	SourceIP          string   `json:"sourceIP"`
-	ExtractedModel    string   `json:"extractedModel"`
-	ExtractedOperator string   `json:"extractedOperator"`
-	TrapsTriggered    []string `json:"trapsTriggered"`
+	ID                string      `json:"id"`
+	Classification    string      `json:"classification"`
+	Score             int         `json:"score"`
+	Confidence        int         `json:"confidence"`
+	Severity          string      `json:"severity"`
+	SignalsFired      []string    `json:"signalsFired"`
+	HitCount          int         `json:"hitCount"`
+	TripwiresFired    int         `json:"tripwiresFired"`
+	PromptsCaptured   int         `json:"promptsCaptured"`
+	UserAgent         string      `json:"userAgent"`
+	SourceIP          string      `json:"sourceIP"`
+	ExtractedModel    string      `json:"extractedModel"`
+	ExtractedOperator string      `json:"extractedOperator"`
+	TrapsTriggered    []string    `json:"trapsTriggered"`
 	Signals           []signalRow `json:"signals"`
-	Prompts []struct {
+	Prompts           []struct {
 		Text     string `json:"text"`
 		Model    string `json:"model"`
 		Operator string `json:"operator"`
