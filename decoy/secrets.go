@@ -246,11 +246,12 @@ func ParseAWSSecret(key Key, secret string) (AWSKeyRef, bool) {
 // when it names a plausible time, a lookup.
 const maxAWSSecrets = 8
 
-// FindAWSSecrets returns what may be secret access keys in text (at most 8, deduplicated):
-// runs of exactly 40 base64 characters standing alone, or the 40 characters after the
-// start or a slash, or before the end or a slash, of a longer run (a path), also once percent-encoding (%2B, %2F) and JSON escapes (\/,
-// \u002b) are decoded: ?aws_secret_access_key=…, a form, a JSON body, a header, a cookie, a
-// multipart part. A '+' a form decoder would read as a space is kept as sent.
+// FindAWSSecrets returns what may be secret access keys in text (at most 8, deduplicated,
+// mixing upper and lower case): runs of exactly 40 base64 characters standing alone, or
+// the 40 characters after the start or a slash, or before the end or a slash, of a longer
+// run (a path); also once percent-encoding (%2B, %2F) and JSON escapes (\/, \u002b) are
+// decoded: ?aws_secret_access_key=…, a form, a JSON body, a header, a cookie, a multipart
+// part. A '+' a form decoder would read as a space is kept as sent.
 func FindAWSSecrets(text string) []string {
 	var out []string
 	scan := func(s string) {
