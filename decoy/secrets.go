@@ -247,9 +247,8 @@ func ParseAWSSecret(key Key, secret string) (AWSKeyRef, bool) {
 const maxAWSSecrets = 8
 
 // FindAWSSecrets returns what may be secret access keys in text (at most 8, deduplicated,
-// mixing upper and lower case): runs of exactly 40 base64 characters standing alone, or
-// the 40 characters after the start or a slash, or before the end or a slash, of a longer
-// run (a path); also once percent-encoding (%2B, %2F) and JSON escapes (\/, \u002b) are
+// mixing upper and lower case): runs of exactly 40 base64 characters standing alone, or 40
+// characters between slashes or the ends of a longer run (a path); also once percent-encoding (%2B, %2F) and JSON escapes (\/, \u002b) are
 // decoded: ?aws_secret_access_key=…, a form, a JSON body, a header, a cookie, a multipart
 // part. A '+' a form decoder would read as a space is kept as sent.
 func FindAWSSecrets(text string) []string {
@@ -273,21 +272,13 @@ func FindAWSSecrets(text string) []string {
 				out = addSecret(out, run)
 				continue
 			}
-			// A longer run (a path): the 40 characters after its start or a slash, and
-			// those before its end or a slash.
-			for k := -1; k < len(run) && len(out) < maxAWSSecrets; k++ {
-				if k >= 0 && run[k] != '/' {
-					continue
+			// A longer run (a path): 40 characters between slashes or the run's ends (a
+			// secret may hold slashes of its own). A run without a slash (a JWT's part, a
+			// hash) holds none.
+			for a := 0; a+awsSecretLen <= len(run) && len(out) < maxAWSSecrets; a++ {
+				if (a == 0 || run[a-1] == '/') && (a+awsSecretLen == len(run) || run[a+awsSecretLen] == '/') {
+					out = addSecret(out, run[a:a+awsSecretLen])
 				}
-				if k+1+awsSecretLen <= len(run) {
-					out = addSecret(out, run[k+1:k+1+awsSecretLen])
-				}
-				if k >= awsSecretLen {
-					out = addSecret(out, run[k-awsSecretLen:k])
-				}
-			}
-			if len(out) < maxAWSSecrets {
-				out = addSecret(out, run[len(run)-awsSecretLen:])
 			}
 		}
 	}

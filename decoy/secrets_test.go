@@ -234,14 +234,37 @@ func TestAWSSecretKey(t *testing.T) {
 			}
 		}
 	}
-	if got := FindAWSSecrets(strings.Repeat("Ab1", 100)); len(got) > 2 {
-		t.Errorf("a long run with no slash gave %d candidates, want its ends only: %v", len(got), got)
+	if got := FindAWSSecrets(strings.Repeat("Ab1", 100)); len(got) != 0 {
+		t.Errorf("a long run with no slash gave %d candidates, want none: %v", len(got), got)
 	}
 	var path strings.Builder
 	for i := range 50 {
 		fmt.Fprintf(&path, "/Ab%03d%s", i, strings.Repeat("x", 35))
 	}
+	path.WriteString("/")
 	if got := FindAWSSecrets(path.String()); len(got) != maxAWSSecrets {
 		t.Errorf("a long path gave %d candidates, want the bound %d", len(got), maxAWSSecrets)
 	}
+}
+
+// BenchmarkFindAWSSecrets is the listener's added cost per request: a request text with a
+// JWT (long runs, no secret) and a percent-encoded query; and one carrying a secret, with
+// its decryption.
+func BenchmarkFindAWSSecrets(b *testing.B) {
+	plain := "/api/v1/orders?page=2&q=" + url.QueryEscape("blue shoes/size 42") + "\nBearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c\ntext/html\n"
+	b.Run("no secret", func(b *testing.B) {
+		for b.Loop() {
+			for _, c := range FindAWSSecrets(plain) {
+				ParseAWSSecret(testKey, c)
+			}
+		}
+	})
+	with := "/s3?aws_secret_access_key=" + url.QueryEscape(AWSSecretKey(testKey, newHitID(b), 3)) + "\n" + plain
+	b.Run("a secret", func(b *testing.B) {
+		for b.Loop() {
+			for _, c := range FindAWSSecrets(with) {
+				ParseAWSSecret(testKey, c)
+			}
+		}
+	})
 }
