@@ -283,7 +283,8 @@ func FindAWSSecrets(text string) []string {
 		}
 	}
 	scan(text)
-	if strings.Contains(text, "%") || strings.Contains(text, `\`) {
+	// Decoded only when what hides '+' or '/' is there: %2B, %2F, \/, \u002b, \u002f.
+	if strings.Contains(text, "%2") || strings.Contains(text, `\/`) || strings.Contains(text, `\u002`) || strings.Contains(text, `\U002`) {
 		scan(unescapeSecretText(text))
 	}
 	return out
