@@ -117,7 +117,7 @@ func referenceLayout(trapType string) *layout {
 		return l.(*layout)
 	}
 	key := Key("flytrap reference layout key")
-	out := Render(key, Spec{TrapID: "trp_reference", Name: "Reference", Type: trapType, Path: "/reference"}, "hit_01arz3ndektsv4rrffq69g5fav")
+	out := Render(key, Spec{TrapID: "trp_reference", Title: "Reference", Type: trapType, Path: "/reference"}, "hit_01arz3ndektsv4rrffq69g5fav")
 	l := &layout{at: map[int]Placement{}, only: map[Purpose]string{}}
 	wheres := map[Purpose]map[string]bool{}
 	for _, pl := range out.Placements {

@@ -12,7 +12,7 @@ func TestPlacementWhereNeverWrong(t *testing.T) {
 	hits := []string{"hit_01arz3ndektsv4rrffq69g5fav", "hit_01hzzzzzzzzzzzzzzzzzzzzzzz", "hit_01j9q7k2m3n4p5r6s7t8v9w0xy"}
 	for _, typ := range []string{"page", "api", "llms_txt", "robots", "credential", "mcp"} {
 		for i := range 12 {
-			spec := Spec{TrapID: fmt.Sprintf("trp_%d", i), Name: fmt.Sprintf("trap %d", i), Type: typ, Path: fmt.Sprintf("/p/%d", i), Host: "example.test"}
+			spec := Spec{TrapID: fmt.Sprintf("trp_%d", i), Title: fmt.Sprintf("trap %d", i), Type: typ, Path: fmt.Sprintf("/p/%d", i), Host: "example.test"}
 			for _, h := range hits {
 				for _, pl := range Render(key, spec, h).Placements {
 					got := PlacementWhere(typ, pl.Purpose, pl.Index)

@@ -107,7 +107,9 @@ func SnippetToken(key Key, trapID string) string {
 // LureTarget is a trap a lure may point at: its path on the site.
 type LureTarget struct {
 	Path string
-	Name string // the trap's name, for the link text
+	// Title is the link's text: the target's PublicTitle, never the trap's name (a
+	// visitor reads it). "" reads as the path.
+	Title string
 }
 
 // LureSpec is what one page's lures are made of.
@@ -186,9 +188,11 @@ func Lure(key Key, spec LureSpec, now time.Time) ([]byte, []Placement) {
 	return b, places
 }
 
+// lureTitle is the text of a lure linking to t: every lure's words about its target come
+// from here, and only from the target's public title or path.
 func lureTitle(t LureTarget) string {
-	if t.Name != "" {
-		return t.Name
+	if t.Title != "" {
+		return t.Title
 	}
 	if p, err := url.PathUnescape(t.Path); err == nil {
 		return p
@@ -197,8 +201,9 @@ func lureTitle(t LureTarget) string {
 }
 
 // Snippet is the lure snippet of trap trapID at path: hidden HTML for the customer's own
-// templates, linking to the trap with its stable SnippetToken. name is the link's text.
-func Snippet(key Key, trapID, path, name string) (html, url, token string) {
+// templates, linking to the trap with its stable SnippetToken. title is the link's text:
+// the trap's PublicTitle, never its name.
+func Snippet(key Key, trapID, path, title string) (html, url, token string) {
 	token = SnippetToken(key, trapID)
 	if token == "" {
 		return "", "", ""
@@ -207,7 +212,7 @@ func Snippet(key Key, trapID, path, name string) (html, url, token string) {
 	b := []byte("<div hidden aria-hidden=\"true\"><a href=\"")
 	b = appendHTML(b, url)
 	b = append(b, "\" tabindex=\"-1\" rel=\"nofollow\">"...)
-	b = appendHTML(b, clean(lureTitle(LureTarget{Path: path, Name: name}), 120))
+	b = appendHTML(b, clean(lureTitle(LureTarget{Path: path, Title: title}), 120))
 	b = append(b, "</a></div>"...)
 	return string(b), url, token
 }

@@ -423,6 +423,7 @@ type ComplexityRoot struct {
 		Name        func(childComplexity int) int
 		OrgID       func(childComplexity int) int
 		Path        func(childComplexity int) int
+		PublicTitle func(childComplexity int) int
 		Site        func(childComplexity int) int
 		SiteID      func(childComplexity int) int
 		Type        func(childComplexity int) int
@@ -441,10 +442,12 @@ type ComplexityRoot struct {
 	}
 
 	TrapPreview struct {
-		Body        func(childComplexity int) int
-		ContentType func(childComplexity int) int
-		Path        func(childComplexity int) int
-		Status      func(childComplexity int) int
+		Body                 func(childComplexity int) int
+		ContentType          func(childComplexity int) int
+		Path                 func(childComplexity int) int
+		PublicTitle          func(childComplexity int) int
+		PublicTitleGenerated func(childComplexity int) int
+		Status               func(childComplexity int) int
 	}
 
 	TrapRef struct {
@@ -2285,6 +2288,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Trap.Path(childComplexity), true
+	case "Trap.publicTitle":
+		if e.ComplexityRoot.Trap.PublicTitle == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Trap.PublicTitle(childComplexity), true
 	case "Trap.site":
 		if e.ComplexityRoot.Trap.Site == nil {
 			break
@@ -2360,6 +2369,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TrapPreview.Path(childComplexity), true
+	case "TrapPreview.publicTitle":
+		if e.ComplexityRoot.TrapPreview.PublicTitle == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TrapPreview.PublicTitle(childComplexity), true
+	case "TrapPreview.publicTitleGenerated":
+		if e.ComplexityRoot.TrapPreview.PublicTitleGenerated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TrapPreview.PublicTitleGenerated(childComplexity), true
 	case "TrapPreview.status":
 		if e.ComplexityRoot.TrapPreview.Status == nil {
 			break
@@ -3040,6 +3061,14 @@ type TrapPreview {
   body: String!
   "The trap's path, where visitors receive this response."
   path: String!
+  """
+  The title visitors read in this decoy and in the lures that link to it: the trap's publicTitle, or,
+  when that is empty, one generated for its kind and site (stable for the trap). The trap's name and
+  description are never shown to visitors.
+  """
+  publicTitle: String!
+  "True when publicTitle was generated (the trap sets none)."
+  publicTitleGenerated: Boolean!
 }
 
 "Figures read from counters maintained as data is written (docs/counters.md): their cost does not grow with the data."
@@ -3964,6 +3993,8 @@ func (ec *executionContext) childFields_Trap(ctx context.Context, field graphql.
 		return ec.fieldContext_Trap_type(ctx, field)
 	case "description":
 		return ec.fieldContext_Trap_description(ctx, field)
+	case "publicTitle":
+		return ec.fieldContext_Trap_publicTitle(ctx, field)
 	case "active":
 		return ec.fieldContext_Trap_active(ctx, field)
 	case "createdAt":
@@ -4008,6 +4039,10 @@ func (ec *executionContext) childFields_TrapPreview(ctx context.Context, field g
 		return ec.fieldContext_TrapPreview_body(ctx, field)
 	case "path":
 		return ec.fieldContext_TrapPreview_path(ctx, field)
+	case "publicTitle":
+		return ec.fieldContext_TrapPreview_publicTitle(ctx, field)
+	case "publicTitleGenerated":
+		return ec.fieldContext_TrapPreview_publicTitleGenerated(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TrapPreview", field.Name)
 }
@@ -9414,6 +9449,13 @@ func (ec *executionContext) fieldContext_Trap_description(_ context.Context, fie
 	return scalarFieldContext("Trap", field, false, false, "field of type String does not have child fields")
 }
 
+func (ec *executionContext) _Trap_publicTitle(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_publicTitle, obj.PublicTitle, ec.marshalNString2string)
+}
+func (ec *executionContext) fieldContext_Trap_publicTitle(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Trap", field, false, false, "field of type String does not have child fields")
+}
+
 func (ec *executionContext) _Trap_active(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_active, obj.Active, ec.marshalNBoolean2bool)
 }
@@ -9603,6 +9645,20 @@ func (ec *executionContext) _TrapPreview_path(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_TrapPreview_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TrapPreview", field, false, false, "field of type String does not have child fields")
+}
+
+func (ec *executionContext) _TrapPreview_publicTitle(ctx context.Context, field graphql.CollectedField, obj *model.TrapPreview) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapPreview_publicTitle, obj.PublicTitle, ec.marshalNString2string)
+}
+func (ec *executionContext) fieldContext_TrapPreview_publicTitle(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("TrapPreview", field, false, false, "field of type String does not have child fields")
+}
+
+func (ec *executionContext) _TrapPreview_publicTitleGenerated(ctx context.Context, field graphql.CollectedField, obj *model.TrapPreview) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapPreview_publicTitleGenerated, obj.PublicTitleGenerated, ec.marshalNBoolean2bool)
+}
+func (ec *executionContext) fieldContext_TrapPreview_publicTitleGenerated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("TrapPreview", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _TrapRef_id(ctx context.Context, field graphql.CollectedField, obj *app.TrapRef) (ret graphql.Marshaler) {
@@ -11839,7 +11895,7 @@ func (ec *executionContext) unmarshalInputCreateTrapInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "path", "type", "description", "active", "siteID"}
+	fieldsInOrder := [...]string{"name", "path", "type", "description", "publicTitle", "active", "siteID"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -11874,6 +11930,13 @@ func (ec *executionContext) unmarshalInputCreateTrapInput(ctx context.Context, o
 				return it, err
 			}
 			it.Description = data
+		case "publicTitle":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("publicTitle"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PublicTitle = data
 		case "active":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("active"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -17632,7 +17695,7 @@ func (ec *executionContext) unmarshalInputUpdateTrapInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "description", "active"}
+	fieldsInOrder := [...]string{"name", "description", "publicTitle", "active"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17653,6 +17716,13 @@ func (ec *executionContext) unmarshalInputUpdateTrapInput(ctx context.Context, o
 				return it, err
 			}
 			it.Description = data
+		case "publicTitle":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("publicTitle"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PublicTitle = data
 		case "active":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("active"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -22635,6 +22705,11 @@ func (ec *executionContext) _Trap(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "publicTitle":
+			out.Values[i] = ec._Trap_publicTitle(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "active":
 			out.Values[i] = ec._Trap_active(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -22835,6 +22910,16 @@ func (ec *executionContext) _TrapPreview(ctx context.Context, sel ast.SelectionS
 			}
 		case "path":
 			out.Values[i] = ec._TrapPreview_path(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "publicTitle":
+			out.Values[i] = ec._TrapPreview_publicTitle(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "publicTitleGenerated":
+			out.Values[i] = ec._TrapPreview_publicTitleGenerated(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

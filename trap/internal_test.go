@@ -35,7 +35,7 @@ func TestLinkedPathsStablePerTrap(t *testing.T) {
 	}()
 	for i := range 40 {
 		for _, typ := range decoy.Names() {
-			spec := decoy.Spec{TrapID: ids.New(ids.Trap), Name: fmt.Sprintf("Trap %d", i), Type: typ, Path: "/internal/docs", Host: "example.com"}
+			spec := decoy.Spec{TrapID: ids.New(ids.Trap), Title: fmt.Sprintf("Trap %d", i), Type: typ, Path: "/internal/docs", Host: "example.com"}
 			first := decoy.Render(key, spec, ids.New(ids.Hit))
 			again := decoy.Render(key, spec, ids.New(ids.Hit))
 			a, b := decoy.LinkedPaths(first.Body, first.Placements), decoy.LinkedPaths(again.Body, again.Placements)

@@ -81,11 +81,12 @@ func (e *Engine) carriesToken(r *http.Request) bool {
 
 // lureTargets are the traps a lure links to, by path: those whose kind is a page an agent
 // reads (robots.txt is not a lure's destination; an mcp trap answers a GET with its description).
-func lureTargets(traps map[string]*trapRoute) []decoy.LureTarget {
+// A lure's text is its target's public title, never the trap's name.
+func lureTargets(traps map[string]*trapRoute, host string) []decoy.LureTarget {
 	var out []decoy.LureTarget
 	for p, t := range traps {
 		if t.kind.LureTarget() {
-			out = append(out, decoy.LureTarget{Path: p, Name: t.Name})
+			out = append(out, decoy.LureTarget{Path: p, Title: PublicTitle(t.Trap, host)})
 		}
 	}
 	slices.SortFunc(out, func(a, b decoy.LureTarget) int { return strings.Compare(a.Path, b.Path) })
