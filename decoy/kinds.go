@@ -2,8 +2,8 @@ package decoy
 
 import (
 	"errors"
-	mrand "math/rand/v2"
 	"fmt"
+	mrand "math/rand/v2"
 	"regexp"
 	"slices"
 )

@@ -2,7 +2,9 @@ package decoy
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 )
 
 // PlacementWhere must never name the wrong place: for decoys of every type, trap and hit,
@@ -54,5 +56,33 @@ func TestPlacementLabel(t *testing.T) {
 		if _, _, ok := ParsePlacement(bad); ok {
 			t.Errorf("ParsePlacement(%q) ok", bad)
 		}
+	}
+}
+
+// A lure's and a snippet's placements are named as lures, with where they stood when the
+// lure layout says it for sure: the dashboard showed "–" for lure_callback#1.
+func TestLurePlacementLabels(t *testing.T) {
+	_, places := Lure(testKey, LureSpec{SiteID: "s", Count: MaxLures, Targets: []LureTarget{{Path: "/a"}}}, time.Now())
+	if len(places) == 0 {
+		t.Fatal("no lure placements")
+	}
+	for _, pl := range places {
+		rec := fmt.Sprintf("%s#%d", LurePlacement(pl.Purpose), pl.Index)
+		got := PlacementLabel(rec, "")
+		if !strings.HasPrefix(got, "lure in a page of your site: "+purposeLabels[pl.Purpose]) {
+			t.Errorf("%s: label %q", rec, got)
+		}
+		if w := LureWhere(pl.Purpose, pl.Index); w != "" && (w != pl.Where || !strings.HasSuffix(got, " in "+WhereLabel(w))) {
+			t.Errorf("%s: where %q, label %q, placed in %q", rec, w, got, pl.Where)
+		}
+		if !IsLurePlacement(rec) {
+			t.Errorf("%s is not a lure placement", rec)
+		}
+	}
+	if got := PlacementLabel(SnippetPlacement+"#0", ""); !strings.HasPrefix(got, "lure snippet") {
+		t.Errorf("snippet label %q", got)
+	}
+	if IsLurePlacement("callback#0") || PlacementLabel("callback#0", WhereHTMLComment) != "hidden link in an HTML comment" {
+		t.Errorf("a decoy placement: %q", PlacementLabel("callback#0", WhereHTMLComment))
 	}
 }

@@ -143,10 +143,10 @@ type renderer struct {
 	b       []byte
 
 	// Stable choices of the trap.
-	org, topic, title string
-	wording, shapeBase      int
-	cbPrefix, chPrefix      string
-	sinkPrefix              string
+	org, topic, title  string
+	wording, shapeBase int
+	cbPrefix, chPrefix string
+	sinkPrefix         string
 }
 
 func newRenderer(key Key, spec Spec, hitID string) *renderer {

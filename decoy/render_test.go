@@ -15,12 +15,12 @@ import (
 
 func testSpec(typ string, n int) Spec {
 	return Spec{
-		TrapID:      fmt.Sprintf("trp_01jqz8k7v3m2n4p5q6r7s8t%03d", n%1000)[:30],
-		Title:       []string{"Customer exports", "Payroll runbook", "", "Vendor access"}[n%4],
-		Type:        typ,
-		Path:        []string{Path(typ), "/wiki/engineering/keys-ab12", "/admin/portal/users-x9q2", "/internal/api/billing-33zz", "/config/settings.json"}[n%5],
-		Host:        []string{"docs.acme.io", "10.0.0.4:8080", "", "intranet.northwind-corp.com"}[n%4],
-		Disallow:    []string{"/admin/portal/users-x9q2", "/api/private/keys-7k2m"},
+		TrapID:   fmt.Sprintf("trp_01jqz8k7v3m2n4p5q6r7s8t%03d", n%1000)[:30],
+		Title:    []string{"Customer exports", "Payroll runbook", "", "Vendor access"}[n%4],
+		Type:     typ,
+		Path:     []string{Path(typ), "/wiki/engineering/keys-ab12", "/admin/portal/users-x9q2", "/internal/api/billing-33zz", "/config/settings.json"}[n%5],
+		Host:     []string{"docs.acme.io", "10.0.0.4:8080", "", "intranet.northwind-corp.com"}[n%4],
+		Disallow: []string{"/admin/portal/users-x9q2", "/api/private/keys-7k2m"},
 	}
 }
 
@@ -533,11 +533,11 @@ func TestChallengeAnswerNeverLiteral(t *testing.T) {
 
 func TestHostileSpecIsEscaped(t *testing.T) {
 	hostile := Spec{
-		TrapID:      "trp_\"><script>alert(0)</script>",
-		Title:       "<script>alert(1)</script> \"quoted\" 'single' & \n<img src=x onerror=alert(2)>\r\nDisallow: /",
-		Path:        "/x/\"><script>alert(3)</script>\n/y",
-		Host:        "evil\"><script>alert(4)</script>.com",
-		Disallow:    []string{"/ok", "/a\nDisallow: /", "no-slash", "/b # comment", "/c\r\nUser-agent: evil"},
+		TrapID:   "trp_\"><script>alert(0)</script>",
+		Title:    "<script>alert(1)</script> \"quoted\" 'single' & \n<img src=x onerror=alert(2)>\r\nDisallow: /",
+		Path:     "/x/\"><script>alert(3)</script>\n/y",
+		Host:     "evil\"><script>alert(4)</script>.com",
+		Disallow: []string{"/ok", "/a\nDisallow: /", "no-slash", "/b # comment", "/c\r\nUser-agent: evil"},
 	}
 	for _, typ := range Names() {
 		spec := hostile

@@ -48,6 +48,7 @@ type ResolverRoot interface {
 	Query() QueryResolver
 	Session() SessionResolver
 	SessionConnection() SessionConnectionResolver
+	Signal() SignalResolver
 	Subscription() SubscriptionResolver
 }
 
@@ -345,18 +346,20 @@ type ComplexityRoot struct {
 	}
 
 	Signal struct {
-		CreatedAt   func(childComplexity int) int
-		DelayMs     func(childComplexity int) int
-		Detail      func(childComplexity int) int
-		HitID       func(childComplexity int) int
-		ID          func(childComplexity int) int
-		Name        func(childComplexity int) int
-		OrgID       func(childComplexity int) int
-		Placement   func(childComplexity int) int
-		Session     func(childComplexity int) int
-		SessionID   func(childComplexity int) int
-		SourceHitID func(childComplexity int) int
-		Tripwire    func(childComplexity int) int
+		CreatedAt      func(childComplexity int) int
+		DelayMs        func(childComplexity int) int
+		Detail         func(childComplexity int) int
+		HitID          func(childComplexity int) int
+		ID             func(childComplexity int) int
+		Lure           func(childComplexity int) int
+		Name           func(childComplexity int) int
+		OrgID          func(childComplexity int) int
+		Placement      func(childComplexity int) int
+		PlacementLabel func(childComplexity int) int
+		Session        func(childComplexity int) int
+		SessionID      func(childComplexity int) int
+		SourceHitID    func(childComplexity int) int
+		Tripwire       func(childComplexity int) int
 	}
 
 	SignalGroup struct {
@@ -604,6 +607,10 @@ type SessionResolver interface {
 }
 type SessionConnectionResolver interface {
 	TotalCountExact(ctx context.Context, obj *ent.SessionConnection) (bool, error)
+}
+type SignalResolver interface {
+	PlacementLabel(ctx context.Context, obj *ent.Signal) (string, error)
+	Lure(ctx context.Context, obj *ent.Signal) (bool, error)
 }
 type SubscriptionResolver interface {
 	Events(ctx context.Context, types []string, after *entgql.Cursor[string]) (<-chan *model.EventMessage, error)
@@ -1998,6 +2005,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Signal.ID(childComplexity), true
+	case "Signal.lure":
+		if e.ComplexityRoot.Signal.Lure == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Signal.Lure(childComplexity), true
 	case "Signal.name":
 		if e.ComplexityRoot.Signal.Name == nil {
 			break
@@ -2016,6 +2029,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Signal.Placement(childComplexity), true
+	case "Signal.placementLabel":
+		if e.ComplexityRoot.Signal.PlacementLabel == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Signal.PlacementLabel(childComplexity), true
 	case "Signal.session":
 		if e.ComplexityRoot.Signal.Session == nil {
 			break
@@ -3207,6 +3226,17 @@ extend type Mutation {
   pingWebhookEndpoint(id: ID!): WebhookDelivery!
 }
 
+extend type Signal {
+  """
+  The placement in words, as far as the firing itself tells: "lure in a page of your site: hidden link in an
+  HTML comment" for a lure the proxy put into one of the site's pages, "hidden link" for a decoy's (the
+  session's signalGroups also say where in the decoy it stood); empty for a signal with no placement.
+  """
+  placementLabel: String!
+  "True when the placement was a lure or snippet in the customer's own pages rather than in a decoy."
+  lure: Boolean!
+}
+
 extend type Session {
   "How the score and class were reached, from the engine's own weight table and rules (detect.Explain)."
   explanation: VerdictExplanation! @cost(weight: 5)
@@ -3871,6 +3901,10 @@ func (ec *executionContext) childFields_Signal(ctx context.Context, field graphq
 		return ec.fieldContext_Signal_createdAt(ctx, field)
 	case "session":
 		return ec.fieldContext_Signal_session(ctx, field)
+	case "placementLabel":
+		return ec.fieldContext_Signal_placementLabel(ctx, field)
+	case "lure":
+		return ec.fieldContext_Signal_lure(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Signal", field.Name)
 }
@@ -8987,6 +9021,52 @@ func (ec *executionContext) fieldContext_Signal_session(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Signal_placementLabel(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Signal_placementLabel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Signal().PlacementLabel(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Signal_placementLabel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Signal", field, true, true, "field of type String does not have child fields")
+}
+
+func (ec *executionContext) _Signal_lure(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Signal_lure(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Signal().Lure(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Signal_lure(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Signal", field, true, true, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _SignalGroup_signal(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
@@ -22195,6 +22275,88 @@ func (ec *executionContext) _Signal(ctx context.Context, sel ast.SelectionSet, o
 					}
 				}()
 				res = ec._Signal_session(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet, deferLabelToView = graphql.NewFieldSet(nil), map[string]*graphql.FieldSetView{}
+				}
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "placementLabel":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Signal_placementLabel(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet, deferLabelToView = graphql.NewFieldSet(nil), map[string]*graphql.FieldSetView{}
+				}
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "lure":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Signal_lure(ctx, field, obj)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
