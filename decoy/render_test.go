@@ -640,3 +640,28 @@ func BenchmarkRender(b *testing.B) {
 		})
 	}
 }
+
+// A generated public title is the trap's own on every request, what its page shows, and
+// varies between traps: no one phrase gives a decoy away.
+func TestPublicTitleStableAndVaried(t *testing.T) {
+	seen := map[string]bool{}
+	for i := range 60 {
+		spec := Spec{TrapID: fmt.Sprintf("trp_01m8fbwbm9spppxta6rp8kaq%02d", i), Type: "page", Path: "/internal/wiki", Host: "shop.acme.io"}
+		title := PublicTitle(spec)
+		if title == "" || title != PublicTitle(spec) {
+			t.Fatalf("trap %d: title %q is not stable", i, title)
+		}
+		out := Render(testKey, spec, newHitID(t))
+		if !strings.Contains(string(out.Body), "<h1>"+string(appendHTML(nil, title))+"</h1>") {
+			t.Fatalf("trap %d: the page does not show its public title %q", i, title)
+		}
+		seen[title] = true
+	}
+	if len(seen) < 30 {
+		t.Errorf("60 traps share %d titles", len(seen))
+	}
+	set := Spec{TrapID: "trp_x", Type: "llms_txt", Path: "/llms.txt", Title: "Acme developer docs"}
+	if PublicTitle(set) != "Acme developer docs" || !strings.HasPrefix(string(Render(testKey, set, newHitID(t)).Body), "# Acme developer docs\n") {
+		t.Errorf("an operator's public title is not what llms.txt shows")
+	}
+}
