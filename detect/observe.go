@@ -65,6 +65,10 @@ type TokenUse struct {
 	// Visible says the token's link sat in text a person reads (llms.txt, robots.txt):
 	// a browser opening it is reading, not following hidden content.
 	Visible bool
+	// Lure says it came from a lure in the customer's own pages (the lure proxy's, or a
+	// snippet), not from a decoy; Carrier is the page of the site that carried it, when known.
+	Lure    bool
+	Carrier string
 }
 
 // Observation is one request as the engine sees it: the trap listener resolves tokens
@@ -174,7 +178,7 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 			fire(Firing{Name: SignalVisibleLinkOpened, Source: t.SourceHit, Placement: t.Placement, Detail: o.Method + " " + o.Path})
 			continue
 		}
-		f := Firing{Source: t.SourceHit, Placement: t.Placement, Detail: o.Method + " " + o.Path, Name: SignalCallbackHit}
+		f := Firing{Source: t.SourceHit, Placement: t.Placement, Detail: o.Method + " " + o.Path + lureNote(t), Name: SignalCallbackHit}
 		delay := o.At.Sub(t.SourceAt).Milliseconds()
 		timed := !t.SourceAt.IsZero() // a lure snippet's token was never served at a known time
 		if timed {
@@ -445,4 +449,18 @@ func jsonStrings(doc string, max int) []string {
 	}
 	walk(v)
 	return out
+}
+
+// lureNote says, in a callback's evidence, that the link was a lure and which page of the
+// site carried it.
+func lureNote(t TokenUse) string {
+	switch {
+	case !t.Lure:
+		return ""
+	case t.Carrier != "":
+		return ", from a lure on " + t.Carrier
+	case t.SourceAt.IsZero():
+		return ", from a lure snippet"
+	}
+	return ", from a lure on a page of the site (not known which)"
 }
