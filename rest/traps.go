@@ -13,10 +13,28 @@ import (
 )
 
 func (a *API) listTraps(w http.ResponseWriter, r *http.Request) error {
-	if _, err := query(r); err != nil {
+	q, err := query(r, "site_id", "path", "type", "active")
+	if err != nil {
 		return err
 	}
-	ts, err := a.app.ListTraps(r.Context())
+	f := app.TrapFilter{SiteID: q.Get("site_id"), Path: q.Get("path")}
+	if v := q.Get("type"); v != "" {
+		typ, err := enumValue("type", "TrapType", v, false, nil)
+		if err != nil {
+			return err
+		}
+		f.Type = trap.Type(typ)
+	}
+	switch q.Get("active") {
+	case "":
+	case "1", "true":
+		f.Active = new(true)
+	case "0", "false":
+		f.Active = new(false)
+	default:
+		return apperr.Invalid("active", "must be 0, 1, true or false")
+	}
+	ts, err := a.app.ListTraps(r.Context(), f)
 	if err != nil {
 		return err
 	}
