@@ -28,7 +28,7 @@ func main() {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 	default:
 		fmt.Fprintln(os.Stderr, "flytrap:", err)
-		os.Exit(2)
+		os.Exit(exitCode(err))
 	}
 }
 
