@@ -271,11 +271,13 @@ func emitOne[T any](c *apiCall, item T, cols []string, row func(T) []string) err
 	return emit(c, []T{item}, cols, row)
 }
 
-// check turns a generated response into an error unless its status is want.
-func check(err error, status int, body []byte, want ...int) error {
+// check turns a generated response (or the error that came instead) into an error unless
+// its status is one of want.
+func check(err error, resp any, want ...int) error {
 	if err != nil {
 		return unreachable(err)
 	}
+	status, body := statusBody(resp)
 	for _, w := range want {
 		if status == w {
 			return nil

@@ -73,45 +73,31 @@ func (s *strFlag) Set(v string) error { s.v = &v; return nil }
 // listTraps is the traps matching p.
 func listTraps(ctx context.Context, c *apiCall, p *apiclient.ListTrapsParams) ([]apiclient.Trap, error) {
 	resp, err := c.api.ListTrapsWithResponse(ctx, p)
-	if err := check(err, resp.StatusCode(), bodyOf(resp), http.StatusOK); err != nil {
+	if err := check(err, resp, http.StatusOK); err != nil {
 		return nil, err
 	}
 	return resp.JSON200.Data, nil
 }
 
-// bodyOf is a generated response's body (nil for none).
-func bodyOf(r interface{ StatusCode() int }) []byte {
+// statusBody is a generated response's status and body.
+func statusBody(r any) (int, []byte) {
 	switch v := r.(type) {
 	case *apiclient.ListTrapsResponse:
-		if v != nil {
-			return v.Body
-		}
+		return v.StatusCode(), v.Body
 	case *apiclient.CreateTrapResponse:
-		if v != nil {
-			return v.Body
-		}
+		return v.StatusCode(), v.Body
 	case *apiclient.UpdateTrapResponse:
-		if v != nil {
-			return v.Body
-		}
+		return v.StatusCode(), v.Body
 	case *apiclient.DeleteTrapResponse:
-		if v != nil {
-			return v.Body
-		}
+		return v.StatusCode(), v.Body
 	case *apiclient.ListSessionsResponse:
-		if v != nil {
-			return v.Body
-		}
+		return v.StatusCode(), v.Body
 	case *apiclient.GetSessionResponse:
-		if v != nil {
-			return v.Body
-		}
+		return v.StatusCode(), v.Body
 	case *apiclient.ListEventsResponse:
-		if v != nil {
-			return v.Body
-		}
+		return v.StatusCode(), v.Body
 	}
-	return nil
+	panic(fmt.Sprintf("statusBody: %T", r))
 }
 
 func trapsList(fs *flag.FlagSet, c *apiCall) func(context.Context) error {
@@ -174,7 +160,7 @@ func trapsCreate(fs *flag.FlagSet, c *apiCall) func(context.Context) error {
 		}
 		body := apiclient.TrapCreate{Name: name, Type: apiclient.TrapCreateType(typ), Path: path.v, SiteId: site.v, Description: desc.v}
 		resp, err := c.api.CreateTrapWithResponse(ctx, nil, body)
-		if err := check(err, resp.StatusCode(), bodyOf(resp), http.StatusCreated); err != nil {
+		if err := check(err, resp, http.StatusCreated); err != nil {
 			return err
 		}
 		return emitOne(c, resp.JSON201.Data, trapCols, trapRow)
@@ -209,7 +195,7 @@ func updateTrap(ctx context.Context, c *apiCall, id string, name, desc *string, 
 		}
 	}
 	resp, err := c.api.UpdateTrapWithResponse(ctx, id, nil, body)
-	if err := check(err, resp.StatusCode(), bodyOf(resp), http.StatusOK); err != nil {
+	if err := check(err, resp, http.StatusOK); err != nil {
 		return apiclient.Trap{}, err
 	}
 	return resp.JSON200.Data, nil
@@ -218,7 +204,7 @@ func updateTrap(ctx context.Context, c *apiCall, id string, name, desc *string, 
 func trapsDelete(fs *flag.FlagSet, c *apiCall) func(context.Context) error {
 	return func(ctx context.Context) error {
 		resp, err := c.api.DeleteTrapWithResponse(ctx, c.args[0], nil)
-		if err := check(err, resp.StatusCode(), bodyOf(resp), http.StatusOK); err != nil {
+		if err := check(err, resp, http.StatusOK); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stderr, "deleted trap %s\n", c.args[0])
@@ -296,7 +282,7 @@ func sessionsList(fs *flag.FlagSet, c *apiCall) func(context.Context) error {
 		var out []apiclient.Session
 		for {
 			resp, err := c.api.ListSessionsWithResponse(ctx, p)
-			if err := check(err, resp.StatusCode(), bodyOf(resp), http.StatusOK); err != nil {
+			if err := check(err, resp, http.StatusOK); err != nil {
 				return err
 			}
 			out = append(out, resp.JSON200.Data...)
@@ -318,7 +304,7 @@ func sessionsList(fs *flag.FlagSet, c *apiCall) func(context.Context) error {
 func sessionsShow(fs *flag.FlagSet, c *apiCall) func(context.Context) error {
 	return func(ctx context.Context) error {
 		resp, err := c.api.GetSessionWithResponse(ctx, c.args[0], nil)
-		if err := check(err, resp.StatusCode(), bodyOf(resp), http.StatusOK); err != nil {
+		if err := check(err, resp, http.StatusOK); err != nil {
 			return err
 		}
 		if c.opts.output != "table" {
@@ -370,7 +356,7 @@ func eventsList(fs *flag.FlagSet, c *apiCall) func(context.Context) error {
 			p.Cursor = &cursor
 		}
 		resp, err := c.api.ListEventsWithResponse(ctx, p)
-		if err := check(err, resp.StatusCode(), bodyOf(resp), http.StatusOK); err != nil {
+		if err := check(err, resp, http.StatusOK); err != nil {
 			return err
 		}
 		if resp.JSON200.HasMore {

@@ -470,7 +470,7 @@ func (p *plan) apply(ctx context.Context, c *apiCall) error {
 
 func deleteTrap(ctx context.Context, c *apiCall, id string) error {
 	resp, err := c.api.DeleteTrapWithResponse(ctx, id, nil)
-	return check(err, resp.StatusCode(), bodyOf(resp), 200)
+	return check(err, resp, 200)
 }
 
 // createTrap makes the file's trap w on site; an inactive one is made, then deactivated
@@ -478,7 +478,7 @@ func deleteTrap(ctx context.Context, c *apiCall, id string) error {
 func createTrap(ctx context.Context, c *apiCall, site string, w *fileTrap) (apiclient.Trap, error) {
 	body := apiclient.TrapCreate{Name: w.Name, Type: apiclient.TrapCreateType(w.Type), Path: &w.Path, SiteId: &site, Description: &w.Description}
 	resp, err := c.api.CreateTrapWithResponse(ctx, nil, body)
-	if err := check(err, resp.StatusCode(), bodyOf(resp), 201); err != nil {
+	if err := check(err, resp, 201); err != nil {
 		return apiclient.Trap{}, err
 	}
 	t := resp.JSON201.Data
