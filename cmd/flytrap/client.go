@@ -105,10 +105,15 @@ type profiles struct {
 	} `yaml:"profiles"`
 }
 
-func (o *clientOpts) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.url, "url", "", "the service's API address, e.g. http://127.0.0.1:8080")
-	fs.StringVar(&o.key, "api-key", "", "the API key (ftk_…); prefer the environment variable to the flag")
-	fs.StringVar(&o.profile, "profile", "", "a profile of the profile file (default: \"default\", when the file has it)")
+// register declares the flags; the variables give the defaults of the first three (only
+// these: FLYTRAP_NAME does not set a trap's --name).
+func (o *clientOpts) register(fs *flag.FlagSet, env server.Env) {
+	fs.StringVar(&o.url, "url", env("FLYTRAP_URL"), "the service's API address, e.g. http://127.0.0.1:8080 (FLYTRAP_URL)")
+	fs.StringVar(&o.key, "api-key", "", "the API key (ftk_…); prefer the variable to the flag (FLYTRAP_API_KEY)")
+	if o.key == "" {
+		o.key = env("FLYTRAP_API_KEY") // not as the flag's default: help would show it
+	}
+	fs.StringVar(&o.profile, "profile", env("FLYTRAP_PROFILE"), "a profile of the profile file (default: \"default\", when the file has it) (FLYTRAP_PROFILE)")
 	fs.StringVar(&o.output, "o", "table", "output: table, json or ndjson")
 }
 
@@ -187,14 +192,14 @@ func apiCommand(name, synopsis string, summary []string, nargs int, flags func(f
 		fs.SetOutput(stderr)
 		fs.Usage = func() { c.writeHelp(fs) }
 		call := &apiCall{stdout: stdout, stderr: stderr, env: env}
-		call.opts.register(fs)
+		call.opts.register(fs, env)
 		run := flags(fs, call)
 		// Positional arguments may come before the flags too (flytrap traps get trp_… -o json).
 		var lead []string
 		for len(args) > 0 && !strings.HasPrefix(args[0], "-") && len(lead) < nargs {
 			lead, args = append(lead, args[0]), args[1:]
 		}
-		if err := server.ParseFlags(fs, args, env); err != nil {
+		if err := fs.Parse(args); err != nil {
 			return err
 		}
 		call.args = append(lead, fs.Args()...)

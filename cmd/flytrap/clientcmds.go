@@ -21,7 +21,7 @@ var clientCommands = []*command{
 		[]string{"list the organization's traps (API)"}, 0, trapsList),
 	apiCommand("traps get", "traps get TRAP_ID", []string{"show one trap (API)"}, 1, trapsGet),
 	apiCommand("traps create", "traps create --name NAME --type TYPE [--path PATH] [--site SITE_ID]\n[--description TEXT]",
-		[]string{"create a trap; a path another active trap holds exits 5 (API)"}, 0, trapsCreate),
+		[]string{"create a trap (API)"}, 0, trapsCreate),
 	apiCommand("traps update", "traps update TRAP_ID [--name NAME] [--description TEXT] [--active true|false]",
 		[]string{"change a trap (API)"}, 1, trapsUpdate),
 	apiCommand("traps delete", "traps delete TRAP_ID", []string{"delete a trap; its sessions are kept (API)"}, 1, trapsDelete),

@@ -22,7 +22,7 @@ import (
 var keyCommands = []*command{
 	apiCommand("keys list", "keys list [--all]", []string{"the organization's API keys (API, admin scope)"}, 0, keysListAPI),
 	apiCommand("keys create", "keys create --name NAME --scope read-only|read-write|admin",
-		[]string{"create an API key with at most your key's scope; prints the key once (API)"}, 0, keysCreateAPI),
+		[]string{"create an API key, at most your key's scope;", "prints the key once (API)"}, 0, keysCreateAPI),
 	apiCommand("keys revoke", "keys revoke KEY_ID", []string{"revoke a key at once (API)"}, 1, keysRevokeAPI),
 }
 

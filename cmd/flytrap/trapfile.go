@@ -30,11 +30,11 @@ import (
 
 // fileCommands are the trap file's commands (client.go's init lists them).
 var fileCommands = []*command{
-	{name: "validate", synopsis: "validate -f traps.yaml", summary: []string{"check a trap file without a server (the API's rules); exits 6 if it is wrong"},
+	{name: "validate", synopsis: "validate -f traps.yaml", summary: []string{"check a trap file offline, by the API's rules"},
 		client: true, own: validateCmd},
 	apiCommand("plan", "plan -f traps.yaml [--prune]", []string{"show what apply would change (API)"}, 0, planCmd(false)),
 	apiCommand("apply", "apply -f traps.yaml [--prune]",
-		[]string{"make the service's traps what the file says, showing the changes first;", "--prune deletes the traps of the file's sites it does not list (API)"}, 0, planCmd(true)),
+		[]string{"make the traps what the file says, showing the diff", "first; --prune deletes the others of its sites (API)"}, 0, planCmd(true)),
 }
 
 // trapFile is a trap file.
