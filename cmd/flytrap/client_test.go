@@ -430,3 +430,49 @@ func equalMaps(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// TestVersionStamped builds flytrap as the README's release build does (-ldflags -X
+// main.version and main.commit; without -trimpath, which would defeat the build cache) and
+// checks that flytrap version prints them and the Go version; then with -buildvcs=true in
+// a checkout, that the commit is the build's own vcs.revision.
+func TestVersionStamped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping a build of the binary")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "flytrap")
+	build := func(vcs string) []string {
+		t.Helper()
+		if out, err := exec.Command(goTool, "build", "-buildvcs="+vcs, "-ldflags", "-X main.version=v9.8.7-test -X main.commit=0123abc",
+			"-o", bin, ".").CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
+		out, err := exec.Command(bin, "version").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) != 3 || lines[0] != "flytrap v9.8.7-test" || !strings.HasPrefix(lines[2], "go      go1.") {
+			t.Fatalf("version printed:\n%s", out)
+		}
+		return lines
+	}
+	if lines := build("false"); lines[1] != "commit  0123abc" {
+		t.Errorf("without vcs settings: %q, want the stamped commit", lines[1])
+	}
+	lines := build("true")
+	info, err := exec.Command(goTool, "version", "-m", bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`vcs\.revision=([0-9a-f]+)`).FindSubmatch(info); m != nil {
+		if !strings.HasPrefix(lines[1], "commit  "+string(m[1])) {
+			t.Errorf("version printed %q, want the build's revision %s", lines[1], m[1])
+		}
+	} else {
+		t.Logf("the build has no vcs settings here (not a plain git checkout): only the stamped commit was checked")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/flytrap/flytrap/server"
 )
@@ -18,6 +19,11 @@ import (
 //
 // Without it, flytrap version reports the module version go install recorded (or "devel").
 var version string
+
+// commit is the commit a build without version control information (-buildvcs=false, a
+// source archive) was made from: -X main.commit=$(git rev-parse HEAD). The build's own vcs
+// settings take precedence.
+var commit string
 
 // moduleVersion is the version flytrap reports.
 func moduleVersion() string {
@@ -41,7 +47,7 @@ type buildInfo struct {
 }
 
 func readBuildInfo() buildInfo {
-	b := buildInfo{Version: moduleVersion(), Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	b := buildInfo{Version: moduleVersion(), Commit: commit, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			switch s.Key {
@@ -83,7 +89,7 @@ func versionCmd(ctx context.Context, args []string, stdout, stderr io.Writer, en
 		if b.Modified {
 			mod = " (modified)"
 		}
-		fmt.Fprintf(stdout, "commit  %s%s %s\n", b.Commit, mod, b.Time)
+		fmt.Fprintln(stdout, strings.TrimSpace(fmt.Sprintf("commit  %s%s %s", b.Commit, mod, b.Time)))
 	}
 	fmt.Fprintf(stdout, "go      %s %s\n", b.Go, b.Platform)
 	return nil
