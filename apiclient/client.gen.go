@@ -988,6 +988,9 @@ type ListTrapsParamsActive string
 
 // CreateTrapParams defines parameters for CreateTrap.
 type CreateTrapParams struct {
+	// IdempotencyKey Makes the create safe to retry (see above).
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+
 	// FlytrapVersion The API version the client was written against (YYYY-MM-DD); default the current one. An unknown version is a 400. The response's `Flytrap-Version` header states the version that answered. See docs/versioning.md.
 	FlytrapVersion *FlytrapVersion `json:"Flytrap-Version,omitempty"`
 }
@@ -1195,6 +1198,8 @@ type ClientInterface interface {
 	//
 	// Creates a trap and writes a `trap.created` event in the same transaction. The body must be `application/json` (or have no Content-Type).
 	//
+	// With an `Idempotency-Key` header (1–255 printable ASCII characters, per organization, kept 24 hours), a retry is safe: the same key with the same request (its fields, not their spelling) answers the first answer again, with `Idempotent-Replayed: true`, and creates nothing; the same key with another request is a 409. A create that failed keeps nothing, so it can be retried with its key; two requests with one key at the same time: the second is a 409.
+	//
 	// Required scope: `read-write` (API key or JWT).
 	//
 	// Takes any type of body and a specified content type.
@@ -1205,6 +1210,8 @@ type ClientInterface interface {
 	// CreateTrap Create a trap
 	//
 	// Creates a trap and writes a `trap.created` event in the same transaction. The body must be `application/json` (or have no Content-Type).
+	//
+	// With an `Idempotency-Key` header (1–255 printable ASCII characters, per organization, kept 24 hours), a retry is safe: the same key with the same request (its fields, not their spelling) answers the first answer again, with `Idempotent-Replayed: true`, and creates nothing; the same key with another request is a 409. A create that failed keeps nothing, so it can be retried with its key; two requests with one key at the same time: the second is a 409.
 	//
 	// Required scope: `read-write` (API key or JWT).
 	//
@@ -1344,6 +1351,8 @@ func (c *Client) ListTraps(ctx context.Context, params *ListTrapsParams, reqEdit
 //
 // Creates a trap and writes a `trap.created` event in the same transaction. The body must be `application/json` (or have no Content-Type).
 //
+// With an `Idempotency-Key` header (1–255 printable ASCII characters, per organization, kept 24 hours), a retry is safe: the same key with the same request (its fields, not their spelling) answers the first answer again, with `Idempotent-Replayed: true`, and creates nothing; the same key with another request is a 409. A create that failed keeps nothing, so it can be retried with its key; two requests with one key at the same time: the second is a 409.
+//
 // Required scope: `read-write` (API key or JWT).
 //
 // Takes any type of body and a specified content type.
@@ -1364,6 +1373,8 @@ func (c *Client) CreateTrapWithBody(ctx context.Context, params *CreateTrapParam
 // CreateTrap Create a trap
 //
 // Creates a trap and writes a `trap.created` event in the same transaction. The body must be `application/json` (or have no Content-Type).
+//
+// With an `Idempotency-Key` header (1–255 printable ASCII characters, per organization, kept 24 hours), a retry is safe: the same key with the same request (its fields, not their spelling) answers the first answer again, with `Idempotent-Replayed: true`, and creates nothing; the same key with another request is a 409. A create that failed keeps nothing, so it can be retried with its key; two requests with one key at the same time: the second is a 409.
 //
 // Required scope: `read-write` (API key or JWT).
 //
@@ -1974,15 +1985,26 @@ func NewCreateTrapRequestWithBody(server string, params *CreateTrapParams, conte
 
 	if params != nil {
 
-		if params.FlytrapVersion != nil {
+		if params.IdempotencyKey != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Flytrap-Version", *params.FlytrapVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("Flytrap-Version", headerParam0)
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+		if params.FlytrapVersion != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Flytrap-Version", *params.FlytrapVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Flytrap-Version", headerParam1)
 		}
 
 	}
@@ -2204,6 +2226,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Creates a trap and writes a `trap.created` event in the same transaction. The body must be `application/json` (or have no Content-Type).
 	//
+	// With an `Idempotency-Key` header (1–255 printable ASCII characters, per organization, kept 24 hours), a retry is safe: the same key with the same request (its fields, not their spelling) answers the first answer again, with `Idempotent-Replayed: true`, and creates nothing; the same key with another request is a 409. A create that failed keeps nothing, so it can be retried with its key; two requests with one key at the same time: the second is a 409.
+	//
 	// Required scope: `read-write` (API key or JWT).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -2214,6 +2238,8 @@ type ClientWithResponsesInterface interface {
 	// CreateTrapWithResponse Create a trap
 	//
 	// Creates a trap and writes a `trap.created` event in the same transaction. The body must be `application/json` (or have no Content-Type).
+	//
+	// With an `Idempotency-Key` header (1–255 printable ASCII characters, per organization, kept 24 hours), a retry is safe: the same key with the same request (its fields, not their spelling) answers the first answer again, with `Idempotent-Replayed: true`, and creates nothing; the same key with another request is a 409. A create that failed keeps nothing, so it can be retried with its key; two requests with one key at the same time: the second is a 409.
 	//
 	// Required scope: `read-write` (API key or JWT).
 	//
@@ -2970,6 +2996,7 @@ func (r ListTrapsResponse) ContentType() string {
 // CreateTrapResponse201Headers the declared response headers of an HTTP 201 response for CreateTrap
 type CreateTrapResponse201Headers struct {
 	FlytrapVersion      string
+	IdempotentReplayed  *string
 	XRateLimitLimit     int
 	XRateLimitRemaining int
 	XRateLimitReset     int
@@ -3602,6 +3629,8 @@ func (c *ClientWithResponses) ListTrapsWithResponse(ctx context.Context, params 
 //
 // Creates a trap and writes a `trap.created` event in the same transaction. The body must be `application/json` (or have no Content-Type).
 //
+// With an `Idempotency-Key` header (1–255 printable ASCII characters, per organization, kept 24 hours), a retry is safe: the same key with the same request (its fields, not their spelling) answers the first answer again, with `Idempotent-Replayed: true`, and creates nothing; the same key with another request is a 409. A create that failed keeps nothing, so it can be retried with its key; two requests with one key at the same time: the second is a 409.
+//
 // Required scope: `read-write` (API key or JWT).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -3618,6 +3647,8 @@ func (c *ClientWithResponses) CreateTrapWithBodyWithResponse(ctx context.Context
 // CreateTrapWithResponse Create a trap
 //
 // Creates a trap and writes a `trap.created` event in the same transaction. The body must be `application/json` (or have no Content-Type).
+//
+// With an `Idempotency-Key` header (1–255 printable ASCII characters, per organization, kept 24 hours), a retry is safe: the same key with the same request (its fields, not their spelling) answers the first answer again, with `Idempotent-Replayed: true`, and creates nothing; the same key with another request is a 409. A create that failed keeps nothing, so it can be retried with its key; two requests with one key at the same time: the second is a 409.
 //
 // Required scope: `read-write` (API key or JWT).
 //
@@ -5037,6 +5068,13 @@ func ParseCreateTrapResponse(rsp *http.Response) (*CreateTrapResponse, error) {
 				return nil, err
 			}
 			headers.FlytrapVersion = value
+		}
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
 		}
 		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
 			var value int

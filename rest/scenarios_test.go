@@ -878,6 +878,27 @@ func TestRESTTrapWrites(t *testing.T) {
 			}
 		}
 		wantError(t, restCall(t, env, a.ReadOnly, "GET", "/dashboard/api/traps?type=nope", nil), []int{http.StatusBadRequest}, "type")
+
+		// Idempotency-Key: a retry of the same create answers the first trap again and makes
+		// none; the key with another request, or a second key header, is refused; a failed
+		// create keeps nothing.
+		idem := map[string]any{"name": "idem", "type": "page", "path": "/idem"}
+		once := restCall(t, env, a.ReadWrite, "POST", "/dashboard/api/traps", idem, "Idempotency-Key", "k-1")
+		mustOK(t, once, http.StatusCreated)
+		again := restCall(t, env, a.ReadWrite, "POST", "/dashboard/api/traps", `{ "path": "/idem", "type": "page", "name": "idem" }`, "Idempotency-Key", "k-1")
+		mustOK(t, again, http.StatusCreated)
+		if string(again.Raw) != string(once.Raw) || once.Header.Get("Idempotent-Replayed") != "false" || again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("replay: %s (%s), first %s (%s)", again.Raw, again.Header.Get("Idempotent-Replayed"), once.Raw, once.Header.Get("Idempotent-Replayed"))
+		}
+		if l, _ := mustOK(t, restCall(t, env, a.ReadOnly, "GET", "/dashboard/api/traps?path=/idem", nil), http.StatusOK).data().([]any); len(l) != 1 {
+			t.Errorf("after a replayed create: %d traps at /idem, want 1", len(l))
+		}
+		wantError(t, restCall(t, env, a.ReadWrite, "POST", "/dashboard/api/traps", map[string]any{"name": "other", "type": "page", "path": "/idem-2"}, "Idempotency-Key", "k-1"),
+			[]int{http.StatusConflict}, "Idempotency-Key", "different request")
+		wantError(t, restCall(t, env, a.ReadWrite, "POST", "/dashboard/api/traps", idem, "Idempotency-Key", strings.Repeat("k", 256)), []int{http.StatusBadRequest}, "Idempotency-Key")
+		// A create that fails (the path is held) keeps no key: once the path is free, the same key creates.
+		wantError(t, restCall(t, env, a.ReadWrite, "POST", "/dashboard/api/traps", map[string]any{"name": "held", "type": "page", "path": "/idem"}, "Idempotency-Key", "k-2"), []int{http.StatusConflict}, "active trap")
+		mustOK(t, restCall(t, env, a.ReadWrite, "POST", "/dashboard/api/traps", map[string]any{"name": "held", "type": "page", "path": "/idem-free"}, "Idempotency-Key", "k-2"), http.StatusCreated)
 		wantError(t, restCall(t, env, a.ReadOnly, "GET", "/dashboard/api/traps?active=maybe", nil), []int{http.StatusBadRequest}, "active")
 		first := restNewTrap(t, env, a.ReadWrite, map[string]any{"name": "shared", "type": "page", "path": "/shared"})
 		mustOK(t, restCall(t, env, a.ReadWrite, "PATCH", "/dashboard/api/traps/"+first["id"].(string), `{"active":0}`), http.StatusOK)

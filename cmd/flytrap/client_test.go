@@ -262,6 +262,16 @@ func TestClientEndToEnd(t *testing.T) {
 			t.Errorf("traps list -o ndjson: %d lines, want 4:\n%s", len(lines), nd)
 		}
 		e.must("traps", "delete", id)
+		// An Idempotency-Key makes a retried create answer the first trap again.
+		idem := []string{"traps", "create", "--name", "Idem", "--type", "page", "--path", "/idem", "--idempotency-key", "cli-1", "-o", "json"}
+		firstIdem, again := e.run(idem...), e.run(idem...)
+		if firstIdem.code != 0 || again.code != 0 || firstIdem.stdout != again.stdout || !strings.Contains(again.stderr, "replayed") {
+			t.Errorf("traps create with an Idempotency-Key twice: %+v then %+v", firstIdem, again)
+		}
+		e.want(exitConflict, []string{"traps", "create", "--name", "Other", "--type", "page", "--path", "/idem-2", "--idempotency-key", "cli-1"}, "different request")
+		if n := len(e.traps("--path", "/idem")); n != 1 {
+			t.Errorf("%d traps at /idem, want 1", n)
+		}
 		e.want(exitNotFound, []string{"traps", "get", id}, "not found")
 		e.want(exitNotFound, []string{"traps", "delete", id}, "404")
 		e.want(exitUsage, []string{"traps", "get"}, "usage: flytrap traps get TRAP_ID")
@@ -297,8 +307,8 @@ func TestClientEndToEnd(t *testing.T) {
 
 		// events list: the trap events of the above, oldest first.
 		evs := e.must("events", "list", "-o", "ndjson", "--type", "trap.created", "--limit", "100")
-		if n := strings.Count(evs, `"type":"trap.created"`); n != 6 { // 3 + /staging + the replaced one + Wiki
-			t.Errorf("events list --type trap.created: %d, want 6:\n%s", n, evs)
+		if n := strings.Count(evs, `"type":"trap.created"`); n != 7 { // 3 + /staging + the replaced one + Wiki + Idem
+			t.Errorf("events list --type trap.created: %d, want 7:\n%s", n, evs)
 		}
 
 		// events tail follows the stream, and resumes after the service restarts: the

@@ -20,7 +20,7 @@ var clientCommands = []*command{
 	apiCommand("traps list", "traps list [--site SITE_ID] [--path PATH] [--type TYPE] [--active true|false]",
 		[]string{"list the organization's traps (API)"}, 0, trapsList),
 	apiCommand("traps get", "traps get TRAP_ID", []string{"show one trap (API)"}, 1, trapsGet),
-	apiCommand("traps create", "traps create --name NAME --type TYPE [--path PATH] [--site SITE_ID]\n[--description TEXT]",
+	apiCommand("traps create", "traps create --name NAME --type TYPE [--path PATH] [--site SITE_ID]\n[--description TEXT] [--idempotency-key KEY]",
 		[]string{"create a trap (API)"}, 0, trapsCreate),
 	apiCommand("traps update", "traps update TRAP_ID [--name NAME] [--description TEXT] [--active true|false]",
 		[]string{"change a trap (API)"}, 1, trapsUpdate),
@@ -148,7 +148,8 @@ func trapsGet(fs *flag.FlagSet, c *apiCall) func(context.Context) error {
 
 func trapsCreate(fs *flag.FlagSet, c *apiCall) func(context.Context) error {
 	var name, typ string
-	var path, site, desc strFlag
+	var path, site, desc, idem strFlag
+	fs.Var(&idem, "idempotency-key", "makes a retry safe: the same key and request answer the first trap again (24 h)")
 	fs.StringVar(&name, "name", "", "the trap's name (required)")
 	fs.StringVar(&typ, "type", "", "its kind: page, api, llms_txt, robots, credential or mcp (required)")
 	fs.Var(&path, "path", "its path (default: a plausible one for its kind)")
@@ -159,9 +160,12 @@ func trapsCreate(fs *flag.FlagSet, c *apiCall) func(context.Context) error {
 			return errors.New("--name and --type are required")
 		}
 		body := apiclient.TrapCreate{Name: name, Type: apiclient.TrapCreateType(typ), Path: path.v, SiteId: site.v, Description: desc.v}
-		resp, err := c.api.CreateTrapWithResponse(ctx, nil, body)
+		resp, err := c.api.CreateTrapWithResponse(ctx, &apiclient.CreateTrapParams{IdempotencyKey: idem.v}, body)
 		if err := check(err, resp, http.StatusCreated); err != nil {
 			return err
+		}
+		if resp.HTTPResponse.Header.Get("Idempotent-Replayed") == "true" {
+			fmt.Fprintf(c.stderr, "replayed: the Idempotency-Key made trap %s before; nothing was created\n", resp.JSON201.Data.Id)
 		}
 		return emitOne(c, resp.JSON201.Data, trapCols, trapRow)
 	}

@@ -474,10 +474,18 @@ func deleteTrap(ctx context.Context, c *apiCall, id string) error {
 }
 
 // createTrap makes the file's trap w on site; an inactive one is made, then deactivated
-// (the API creates traps active).
+// (the API creates traps active). The create carries an Idempotency-Key of its own, so
+// that when no answer comes (a dropped connection) it is sent once more without the risk
+// of a second trap: the service answers the first trap again.
 func createTrap(ctx context.Context, c *apiCall, site string, w *fileTrap) (apiclient.Trap, error) {
 	body := apiclient.TrapCreate{Name: w.Name, Type: apiclient.TrapCreateType(w.Type), Path: &w.Path, SiteId: &site, Description: &w.Description}
-	resp, err := c.api.CreateTrapWithResponse(ctx, nil, body)
+	key := "flytrap-apply-" + ids.NewFunc("idem")()
+	params := &apiclient.CreateTrapParams{IdempotencyKey: &key}
+	resp, err := c.api.CreateTrapWithResponse(ctx, params, body)
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(c.stderr, "no answer to the create of %s (%v); sending it again with its Idempotency-Key\n", clipText(w.Path), err)
+		resp, err = c.api.CreateTrapWithResponse(ctx, params, body)
+	}
 	if err := check(err, resp, 201); err != nil {
 		return apiclient.Trap{}, err
 	}
