@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/goccy/go-yaml"
 
@@ -162,15 +164,53 @@ func (o *clientOpts) resolve(env server.Env) error {
 	return nil
 }
 
-// client is the generated REST client, signed with the key.
-func (o *clientOpts) client() (*apiclient.ClientWithResponses, error) {
-	key := o.key
-	return apiclient.NewClientWithResponses(strings.TrimRight(o.url, "/"),
-		apiclient.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-			r.Header.Set("Authorization", "Bearer "+key)
-			r.Header.Set("User-Agent", "flytrap-cli/"+moduleVersion())
-			return nil
-		}))
+// client is the generated REST client, signed with the key, waiting out rate limits.
+func (o *clientOpts) client(stderr io.Writer) (*apiclient.ClientWithResponses, error) {
+	return apiclient.NewClientWithResponses(strings.TrimRight(o.url, "/"), apiclient.WithHTTPClient(patient{o.key, stderr}))
+}
+
+// Rate limits: a 429 is waited out this many times at most, each wait at most maxRateWait.
+const (
+	maxRateRetries = 8
+	maxRateWait    = 30 * time.Second
+)
+
+// patient is the HTTP client under both generated clients: it signs each request with the
+// key and, when the service answers 429, waits as its Retry-After says (saying so on
+// stderr) and sends the request again, so that an apply of a thousand traps goes through
+// the per-key rate limit instead of stopping halfway. A 429 is sent before the request is
+// handled, so sending it again is safe (and a create carries its Idempotency-Key anyway).
+type patient struct {
+	key    string
+	stderr io.Writer
+}
+
+func (p patient) Do(r *http.Request) (*http.Response, error) {
+	r.Header.Set("Authorization", "Bearer "+p.key)
+	r.Header.Set("User-Agent", "flytrap-cli/"+moduleVersion())
+	for attempt := 0; ; attempt++ {
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil || resp.StatusCode != http.StatusTooManyRequests || attempt == maxRateRetries || (r.Body != nil && r.GetBody == nil) {
+			return resp, err
+		}
+		wait := time.Second
+		if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && n > 0 {
+			wait = min(time.Duration(n)*time.Second, maxRateWait)
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		fmt.Fprintf(p.stderr, "rate limited: waiting %s as Retry-After says\n", wait)
+		select {
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		case <-time.After(wait):
+		}
+		if r.GetBody != nil {
+			if r.Body, err = r.GetBody(); err != nil {
+				return nil, err
+			}
+		}
+	}
 }
 
 // apiCall is what a running client command is given.
@@ -210,7 +250,7 @@ func apiCommand(name, synopsis string, summary []string, nargs int, flags func(f
 			return err
 		}
 		var err error
-		if call.api, err = call.opts.client(); err != nil {
+		if call.api, err = call.opts.client(stderr); err != nil {
 			return err
 		}
 		return run(ctx)

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -484,5 +485,31 @@ func TestVersionStamped(t *testing.T) {
 		}
 	} else {
 		t.Logf("the build has no vcs settings here (not a plain git checkout): only the stamped commit was checked")
+	}
+}
+
+// TestClientWaitsOutRateLimit: against a service with a small per-key rate limit, apply
+// of more traps than the burst goes through, waiting as each 429's Retry-After says, and
+// says so on stderr; the file is applied whole, once.
+func TestClientWaitsOutRateLimit(t *testing.T) {
+	bin := flytrapBinary(t)
+	dir := t.TempDir()
+	apiAddr, trapAddr := freeAddr(t), freeAddr(t)
+	base, key, stop := startBinary(t, bin, dir, "--db", ft.SQLiteDSN(t), "--api-addr", apiAddr, "--trap-addr", trapAddr,
+		"--rate-limit", "4", "--rate-burst", "3")
+	defer stop()
+	e := &clientEnv{t: t, bin: bin, url: base, key: key, config: t.TempDir()}
+	var b strings.Builder
+	b.WriteString("sites:\n  - site: default\n    traps:\n")
+	for i := range 12 {
+		b.WriteString("      - {path: /rl/" + strconv.Itoa(i) + ", name: trap " + strconv.Itoa(i) + ", type: page}\n")
+	}
+	file := writeFile(t, dir, "many.yaml", b.String())
+	r := e.run("apply", "-f", file)
+	if r.code != 0 || !strings.Contains(r.stdout, "Applied: 12 to create") || !strings.Contains(r.stderr, "rate limited: waiting") {
+		t.Fatalf("apply under a rate limit: %+v", r)
+	}
+	if n := len(e.traps()); n != 12 {
+		t.Errorf("%d traps, want 12", n)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -26,18 +25,9 @@ var keyCommands = []*command{
 	apiCommand("keys revoke", "keys revoke KEY_ID", []string{"revoke a key at once (API)"}, 1, keysRevokeAPI),
 }
 
-// signed is an http.Client whose requests carry the key.
-type signed struct{ key string }
-
-func (s signed) Do(r *http.Request) (*http.Response, error) {
-	r.Header.Set("Authorization", "Bearer "+s.key)
-	r.Header.Set("User-Agent", "flytrap-cli/"+moduleVersion())
-	return http.DefaultClient.Do(r)
-}
-
 // graphQL is the generated GraphQL client on the service's /graphql.
 func (c *apiCall) graphQL() gqlclient.Client {
-	return gqlclient.NewClient(strings.TrimRight(c.opts.url, "/")+"/graphql", signed{c.opts.key})
+	return gqlclient.NewClient(strings.TrimRight(c.opts.url, "/")+"/graphql", patient{c.opts.key, c.stderr})
 }
 
 // gqlFailure is err with the exit code its GraphQL error code (extensions.code) or HTTP
