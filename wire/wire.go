@@ -52,7 +52,7 @@ type Failure struct {
 	Error string `json:"error"`
 	// ConflictID is the id of the record in the way of a 409, when known.
 	ConflictID string `json:"conflict_id,omitempty"`
-	Success bool   `json:"success"` // always false
+	Success    bool   `json:"success"` // always false
 }
 
 // Page is a paginated dashboard list.
