@@ -49,8 +49,10 @@ type Success[T any] struct {
 
 // Failure is every REST error: {"success": false, "error": "…"}.
 type Failure struct {
-	Error   string `json:"error"`
-	Success bool   `json:"success"` // always false
+	Error string `json:"error"`
+	// ConflictID is the id of the record in the way of a 409, when known.
+	ConflictID string `json:"conflict_id,omitempty"`
+	Success    bool   `json:"success"` // always false
 }
 
 // Page is a paginated dashboard list.

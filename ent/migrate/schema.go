@@ -260,6 +260,34 @@ var (
 			},
 		},
 	}
+	// IdempotencyKeysColumns holds the columns for the "idempotency_keys" table.
+	IdempotencyKeysColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "org_id", Type: field.TypeString},
+		{Name: "key", Type: field.TypeString, Size: 255},
+		{Name: "request_hash", Type: field.TypeString, Size: 64},
+		{Name: "response", Type: field.TypeBytes, Size: 65536},
+		{Name: "status", Type: field.TypeInt},
+		{Name: "created_at", Type: field.TypeTime},
+	}
+	// IdempotencyKeysTable holds the schema information for the "idempotency_keys" table.
+	IdempotencyKeysTable = &schema.Table{
+		Name:       "idempotency_keys",
+		Columns:    IdempotencyKeysColumns,
+		PrimaryKey: []*schema.Column{IdempotencyKeysColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "idempotencykey_org_id_key",
+				Unique:  true,
+				Columns: []*schema.Column{IdempotencyKeysColumns[1], IdempotencyKeysColumns[2]},
+			},
+			{
+				Name:    "idempotencykey_org_id_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{IdempotencyKeysColumns[1], IdempotencyKeysColumns[6]},
+			},
+		},
+	}
 	// OrganizationsColumns holds the columns for the "organizations" table.
 	OrganizationsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 40},
@@ -673,6 +701,7 @@ var (
 		EventsTable,
 		HitsTable,
 		HitHoursTable,
+		IdempotencyKeysTable,
 		OrganizationsTable,
 		PromptsTable,
 		SecretsTable,
