@@ -748,6 +748,9 @@ type Trap struct {
 	// Path URL path the decoy answers on, e.g. `/backoffice/pricing-csgx`.
 	Path string `json:"path"`
 
+	// PublicTitle The title visitors read in the decoy and in the lures that link to it. Empty: the service generates one that fits the trap's kind and site, stable for the trap. The trap's name and description are the operator's and are never shown to visitors. Empty when none was set (the generated title is in use).
+	PublicTitle string `json:"public_title"`
+
 	// SiteId Site the trap belongs to (the organization's first site unless given on create).
 	SiteId string `json:"site_id"`
 
@@ -768,6 +771,9 @@ type TrapCreate struct {
 
 	// Path Where the decoy answers: starts with `/`, no spaces, control characters, `?`, `#` or `\`. Omitted or empty: the service picks a plausible decoy path. A path already used by an active trap on the same site is a 409.
 	Path *string `json:"path,omitempty"`
+
+	// PublicTitle The title visitors read in the decoy and in the lures that link to it. Empty: the service generates one that fits the trap's kind and site, stable for the trap. The trap's name and description are the operator's and are never shown to visitors. One line: control characters are a 400.
+	PublicTitle *string `json:"public_title,omitempty"`
 
 	// SiteId Site to put the trap on; default the organization's first site. An unknown site is a 400.
 	SiteId *string        `json:"site_id,omitempty"`
@@ -814,6 +820,9 @@ type TrapUpdate struct {
 	Active      *TrapUpdate_Active `json:"active,omitempty"`
 	Description *string            `json:"description,omitempty"`
 	Name        *string            `json:"name,omitempty"`
+
+	// PublicTitle The title visitors read in the decoy and in the lures that link to it. Empty: the service generates one that fits the trap's kind and site, stable for the trap. The trap's name and description are the operator's and are never shown to visitors. One line: control characters are a 400.
+	PublicTitle *string `json:"public_title,omitempty"`
 }
 
 // TrapUpdateActive0 defines model for TrapUpdate.Active.0.
