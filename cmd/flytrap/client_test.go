@@ -121,6 +121,7 @@ const trapsV1 = `sites:
         name: Internal API
         type: api
         description: looks internal
+        public_title: Partner API reference
       - path: /old
         name: Old
         type: robots
@@ -133,10 +134,12 @@ const trapsV2 = `sites:
       - path: /admin/login
         name: Admin sign-in
         type: page
+        public_title: Staff sign-in
       - path: /api/v2/internal
         name: Internal API
         type: mcp
         description: looks internal
+        public_title: Partner API reference
       - path: /staging
         name: Staging
         type: page
@@ -233,7 +236,8 @@ func TestClientEndToEnd(t *testing.T) {
 			byPath[tr["path"].(string)] = tr
 		}
 		if len(after) != 3 || byPath["/admin/login"]["name"] != "Admin sign-in" || byPath["/api/v2/internal"]["type"] != "mcp" ||
-			byPath["/staging"]["active"] != float64(0) || byPath["/old"] != nil {
+			byPath["/staging"]["active"] != float64(0) || byPath["/old"] != nil ||
+			byPath["/admin/login"]["public_title"] != "Staff sign-in" || byPath["/api/v2/internal"]["public_title"] != "Partner API reference" {
 			t.Errorf("after apply --prune: %v", after)
 		}
 		if byPath["/admin/login"]["id"] != first[0]["id"] {

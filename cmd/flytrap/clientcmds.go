@@ -148,18 +148,19 @@ func trapsGet(fs *flag.FlagSet, c *apiCall) func(context.Context) error {
 
 func trapsCreate(fs *flag.FlagSet, c *apiCall) func(context.Context) error {
 	var name, typ string
-	var path, site, desc, idem strFlag
+	var path, site, desc, public, idem strFlag
 	fs.Var(&idem, "idempotency-key", "makes a retry safe: the same key and request answer the first trap again (24 h)")
 	fs.StringVar(&name, "name", "", "the trap's name (required)")
 	fs.StringVar(&typ, "type", "", "its kind: page, api, llms_txt, robots, credential or mcp (required)")
 	fs.Var(&path, "path", "its path (default: a plausible one for its kind)")
 	fs.Var(&site, "site", "its site (default: the organization's first)")
 	fs.Var(&desc, "description", "a description")
+	fs.Var(&public, "public-title", "the title visitors read (default: one generated for its kind and site)")
 	return func(ctx context.Context) error {
 		if name == "" || typ == "" {
 			return errors.New("--name and --type are required")
 		}
-		body := apiclient.TrapCreate{Name: name, Type: apiclient.TrapCreateType(typ), Path: path.v, SiteId: site.v, Description: desc.v}
+		body := apiclient.TrapCreate{Name: name, Type: apiclient.TrapCreateType(typ), Path: path.v, SiteId: site.v, Description: desc.v, PublicTitle: public.v}
 		resp, err := c.api.CreateTrapWithResponse(ctx, &apiclient.CreateTrapParams{IdempotencyKey: idem.v}, body)
 		if err := check(err, resp, http.StatusCreated); err != nil {
 			return err
@@ -172,16 +173,17 @@ func trapsCreate(fs *flag.FlagSet, c *apiCall) func(context.Context) error {
 }
 
 func trapsUpdate(fs *flag.FlagSet, c *apiCall) func(context.Context) error {
-	var name, desc strFlag
+	var name, desc, public strFlag
 	var active boolFlag
 	fs.Var(&name, "name", "a new name")
 	fs.Var(&desc, "description", "a new description")
+	fs.Var(&public, "public-title", "a new public title (\"\": the generated one)")
 	fs.Var(&active, "active", "true or false")
 	return func(ctx context.Context) error {
-		if name.v == nil && desc.v == nil && active.v == nil {
-			return errors.New("give at least one of --name, --description, --active")
+		if name.v == nil && desc.v == nil && public.v == nil && active.v == nil {
+			return errors.New("give at least one of --name, --description, --public-title, --active")
 		}
-		t, err := updateTrap(ctx, c, c.args[0], name.v, desc.v, active.v)
+		t, err := updateTrap(ctx, c, c.args[0], apiclient.TrapUpdate{Name: name.v, Description: desc.v, PublicTitle: public.v}, active.v)
 		if err != nil {
 			return err
 		}
@@ -190,8 +192,7 @@ func trapsUpdate(fs *flag.FlagSet, c *apiCall) func(context.Context) error {
 }
 
 // updateTrap changes the fields given of trap id.
-func updateTrap(ctx context.Context, c *apiCall, id string, name, desc *string, active *bool) (apiclient.Trap, error) {
-	body := apiclient.TrapUpdate{Name: name, Description: desc}
+func updateTrap(ctx context.Context, c *apiCall, id string, body apiclient.TrapUpdate, active *bool) (apiclient.Trap, error) {
 	if active != nil {
 		body.Active = &apiclient.TrapUpdate_Active{}
 		if err := body.Active.FromTrapUpdateActive1(*active); err != nil {

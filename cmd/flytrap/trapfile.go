@@ -56,6 +56,7 @@ type fileTrap struct {
 	Name        string `yaml:"name"`
 	Type        string `yaml:"type"`
 	Description string `yaml:"description"`
+	PublicTitle string `yaml:"public_title"`
 	Active      *bool  `yaml:"active"`
 }
 
@@ -135,6 +136,9 @@ func (f *trapFile) validate() []string {
 			}
 			if err := trap.DescriptionValidator(t.Description); err != nil {
 				bad(tw+".description", "%s", fieldReason(err, "must be at most 2,000 characters of text"))
+			}
+			if err := trap.PublicTitleValidator(t.PublicTitle); err != nil {
+				bad(tw+".public_title", "%s", fieldReason(err, "must be one line of at most 120 characters"))
 			}
 		}
 	}
@@ -259,7 +263,7 @@ func resolveSites(ctx context.Context, c *apiCall, f *trapFile) (map[string]stri
 
 // makePlan compares the file with the service's traps. A trap of the file is the service's
 // trap of the same site and path (the active one, else the newest); an update changes its
-// name, description and active flag in place, a different type replaces it (delete, then
+// name, description, public title and active flag in place, a different type replaces it (delete, then
 // create). With prune, every other trap of the file's sites is deleted.
 func makePlan(f *trapFile, siteIDs map[string]string, existing []apiclient.Trap, prune bool) *plan {
 	p := &plan{Changes: []change{}}
@@ -289,6 +293,9 @@ func makePlan(f *trapFile, siteIDs map[string]string, existing []apiclient.Trap,
 			}
 			if have.Description != want.Description {
 				diff["description"] = [2]any{have.Description, want.Description}
+			}
+			if have.PublicTitle != want.PublicTitle {
+				diff["public_title"] = [2]any{have.PublicTitle, want.PublicTitle}
 			}
 			if (have.Active == 1) != want.active() {
 				diff["active"] = [2]any{have.Active == 1, want.active()}
@@ -441,19 +448,22 @@ func (p *plan) apply(ctx context.Context, c *apiCall) error {
 			fmt.Fprintf(c.stderr, "%sd %s %s\n", ch.Action, t.Id, clipText(ch.Path))
 		case "update":
 			w := ch.want
-			var name, desc *string
+			var body apiclient.TrapUpdate
 			var active *bool
 			if _, ok := ch.Changes["name"]; ok {
-				name = &w.Name
+				body.Name = &w.Name
 			}
 			if _, ok := ch.Changes["description"]; ok {
-				desc = &w.Description
+				body.Description = &w.Description
+			}
+			if _, ok := ch.Changes["public_title"]; ok {
+				body.PublicTitle = &w.PublicTitle
 			}
 			if _, ok := ch.Changes["active"]; ok {
 				a := w.active()
 				active = &a
 			}
-			if _, err := updateTrap(ctx, c, ch.TrapID, name, desc, active); err != nil {
+			if _, err := updateTrap(ctx, c, ch.TrapID, body, active); err != nil {
 				return fail(*ch, err)
 			}
 			fmt.Fprintf(c.stderr, "updated %s %s\n", ch.TrapID, clipText(ch.Path))
@@ -478,7 +488,7 @@ func deleteTrap(ctx context.Context, c *apiCall, id string) error {
 // that when no answer comes (a dropped connection) it is sent once more without the risk
 // of a second trap: the service answers the first trap again.
 func createTrap(ctx context.Context, c *apiCall, site string, w *fileTrap) (apiclient.Trap, error) {
-	body := apiclient.TrapCreate{Name: w.Name, Type: apiclient.TrapCreateType(w.Type), Path: &w.Path, SiteId: &site, Description: &w.Description}
+	body := apiclient.TrapCreate{Name: w.Name, Type: apiclient.TrapCreateType(w.Type), Path: &w.Path, SiteId: &site, Description: &w.Description, PublicTitle: &w.PublicTitle}
 	key := "flytrap-apply-" + ids.NewFunc("idem")()
 	params := &apiclient.CreateTrapParams{IdempotencyKey: &key}
 	resp, err := c.api.CreateTrapWithResponse(ctx, params, body)
@@ -492,7 +502,7 @@ func createTrap(ctx context.Context, c *apiCall, site string, w *fileTrap) (apic
 	t := resp.JSON201.Data
 	if !w.active() {
 		off := false
-		return updateTrap(ctx, c, t.Id, nil, nil, &off)
+		return updateTrap(ctx, c, t.Id, apiclient.TrapUpdate{}, &off)
 	}
 	return t, nil
 }
