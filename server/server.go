@@ -87,6 +87,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.app = app.New(db.Client, s.broker, time.Now)
 	s.app.SetMaxStreamsPerOrg(cfg.MaxStreamsPerOrg)
 	s.app.Manual = cfg.WebhookManual
+	s.app.WebhookNetwork = webhook.Guard{AllowPrivate: cfg.Webhook.AllowPrivate, Allow: cfg.Webhook.AllowCIDRs}
 	s.app.DetailLimit, s.app.DetailBytes = cfg.SessionDetailLimit, cfg.SessionDetailBytes
 	s.resolver = graph.NewResolver(s.app, log)
 	s.resolver.CredentialCheck = cfg.StreamHeartbeat // as SSE streams do (rest.Options.Heartbeat)

@@ -17,12 +17,14 @@ import {
 } from '../queries';
 import { Badge, ConfirmButton, CopyButton, Empty, ErrorBox, Inert, Loading, useQuery } from '../ui';
 
-const FORMATS = ['json', 'slack', 'teams', 'splunk_hec'] as const;
+const FORMATS = ['json', 'slack', 'teams', 'splunk_hec', 'ecs', 'cef'] as const;
 const FORMAT_HELP: Record<string, string> = {
   json: 'signed JSON (Standard Webhooks)',
   slack: 'Slack incoming webhook',
   teams: 'Microsoft Teams',
   splunk_hec: 'Splunk HTTP Event Collector',
+  ecs: 'Elastic Common Schema (NDJSON)',
+  cef: 'CEF over syslog (syslog+tcp:// or syslog+tls:// URL)',
 };
 
 /** "threat.detected, trap.*" → ["threat.detected", "trap.*"]. */
