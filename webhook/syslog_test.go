@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -279,5 +280,38 @@ func TestSyslogMessageParses(t *testing.T) {
 		strings.Count(cef, " cs1=") != 1 || !strings.Contains(cef, "request=https://flytrap.example.com/sessions/ses_1") ||
 		strings.Contains(cef, "AML.T0051") {
 		t.Fatalf("CEF %q", cef)
+	}
+}
+
+// The ecs format: one signed NDJSON line per event, an ECS document with the event's fields.
+func TestECSWebhook(t *testing.T) {
+	env := ft.Start(t, ft.Backends()[0], fast)
+	a := env.Tenant("acme")
+	rc := newReceiver(t, nil)
+	ep, secret := createEndpoint(t, env, a.ReadWrite, map[string]any{"url": rc.URL, "format": "ecs", "eventTypes": []string{"threat.*"}})
+	appendEvent(t, env, a.Org.ID, event.ThreatDetected, map[string]any{"session_id": "ses_1", "source_ip": "203.0.113.9",
+		"classification": "ai_agent", "severity": "high", "score": 80})
+	waitFor(t, "the delivery", settled(t, env, ep, 1))
+	got := rc.got()
+	if len(got) != 1 {
+		t.Fatalf("%d requests", len(got))
+	}
+	r := got[0]
+	if ct := r.header.Get("Content-Type"); ct != "application/x-ndjson" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	if err := verifyStandardWebhook(secret, r.header, r.body, time.Now()); err != nil {
+		t.Fatalf("signature: %v", err)
+	}
+	if !strings.HasSuffix(string(r.body), "}\n") || strings.Count(string(r.body), "\n") != 1 {
+		t.Fatalf("not one NDJSON line: %q", r.body)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(r.body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if ft.Dig(doc, "source", "ip") != "203.0.113.9" || ft.Dig(doc, "event", "kind") != "alert" ||
+		ft.Dig(doc, "threat", "technique", "id", 0) != "AML.T0051" || ft.Dig(doc, "flytrap", "session", "id") != "ses_1" {
+		t.Fatalf("ECS document %s", r.body)
 	}
 }
