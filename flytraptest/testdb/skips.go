@@ -97,20 +97,33 @@ func plural(n int, s string) string {
 	return s + "s"
 }
 
-// report writes the summary where it is seen: go test shows a passing package's
-// output only with -v, so without -v the lines go to the terminal when there is one.
+// report writes the summary where it is seen: go test shows a passing package's output
+// only with -v, so without -v the lines go around it, to the go command's own standard error
+// (the test binary's parent's: a terminal, or CI's piped log alike), or else to the terminal.
 func report(lines []string) {
 	if len(lines) == 0 {
 		return
 	}
 	var w io.Writer = os.Stderr
 	if !testing.Verbose() {
-		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
-			defer tty.Close()
-			w = tty
+		if out := outside(); out != nil {
+			defer out.Close()
+			w = out
 		}
 	}
 	for _, l := range lines {
 		fmt.Fprintln(w, l)
 	}
+}
+
+// outside opens where the person or CI running go test reads: the parent process's standard
+// error (Linux's /proc), or the controlling terminal; nil when neither can be opened.
+func outside() *os.File {
+	if f, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/2", os.Getppid()), os.O_WRONLY|os.O_APPEND, 0); err == nil {
+		return f
+	}
+	if f, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		return f
+	}
+	return nil
 }
