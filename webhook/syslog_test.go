@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -233,6 +234,27 @@ func TestSyslogRefusals(t *testing.T) {
 	if ft.Dig(data, "createWebhookEndpoint", "endpoint", "format") != "cef" ||
 		!strings.Contains(warning, "flytrap orgs set-webhook-network --org "+g.Org.ID+" --allow-cidrs 127.0.0.1/32") {
 		t.Fatalf("create answered %v", data)
+	}
+	// REST says it too, for an HTTP URL on loopback; a public address gets no warning.
+	for url, want := range map[string]bool{"http://127.0.0.1:9/hook": true, "https://8.8.8.8/hook": false} {
+		req, _ := http.NewRequest("POST", guarded.HTTP.URL+"/dashboard/api/webhooks", strings.NewReader(`{"url":"`+url+`"}`))
+		req.Header.Set("Authorization", "Bearer "+g.ReadWrite)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Data struct {
+				Warning string `json:"warning"`
+			} `json:"data"`
+		}
+		_ = json.NewDecoder(res.Body).Decode(&body)
+		res.Body.Close()
+		has := strings.Contains(body.Data.Warning, "flytrap orgs set-webhook-network --org "+g.Org.ID)
+		if res.StatusCode != http.StatusCreated || has != want {
+			t.Errorf("POST %s: %d, warning %q", url, res.StatusCode, body.Data.Warning)
+		}
 	}
 	id := ft.Dig(data, "createWebhookEndpoint", "endpoint", "id").(string)
 	appendEvent(t, guarded, g.Org.ID, event.ThreatDetected, map[string]any{"session_id": "ses_1", "source_ip": "203.0.113.9", "classification": "bot", "severity": "low"})
