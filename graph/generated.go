@@ -49,6 +49,7 @@ type ResolverRoot interface {
 	Session() SessionResolver
 	SessionConnection() SessionConnectionResolver
 	Subscription() SubscriptionResolver
+	Trap() TrapResolver
 }
 
 type DirectiveRoot struct {
@@ -423,6 +424,7 @@ type ComplexityRoot struct {
 		Active      func(childComplexity int) int
 		CreatedAt   func(childComplexity int) int
 		Description func(childComplexity int) int
+		HitCount    func(childComplexity int) int
 		ID          func(childComplexity int) int
 		Name        func(childComplexity int) int
 		OrgID       func(childComplexity int) int
@@ -611,6 +613,9 @@ type SessionConnectionResolver interface {
 type SubscriptionResolver interface {
 	Events(ctx context.Context, types []string, after *entgql.Cursor[string]) (<-chan *model.EventMessage, error)
 	ThreatDetected(ctx context.Context) (<-chan *ent.Session, error)
+}
+type TrapResolver interface {
+	HitCount(ctx context.Context, obj *ent.Trap) (int, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -2301,6 +2306,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Trap.Description(childComplexity), true
+	case "Trap.hitCount":
+		if e.ComplexityRoot.Trap.HitCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Trap.HitCount(childComplexity), true
 	case "Trap.id":
 		if e.ComplexityRoot.Trap.ID == nil {
 			break
@@ -3371,6 +3382,11 @@ extend type Query {
   """
   campaignStix(id: String!): Map! @cost(weight: 50)
 }
+
+extend type Trap {
+  "Hits this trap has received (all time, from the hourly counters: a hit stays counted after retention deletes it)."
+  hitCount: Int! @cost(weight: 2)
+}
 `, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
@@ -4039,6 +4055,8 @@ func (ec *executionContext) childFields_Trap(ctx context.Context, field graphql.
 		return ec.fieldContext_Trap_updatedAt(ctx, field)
 	case "site":
 		return ec.fieldContext_Trap_site(ctx, field)
+	case "hitCount":
+		return ec.fieldContext_Trap_hitCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Trap", field.Name)
 }
@@ -9662,6 +9680,29 @@ func (ec *executionContext) fieldContext_Trap_site(_ context.Context, field grap
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Trap_hitCount(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Trap_hitCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Trap().HitCount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Trap_hitCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Trap", field, true, true, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _TrapConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.TrapConnection) (ret graphql.Marshaler) {
@@ -22912,6 +22953,47 @@ func (ec *executionContext) _Trap(ctx context.Context, sel ast.SelectionSet, obj
 				}()
 				res = ec._Trap_site(ctx, field, obj)
 				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet, deferLabelToView = graphql.NewFieldSet(nil), map[string]*graphql.FieldSetView{}
+				}
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "hitCount":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Trap_hitCount(ctx, field, obj)
+				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
