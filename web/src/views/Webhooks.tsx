@@ -24,7 +24,7 @@ const FORMAT_HELP: Record<string, string> = {
   teams: 'Microsoft Teams',
   splunk_hec: 'Splunk HTTP Event Collector',
   ecs: 'Elastic Common Schema (NDJSON)',
-  cef: 'CEF over syslog (syslog+tcp:// or syslog+tls:// URL)',
+  cef: 'CEF over syslog (a syslog+tcp:// or syslog+tls:// address)',
 };
 
 /** "threat.detected, trap.*" → ["threat.detected", "trap.*"]. */
