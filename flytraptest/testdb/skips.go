@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -119,11 +120,39 @@ func report(lines []string) {
 // outside opens where the person or CI running go test reads: the parent process's standard
 // error (Linux's /proc), or the controlling terminal; nil when neither can be opened.
 func outside() *os.File {
-	if f, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/2", os.Getppid()), os.O_WRONLY|os.O_APPEND, 0); err == nil {
-		return f
+	if parentStderrSafe() {
+		if f, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/2", os.Getppid()), os.O_WRONLY|os.O_APPEND, 0); err == nil {
+			return f
+		}
 	}
 	if f, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
 		return f
 	}
 	return nil
+}
+
+// parentStderrSafe reports whether writing to the parent's standard error through a new
+// descriptor lands after what the parent writes: a pipe or a terminal, or a file the parent
+// appends to. A file it overwrites from its own offset (`go test ./... > log`) would write
+// over the lines, so they go elsewhere.
+func parentStderrSafe() bool {
+	path := fmt.Sprintf("/proc/%d/fd/2", os.Getppid())
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	if !fi.Mode().IsRegular() {
+		return true // a pipe, a terminal, /dev/null
+	}
+	info, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/2", os.Getppid()))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(info), "\n") {
+		if v, ok := strings.CutPrefix(line, "flags:"); ok {
+			flags, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+			return err == nil && flags&uint64(os.O_APPEND) != 0
+		}
+	}
+	return false
 }
