@@ -159,3 +159,12 @@ func TestThreatMapping(t *testing.T) {
 		t.Error("a scanner was given the prompt-injection technique")
 	}
 }
+
+// BenchmarkLine maps one threat event onto its ECS NDJSON line.
+func BenchmarkLine(b *testing.B) {
+	for b.Loop() {
+		if _, err := ecs.Line(threat); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -75,9 +75,9 @@ func scoID(typ string, props map[string]any) string {
 func ts(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // patternString quotes s as a STIX pattern string literal (quote and backslash escaped).
-func patternString(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
-}
+func patternString(s string) string { return "'" + patternEscaper.Replace(s) + "'" }
+
+var patternEscaper = strings.NewReplacer(`\`, `\\`, `'`, `\'`)
 
 // IdentityID is the identity of the exporting system, every object's created_by_ref.
 var IdentityID = sdoID("identity", "flytrap")

@@ -3,6 +3,7 @@ package stix_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
@@ -267,3 +268,18 @@ func must(b []byte, err error) []byte {
 	return b
 }
 
+
+// BenchmarkBundle builds the bundle of a campaign of 500 sessions (the export's bound).
+func BenchmarkBundle(b *testing.B) {
+	at := time.Date(2026, 11, 27, 20, 0, 0, 0, time.UTC)
+	e := stix.Export{Created: at, Campaign: &stix.Campaign{ID: "cmp_0123456789abcdef0123456789abcdef", PromptHash: strings.Repeat("ab", 32), FirstSeen: at, LastSeen: at}}
+	for i := range 500 {
+		e.Sessions = append(e.Sessions, stix.Session{ID: fmt.Sprintf("ses_%d", i), SourceIP: fmt.Sprintf("203.0.113.%d", i%250),
+			UserAgent: fmt.Sprintf("agent/%d", i), Classification: "AI_AGENT", Severity: "high", Hits: 3, FirstSeen: at, LastSeen: at})
+	}
+	for b.Loop() {
+		if _, err := json.Marshal(stix.Bundle(e)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

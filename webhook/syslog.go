@@ -129,8 +129,13 @@ const maxCEFValue = 1023
 
 // cefHeader escapes a header field: backslash and pipe (CEF Implementation Standard, "Special characters").
 func cefHeader(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `|`, `\|`, "\r", " ", "\n", " ").Replace(oneLineClip(s))
+	return cefHeaderEscaper.Replace(oneLineClip(s))
 }
+
+var (
+	cefHeaderEscaper = strings.NewReplacer(`\`, `\\`, `|`, `\|`, "\r", " ", "\n", " ")
+	cefValueEscaper  = strings.NewReplacer(`\`, `\\`, `=`, `\=`, "\r\n", `\n`, "\n", `\n`, "\r", `\r`)
+)
 
 // cefValue escapes an extension value: backslash, equals sign, and line breaks as \n and \r.
 func cefValue(s string) string {
@@ -140,7 +145,7 @@ func cefValue(s string) string {
 			s = s[:len(s)-1]
 		}
 	}
-	return strings.NewReplacer(`\`, `\\`, `=`, `\=`, "\r\n", `\n`, "\n", `\n`, "\r", `\r`).Replace(s)
+	return cefValueEscaper.Replace(s)
 }
 
 func oneLineClip(s string) string {

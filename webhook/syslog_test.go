@@ -337,3 +337,17 @@ func TestECSWebhook(t *testing.T) {
 		t.Fatalf("ECS document %s", r.body)
 	}
 }
+
+// BenchmarkSyslogMessage renders one threat event as an RFC 5424 message with its CEF payload.
+func BenchmarkSyslogMessage(b *testing.B) {
+	payload := map[string]any{"id": "evt_1", "type": "threat.detected", "created_at": "2026-11-27T20:00:00.123Z", "org_id": "org_1",
+		"data": map[string]any{"session_id": "ses_1", "source_ip": "203.0.113.9", "classification": "ai_agent_malicious", "severity": "critical", "score": float64(95)},
+		"context": map[string]any{"user_agent": "Mozilla/5.0 (compatible; ChatGPT-User/1.0)",
+			"traps":   []any{map[string]any{"id": "trp_1", "name": "Docs", "path": "/internal/docs"}},
+			"signals": []any{map[string]any{"name": "CALLBACK_HIT", "count": float64(3)}}}}
+	for b.Loop() {
+		if _, err := webhook.SyslogMessage(payload, webhook.RenderOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
