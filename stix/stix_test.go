@@ -277,9 +277,13 @@ func BenchmarkBundle(b *testing.B) {
 		e.Sessions = append(e.Sessions, stix.Session{ID: fmt.Sprintf("ses_%d", i), SourceIP: fmt.Sprintf("203.0.113.%d", i%250),
 			UserAgent: fmt.Sprintf("agent/%d", i), Classification: "AI_AGENT", Severity: "high", Hits: 3, FirstSeen: at, LastSeen: at})
 	}
+	var size int
 	for b.Loop() {
-		if _, err := json.Marshal(stix.Bundle(e)); err != nil {
+		raw, err := json.Marshal(stix.Bundle(e))
+		if err != nil {
 			b.Fatal(err)
 		}
+		size = len(raw)
 	}
+	b.ReportMetric(float64(size), "bundle-bytes")
 }
