@@ -10,7 +10,7 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/$(TEST_DB)?sslmode=disable
 FUZZTIME ?= 10s
 
 .PHONY: help ci toolchain postgres deps vet fuzz generate generate-check openapi \
-	node-tests node-eventsource node-graphql-ws node-webhooks node-mcp install-nginx install-chromium \
+	node-tests node-eventsource node-graphql-ws node-webhooks node-mcp install-nginx install-rsyslog install-chromium \
 	pipelines dashboard-check dashboard-tests pg-restart race test test-postgres build install listener-wrk
 
 help: ## list the targets
@@ -64,6 +64,9 @@ node-mcp: ## the official MCP SDK's clients against the decoy MCP server
 
 install-nginx: ## nginx and Caddy for server/deploy_test.go
 	bash scripts/install-nginx.sh
+
+install-rsyslog: ## rsyslog and its GnuTLS driver for the syslog delivery test (webhook/)
+	bash scripts/install-rsyslog.sh
 
 install-chromium: ## Chromium and playwright-core for the browser tests
 	bash scripts/install-chromium.sh

@@ -727,6 +727,16 @@ type Signal struct {
 	Tripwire bool `json:"tripwire"`
 }
 
+// StixBundle A STIX 2.1 bundle (OASIS STIX Version 2.1 §8). Its objects follow the OASIS STIX 2.1 JSON schemas; see docs/siem.md for what it holds.
+type StixBundle struct {
+	Id      string `json:"id"`
+	Objects []struct {
+		Id   string `json:"id"`
+		Type string `json:"type"`
+	} `json:"objects"`
+	Type interface{} `json:"type"`
+}
+
 // Trap A decoy the service answers on.
 type Trap struct {
 	// Active 1 when the trap is active, 0 when not.
@@ -836,6 +846,9 @@ type TrapUpdate_Active struct {
 	union json.RawMessage
 }
 
+// CampaignID defines model for CampaignID.
+type CampaignID = string
+
 // DeliveryID defines model for DeliveryID.
 type DeliveryID = string
 
@@ -929,6 +942,12 @@ type StreamEventsParams struct {
 // StreamEventsParamsType defines parameters for StreamEvents.
 type StreamEventsParamsType string
 
+// GetCampaignStixParams defines parameters for GetCampaignStix.
+type GetCampaignStixParams struct {
+	// FlytrapVersion The API version the client was written against (YYYY-MM-DD); default the current one. An unknown version is a 400. The response's `Flytrap-Version` header states the version that answered. See docs/versioning.md.
+	FlytrapVersion *FlytrapVersion `json:"Flytrap-Version,omitempty"`
+}
+
 // ListSessionsParams defines parameters for ListSessions.
 type ListSessionsParams struct {
 	// Classification Only sessions of this classification (matched case-insensitively). An unknown value is a 400.
@@ -967,6 +986,12 @@ type ListSessionsParamsSeverity string
 
 // GetSessionParams defines parameters for GetSession.
 type GetSessionParams struct {
+	// FlytrapVersion The API version the client was written against (YYYY-MM-DD); default the current one. An unknown version is a 400. The response's `Flytrap-Version` header states the version that answered. See docs/versioning.md.
+	FlytrapVersion *FlytrapVersion `json:"Flytrap-Version,omitempty"`
+}
+
+// GetSessionStixParams defines parameters for GetSessionStix.
+type GetSessionStixParams struct {
 	// FlytrapVersion The API version the client was written against (YYYY-MM-DD); default the current one. An unknown version is a 400. The response's `Flytrap-Version` header states the version that answered. See docs/versioning.md.
 	FlytrapVersion *FlytrapVersion `json:"Flytrap-Version,omitempty"`
 }
@@ -1176,6 +1201,15 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/events/stream (the `StreamEvents` operationId).
 	StreamEvents(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetCampaignStix Export a campaign as STIX 2.1
+	//
+	// The campaign as a STIX 2.1 bundle: a campaign object that uses the prompt-injection attack-pattern (MITRE ATLAS `AML.T0051`), an indicator for the injected prompt's SHA-256, and its 500 most recently active stored sessions as the session export gives them. GraphQL: `campaignStix`.
+	//
+	// Required scope: `read-only` (API key or JWT).
+	//
+	// Corresponds with GET /dashboard/api/campaigns/{id}/stix (the `GetCampaignStix` operationId).
+	GetCampaignStix(ctx context.Context, id CampaignID, params *GetCampaignStixParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListSessions List sessions
 	//
 	// One page of the organization's sessions, newest `last_seen` first, with cursor pagination: pass `pagination.next_cursor` as `cursor` until `pagination.has_more` is false. A parameter not listed here, or given twice, is a 400.
@@ -1193,6 +1227,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /dashboard/api/sessions/{id} (the `GetSession` operationId).
 	GetSession(ctx context.Context, id SessionID, params *GetSessionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSessionStix Export a session as STIX 2.1
+	//
+	// The session as a STIX 2.1 bundle for a threat-intelligence platform (OpenCTI, MISP): observed-data over its address and HTTP traffic, indicators for the address and the user agent, and an attack-pattern with MITRE ATLAS `AML.T0051` (LLM Prompt Injection) where prompt injection was seen. Ids are deterministic: exporting twice gives the same objects. GraphQL: `sessionStix`.
+	//
+	// Required scope: `read-only` (API key or JWT).
+	//
+	// Corresponds with GET /dashboard/api/sessions/{id}/stix (the `GetSessionStix` operationId).
+	GetSessionStix(ctx context.Context, id SessionID, params *GetSessionStixParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTraps List traps
 	//
@@ -1299,6 +1342,25 @@ func (c *Client) StreamEvents(ctx context.Context, params *StreamEventsParams, r
 	return c.Client.Do(req)
 }
 
+// GetCampaignStix Export a campaign as STIX 2.1
+//
+// The campaign as a STIX 2.1 bundle: a campaign object that uses the prompt-injection attack-pattern (MITRE ATLAS `AML.T0051`), an indicator for the injected prompt's SHA-256, and its 500 most recently active stored sessions as the session export gives them. GraphQL: `campaignStix`.
+//
+// Required scope: `read-only` (API key or JWT).
+//
+// Corresponds with GET /dashboard/api/campaigns/{id}/stix (the `GetCampaignStix` operationId).
+func (c *Client) GetCampaignStix(ctx context.Context, id CampaignID, params *GetCampaignStixParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetCampaignStixRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListSessions List sessions
 //
 // One page of the organization's sessions, newest `last_seen` first, with cursor pagination: pass `pagination.next_cursor` as `cursor` until `pagination.has_more` is false. A parameter not listed here, or given twice, is a 400.
@@ -1327,6 +1389,25 @@ func (c *Client) ListSessions(ctx context.Context, params *ListSessionsParams, r
 // Corresponds with GET /dashboard/api/sessions/{id} (the `GetSession` operationId).
 func (c *Client) GetSession(ctx context.Context, id SessionID, params *GetSessionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSessionRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSessionStix Export a session as STIX 2.1
+//
+// The session as a STIX 2.1 bundle for a threat-intelligence platform (OpenCTI, MISP): observed-data over its address and HTTP traffic, indicators for the address and the user agent, and an attack-pattern with MITRE ATLAS `AML.T0051` (LLM Prompt Injection) where prompt injection was seen. Ids are deterministic: exporting twice gives the same objects. GraphQL: `sessionStix`.
+//
+// Required scope: `read-only` (API key or JWT).
+//
+// Corresponds with GET /dashboard/api/sessions/{id}/stix (the `GetSessionStix` operationId).
+func (c *Client) GetSessionStix(ctx context.Context, id SessionID, params *GetSessionStixParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSessionStixRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1648,6 +1729,55 @@ func NewStreamEventsRequest(server string, params *StreamEventsParams) (*http.Re
 	return req, nil
 }
 
+// NewGetCampaignStixRequest constructs an http.Request for the GetCampaignStix method
+func NewGetCampaignStixRequest(server string, id CampaignID, params *GetCampaignStixParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/dashboard/api/campaigns/%s/stix", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.FlytrapVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Flytrap-Version", *params.FlytrapVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Flytrap-Version", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListSessionsRequest constructs an http.Request for the ListSessions method
 func NewListSessionsRequest(server string, params *ListSessionsParams) (*http.Request, error) {
 	var err error
@@ -1818,6 +1948,55 @@ func NewGetSessionRequest(server string, id SessionID, params *GetSessionParams)
 	}
 
 	operationPath := fmt.Sprintf("/dashboard/api/sessions/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.FlytrapVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Flytrap-Version", *params.FlytrapVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Flytrap-Version", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetSessionStixRequest constructs an http.Request for the GetSessionStix method
+func NewGetSessionStixRequest(server string, id SessionID, params *GetSessionStixParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/dashboard/api/sessions/%s/stix", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2198,6 +2377,17 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/events/stream (the `StreamEvents` operationId).
 	StreamEventsWithResponse(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*StreamEventsResponse, error)
 
+	// GetCampaignStixWithResponse Export a campaign as STIX 2.1
+	//
+	// The campaign as a STIX 2.1 bundle: a campaign object that uses the prompt-injection attack-pattern (MITRE ATLAS `AML.T0051`), an indicator for the injected prompt's SHA-256, and its 500 most recently active stored sessions as the session export gives them. GraphQL: `campaignStix`.
+	//
+	// Required scope: `read-only` (API key or JWT).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /dashboard/api/campaigns/{id}/stix (the `GetCampaignStix` operationId).
+	GetCampaignStixWithResponse(ctx context.Context, id CampaignID, params *GetCampaignStixParams, reqEditors ...RequestEditorFn) (*GetCampaignStixResponse, error)
+
 	// ListSessionsWithResponse List sessions
 	//
 	// One page of the organization's sessions, newest `last_seen` first, with cursor pagination: pass `pagination.next_cursor` as `cursor` until `pagination.has_more` is false. A parameter not listed here, or given twice, is a 400.
@@ -2219,6 +2409,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /dashboard/api/sessions/{id} (the `GetSession` operationId).
 	GetSessionWithResponse(ctx context.Context, id SessionID, params *GetSessionParams, reqEditors ...RequestEditorFn) (*GetSessionResponse, error)
+
+	// GetSessionStixWithResponse Export a session as STIX 2.1
+	//
+	// The session as a STIX 2.1 bundle for a threat-intelligence platform (OpenCTI, MISP): observed-data over its address and HTTP traffic, indicators for the address and the user agent, and an attack-pattern with MITRE ATLAS `AML.T0051` (LLM Prompt Injection) where prompt injection was seen. Ids are deterministic: exporting twice gives the same objects. GraphQL: `sessionStix`.
+	//
+	// Required scope: `read-only` (API key or JWT).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /dashboard/api/sessions/{id}/stix (the `GetSessionStix` operationId).
+	GetSessionStixWithResponse(ctx context.Context, id SessionID, params *GetSessionStixParams, reqEditors ...RequestEditorFn) (*GetSessionStixResponse, error)
 
 	// ListTrapsWithResponse List traps
 	//
@@ -2586,6 +2787,156 @@ func (r StreamEventsResponse) ContentType() string {
 	return ""
 }
 
+// GetCampaignStixResponse200Headers the declared response headers of an HTTP 200 response for GetCampaignStix
+type GetCampaignStixResponse200Headers struct {
+	FlytrapVersion      string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+}
+
+// GetCampaignStixResponse400Headers the declared response headers of an HTTP 400 response for GetCampaignStix
+type GetCampaignStixResponse400Headers struct {
+	FlytrapVersion      *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetCampaignStixResponse401Headers the declared response headers of an HTTP 401 response for GetCampaignStix
+type GetCampaignStixResponse401Headers struct {
+	FlytrapVersion  string
+	WWWAuthenticate string
+}
+
+// GetCampaignStixResponse404Headers the declared response headers of an HTTP 404 response for GetCampaignStix
+type GetCampaignStixResponse404Headers struct {
+	FlytrapVersion      string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetCampaignStixResponse405Headers the declared response headers of an HTTP 405 response for GetCampaignStix
+type GetCampaignStixResponse405Headers struct {
+	Allow          string
+	FlytrapVersion string
+}
+
+// GetCampaignStixResponse429Headers the declared response headers of an HTTP 429 response for GetCampaignStix
+type GetCampaignStixResponse429Headers struct {
+	FlytrapVersion      string
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+}
+
+// GetCampaignStixResponse500Headers the declared response headers of an HTTP 500 response for GetCampaignStix
+type GetCampaignStixResponse500Headers struct {
+	FlytrapVersion      *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type GetCampaignStixResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationstixJSON200 the response for an HTTP 200 `application/stix+json` response
+	ApplicationstixJSON200 *StixBundle
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetCampaignStixResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetCampaignStixResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetCampaignStixResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetCampaignStixResponse404Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *GetCampaignStixResponse405Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetCampaignStixResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetCampaignStixResponse500Headers
+}
+
+// GetApplicationstixJSON200 returns the response for an HTTP 200 `application/stix+json` response
+func (r GetCampaignStixResponse) GetApplicationstixJSON200() *StixBundle {
+	return r.ApplicationstixJSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetCampaignStixResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetCampaignStixResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetCampaignStixResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r GetCampaignStixResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetCampaignStixResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetCampaignStixResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetCampaignStixResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetCampaignStixResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetCampaignStixResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetCampaignStixResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListSessionsResponse200Headers the declared response headers of an HTTP 200 response for ListSessions
 type ListSessionsResponse200Headers struct {
 	FlytrapVersion      string
@@ -2863,6 +3214,156 @@ func (r GetSessionResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetSessionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSessionStixResponse200Headers the declared response headers of an HTTP 200 response for GetSessionStix
+type GetSessionStixResponse200Headers struct {
+	FlytrapVersion      string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+}
+
+// GetSessionStixResponse400Headers the declared response headers of an HTTP 400 response for GetSessionStix
+type GetSessionStixResponse400Headers struct {
+	FlytrapVersion      *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetSessionStixResponse401Headers the declared response headers of an HTTP 401 response for GetSessionStix
+type GetSessionStixResponse401Headers struct {
+	FlytrapVersion  string
+	WWWAuthenticate string
+}
+
+// GetSessionStixResponse404Headers the declared response headers of an HTTP 404 response for GetSessionStix
+type GetSessionStixResponse404Headers struct {
+	FlytrapVersion      string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GetSessionStixResponse405Headers the declared response headers of an HTTP 405 response for GetSessionStix
+type GetSessionStixResponse405Headers struct {
+	Allow          string
+	FlytrapVersion string
+}
+
+// GetSessionStixResponse429Headers the declared response headers of an HTTP 429 response for GetSessionStix
+type GetSessionStixResponse429Headers struct {
+	FlytrapVersion      string
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+}
+
+// GetSessionStixResponse500Headers the declared response headers of an HTTP 500 response for GetSessionStix
+type GetSessionStixResponse500Headers struct {
+	FlytrapVersion      *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type GetSessionStixResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationstixJSON200 the response for an HTTP 200 `application/stix+json` response
+	ApplicationstixJSON200 *StixBundle
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetSessionStixResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetSessionStixResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSessionStixResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetSessionStixResponse404Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *GetSessionStixResponse405Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetSessionStixResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetSessionStixResponse500Headers
+}
+
+// GetApplicationstixJSON200 returns the response for an HTTP 200 `application/stix+json` response
+func (r GetSessionStixResponse) GetApplicationstixJSON200() *StixBundle {
+	return r.ApplicationstixJSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetSessionStixResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSessionStixResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetSessionStixResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r GetSessionStixResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetSessionStixResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSessionStixResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSessionStixResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSessionStixResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSessionStixResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSessionStixResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3583,6 +4084,23 @@ func (c *ClientWithResponses) StreamEventsWithResponse(ctx context.Context, para
 	return ParseStreamEventsResponse(rsp)
 }
 
+// GetCampaignStixWithResponse Export a campaign as STIX 2.1
+//
+// The campaign as a STIX 2.1 bundle: a campaign object that uses the prompt-injection attack-pattern (MITRE ATLAS `AML.T0051`), an indicator for the injected prompt's SHA-256, and its 500 most recently active stored sessions as the session export gives them. GraphQL: `campaignStix`.
+//
+// Required scope: `read-only` (API key or JWT).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /dashboard/api/campaigns/{id}/stix (the `GetCampaignStix` operationId).
+func (c *ClientWithResponses) GetCampaignStixWithResponse(ctx context.Context, id CampaignID, params *GetCampaignStixParams, reqEditors ...RequestEditorFn) (*GetCampaignStixResponse, error) {
+	rsp, err := c.GetCampaignStix(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetCampaignStixResponse(rsp)
+}
+
 // ListSessionsWithResponse List sessions
 //
 // One page of the organization's sessions, newest `last_seen` first, with cursor pagination: pass `pagination.next_cursor` as `cursor` until `pagination.has_more` is false. A parameter not listed here, or given twice, is a 400.
@@ -3615,6 +4133,23 @@ func (c *ClientWithResponses) GetSessionWithResponse(ctx context.Context, id Ses
 		return nil, err
 	}
 	return ParseGetSessionResponse(rsp)
+}
+
+// GetSessionStixWithResponse Export a session as STIX 2.1
+//
+// The session as a STIX 2.1 bundle for a threat-intelligence platform (OpenCTI, MISP): observed-data over its address and HTTP traffic, indicators for the address and the user agent, and an attack-pattern with MITRE ATLAS `AML.T0051` (LLM Prompt Injection) where prompt injection was seen. Ids are deterministic: exporting twice gives the same objects. GraphQL: `sessionStix`.
+//
+// Required scope: `read-only` (API key or JWT).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /dashboard/api/sessions/{id}/stix (the `GetSessionStix` operationId).
+func (c *ClientWithResponses) GetSessionStixWithResponse(ctx context.Context, id SessionID, params *GetSessionStixParams, reqEditors ...RequestEditorFn) (*GetSessionStixResponse, error) {
+	rsp, err := c.GetSessionStix(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSessionStixResponse(rsp)
 }
 
 // ListTrapsWithResponse List traps
@@ -4264,6 +4799,273 @@ func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error
 	return response, nil
 }
 
+// ParseGetCampaignStixResponse parses an HTTP response from a GetCampaignStixWithResponse call
+func ParseGetCampaignStixResponse(rsp *http.Response) (*GetCampaignStixResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetCampaignStixResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest StixBundle
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationstixJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetCampaignStixResponse200Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetCampaignStixResponse400Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetCampaignStixResponse401Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetCampaignStixResponse404Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 405:
+		var headers GetCampaignStixResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = value
+		}
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetCampaignStixResponse429Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetCampaignStixResponse500Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListSessionsResponse parses an HTTP response from a ListSessionsWithResponse call
 func ParseListSessionsResponse(rsp *http.Response) (*ListSessionsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -4726,6 +5528,273 @@ func ParseGetSessionResponse(rsp *http.Response) (*GetSessionResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers GetSessionResponse500Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSessionStixResponse parses an HTTP response from a GetSessionStixWithResponse call
+func ParseGetSessionStixResponse(rsp *http.Response) (*GetSessionStixResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSessionStixResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest StixBundle
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationstixJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetSessionStixResponse200Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetSessionStixResponse400Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetSessionStixResponse401Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetSessionStixResponse404Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 405:
+		var headers GetSessionStixResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = value
+		}
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetSessionStixResponse429Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetSessionStixResponse500Headers
 		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/event"
+	"github.com/flytrap/flytrap/webhook"
 )
 
 // App holds what the use cases share: the database, the event broker, the clock and the
@@ -29,6 +30,9 @@ type App struct {
 
 	// Manual limits the deliveries callers ask for per endpoint (pings, redeliveries).
 	Manual ManualLimit
+	// WebhookNetwork is the instance-wide network webhooks may reach (the dispatcher's
+	// --webhook-allow-private and --webhook-allow-cidrs), for the warning on creation.
+	WebhookNetwork webhook.Guard
 	// DetailLimit bounds each list of a session's detail (1 to MaxDetailLimit).
 	DetailLimit int
 	// DetailBytes bounds the stored bytes of each list of a session's detail (MinDetailBytes

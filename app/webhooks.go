@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"entgo.io/contrib/entgql"
@@ -83,22 +85,77 @@ type WebhookChanges struct {
 type WebhookWithSecret struct {
 	Endpoint *ent.WebhookEndpoint `json:"endpoint"`
 	Secret   string               `json:"secret"`
+	// Warning, on creation, says why deliveries will fail and what an operator runs to allow
+	// them: the URL's host is a private address the organization may not reach.
+	Warning *string `json:"warning,omitempty"`
+}
+
+// checkDestination enforces that syslog URLs and the cef format go together: a syslog
+// receiver gets CEF (the default there), and CEF is sent only to syslog.
+func checkDestination(url string, format *webhookendpoint.Format) (*webhookendpoint.Format, error) {
+	syslog := webhook.IsSyslogURL(url)
+	switch {
+	case syslog && format == nil:
+		f := webhookendpoint.FormatCef
+		return &f, nil
+	case syslog && *format != webhookendpoint.FormatCef:
+		return nil, apperr.Invalid("format", "a syslog destination (%s) takes format cef", url[:strings.Index(url, "://")+3])
+	case !syslog && format != nil && *format == webhookendpoint.FormatCef:
+		return nil, apperr.Invalid("format", "cef is sent over syslog: give a syslog+tcp://host:port or syslog+tls://host:port URL")
+	}
+	return format, nil
 }
 
 // CreateWebhook makes a webhook endpoint with a new signing secret.
 func (a *App) CreateWebhook(ctx context.Context, in WebhookInput) (*WebhookWithSecret, error) {
+	f, err := checkDestination(in.URL, in.Format)
+	if err != nil {
+		return nil, err
+	}
+	in.Format = f
 	secret := webhook.NewSecret()
 	ep, err := a.ent(ctx).WebhookEndpoint.Create().SetInput(ent.CreateWebhookEndpointInput(in)).SetSecret(secret).Save(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &WebhookWithSecret{Endpoint: ep, Secret: secret}, nil
+	out := &WebhookWithSecret{Endpoint: ep, Secret: secret}
+	org, err := a.ent(ctx).Organization.Get(privacy.DecisionContext(ctx, privacy.Allow), ep.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	n := webhook.OrgNetwork(org)
+	g := webhook.Guard{AllowPrivate: a.WebhookNetwork.AllowPrivate || n.AllowPrivate,
+		Allow: append(slices.Clip(a.WebhookNetwork.Allow), n.Allow...)}
+	if w := webhook.PrivateHint(ctx, ep.URL, ep.OrgID, g); w != "" {
+		out.Warning = &w
+	}
+	return out, nil
 }
 
 // UpdateWebhook changes an endpoint; turned on again, it starts afresh (its failure state cleared).
 func (a *App) UpdateWebhook(ctx context.Context, id string, in WebhookChanges) (*ent.WebhookEndpoint, error) {
 	if err := checkID(id, ids.Webhook, "id"); err != nil {
 		return nil, err
+	}
+	if in.URL != nil || in.Format != nil {
+		cur, err := a.ent(ctx).WebhookEndpoint.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		url, format := cur.URL, cur.Format
+		if in.URL != nil {
+			url = *in.URL
+		}
+		if in.Format != nil {
+			format = *in.Format
+		}
+		if webhook.IsSyslogURL(url) && in.Format == nil && format != webhookendpoint.FormatCef {
+			f := webhookendpoint.FormatCef // moved to syslog: CEF, the only format there
+			in.Format, format = &f, f
+		}
+		if _, err := checkDestination(url, &format); err != nil {
+			return nil, err
+		}
 	}
 	u := a.ent(ctx).WebhookEndpoint.UpdateOneID(id).SetInput(ent.UpdateWebhookEndpointInput(in))
 	if in.Active != nil && *in.Active {

@@ -3,6 +3,7 @@ package event
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	entgo "entgo.io/ent"
 
@@ -18,7 +19,7 @@ func TrapEvents(next entgo.Mutator) entgo.Mutator {
 			return nil, fmt.Errorf("trap changes must run in a transaction: %w", ErrNoTx)
 		}
 		var before *ent.Trap
-		if m.Op().Is(entgo.OpDeleteOne) {
+		if m.Op().Is(entgo.OpDeleteOne) || m.Op().Is(entgo.OpUpdateOne) {
 			id, _ := m.ID()
 			if before, err = m.Client().Trap.Get(ctx, id); err != nil {
 				return nil, err
@@ -34,7 +35,10 @@ func TrapEvents(next entgo.Mutator) entgo.Mutator {
 			_, err = Append(ctx, tx, t.OrgID, TrapCreated, TrapData(t))
 		case m.Op().Is(entgo.OpUpdateOne):
 			t := v.(*ent.Trap)
-			_, err = Append(ctx, tx, t.OrgID, TrapUpdated, TrapData(t))
+			if after := TrapData(t); !reflect.DeepEqual(after, TrapData(before)) {
+				// An update that changed nothing a reader sees (the same values again) is no event.
+				_, err = Append(ctx, tx, t.OrgID, TrapUpdated, after)
+			}
 		case m.Op().Is(entgo.OpDeleteOne):
 			_, err = Append(ctx, tx, before.OrgID, TrapDeleted, TrapData(before))
 		}

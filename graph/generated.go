@@ -50,6 +50,7 @@ type ResolverRoot interface {
 	SessionConnection() SessionConnectionResolver
 	Signal() SignalResolver
 	Subscription() SubscriptionResolver
+	Trap() TrapResolver
 }
 
 type DirectiveRoot struct {
@@ -88,6 +89,7 @@ type ComplexityRoot struct {
 	Campaign struct {
 		Addresses    func(childComplexity int, first *int) int
 		FirstSeen    func(childComplexity int) int
+		ID           func(childComplexity int) int
 		LastSeen     func(childComplexity int) int
 		Model        func(childComplexity int) int
 		Operator     func(childComplexity int) int
@@ -116,6 +118,7 @@ type ComplexityRoot struct {
 	CreateWebhookEndpointPayload struct {
 		Endpoint func(childComplexity int) int
 		Secret   func(childComplexity int) int
+		Warning  func(childComplexity int) int
 	}
 
 	DeletePayload struct {
@@ -246,6 +249,7 @@ type ComplexityRoot struct {
 	Query struct {
 		APIKeys           func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.ApiKeyOrder, where *ent.ApiKeyWhereInput) int
 		Analytics         func(childComplexity int) int
+		CampaignStix      func(childComplexity int, id string) int
 		Campaigns         func(childComplexity int, first *int, after *entgql.Cursor[string]) int
 		Events            func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.EventOrder, where *ent.EventWhereInput) int
 		LureSnippet       func(childComplexity int, trapID string) int
@@ -253,6 +257,7 @@ type ComplexityRoot struct {
 		Nodes             func(childComplexity int, ids []string) int
 		Organization      func(childComplexity int) int
 		SessionDetail     func(childComplexity int, id string) int
+		SessionStix       func(childComplexity int, id string) int
 		Sessions          func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.SessionOrder, where *ent.SessionWhereInput) int
 		Sites             func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.SiteOrder, where *ent.SiteWhereInput) int
 		Storage           func(childComplexity int) int
@@ -422,6 +427,7 @@ type ComplexityRoot struct {
 		Active      func(childComplexity int) int
 		CreatedAt   func(childComplexity int) int
 		Description func(childComplexity int) int
+		HitCount    func(childComplexity int) int
 		ID          func(childComplexity int) int
 		Name        func(childComplexity int) int
 		OrgID       func(childComplexity int) int
@@ -599,6 +605,8 @@ type QueryResolver interface {
 	Storage(ctx context.Context) (*model.Storage, error)
 	WebhookDeliveries(ctx context.Context, endpointID string, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, status *webhookdelivery.Status) (*ent.WebhookDeliveryConnection, error)
 	Campaigns(ctx context.Context, first *int, after *entgql.Cursor[string]) (*app.CampaignConnection, error)
+	SessionStix(ctx context.Context, id string) (map[string]any, error)
+	CampaignStix(ctx context.Context, id string) (map[string]any, error)
 }
 type SessionResolver interface {
 	Explanation(ctx context.Context, obj *ent.Session) (*model.VerdictExplanation, error)
@@ -615,6 +623,9 @@ type SignalResolver interface {
 type SubscriptionResolver interface {
 	Events(ctx context.Context, types []string, after *entgql.Cursor[string]) (<-chan *model.EventMessage, error)
 	ThreatDetected(ctx context.Context) (<-chan *ent.Session, error)
+}
+type TrapResolver interface {
+	HitCount(ctx context.Context, obj *ent.Trap) (int, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -752,6 +763,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Campaign.FirstSeen(childComplexity), true
+	case "Campaign.id":
+		if e.ComplexityRoot.Campaign.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Campaign.ID(childComplexity), true
 	case "Campaign.lastSeen":
 		if e.ComplexityRoot.Campaign.LastSeen == nil {
 			break
@@ -857,6 +874,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CreateWebhookEndpointPayload.Secret(childComplexity), true
+	case "CreateWebhookEndpointPayload.warning":
+		if e.ComplexityRoot.CreateWebhookEndpointPayload.Warning == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateWebhookEndpointPayload.Warning(childComplexity), true
 
 	case "DeletePayload.deleted":
 		if e.ComplexityRoot.DeletePayload.Deleted == nil {
@@ -1462,6 +1485,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Analytics(childComplexity), true
+	case "Query.campaignStix":
+		if e.ComplexityRoot.Query.CampaignStix == nil {
+			break
+		}
+
+		args, err := ec.field_Query_campaignStix_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.CampaignStix(childComplexity, args["id"].(string)), true
 	case "Query.campaigns":
 		if e.ComplexityRoot.Query.Campaigns == nil {
 			break
@@ -1535,6 +1569,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.SessionDetail(childComplexity, args["id"].(string)), true
+	case "Query.sessionStix":
+		if e.ComplexityRoot.Query.SessionStix == nil {
+			break
+		}
+
+		args, err := ec.field_Query_sessionStix_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SessionStix(childComplexity, args["id"].(string)), true
 	case "Query.sessions":
 		if e.ComplexityRoot.Query.Sessions == nil {
 			break
@@ -2283,6 +2328,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Trap.Description(childComplexity), true
+	case "Trap.hitCount":
+		if e.ComplexityRoot.Trap.HitCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Trap.HitCount(childComplexity), true
 	case "Trap.id":
 		if e.ComplexityRoot.Trap.ID == nil {
 			break
@@ -3195,6 +3246,12 @@ type CreateWebhookEndpointPayload {
   endpoint: WebhookEndpoint!
   "The signing secret (whsec_…). It is shown here once and cannot be retrieved again."
   secret: String!
+  """
+  Why deliveries will fail and how to fix it, when they will: the URL's host is a private, loopback or
+  link-local address the organization may not reach (an operator allows it with
+  ` + "`" + `flytrap admin orgs set-webhook-network` + "`" + `). Null when nothing is in the way.
+  """
+  warning: String
 }
 
 type RotateWebhookSecretPayload {
@@ -3338,6 +3395,8 @@ nothing of the campaign is stored (its last prompt past the prompts' retention, 
 kept): the campaign is then removed.
 """
 type Campaign {
+  "The campaign's stable id (cmp_…), derived from its prompt hash, operator and model: campaignStix takes it."
+  id: String!
   "SHA-256 of the normalised leaked prompt."
   promptHash: String!
   operator: String!
@@ -3366,6 +3425,26 @@ extend type SessionConnection {
   is false, meaning "more than 10,000".
   """
   totalCountExact: Boolean!
+}
+
+extend type Query {
+  """
+  A session as a STIX 2.1 bundle (observed-data over its address and HTTP traffic, indicators for
+  the address and user agent, an attack-pattern with MITRE ATLAS AML.T0051 where prompt injection
+  was seen); see docs/siem.md. The same as GET /dashboard/api/sessions/{id}/stix.
+  """
+  sessionStix(id: ID!): Map! @cost(weight: 5)
+  """
+  A campaign (Campaign.id) as a STIX 2.1 bundle: a campaign object, the injected prompt's hash as an
+  indicator, and its 500 most recently active stored sessions as sessionStix gives them.
+  The same as GET /dashboard/api/campaigns/{id}/stix.
+  """
+  campaignStix(id: String!): Map! @cost(weight: 50)
+}
+
+extend type Trap {
+  "Hits this trap has received (all time, from the hourly counters: a hit stays counted after retention deletes it)."
+  hitCount: Int! @cost(weight: 2)
 }
 `, BuiltIn: false},
 }
@@ -3433,6 +3512,8 @@ func (ec *executionContext) childFields_ApiKeyEdge(ctx context.Context, field gr
 
 func (ec *executionContext) childFields_Campaign(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_Campaign_id(ctx, field)
 	case "promptHash":
 		return ec.fieldContext_Campaign_promptHash(ctx, field)
 	case "operator":
@@ -3493,6 +3574,8 @@ func (ec *executionContext) childFields_CreateWebhookEndpointPayload(ctx context
 		return ec.fieldContext_CreateWebhookEndpointPayload_endpoint(ctx, field)
 	case "secret":
 		return ec.fieldContext_CreateWebhookEndpointPayload_secret(ctx, field)
+	case "warning":
+		return ec.fieldContext_CreateWebhookEndpointPayload_warning(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type CreateWebhookEndpointPayload", field.Name)
 }
@@ -4037,6 +4120,8 @@ func (ec *executionContext) childFields_Trap(ctx context.Context, field graphql.
 		return ec.fieldContext_Trap_updatedAt(ctx, field)
 	case "site":
 		return ec.fieldContext_Trap_site(ctx, field)
+	case "hitCount":
+		return ec.fieldContext_Trap_hitCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Trap", field.Name)
 }
@@ -4721,6 +4806,20 @@ func (ec *executionContext) field_Query_apiKeys_args(ctx context.Context, rawArg
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_campaignStix_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_campaigns_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4840,6 +4939,20 @@ func (ec *executionContext) field_Query_nodes_args(ctx context.Context, rawArgs 
 }
 
 func (ec *executionContext) field_Query_sessionDetail_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_sessionStix_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
@@ -5535,6 +5648,13 @@ func (ec *executionContext) fieldContext_ApiKeyEdge_cursor(_ context.Context, fi
 	return scalarFieldContext("ApiKeyEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
+func (ec *executionContext) _Campaign_id(ctx context.Context, field graphql.CollectedField, obj *app.Campaign) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_id, obj.ID, ec.marshalNString2string)
+}
+func (ec *executionContext) fieldContext_Campaign_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Campaign", field, false, false, "field of type String does not have child fields")
+}
+
 func (ec *executionContext) _Campaign_promptHash(ctx context.Context, field graphql.CollectedField, obj *app.Campaign) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Campaign_promptHash, obj.PromptHash, ec.marshalNString2string)
 }
@@ -5882,6 +6002,13 @@ func (ec *executionContext) _CreateWebhookEndpointPayload_secret(ctx context.Con
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_CreateWebhookEndpointPayload_secret, obj.Secret, ec.marshalNString2string)
 }
 func (ec *executionContext) fieldContext_CreateWebhookEndpointPayload_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("CreateWebhookEndpointPayload", field, false, false, "field of type String does not have child fields")
+}
+
+func (ec *executionContext) _CreateWebhookEndpointPayload_warning(ctx context.Context, field graphql.CollectedField, obj *app.WebhookWithSecret) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_CreateWebhookEndpointPayload_warning, obj.Warning, ec.marshalOString2ᚖstring)
+}
+func (ec *executionContext) fieldContext_CreateWebhookEndpointPayload_warning(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("CreateWebhookEndpointPayload", field, false, false, "field of type String does not have child fields")
 }
 
@@ -8041,6 +8168,94 @@ func (ec *executionContext) fieldContext_Query_campaigns(ctx context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_sessionStix(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_sessionStix(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SessionStix(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalNMap2map(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_sessionStix(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Map does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_sessionStix_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_campaignStix(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_campaignStix(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().CampaignStix(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalNMap2map(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_campaignStix(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Map does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_campaignStix_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9587,6 +9802,29 @@ func (ec *executionContext) fieldContext_Trap_site(_ context.Context, field grap
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Trap_hitCount(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Trap_hitCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Trap().HitCount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Trap_hitCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Trap", field, true, true, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _TrapConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.TrapConnection) (ret graphql.Marshaler) {
@@ -19561,6 +19799,11 @@ func (ec *executionContext) _Campaign(ctx context.Context, sel ast.SelectionSet,
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Campaign")
+		case "id":
+			out.Values[i] = ec._Campaign_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "promptHash":
 			out.Values[i] = ec._Campaign_promptHash(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -19893,6 +20136,11 @@ func (ec *executionContext) _CreateWebhookEndpointPayload(ctx context.Context, s
 		case "secret":
 			out.Values[i] = ec._CreateWebhookEndpointPayload_secret(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "warning":
+			out.Values[i] = ec._CreateWebhookEndpointPayload_warning(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -21336,6 +21584,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_campaigns(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "sessionStix":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_sessionStix(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "campaignStix":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_campaignStix(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -22898,6 +23190,47 @@ func (ec *executionContext) _Trap(ctx context.Context, sel ast.SelectionSet, obj
 				}()
 				res = ec._Trap_site(ctx, field, obj)
 				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet, deferLabelToView = graphql.NewFieldSet(nil), map[string]*graphql.FieldSetView{}
+				}
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "hitCount":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Trap_hitCount(ctx, field, obj)
+				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res

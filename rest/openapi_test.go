@@ -28,6 +28,7 @@ import (
 	"github.com/flytrap/flytrap/record"
 	"github.com/flytrap/flytrap/rest"
 	"github.com/flytrap/flytrap/server"
+	"github.com/flytrap/flytrap/tally"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -430,13 +431,15 @@ func TestOpenAPIMatchesLiveResponses(t *testing.T) {
 		a := env.Tenant("acme")
 		other := env.Tenant("other")
 		const (
-			traps     = "/dashboard/api/traps"
-			trapByID  = "/dashboard/api/traps/{id}"
-			sessions  = "/dashboard/api/sessions"
-			sessionID = "/dashboard/api/sessions/{id}"
-			events    = "/api/v1/events"
-			stream    = "/api/v1/events/stream"
-			openapi   = "/api/openapi.json"
+			traps        = "/dashboard/api/traps"
+			trapByID     = "/dashboard/api/traps/{id}"
+			sessions     = "/dashboard/api/sessions"
+			sessionID    = "/dashboard/api/sessions/{id}"
+			sessionSTIX  = "/dashboard/api/sessions/{id}/stix"
+			campaignSTIX = "/dashboard/api/campaigns/{id}/stix"
+			events       = "/api/v1/events"
+			stream       = "/api/v1/events/stream"
+			openapi      = "/api/openapi.json"
 		)
 		get := func(tmpl, path, token string) request {
 			return request{method: http.MethodGet, tmpl: tmpl, path: path, token: token}
@@ -514,6 +517,19 @@ func TestOpenAPIMatchesLiveResponses(t *testing.T) {
 		for _, bad := range []string{"limit=0", "limit=101", "limit=x", "classification=ROBOT", "severity=extreme", "since=yesterday", "until=1", "cursor=zzz", "bogus=1"} {
 			c.call(env, http.StatusBadRequest, get(sessions, sessions+"?"+bad, a.ReadOnly))
 		}
+		// STIX exports of a session and a campaign: bundles, bad ids, another organization's.
+		c.call(env, http.StatusOK, get(sessionSTIX, sessions+"/"+s1.ID+"/stix", a.ReadOnly))
+		c.call(env, http.StatusBadRequest, get(sessionSTIX, sessions+"/trp_01m817pg1f8bjdanzx5g71dpy4/stix", a.ReadOnly))
+		c.call(env, http.StatusNotFound, get(sessionSTIX, sessions+"/"+theirs.ID+"/stix", a.ReadOnly))
+		cmp := tally.CampaignID(a.Org.ID, strings.Repeat("ab", 32), "acme-scraper", "gpt-4o")
+		env.DB.Client.Campaign.Create().SetID(cmp).SetOrgID(a.Org.ID).SetPromptHash(strings.Repeat("ab", 32)).
+			SetOperator("acme-scraper").SetModel("gpt-4o").SetSessionCount(1).SetPromptCount(1).
+			SetFirstPromptID("prm_01m817pg1f8bjdanzx5g71dpy4").SetLastPromptID("prm_01m817pg1f8bjdanzx5g71dpy4").
+			SetFirstSeen(now.Add(-time.Hour)).SetLastSeen(now).ExecX(ft.System())
+		c.call(env, http.StatusOK, get(campaignSTIX, "/dashboard/api/campaigns/"+cmp+"/stix", a.ReadOnly))
+		c.call(env, http.StatusBadRequest, get(campaignSTIX, "/dashboard/api/campaigns/nope/stix", a.ReadOnly))
+		c.call(env, http.StatusNotFound, get(campaignSTIX, "/dashboard/api/campaigns/"+cmp+"/stix", other.ReadOnly))
+
 		detail := dataOf(c.call(env, http.StatusOK, get(sessionID, sessions+"/"+s1.ID, a.ReadOnly)))
 		if hits, _ := detail["hits"].([]any); len(hits) != 2 {
 			t.Errorf("session detail carries %d hits, want 2", len(hits))
@@ -575,7 +591,8 @@ func TestOpenAPIMatchesLiveResponses(t *testing.T) {
 		// Every operation: no or a bad token (401), an unknown Flytrap-Version (400).
 		for _, op := range doc.operations() {
 			method, tmpl, _ := strings.Cut(op, " ")
-			path := strings.ReplaceAll(tmpl, "{id}", map[string]string{trapByID: trap1, sessionID: s1.ID}[tmpl])
+			path := strings.ReplaceAll(tmpl, "{id}", map[string]string{trapByID: trap1, sessionID: s1.ID, sessionSTIX: s1.ID,
+				campaignSTIX: "cmp_00000000000000000000000000000000"}[tmpl])
 			path = webhookPath(path)
 			if sec, public := doc.obj(opPtr(method, tmpl))["security"].([]any); !public || len(sec) > 0 {
 				c.call(env, http.StatusUnauthorized, request{method: method, tmpl: tmpl, path: path})

@@ -91,6 +91,9 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		out = wire.WebhookEndpointWithSecret{WebhookEndpoint: wire.WebhookEndpointOf(p.Endpoint), Secret: p.Secret}
+		if p.Warning != nil {
+			out.Warning = *p.Warning
+		}
 		return nil
 	})
 	if err != nil {
@@ -147,6 +150,9 @@ func (a *API) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) error 
 			return err
 		}
 		out = wire.WebhookEndpointWithSecret{WebhookEndpoint: wire.WebhookEndpointOf(p.Endpoint), Secret: p.Secret}
+		if p.Warning != nil {
+			out.Warning = *p.Warning
+		}
 		return nil
 	})
 	if err != nil {

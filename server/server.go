@@ -87,6 +87,7 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.app = app.New(db.Client, s.broker, time.Now)
 	s.app.SetMaxStreamsPerOrg(cfg.MaxStreamsPerOrg)
 	s.app.Manual = cfg.WebhookManual
+	s.app.WebhookNetwork = webhook.Guard{AllowPrivate: cfg.Webhook.AllowPrivate, Allow: cfg.Webhook.AllowCIDRs}
 	s.app.DetailLimit, s.app.DetailBytes = cfg.SessionDetailLimit, cfg.SessionDetailBytes
 	s.resolver = graph.NewResolver(s.app, log)
 	s.resolver.CredentialCheck = cfg.StreamHeartbeat // as SSE streams do (rest.Options.Heartbeat)
@@ -252,11 +253,17 @@ func (s *Server) Serve(ctx context.Context, ln *Listeners, ready func(api, trap 
 	trapLn = s.TrapListener(trapLn)
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	wait := s.Start(bgCtx)
+	stopped := false       // a graceful stop: both listeners shut down cleanly
+	var stopping time.Time // when the stop began
 	defer func() {
 		stopBackground()
 		wait()
 		if s.jwt != nil {
 			s.jwt.Close()
+		}
+		if stopped {
+			// After the background work (webhook attempts in flight, batched hits) has finished.
+			s.log.Info("stopped", "shutdown_ms", time.Since(stopping).Milliseconds())
 		}
 	}()
 
@@ -273,6 +280,7 @@ func (s *Server) Serve(ctx context.Context, ln *Listeners, ready func(api, trap 
 	case <-ctx.Done():
 	}
 	s.log.Info("shutting down")
+	stopping = time.Now()
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -289,5 +297,6 @@ func (s *Server) Serve(ctx context.Context, ln *Listeners, ready func(api, trap 
 			return err
 		}
 	}
+	stopped = true
 	return nil
 }

@@ -13,30 +13,31 @@ import (
 )
 
 // Stats describes what the database holds, for an operator watching its growth.
+// Its JSON (flytrap stats --json) is snake_case, as the API's.
 type Stats struct {
-	Dialect string
+	Dialect string `json:"dialect"`
 	// SizeBytes is the database's size: SQLite's file plus its write-ahead log,
 	// PostgreSQL's pg_database_size.
-	SizeBytes int64
+	SizeBytes int64 `json:"size_bytes"`
 	// FreeBytes is the free space on the SQLite file's file system (-1: unknown, or PostgreSQL,
 	// whose disk is the server's).
-	FreeBytes int64
+	FreeBytes int64 `json:"free_bytes"`
 	// Path is the SQLite file.
-	Path   string
-	Tables []TableStats
+	Path   string       `json:"path"`
+	Tables []TableStats `json:"tables"`
 	// Exact says the row counts were counted, not estimated.
-	Exact bool
+	Exact bool `json:"exact"`
 }
 
 // TableStats is one table's figures.
 type TableStats struct {
-	Name string
-	Rows int64
+	Name string `json:"name"`
+	Rows int64  `json:"rows"`
 	// SizeBytes is the table with its indexes (PostgreSQL; on SQLite only when counted exactly,
 	// since it reads every page; -1 when not measured).
-	SizeBytes int64
+	SizeBytes int64 `json:"size_bytes"`
 	// Oldest is the time of the table's oldest row (nil: empty, or a table without a time).
-	Oldest *time.Time
+	Oldest *time.Time `json:"oldest"`
 }
 
 // statTables are the tables that grow with traffic, with the column that dates a row.

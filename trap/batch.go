@@ -3,6 +3,7 @@ package trap
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/detect"
@@ -63,6 +64,14 @@ func (e *Engine) writeBatch(ctx context.Context, batch []*job) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	for i, s := range order {
+		if threats[i] != "" {
+			// What an operator tailing the log needs to see; the address and user agent are in the event.
+			e.log.Info(strings.Replace(threats[i], ".", " ", 1), "class", s.Verdict.Classification,
+				"severity", s.Verdict.Severity, "score", s.Verdict.Score, "session", s.ID, "org", s.Org,
+				"traps", s.Traps, "hits", s.Hits)
+		}
 	}
 	for _, s := range order {
 		e.visits.setSession(s.key, visitorSession{id: s.ID, lastSeen: s.Last})

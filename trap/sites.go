@@ -116,7 +116,7 @@ func (c *siteCache) reload(ctx context.Context, gen uint64) (*routes, error) {
 	if err != nil {
 		if at.Sub(c.failed) >= time.Minute {
 			c.failed = at
-			c.log.Warn("reloading trap routes failed; serving the last ones loaded", "err", err, "timeout", c.timeout)
+			c.log.Warn("reloading trap routes failed; serving the last ones loaded", "err", err, "timeout_ms", c.timeout.Milliseconds())
 		}
 		if s := c.cur.Load(); s != nil {
 			return s.r, nil

@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -55,6 +56,9 @@ type Config struct {
 	DisableAfter time.Duration
 	// PublicURL is the dashboard's external base URL, for links in alerts (--public-url); empty: no links.
 	PublicURL string
+	// RootCAs, when set, replaces the system's roots for verifying receivers' certificates, HTTPS
+	// and syslog over TLS alike (--webhook-ca-file: an internal SIEM's CA); nil: the system's.
+	RootCAs *x509.CertPool
 }
 
 // DefaultConfig is the production configuration.
@@ -119,7 +123,7 @@ func New(client *ent.Client, dia string, cfg Config, log *slog.Logger, now func(
 	cfg.Lease = max(cfg.Lease, 4*cfg.Timeout+5*time.Second)
 	d := &Dispatcher{
 		client: client, dialect: dia, cfg: cfg, log: log, now: now,
-		clients: clients{timeout: cfg.Timeout, byKey: map[string]*http.Client{}},
+		clients: clients{timeout: cfg.Timeout, roots: cfg.RootCAs, byKey: map[string]*http.Client{}},
 		wake:    make(chan struct{}, 1),
 	}
 	return d
@@ -280,7 +284,12 @@ func (d *Dispatcher) attempt(ctx context.Context, dl *ent.WebhookDelivery, net N
 		return
 	}
 	begun := d.now()
-	res := d.send(ctx, dl, ep, net)
+	var res result
+	if IsSyslogURL(ep.URL) {
+		res = d.sendSyslog(ctx, dl, ep, net)
+	} else {
+		res = d.send(ctx, dl, ep, net)
+	}
 	if ctx.Err() != nil { // shutting down: not the receiver's fault; try again at the next start
 		d.release(ctx, dl)
 		return
@@ -289,6 +298,7 @@ func (d *Dispatcher) attempt(ctx context.Context, dl *ent.WebhookDelivery, net N
 	if d.observe != nil {
 		outcome := OutcomeSuccess
 		switch {
+		case res.ok:
 		case res.attempt.StatusCode == 0:
 			outcome = OutcomeError
 		case !res.ok:
@@ -314,7 +324,7 @@ func (d *Dispatcher) send(ctx context.Context, dl *ent.WebhookDelivery, ep *ent.
 	start := d.now()
 	res := result{attempt: schematype.WebhookAttempt{At: start.UTC().Truncate(time.Millisecond)}}
 	failWith := func(msg string, err error) result {
-		d.log.Info("webhook attempt failed", "delivery", dl.ID, "endpoint", ep.ID, "org", dl.OrgID, "error", msg, "cause", err)
+		d.log.Warn("webhook attempt failed", "delivery", dl.ID, "endpoint", ep.ID, "org", dl.OrgID, "error", msg, "cause", err)
 		res.attempt.Error = msg
 		res.attempt.LatencyMs = d.now().Sub(start).Milliseconds()
 		return res
@@ -337,7 +347,7 @@ func (d *Dispatcher) send(ctx context.Context, dl *ent.WebhookDelivery, ep *ent.
 	if err != nil {
 		return fail(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", ContentType(string(ep.Format)))
 	req.Header.Set("User-Agent", "Flytrap-Webhooks/1")
 	req.Header.Set("webhook-id", dl.MessageID)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/flytrap/flytrap/ecs"
 	"github.com/flytrap/flytrap/internal/clip"
 )
 
@@ -19,7 +20,17 @@ const (
 	FormatSlack     = "slack"      // a Slack incoming-webhook message
 	FormatTeams     = "teams"      // a Microsoft Teams message with an Adaptive Card
 	FormatSplunkHEC = "splunk_hec" // a Splunk HTTP Event Collector event (see docs/webhooks.md)
+	FormatECS       = "ecs"        // one Elastic Common Schema document, an NDJSON line (package ecs)
+	FormatCEF       = "cef"        // an RFC 5424 syslog message with a CEF payload: syslog+tcp:// and syslog+tls:// URLs only
 )
+
+// ContentType is the Content-Type of an HTTP delivery in format.
+func ContentType(format string) string {
+	if format == FormatECS {
+		return "application/x-ndjson"
+	}
+	return "application/json"
+}
 
 // RenderOptions are the instance's settings a message depends on.
 type RenderOptions struct {
@@ -40,6 +51,11 @@ func Render(format string, payload map[string]any, opts RenderOptions) ([]byte, 
 		return json.Marshal(teams(payload))
 	case FormatSplunkHEC:
 		return json.Marshal(splunkHEC(payload))
+	case FormatECS:
+		return ecs.Line(payload)
+	case FormatCEF:
+		m, err := SyslogMessage(payload, opts)
+		return []byte(m), err
 	}
 	return nil, fmt.Errorf("unknown webhook format %q", format)
 }

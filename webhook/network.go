@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -72,6 +73,7 @@ const maxClients = 256
 // must not be reused for an organization that may not reach it.
 type clients struct {
 	timeout time.Duration
+	roots   *x509.CertPool // nil: the system's
 	mu      sync.Mutex
 	byKey   map[string]*http.Client
 }
@@ -90,6 +92,9 @@ func (c *clients) get(g Guard) *http.Client {
 		clear(c.byKey)
 	}
 	hc := g.Client(c.timeout)
+	if c.roots != nil {
+		hc.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: c.roots, MinVersion: tls.VersionTLS12}
+	}
 	c.byKey[k] = hc
 	return hc
 }
@@ -109,7 +114,7 @@ func needsAllowList(addr net.Addr) bool {
 // Safe messages for failed attempts: tenants see these, the cause goes to the log.
 // They never carry addresses, resolver names or the library's wording.
 const (
-	MsgNotAllowed   = "address not allowed"
+	MsgNotAllowed   = "address not allowed: it is private, loopback or link-local; an operator allows it with flytrap admin orgs set-webhook-network --org ORG_ID --allow-cidrs CIDR (or --allow-private=true)"
 	MsgNotFound     = "host not found"
 	MsgLookup       = "host lookup failed"
 	MsgTimeout      = "timeout"
@@ -168,4 +173,37 @@ func answered(code int) string {
 		return "the receiver answered " + strconv.Itoa(code) + " " + t
 	}
 	return "the receiver answered " + strconv.Itoa(code)
+}
+
+// PrivateHint says, for a new endpoint's URL, whether the organization's deliveries will be
+// refused because its host is (or resolves to) an address that only an allow-list lets
+// through, and what an operator runs to allow it; empty when nothing is in the way (or the
+// name does not resolve yet: the attempts will say so). g is the instance-wide default with
+// the organization's own allowances.
+func PrivateHint(ctx context.Context, rawURL, org string, g Guard) string {
+	host := rawURL
+	if _, rest, ok := strings.Cut(rawURL, "://"); ok {
+		host = rest
+	}
+	host, _, _ = strings.Cut(host, "/")
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	var addrs []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{ip}
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		addrs, _ = net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	}
+	for _, a := range addrs {
+		if !g.Permits(a) {
+			return fmt.Sprintf("%s is a private, loopback or link-local address, so deliveries will fail with %q until an operator allows it: "+
+				"flytrap admin orgs set-webhook-network --org %s --allow-cidrs %s (or --allow-private=true)",
+				a.Unmap(), "address not allowed", org, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+		}
+	}
+	return ""
 }

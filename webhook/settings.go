@@ -1,6 +1,12 @@
 package webhook
 
-import "github.com/flytrap/flytrap/settings"
+import (
+	"crypto/x509"
+	"fmt"
+	"os"
+
+	"github.com/flytrap/flytrap/settings"
+)
 
 // DeclareNetwork declares the instance-wide network the dispatcher may reach, over c
 // (per organization: flytrap admin orgs set-webhook-network).
@@ -13,6 +19,23 @@ func (c *Config) DeclareNetwork(s *settings.Set) {
 		return err
 	}).
 		Doc("Comma-separated CIDRs every organization's webhooks may reach although they are private (e.g. an internal SIEM); per organization: `flytrap admin orgs set-webhook-network`").DefaultDoc("none")
+	s.Func("webhook-ca-file", "", "PEM file of the CA certificates that webhook (HTTPS) and syslog-over-TLS receivers' certificates are verified against instead of the system's", func(v string) error {
+		if v == "" {
+			c.RootCAs = nil
+			return nil
+		}
+		pem, err := os.ReadFile(v)
+		if err != nil {
+			return err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("%s holds no PEM certificate", v)
+		}
+		c.RootCAs = pool
+		return nil
+	}).
+		Doc("PEM file of the CA certificates that webhook (HTTPS) and syslog-over-TLS receivers' certificates are verified against, instead of the system's (an internal SIEM's CA)").DefaultDoc("the system's")
 }
 
 // Declare declares the dispatcher's pace over c: workers, an attempt's time limit, the

@@ -232,6 +232,8 @@ func WebhookEndpointOf(e *ent.WebhookEndpoint) WebhookEndpoint {
 type WebhookEndpointWithSecret struct {
 	WebhookEndpoint
 	Secret string `json:"secret"`
+	// Warning, on creation, says why deliveries will fail and how to fix it (a private address).
+	Warning string `json:"warning,omitempty"`
 }
 
 // MarshalJSON writes the endpoint and its secret as one object, keys sorted.

@@ -23,8 +23,18 @@ func TestStats(t *testing.T) {
 				t.Fatalf("stats lacks %q:\n%s", want, out)
 			}
 		}
+		raw := mustCLI(t, noEnv, "stats", "--json", "--db", dsn)
+		// The API's snake_case, not Go's field names.
+		for _, key := range []string{`"size_bytes":`, `"free_bytes":`, `"tables":`, `"exact":`, `"rows":`, `"oldest":`, `"name":`} {
+			if !strings.Contains(raw, key) {
+				t.Fatalf("stats --json lacks %s:\n%s", key, raw)
+			}
+		}
+		if strings.Contains(raw, `"SizeBytes"`) || strings.Contains(raw, `"Tables"`) {
+			t.Fatalf("stats --json has Go's field names:\n%s", raw)
+		}
 		var st store.Stats
-		if err := json.Unmarshal([]byte(mustCLI(t, noEnv, "stats", "--json", "--db", dsn)), &st); err != nil {
+		if err := json.Unmarshal([]byte(raw), &st); err != nil {
 			t.Fatal(err)
 		}
 		if st.SizeBytes <= 0 || !st.Exact {

@@ -668,7 +668,7 @@ var (
 		{Name: "description", Type: field.TypeString, Size: 2000, Default: ""},
 		{Name: "event_types", Type: field.TypeJSON},
 		{Name: "active", Type: field.TypeBool, Default: true},
-		{Name: "format", Type: field.TypeEnum, Enums: []string{"json", "slack", "teams", "splunk_hec"}, Default: "json"},
+		{Name: "format", Type: field.TypeEnum, Enums: []string{"json", "slack", "teams", "splunk_hec", "ecs", "cef"}, Default: "json"},
 		{Name: "throttle_minutes", Type: field.TypeInt, Default: 0},
 		{Name: "authorization", Type: field.TypeString, Size: 1024, Default: ""},
 		{Name: "secret", Type: field.TypeString},

@@ -22,7 +22,7 @@ func (Organization) Mixin() []ent.Mixin { return []ent.Mixin{IDMixin{Prefix: ids
 func (Organization) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("name").NotEmpty().MaxLen(200).Validate(cleanText),
-		// The webhook network fields are the operator's (flytrap orgs set-webhook-network), never a tenant's:
+		// The webhook network fields are the operator's (flytrap admin orgs set-webhook-network), never a tenant's:
 		// hidden from GraphQL and REST. WebhookAllowPrivate lets this organization's webhooks reach any address.
 		field.Bool("webhook_allow_private").Default(false).Annotations(operatorOnly),
 		// WebhookAllowCIDRs are private networks this organization's webhooks may reach.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"entgo.io/contrib/entgql"
@@ -39,7 +40,7 @@ func (WebhookEndpoint) Fields() []ent.Field {
 		field.Strings("event_types").Default([]string{}).Validate(eventTypeFilter).
 			Annotations(entgql.Skip(entgql.SkipWhereInput)),
 		field.Bool("active").Default(true),
-		field.Enum("format").Values("json", "slack", "teams", "splunk_hec").Default("json").
+		field.Enum("format").Values("json", "slack", "teams", "splunk_hec", "ecs", "cef").Default("json").
 			Annotations(entgql.Type("WebhookFormat")),
 		// ThrottleMinutes lets at most one threat alert per session and severity through per this many
 		// minutes (0: off); an escalation to a higher severity is always sent.
@@ -145,8 +146,19 @@ func (WebhookDelivery) Policy() ent.Policy {
 
 func webhookURL(s string) error {
 	u, err := url.Parse(s)
+	if err == nil && (u.Scheme == "syslog+tcp" || u.Scheme == "syslog+tls") {
+		if u.Hostname() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return errors.New("a syslog destination is syslog+tcp://host[:port] or syslog+tls://host[:port], nothing more")
+		}
+		if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				return errors.New("the port must be 1-65535")
+			}
+		}
+		return cleanText(s)
+	}
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Hostname() == "" {
-		return errors.New("must be an absolute http or https URL")
+		return errors.New("must be an absolute http or https URL, or syslog+tcp:// or syslog+tls://host:port")
 	}
 	if u.User != nil {
 		return errors.New("must not carry credentials; use authorization")

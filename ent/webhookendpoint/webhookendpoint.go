@@ -151,6 +151,8 @@ const (
 	FormatSlack     Format = "slack"
 	FormatTeams     Format = "teams"
 	FormatSplunkHec Format = "splunk_hec"
+	FormatEcs       Format = "ecs"
+	FormatCef       Format = "cef"
 )
 
 func (f Format) String() string {
@@ -160,7 +162,7 @@ func (f Format) String() string {
 // FormatValidator is a validator for the "format" field enum values. It is called by the builders before save.
 func FormatValidator(f Format) error {
 	switch f {
-	case FormatJSON, FormatSlack, FormatTeams, FormatSplunkHec:
+	case FormatJSON, FormatSlack, FormatTeams, FormatSplunkHec, FormatEcs, FormatCef:
 		return nil
 	default:
 		return fmt.Errorf("webhookendpoint: invalid enum value for format field: %q", f)

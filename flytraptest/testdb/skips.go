@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -97,20 +98,61 @@ func plural(n int, s string) string {
 	return s + "s"
 }
 
-// report writes the summary where it is seen: go test shows a passing package's
-// output only with -v, so without -v the lines go to the terminal when there is one.
+// report writes the summary where it is seen: go test shows a passing package's output
+// only with -v, so without -v the lines go around it, to the go command's own standard error
+// (the test binary's parent's: a terminal, or CI's piped log alike), or else to the terminal.
 func report(lines []string) {
 	if len(lines) == 0 {
 		return
 	}
 	var w io.Writer = os.Stderr
 	if !testing.Verbose() {
-		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
-			defer tty.Close()
-			w = tty
+		if out := outside(); out != nil {
+			defer out.Close()
+			w = out
 		}
 	}
 	for _, l := range lines {
 		fmt.Fprintln(w, l)
 	}
+}
+
+// outside opens where the person or CI running go test reads: the parent process's standard
+// error (Linux's /proc), or the controlling terminal; nil when neither can be opened.
+func outside() *os.File {
+	if parentStderrSafe() {
+		if f, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/2", os.Getppid()), os.O_WRONLY|os.O_APPEND, 0); err == nil {
+			return f
+		}
+	}
+	if f, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		return f
+	}
+	return nil
+}
+
+// parentStderrSafe reports whether writing to the parent's standard error through a new
+// descriptor lands after what the parent writes: a pipe or a terminal, or a file the parent
+// appends to. A file it overwrites from its own offset (`go test ./... > log`) would write
+// over the lines, so they go elsewhere.
+func parentStderrSafe() bool {
+	path := fmt.Sprintf("/proc/%d/fd/2", os.Getppid())
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	if !fi.Mode().IsRegular() {
+		return true // a pipe, a terminal, /dev/null
+	}
+	info, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/2", os.Getppid()))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(info), "\n") {
+		if v, ok := strings.CutPrefix(line, "flags:"); ok {
+			flags, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+			return err == nil && flags&uint64(os.O_APPEND) != 0
+		}
+	}
+	return false
 }

@@ -73,7 +73,7 @@ func Deadline(timeout time.Duration, log *slog.Logger, fail ErrorWriter, next ht
 		case <-ctx.Done():
 			if bw.abandon() {
 				if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-					log.WarnContext(ctx, "request past its deadline", "request_id", RequestID(ctx), "timeout", timeout)
+					log.WarnContext(ctx, "request past its deadline", "request_id", RequestID(ctx), "timeout_ms", timeout.Milliseconds())
 					fail(w, apperr.New(apperr.KindTimeout, msg))
 				}
 				return // otherwise the client went away

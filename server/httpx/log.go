@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -66,12 +67,31 @@ func LogRequests(log *slog.Logger, observe func(r *http.Request, status int, too
 		next.ServeHTTP(rec, r)
 		took := time.Since(start)
 		observe(r, rec.status, took, rec.hijack)
-		log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+		level := slog.LevelInfo
+		if IsProbe(r) && rec.status < 500 {
+			level = slog.LevelDebug // health checks, scrapes and static files would drown the rest
+		}
+		log.LogAttrs(r.Context(), level, "request",
 			slog.String("request_id", RequestID(r.Context())),
 			slog.String("method", r.Method),
 			slog.String("route", Route(r)),
 			slog.Int("status", rec.status),
-			slog.Duration("duration", took),
+			slog.Float64("duration_ms", Millis(took)),
 		)
 	})
+}
+
+// IsProbe reports whether r is a liveness or readiness probe, a metrics scrape or a
+// dashboard asset: requests logged at DEBUG unless they fail with a 5xx.
+func IsProbe(r *http.Request) bool {
+	switch r.URL.Path {
+	case "/healthz", "/readyz", "/metrics", "/favicon.ico", "/favicon.svg", "/robots.txt":
+		return true
+	}
+	return strings.HasPrefix(r.URL.Path, "/assets/")
+}
+
+// Millis is d in milliseconds with microsecond precision: the unit log keys name (duration_ms).
+func Millis(d time.Duration) float64 {
+	return float64(d.Microseconds()) / 1000
 }

@@ -37,6 +37,7 @@ let browser;
 let page;
 let receiver;
 let receiverURL;
+let receiverGone = false; // set: the receiver answers 410 Gone, so the delivery fails at once
 const pageErrors = [];
 
 before(async () => {
@@ -44,6 +45,11 @@ before(async () => {
   receiver = http.createServer((req, res) => {
     req.resume();
     req.on('end', () => {
+      if (receiverGone) {
+        res.writeHead(410, { 'Content-Type': 'text/plain' });
+        res.end('gone');
+        return;
+      }
       res.writeHead(200, { 'Content-Type': 'text/html' });
       res.end('<img src=x onerror=window.__xss=7>received');
     });
@@ -223,9 +229,26 @@ test('live overview, sessions, why this verdict, campaigns, webhooks, phone and 
   await shot('24-webhooks-delivery-log');
   await assertInert('delivery log');
 
+  // "Redeliver" only where a delivery failed: not on the delivered ping. A 410 fails the next
+  // one (and turns the endpoint off); turned on again, that delivery can be redelivered.
+  assert.equal(await delivery.getByRole('button', { name: 'Redeliver' }).count(), 0, 'no Redeliver on a delivered message');
+  receiverGone = true;
+  await ep.getByRole('button', { name: 'Send ping' }).click();
+  await ep.getByText('Ping queued').waitFor();
+  await poll('a failed ping', async () => {
+    await log.getByRole('button', { name: 'Refresh log' }).click();
+    return (await log.getByTestId('delivery').first().textContent().catch(() => '')).includes('failed');
+  });
+  receiverGone = false;
+  const failed = log.getByTestId('delivery').first();
+  assert.equal(await log.getByRole('button', { name: 'Redeliver' }).count(), 1, 'Redeliver on the failed delivery alone');
+  await page.getByRole('button', { name: 'Refresh', exact: true }).click(); // the 410 turned the endpoint off
+  await ep.getByRole('button', { name: 'Activate' }).click();
+  await ep.getByText('Endpoint activated').waitFor();
+
   // Redeliver, then ping until the per-endpoint limit answers: shown with its wait.
   const before = (await log.getByTestId('delivery').count());
-  await delivery.getByRole('button', { name: 'Redeliver' }).click();
+  await failed.getByRole('button', { name: 'Redeliver' }).click();
   await log.getByText('Redelivery queued').waitFor();
   await poll('the redelivery in the log', async () => (await log.getByTestId('delivery').count()) > before);
   for (let i = 0; i < 10 && (await ep.getByTestId('rate-limited').count()) === 0; i++) {
@@ -257,6 +280,18 @@ test('live overview, sessions, why this verdict, campaigns, webhooks, phone and 
   assert.equal(await page.getByTestId('new-secret').count(), 0, 'the secret banner went with its endpoint');
   await assertInert('webhooks');
 
+  // Trap cards show their hit counts: the analyst wiki was visited.
+  await page.getByRole('link', { name: 'Traps' }).click();
+  const wikiHits = page.getByTestId('trap').filter({ hasText: TRAP_PATH }).getByTestId('trap-hits');
+  await wikiHits.waitFor();
+  assert.ok(Number((await wikiHits.textContent()).replace(/,/g, '')) >= 3, `trap hit count: ${await wikiHits.textContent()}`);
+
+  // Signal labels keep their acronyms ("AI", "UA", "LLM"), never "Ai" or "Ua".
+  await goto(`/sessions/${bot.id}`);
+  await page.getByTestId('why-verdict').waitFor();
+  const labels = (await page.getByTestId('score-part').allTextContents()).join(' | ');
+  assert.doesNotMatch(labels, /\b(Ai|Ua|Llm)\b|\b(ai|ua|llm)\b/, `signal labels: ${labels}`);
+
   // A trap's success notice goes when the trap does.
   await page.getByRole('link', { name: 'Traps' }).click();
   await page.getByLabel('Name').fill('Short-lived');
@@ -277,6 +312,7 @@ test('live overview, sessions, why this verdict, campaigns, webhooks, phone and 
     [`/sessions/${bot.id}`, () => page.getByTestId('why-verdict').waitFor(), '27-session-phone'],
     ['/campaigns', () => page.getByTestId('campaign').first().waitFor(), '28-campaigns-phone'],
     ['/settings/webhooks', () => page.getByRole('heading', { name: 'Webhooks', exact: true }).waitFor(), '29-webhooks-phone'],
+    ['/settings/api-keys', () => page.getByTestId('key-row').first().waitFor(), '29-api-keys-phone'],
   ]) {
     await goto(p);
     await ready();

@@ -43,6 +43,9 @@ describe('format', () => {
   it('signals and delays', () => {
     expect(formatSignal('CALLBACK_HIT')).toBe('Callback hit');
     expect(formatSignal('SYSTEM_PROMPT_LEAKED')).toBe('System prompt leaked');
+    expect(formatSignal('LLM_SPEED_FOLLOWUP')).toBe('LLM speed followup');
+    expect(formatSignal('KNOWN_AI_ASSISTANT_UA')).toBe('Known AI assistant UA');
+    expect(formatSignal('EMPTY_UA')).toBe('Empty UA');
     expect(formatDelay(850)).toBe('850 ms');
     expect(formatDelay(2400)).toBe('2.4 s');
     expect(formatDelay(null)).toBe('–');

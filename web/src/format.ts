@@ -60,11 +60,14 @@ export function formatClassification(c: string | null | undefined): string {
   }
 }
 
-/** "CALLBACK_HIT" → "Callback hit". */
+/** Words that stay in capitals in a signal's label. */
+const ACRONYMS = new Set(['AI', 'UA', 'LLM', 'MCP', 'API', 'URL', 'IP', 'AWS', 'HTTP', 'TLS', 'JS', 'JSON', 'SQL', 'DNS', 'SSH']);
+
+/** "CALLBACK_HIT" → "Callback hit"; acronyms stay: "LLM_SPEED_FOLLOWUP" → "LLM speed followup". */
 export function formatSignal(name: string): string {
-  const words = name.toLowerCase().split('_').filter(Boolean);
+  const words = name.split('_').filter(Boolean);
   if (words.length === 0) return name;
-  const s = words.join(' ');
+  const s = words.map((w) => (ACRONYMS.has(w.toUpperCase()) ? w.toUpperCase() : w.toLowerCase())).join(' ');
   return s.charAt(0).toUpperCase() + s.slice(1);
 }
 

@@ -158,13 +158,15 @@ export interface Trap {
   active: boolean;
   createdAt: string;
   updatedAt: string;
+  /** All-time hits; absent from mutations' answers. */
+  hitCount?: number;
 }
 const TRAP_FIELDS = 'id name path type description publicTitle active createdAt updatedAt';
 export const TRAP_TYPES = TRAP_KINDS.map((k) => k.name);
 export interface TrapsData {
   traps: { totalCount: number; edges: { node: Trap }[] };
 }
-export const TRAPS = `query Traps { traps(first: 100, orderBy: {field: CREATED_AT, direction: DESC}) { totalCount edges { node { ${TRAP_FIELDS} } } } }`;
+export const TRAPS = `query Traps { traps(first: 100, orderBy: {field: CREATED_AT, direction: DESC}) { totalCount edges { node { ${TRAP_FIELDS} hitCount } } } }`;
 export const CREATE_TRAP = `mutation CreateTrap($input: CreateTrapInput!) { createTrap(input: $input) { ${TRAP_FIELDS} } }`;
 export const UPDATE_TRAP = `mutation UpdateTrap($id: ID!, $input: UpdateTrapInput!) { updateTrap(id: $id, input: $input) { ${TRAP_FIELDS} } }`;
 export const DELETE_TRAP = `mutation DeleteTrap($id: ID!) { deleteTrap(id: $id) { id deleted } }`;
@@ -293,7 +295,7 @@ export interface WebhookEndpointsData {
   webhookEndpoints: { totalCount: number; edges: { node: WebhookEndpoint }[] };
 }
 export const WEBHOOK_ENDPOINTS = `query WebhookEndpoints { webhookEndpoints(first: 50, orderBy: {field: CREATED_AT, direction: DESC}) { totalCount edges { node { ${ENDPOINT_FIELDS} } } } }`;
-export const CREATE_WEBHOOK = `mutation CreateWebhook($input: CreateWebhookEndpointInput!) { createWebhookEndpoint(input: $input) { secret endpoint { ${ENDPOINT_FIELDS} } } }`;
+export const CREATE_WEBHOOK = `mutation CreateWebhook($input: CreateWebhookEndpointInput!) { createWebhookEndpoint(input: $input) { secret warning endpoint { ${ENDPOINT_FIELDS} } } }`;
 export const UPDATE_WEBHOOK = `mutation UpdateWebhook($id: ID!, $input: UpdateWebhookEndpointInput!) { updateWebhookEndpoint(id: $id, input: $input) { ${ENDPOINT_FIELDS} } }`;
 export const DELETE_WEBHOOK = `mutation DeleteWebhook($id: ID!) { deleteWebhookEndpoint(id: $id) { id deleted } }`;
 export const ROTATE_WEBHOOK = `mutation RotateWebhook($id: ID!) { rotateWebhookSecret(id: $id) { secret endpoint { ${ENDPOINT_FIELDS} } } }`;

@@ -62,7 +62,7 @@ export function ApiKeysView({ scope }: { scope: string | null }) {
           {!q.data && q.loading && <Loading />}
           {q.data && keys.length === 0 && <Empty>No API keys.</Empty>}
           {keys.length > 0 && (
-            <div class="table-wrap">
+            <div class="table-wrap stack">
               <table class="table" data-testid="keys-table">
                 <thead>
                   <tr>
@@ -95,19 +95,19 @@ function KeyRow({ k, onChanged }: { k: ApiKey; onChanged: () => void }) {
   const [error, setError] = useState('');
   return (
     <tr data-testid="key-row" data-key-id={k.id}>
-      <td>
+      <td data-label="Name">
         <Inert text={k.name} />
       </td>
-      <td>
+      <td data-label="Prefix">
         <code>{k.prefix}…</code>
       </td>
-      <td>{k.scope.toLowerCase().replace('_', '-')}</td>
-      <td>
+      <td data-label="Scope">{k.scope.toLowerCase().replace('_', '-')}</td>
+      <td data-label="Created">
         <time dateTime={k.createdAt}>{formatTime(k.createdAt)}</time>
       </td>
-      <td>{k.lastUsedAt ? <time dateTime={k.lastUsedAt} title={formatTime(k.lastUsedAt)}>{formatAgo(k.lastUsedAt)}</time> : 'never'}</td>
-      <td>{k.revokedAt ? <Badge kind="inactive">revoked {formatTime(k.revokedAt)}</Badge> : <Badge kind="active">active</Badge>}</td>
-      <td>
+      <td data-label="Last used">{k.lastUsedAt ? <time dateTime={k.lastUsedAt} title={formatTime(k.lastUsedAt)}>{formatAgo(k.lastUsedAt)}</time> : 'never'}</td>
+      <td data-label="Status">{k.revokedAt ? <Badge kind="inactive">revoked {formatTime(k.revokedAt)}</Badge> : <Badge kind="active">active</Badge>}</td>
+      <td data-label="">
         {!k.revokedAt && (
           <ConfirmButton
             label="Revoke"

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { describeError, gql } from '../api';
-import { formatTime, trapURL } from '../format';
+import { formatNumber, formatTime, trapURL } from '../format';
 import { TRAP_KINDS } from '../vocab.gen';
 import { CREATE_TRAP, DELETE_TRAP, TRAPS, TRAP_PREVIEW, TRAP_TYPES, UPDATE_TRAP, type Trap, type TrapPreview, type TrapsData } from '../queries';
 import { Badge, ConfirmButton, CopyButton, Empty, ErrorBox, Inert, Link, Loading, useQuery } from '../ui';
@@ -230,6 +230,8 @@ function TrapItem({ trap: t, base, canWrite, onChanged }: { trap: Trap; base: st
         <dd data-testid="trap-public-title">
           {t.publicTitle ? <Inert text={t.publicTitle} /> : <span class="muted">generated for its kind and site (see the preview)</span>}
         </dd>
+        <dt>Hits</dt>
+        <dd data-testid="trap-hits">{formatNumber(t.hitCount ?? 0)}</dd>
         <dt>Created</dt>
         <dd>{formatTime(t.createdAt)}</dd>
         <dt>Preview</dt>

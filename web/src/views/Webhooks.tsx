@@ -17,12 +17,14 @@ import {
 } from '../queries';
 import { Badge, ConfirmButton, CopyButton, Empty, ErrorBox, Inert, Loading, useQuery } from '../ui';
 
-const FORMATS = ['json', 'slack', 'teams', 'splunk_hec'] as const;
+const FORMATS = ['json', 'slack', 'teams', 'splunk_hec', 'ecs', 'cef'] as const;
 const FORMAT_HELP: Record<string, string> = {
   json: 'signed JSON (Standard Webhooks)',
   slack: 'Slack incoming webhook',
   teams: 'Microsoft Teams',
   splunk_hec: 'Splunk HTTP Event Collector',
+  ecs: 'Elastic Common Schema (NDJSON)',
+  cef: 'CEF over syslog (a syslog+tcp:// or syslog+tls:// address)',
 };
 
 /** "threat.detected, trap.*" → ["threat.detected", "trap.*"]. */
@@ -35,6 +37,8 @@ interface Shown {
   endpointID: string;
   secret: string;
   rotated: boolean;
+  /** Why deliveries will fail (a private address) and how an operator allows it. */
+  warning?: string;
 }
 
 export function WebhooksView({ canWrite }: { canWrite: boolean }) {
@@ -57,8 +61,13 @@ export function WebhooksView({ canWrite }: { canWrite: boolean }) {
           title="New endpoint"
           submitLabel="Create endpoint"
           onSubmit={async (input) => {
-            const d = await gql<{ createWebhookEndpoint: { secret: string; endpoint: WebhookEndpoint } }>(CREATE_WEBHOOK, { input });
-            setShown({ endpointID: d.createWebhookEndpoint.endpoint.id, secret: d.createWebhookEndpoint.secret, rotated: false });
+            const d = await gql<{ createWebhookEndpoint: { secret: string; warning: string | null; endpoint: WebhookEndpoint } }>(CREATE_WEBHOOK, { input });
+            setShown({
+              endpointID: d.createWebhookEndpoint.endpoint.id,
+              secret: d.createWebhookEndpoint.secret,
+              rotated: false,
+              warning: d.createWebhookEndpoint.warning ?? undefined,
+            });
             q.reload();
           }}
         />
@@ -73,6 +82,11 @@ export function WebhooksView({ canWrite }: { canWrite: boolean }) {
             (Standard Webhooks).
             {shown.rotated ? ' The previous secret stays valid for 24 hours, so receivers can switch over.' : ''}
           </p>
+          {shown.warning && (
+            <p class="state error" data-testid="new-endpoint-warning">
+              {shown.warning}
+            </p>
+          )}
           <p class="key-line">
             <code class="secret" data-testid="new-secret-value">
               {shown.secret}
@@ -477,7 +491,7 @@ function DeliveryItem({ d, canWrite, onRedelivered }: { d: WebhookDelivery; canW
           </ol>
         )}
       </details>
-      {canWrite && (
+      {canWrite && d.status === 'FAILED' && (
         <div class="actions">
           <button
             type="button"
