@@ -62,8 +62,9 @@ type TokenUse struct {
 	Answered  bool      // a challenge: the request carried the computed answer
 	Answer    string    // a challenge's answer, for the evidence
 	Secret    string    // a credential: which planted secret ("database password", "stripe API key")
-	// Visible says the token's link sat in text a person reads (llms.txt, robots.txt):
-	// a browser opening it is reading, not following hidden content.
+	// Visible says the token's link sat in text a person reads (llms.txt, robots.txt),
+	// or was a proxy lure clicked on the site's own page (trap.clickedOnPage): a browser
+	// opening it is reading, not following hidden content.
 	Visible bool
 }
 

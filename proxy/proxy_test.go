@@ -442,6 +442,37 @@ func TestProxy(t *testing.T) {
 			}
 		})
 
+		t.Run("a person who clicks a lure on the page is no threat", func(t *testing.T) {
+			// A screen-reader user hears the link; a page's own CSS could show it: a
+			// browser navigating to it from the page, by the user's own click.
+			const chrome = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/141.0.0.0 Safari/537.36"
+			_, body := f.get(t, "/page")
+			m := regexp.MustCompile(`<a href="(` + regexp.QuoteMeta(trapPath) + `\?ref=[^"]+)"`).FindSubmatch(body)
+			if m == nil {
+				t.Fatalf("no lure link in:\n%s", body)
+			}
+			res, _ := f.get(t, string(m[1]), "User-Agent", chrome, "Referer", f.env.Trap.URL+"/page",
+				"Sec-Fetch-Site", "same-origin", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-User", "?1", "Sec-Fetch-Dest", "document")
+			if res.StatusCode != 200 {
+				t.Fatalf("the lure led to %d", res.StatusCode)
+			}
+			var person map[string]any
+			for _, e := range f.sessions(t) {
+				if n, _ := ft.Dig(e, "node").(map[string]any); n["userAgent"] == chrome {
+					person = n
+				}
+			}
+			if person == nil {
+				t.Fatalf("no session for the click: %v", f.sessions(t))
+			}
+			if sig := fmt.Sprint(person["signalsFired"]); strings.Contains(sig, "CALLBACK_HIT") || !strings.Contains(sig, "VISIBLE_LINK_OPENED") {
+				t.Errorf("signals %s, want VISIBLE_LINK_OPENED and no CALLBACK_HIT", sig)
+			}
+			if c := person["classification"]; c != "HUMAN" {
+				t.Errorf("classification %v, want HUMAN", c)
+			}
+		})
+
 		t.Run("the site's lure configuration", func(t *testing.T) {
 			set := func(c *schematype.LureConfig) {
 				t.Helper()
@@ -530,5 +561,69 @@ func TestProxyTrustedChain(t *testing.T) {
 	res.Body.Close()
 	if !strings.Contains(string(body), "xff=203.0.113.9, 127.0.0.1 proto=https") {
 		t.Errorf("upstream saw %q", body)
+	}
+}
+
+// TestProxyLurePlaces: pages whose markup hides a </body> or a </p> in every tokenizer
+// state that matters get their lures at the real places only, and are otherwise unchanged;
+// the CSP header they come with lets the lures' style through.
+func TestProxyLurePlaces(t *testing.T) {
+	pages := map[string]string{
+		"/textarea":  "<html><body><main><form><textarea>a </body> and </p> in a textarea</textarea></form><p>text</p></main></body></html>",
+		"/title":     "<html><head><title>the </body> </p> title</title></head><body><p>x</p></body></html>",
+		"/attribute": `<html><body><input value="</body>"><a title="</p>" href="/">x</a><p>y</p></body></html>`,
+		"/template":  "<html><body><template><p>t</p></body></template><p>z</p></body></html>",
+		"/svg":       "<html><body><svg><style></p></style><title></body></title></svg><math><mi></body></mi></math><p>w</p></body></html>",
+		"/script":    "<html><body><script>document.write('</p></body>')</script><p>v</p></body></html>",
+		"/no-p":      "<html><body><div>no paragraph</div></body></html>",
+	}
+	mux := http.NewServeMux()
+	for path, body := range pages {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'")
+			_, _ = io.WriteString(w, body)
+		})
+	}
+	app := httptest.NewServer(mux)
+	t.Cleanup(app.Close)
+	u, _ := url.Parse(app.URL)
+	env := ft.Start(t, ft.Backends()[0], func(c *server.Config) { c.Proxy.Upstream = u })
+	tn := env.Tenant("shop")
+	env.MustGraphQL(tn.ReadWrite, `mutation($p: String!) { createTrap(input: {name: "Deploy runbook", type: page, path: $p}) { id } }`,
+		map[string]any{"p": trapPath})
+	if err := env.DB.Client.Site.UpdateOneID(tn.Site.ID).SetLures(&schematype.LureConfig{Rate: 1, Count: 3}).Exec(ft.System()); err != nil {
+		t.Fatal(err)
+	}
+	env.Server.Engine().InvalidateRoutes()
+	for path, want := range pages {
+		res, err := http.Get(env.Trap.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		body := string(b)
+		if got := stripLures(b); got != want {
+			t.Errorf("%s: the page without its lures changed:\n got %s\nwant %s", path, got, want)
+		}
+		if n := len(decoy.FindTokens(env.Server.Engine().Key(), body)); n != 3 {
+			t.Errorf("%s: %d lures, want 3:\n%s", path, n, body)
+		}
+		link := strings.Index(body, `<a href="`+trapPath)
+		last := strings.LastIndex(body, "</body>")
+		switch path {
+		case "/no-p": // no paragraph: every lure before </body>
+			if link < strings.Index(body, "</div>") || strings.Index(body, `<div style="`) > last {
+				t.Errorf("%s: lures misplaced:\n%s", path, body)
+			}
+		default: // the link in the last (the real) paragraph, the rest before the real </body>
+			if p := strings.LastIndex(body, "<p>"); link < p || link > strings.LastIndex(body, "</p>") || strings.LastIndex(body, `<div style="`) > last {
+				t.Errorf("%s: lures misplaced:\n%s", path, body)
+			}
+		}
+		if csp := res.Header.Get("Content-Security-Policy"); csp != "default-src 'self'; style-src 'self' 'unsafe-hashes' "+decoy.LureStyleHash() {
+			t.Errorf("%s: CSP %q", path, csp)
+		}
 	}
 }

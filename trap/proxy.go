@@ -2,11 +2,13 @@ package trap
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/flytrap/flytrap/decoy"
+	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/schematype"
 )
@@ -126,7 +128,7 @@ func (e *Engine) tokenSource(rec *hitRecord, ref decoy.TokenRef, sources map[str
 	switch ref.Origin {
 	case decoy.OriginLure:
 		at, ok := decoy.LureServed(e.key, ref, rec.Site)
-		return tokenOrigin{at: at, placement: "lure_" + ref.Purpose.String()}, ok
+		return tokenOrigin{at: at, placement: "lure_" + ref.Purpose.String(), visible: clickedOnPage(rec.Observation)}, ok
 	case decoy.OriginSnippet:
 		return tokenOrigin{placement: "snippet"}, true
 	}
@@ -142,4 +144,36 @@ type tokenOrigin struct {
 	at        time.Time // zero: no follow-up timing
 	placement string
 	visible   bool // the serving page showed it to people (llms.txt, robots.txt): opening it is no callback
+}
+
+// clickedOnPage reports whether a request came as a click on a page of the same site: a
+// Referer on the request's host and, from a browser that sends Fetch metadata, a
+// navigation of the user's own doing (Sec-Fetch-Site same-origin, Sec-Fetch-Mode navigate,
+// Sec-Fetch-User ?1). A proxy lure opened this way by a browser (detect: a browser-shaped
+// user agent) is VISIBLE_LINK_OPENED, not CALLBACK_HIT: a lure shows nothing to the eye,
+// but a screen reader reads it out, a reader view shows it, and a page's own script or
+// style could show it, and the person who clicks it is no threat. An agent that reads the
+// page and requests the link itself (no Referer, or not a navigation) is caught as before.
+func clickedOnPage(o detect.Observation) bool {
+	first := func(k string) (string, bool) {
+		vs := o.Headers[k]
+		if len(vs) == 0 {
+			return "", false
+		}
+		return strings.TrimSpace(vs[0]), true
+	}
+	ref, ok := first("Referer")
+	if !ok {
+		return false
+	}
+	u, err := url.Parse(ref)
+	if err != nil || u.Host == "" || !strings.EqualFold(u.Host, o.Host) {
+		return false
+	}
+	if mode, ok := first("Sec-Fetch-Mode"); ok {
+		site, _ := first("Sec-Fetch-Site")
+		user, _ := first("Sec-Fetch-User")
+		return mode == "navigate" && site == "same-origin" && user == "?1"
+	}
+	return true
 }
