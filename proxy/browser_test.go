@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,7 +53,56 @@ header a{color:#fff;margin-left:16px}main{padding:32px;min-height:400px}footer{p
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, layout, "About us", `<p>A small team since 2009.</p>`)
 	})
+	// An article, as reader modes want one.
+	mux.HandleFunc("/journal/care", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, layout, "Caring for hand-made ceramics", `<article>`+
+			strings.Repeat(`<p>Glazed stoneware goes in the dishwasher, but a gentle hand wash keeps the glaze bright for decades. Avoid sudden changes of temperature: a cold mug filled with boiling water can crack along the glaze.</p>`, 6)+
+			`</article>`)
+	})
+	// Markup that hides a </body> or a </p> in every tokenizer state that matters.
+	mux.HandleFunc("/tricky", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, layout, "Tricky </body> title", `<form><textarea rows="2" cols="40">a </body> and a </p> in a textarea</textarea>`+
+			`<input value="</body><p>x</p>" size="30"></form><template><p>t</p></body></template>`+
+			`<svg width="40" height="20"><title></body></title><rect width="40" height="20" fill="#9ab"/></svg>`+
+			`<p title="</p></body>">A paragraph after all of them.</p>`)
+	})
+	// Author style sheets that would un-hide a lure, each on the same page.
+	mux.HandleFunc("/hostile/{n}", func(w http.ResponseWriter, r *http.Request) {
+		n, err := strconv.Atoi(r.PathValue("n"))
+		if err != nil || n < 0 || n >= len(hostileCSS) {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		page := fmt.Sprintf(layout, "Welcome", `<p>Hand-made goods, <a href="/about">shipped</a> worldwide.</p><div class="card"></div>`)
+		_, _ = io.WriteString(w, strings.Replace(page, "</head>", "<style>"+hostileCSS[n]+"</style></head>", 1))
+	})
+	// A strict Content-Security-Policy: no inline style, no inline script.
+	mux.HandleFunc("/csp", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'")
+		fmt.Fprintf(w, layout, "Strict policy", `<p>No inline style or script runs here.</p>`)
+	})
 	return mux
+}
+
+// hostileCSS are author style sheets that show hidden things, or move and resize every
+// element: a lure must stay invisible under each (tests/browser/proxy).
+var hostileCSS = []string{
+	`body>div{display:flex}`,
+	`*{all:unset}`,
+	`[hidden]{display:block!important}[aria-hidden]{display:block!important}`,
+	`a{position:static!important;clip:auto!important;clip-path:none!important;width:auto!important;height:auto!important;overflow:visible!important}`,
+	`div,a,span{display:block!important;position:relative!important;width:600px!important;height:60px!important;margin:0!important;font-size:40px!important;opacity:1!important;visibility:visible!important;clip-path:none!important;overflow:visible!important;white-space:normal!important}`,
+	`@layer reset{a,div{position:static!important;clip:auto!important;clip-path:none!important;all:revert!important}}`,
+	`main p>a,body>div,body>a{position:fixed!important;inset:0!important;background:red!important;z-index:99999!important}`,
+	`*{min-width:100px!important;min-height:40px!important;transform:translateX(3000px)}`,
+	`a::after{content:"LINK";position:fixed;top:0;left:0;font-size:80px;background:yellow}div::before{content:"DIV";position:fixed;bottom:0;font-size:80px}`,
+	`body{display:grid;grid-template-columns:1fr 1fr}body>*{outline:3px solid blue}`,
+	`body{columns:3}`,
+	`*{animation:show 1s infinite}@keyframes show{from{clip-path:none;position:static;width:500px;height:500px}}`,
 }
 
 // TestBrowserProxy runs tests/browser/proxy (node --test) against Flytrap in front of a
@@ -95,6 +146,7 @@ func TestBrowserProxy(t *testing.T) {
 			"PROXY_URL="+env.Trap.URL,
 			"API_URL="+env.HTTP.URL,
 			"API_KEY="+tn.ReadOnly,
+			"HOSTILE_COUNT="+strconv.Itoa(len(hostileCSS)),
 		)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out

@@ -20,6 +20,7 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 
 const { APP_URL, PROXY_URL, API_URL, API_KEY } = process.env;
+const HOSTILE_COUNT = Number(process.env.HOSTILE_COUNT ?? 0);
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const SHOTS = process.env.SCREENSHOT_DIR || os.tmpdir();
 
@@ -95,16 +96,18 @@ test('a person sees the application unchanged and is not recorded', async () => 
   // Same pixels, same encoder: the same bytes. No tolerance: the lures render nothing.
   assert.ok(straight.equals(proxied), `the proxied page looks different (screenshots in ${dir}/flytrap-proxy-*.png)`);
 
-  // The lures are in the page, for machines, and not for the person.
+  // The lures are in the page for machines, in what they read (innerText, the
+  // accessibility tree), and nothing of them is drawn: the screenshots above are equal.
   const html = await page.content();
   assert.match(html, /\?ref=[a-z2-7]{48}/, 'the proxied page carries lures');
   const lures = page.locator('a[href*="?ref="]');
   assert.ok(await lures.count() >= 1, 'a lure link is in the DOM');
-  assert.equal(await lures.first().isVisible(), false, 'the lure link is not visible');
+  const box = await lures.first().evaluate((a) => { const r = a.getBoundingClientRect(); return r.width * r.height; });
+  assert.ok(box <= 1, `the lure link takes ${box} px²`);
   const shown = await page.evaluate(() => document.body.innerText);
-  assert.doesNotMatch(shown, /ref=|AI agents|automated/i, 'the rendered text shows nothing of the lures');
+  assert.match(shown, /\?ref=[a-z2-7]{48}&code=N/, 'innerText carries the instruction');
   const tree = await page.locator('body').ariaSnapshot();
-  assert.doesNotMatch(tree, /ref=|AI agents|automated/i, 'screen readers get nothing of the lures');
+  assert.match(tree, /\/url: \/internal\/docs\/suppliers\?ref=[a-z2-7]{48}/, 'the accessibility tree carries the lure link');
 
   // A person clicks what they see.
   await Promise.all([page.waitForEvent('load'), page.locator('nav a', { hasText: 'About us' }).click()]);
@@ -113,6 +116,65 @@ test('a person sees the application unchanged and is not recorded', async () => 
   await context.close();
 
   assert.deepEqual(await sessionsOf(userAgent), [], 'browsing the application recorded nothing');
+});
+
+test('hostile author CSS and tricky markup never show a lure', async () => {
+  assert.ok(HOSTILE_COUNT > 0, 'HOSTILE_COUNT is not set');
+  const userAgent = await personUA();
+  const context = await browser.newContext({ userAgent, viewport: { width: 1280, height: 900 }, locale: 'en-US' });
+  const page = await context.newPage();
+  const fs = await import('node:fs/promises');
+  const differ = [];
+  for (const p of [...Array.from({ length: HOSTILE_COUNT }, (_, n) => `/hostile/${n}`), '/tricky', '/journal/care']) {
+    const straight = await look(page, APP_URL + p);
+    const shownStraight = await page.evaluate(() => document.body.innerText);
+    const fields = await page.evaluate(() => [...document.querySelectorAll('textarea, input')].map((e) => e.value));
+    const proxied = await look(page, PROXY_URL + p);
+    assert.match(await page.content(), /\?ref=[a-z2-7]{48}/, `${p}: the proxied page carries lures`);
+    // The page's own form fields keep their values: no lure went into an attribute or a textarea.
+    assert.deepEqual(await page.evaluate(() => [...document.querySelectorAll('textarea, input')].map((e) => e.value)), fields, `${p}: form fields changed`);
+    const shown = await page.evaluate(() => document.body.innerText);
+    assert.ok(shown.length > shownStraight.length, `${p}: innerText carries no lure`);
+    if (!straight.equals(proxied)) {
+      const name = p.replaceAll('/', '_');
+      await fs.writeFile(path.join(SHOTS, `flytrap-proxy${name}-straight.png`), straight);
+      await fs.writeFile(path.join(SHOTS, `flytrap-proxy${name}-proxied.png`), proxied);
+      differ.push(p);
+    }
+  }
+  await context.close();
+  assert.deepEqual(differ, [], `pages that look different through the proxy (screenshots in ${SHOTS}/flytrap-proxy_*.png)`);
+});
+
+test('a strict Content-Security-Policy: the lures pass by their hash, no violation', async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  await context.addInitScript(() => {
+    window.__violations = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(`${e.violatedDirective} ${e.sample}`));
+  });
+  const page = await context.newPage();
+  const console_ = [];
+  page.on('console', (m) => { if (/Content Security Policy/i.test(m.text())) console_.push(m.text()); });
+  const straight = await look(page, APP_URL + '/csp');
+  const proxied = await look(page, PROXY_URL + '/csp');
+  const violations = await page.evaluate(() => window.__violations);
+  assert.deepEqual(violations, [], 'CSP violations reported through the proxy');
+  assert.deepEqual(console_, [], 'CSP complaints in the console');
+  assert.ok(straight.equals(proxied), 'the strict page looks different through the proxy');
+  assert.match(await page.content(), /style="all:initial/, 'the lures are in the page');
+
+  // The check can fail: the same proxied page under the application's own policy (the
+  // hash taken out) is refused its lures' style, and that is reported.
+  await page.route(PROXY_URL + '/csp', async (route) => {
+    const res = await route.fetch();
+    const headers = { ...res.headers(), 'content-security-policy': "default-src 'self'; style-src 'self'; script-src 'self'" };
+    await route.fulfill({ response: res, headers });
+  });
+  await page.goto(PROXY_URL + '/csp', { waitUntil: 'load' });
+  await page.waitForFunction(() => window.__violations.length > 0, null, { timeout: 15_000 }).catch(() => {});
+  const refused = await page.evaluate(() => window.__violations);
+  assert.ok(refused.some((v) => v.startsWith('style-src')), `no violation without the hash: ${JSON.stringify(refused)}`);
+  await context.close();
 });
 
 /** Spells back the numbers 0–99 the challenge states in words. */
