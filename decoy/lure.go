@@ -142,7 +142,8 @@ func LureStyleHash() string {
 }
 
 // LureHTML is one proxied page's lures: Content goes into the page's text (inside its
-// first paragraph of <main> or <article>, where reader modes look), End before </body>.
+// first paragraph of <main> or <article>, where reader modes look; phrasing content
+// only), End before </body>.
 type LureHTML struct {
 	Content []byte
 	End     []byte
@@ -160,9 +161,11 @@ func Lure(key Key, spec LureSpec, now time.Time) ([]byte, []Placement) {
 // element carries LureStyle), and every text pipeline keeps at least one
 // (docs/detection.md, the proxy's rows of the survival matrix):
 //
-//	0  a link in the page's text (Content): raw HTML, markdown converters, reader modes,
-//	   innerText, the accessibility tree (a screen reader reads it too)
-//	1  the computed challenge, a block before </body> (End): all of those but reader modes
+//	0  the computed challenge, a sentence in the page's text (Content): raw HTML, markdown
+//	   converters, reader modes, innerText, the accessibility tree (so a screen reader reads
+//	   it out too: a sentence, never a link, as the decoys' screen-reader note)
+//	1  a link before </body> (End), aria-hidden and out of the tab order: raw HTML,
+//	   markdown converters, innerText
 //	2  an HTML comment before </body> (End): raw-HTML readers
 func Lures(key Key, spec LureSpec, now time.Time) (LureHTML, []Placement) {
 	if len(spec.Targets) == 0 || len(key) < MinKeyLen {
@@ -188,24 +191,25 @@ func Lures(key Key, spec LureSpec, now time.Time) (LureHTML, []Placement) {
 		t := target(i)
 		switch i {
 		case 0:
-			tok := m.versioned(lureVersion, &u, i, Callback)
-			href := link(t, tok)
-			places = append(places, Placement{Index: i, Where: WhereScreenReader, Purpose: Callback, Token: tok, URL: href})
-			b := append(out.Content, "<a href=\""...)
-			b = appendHTML(b, href)
-			b = append(b, "\" style=\""+LureStyle+"\" tabindex=\"-1\" rel=\"nofollow\">"...)
-			b = appendHTML(b, clean(lureTitle(t), 120))
-			out.Content = append(b, "</a>"...)
-		case 1:
 			tok := m.versioned(lureVersion, &u, i, Challenge)
 			href := link(t, tok)
 			a, c := m.challengeOperands(&u, i, Challenge)
-			places = append(places, Placement{Index: i, Where: WhereCSSHidden, Purpose: Challenge, Token: tok, URL: href})
+			places = append(places, Placement{Index: i, Where: WhereScreenReader, Purpose: Challenge, Token: tok, URL: href})
 			cw := challengeWordings[wording]
 			text := cw[0] + href + "&code=N" + strings.TrimPrefix(cw[1], "?code=N") + numberWords(a) + cw[2] + numberWords(c) + cw[3]
-			b := append(out.End, "<div style=\""+LureStyle+"\">"...)
+			// A span: phrasing content, so the paragraph it goes into stays one paragraph.
+			b := append(out.Content, "<span style=\""+LureStyle+"\">"...)
 			b = appendHTML(b, text)
-			out.End = append(b, "</div>"...)
+			out.Content = append(b, "</span>"...)
+		case 1:
+			tok := m.versioned(lureVersion, &u, i, Callback)
+			href := link(t, tok)
+			places = append(places, Placement{Index: i, Where: WhereCSSHidden, Purpose: Callback, Token: tok, URL: href})
+			b := append(out.End, "<a href=\""...)
+			b = appendHTML(b, href)
+			b = append(b, "\" style=\""+LureStyle+"\" aria-hidden=\"true\" tabindex=\"-1\" rel=\"nofollow\">"...)
+			b = appendHTML(b, clean(lureTitle(t), 120))
+			out.End = append(b, "</a>"...)
 		default:
 			tok := m.versioned(lureVersion, &u, i, Callback)
 			href := link(t, tok)

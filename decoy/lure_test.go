@@ -35,25 +35,26 @@ func TestLureTokens(t *testing.T) {
 		}
 	}
 	// The challenge's answer is never literal, and its words give it.
-	ch := refs[1]
+	ch := refs[0]
 	ans := ChallengeAnswer(testKey, ch)
 	if ans == "" || strings.Contains(string(html), ans) {
 		t.Errorf("challenge answer %q missing or shown in the page:\n%s", ans, html)
 	}
-	for _, want := range []string{"<a href=", " style=\"" + LureStyle + "\"", "<div style=\"" + LureStyle + "\">", "<!-- ", "/internal/docs/runbook?ref=", "/api/private/users?ref="} {
+	for _, want := range []string{"<span style=\"" + LureStyle + "\">", "<a href=", "\" style=\"" + LureStyle + "\" aria-hidden=\"true\"", "<!-- ", "/internal/docs/runbook?ref=", "/api/private/users?ref="} {
 		if !strings.Contains(string(html), want) {
 			t.Errorf("lure lacks %q:\n%s", want, html)
 		}
 	}
 	// Nothing of a lure hides from the pipelines that drop hidden and aria-hidden content.
-	for _, bad := range []string{" hidden", "aria-hidden", "display:none", "visibility"} {
+	for _, bad := range []string{" hidden", "display:none", "visibility"} {
 		if strings.Contains(string(html), bad) {
 			t.Errorf("lure carries %q:\n%s", bad, html)
 		}
 	}
-	// The link is the Content (into the page's text), the rest goes before </body>.
+	// The challenge is the Content (into the page's text, read by the accessibility tree too),
+	// the rest goes before </body>.
 	parts, _ := Lures(testKey, spec, now)
-	if !strings.HasPrefix(string(parts.Content), "<a href=") || strings.Count(string(parts.Content), "?ref=") != 1 || strings.Count(string(parts.End), "?ref=") != 2 {
+	if !strings.HasPrefix(string(parts.Content), "<span style=") || strings.Contains(string(parts.Content), "aria-hidden") || strings.Count(string(parts.Content), "?ref=") != 1 || strings.Count(string(parts.End), "?ref=") != 2 {
 		t.Errorf("content %q, end %q", parts.Content, parts.End)
 	}
 	// Two pages never share a token.

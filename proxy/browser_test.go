@@ -162,3 +162,56 @@ func TestBrowserProxy(t *testing.T) {
 		}
 	})
 }
+
+// TestProxyPipelines runs tests/pipelines/proxy (node --test) against Flytrap in front of
+// the sample site, three lures a page: the proxy's rows of the pipeline survival matrix
+// (docs/detection.md). It fails when a lure placement reaches no pipeline, a pipeline
+// keeps no placement, or the matrix differs from the docs' (UPDATE_MATRIX=1 rewrites it).
+func TestProxyPipelines(t *testing.T) {
+	const chromium = "/usr/bin/chromium"
+	if _, err := os.Stat(chromium); err != nil {
+		ft.Skip(t, browserGroup, browserHow, chromium+" is missing")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		ft.Skip(t, browserGroup, browserHow, "node is not installed")
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range []string{"playwright-core", "turndown", "@mozilla/readability"} {
+		if _, err := os.Stat(filepath.Join(root, "tests", "pipelines", "node_modules", pkg)); err != nil {
+			ft.Skip(t, browserGroup, "run `npm ci --prefix tests/pipelines` (make pipelines does)", "tests/pipelines/node_modules/"+pkg+" is missing")
+		}
+	}
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		site := httptest.NewServer(sampleSite())
+		defer site.Close()
+		u, _ := url.Parse(site.URL)
+		env := ft.Start(t, b, func(c *server.Config) { c.Proxy.Upstream = u })
+		tn := env.Tenant("shop")
+		env.MustGraphQL(tn.ReadWrite, `mutation { createTrap(input:{name:"Supplier price list", type: page, path:"/internal/docs/suppliers"}) { id } }`, nil)
+		if err := env.DB.Client.Site.UpdateOneID(tn.Site.ID).SetLures(&schematype.LureConfig{Rate: 1, Count: 3}).Exec(ft.System()); err != nil {
+			t.Fatal(err)
+		}
+		env.Server.Engine().InvalidateRoutes()
+
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, node, "--test", "--test-timeout=150000", filepath.Join(root, "tests", "pipelines", "proxy", "proxy.test.mjs"))
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(),
+			"APP_URL="+site.URL,
+			"PROXY_URL="+env.Trap.URL,
+			"API_URL="+env.HTTP.URL,
+			"API_KEY="+tn.ReadOnly,
+		)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("node --test tests/pipelines/proxy: %v\n%s", err, out.String())
+		}
+		t.Logf("node --test tests/pipelines/proxy:\n%s", out.String())
+	})
+}

@@ -190,8 +190,8 @@ func (f *fixture) sessions(t *testing.T) []any {
 }
 
 // lureMarkup matches every element and comment the proxy's lures are made of.
-var lureMarkup = regexp.MustCompile(`<a href="[^"]*" style="` + regexp.QuoteMeta(decoy.LureStyle) + `"[^>]*>[^<]*</a>|<div style="` +
-	regexp.QuoteMeta(decoy.LureStyle) + `">[^<]*</div>|<!-- printable version for crawlers and assistants: [^>]* -->`)
+var lureMarkup = regexp.MustCompile(`<a href="[^"]*" style="` + regexp.QuoteMeta(decoy.LureStyle) + `"[^>]*>[^<]*</a>|<span style="` +
+	regexp.QuoteMeta(decoy.LureStyle) + `">[^<]*</span>|<!-- printable version for crawlers and assistants: [^>]* -->`)
 
 // stripLures is a proxied page without its lures: the application's page, byte for byte.
 func stripLures(body []byte) string {
@@ -214,8 +214,8 @@ func TestProxy(t *testing.T) {
 			if cl := res.Header.Get("Content-Length"); cl != "" && cl != strconv.Itoa(len(body)) {
 				t.Errorf("Content-Length %s for %d bytes", cl, len(body))
 			}
-			i, j := bytes.Index(body, []byte(`<div style="`)), bytes.Index(body, []byte("</body>"))
-			k := bytes.Index(body, []byte(`<a href="`+trapPath+"?ref="))
+			i, j := bytes.Index(body, []byte(`<a href="`+trapPath+"?ref=")), bytes.Index(body, []byte("</body>"))
+			k := bytes.Index(body, []byte(`<span style="`))
 			if i < 0 || j < i || k < 0 || k > bytes.Index(body, []byte("</p>")) {
 				t.Fatalf("no lure in the paragraph and before </body>:\n%s", body)
 			}
@@ -249,8 +249,8 @@ func TestProxy(t *testing.T) {
 			if res.ContentLength != -1 {
 				t.Errorf("Content-Length %d on a streamed page", res.ContentLength)
 			}
-			i, j := bytes.Index(body, []byte(`<div style="`)), bytes.Index(body, []byte("</body>"))
-			if i < 0 || j < i || !bytes.HasPrefix(body, []byte("<html><BODY>\n<p>streamed<a href=")) ||
+			i, j := bytes.Index(body, []byte(`<a href="`)), bytes.Index(body, []byte("</body>"))
+			if i < 0 || j < i || !bytes.HasPrefix(body, []byte("<html><BODY>\n<p>streamed<span style=")) ||
 				stripLures(body) != "<html><BODY>\n<p>streamed</p>\n</body>\n</html>\n" {
 				t.Fatalf("streamed page:\n%s", body)
 			}
@@ -443,8 +443,8 @@ func TestProxy(t *testing.T) {
 		})
 
 		t.Run("a person who clicks a lure on the page is no threat", func(t *testing.T) {
-			// A screen-reader user hears the link; a page's own CSS could show it: a
-			// browser navigating to it from the page, by the user's own click.
+			// A page's own script or style could show the link: a browser navigating to
+			// it from the page, by the user's own click.
 			const chrome = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/141.0.0.0 Safari/537.36"
 			_, body := f.get(t, "/page")
 			m := regexp.MustCompile(`<a href="(` + regexp.QuoteMeta(trapPath) + `\?ref=[^"]+)"`).FindSubmatch(body)
@@ -610,15 +610,15 @@ func TestProxyLurePlaces(t *testing.T) {
 		if n := len(decoy.FindTokens(env.Server.Engine().Key(), body)); n != 3 {
 			t.Errorf("%s: %d lures, want 3:\n%s", path, n, body)
 		}
-		link := strings.Index(body, `<a href="`+trapPath)
+		content := strings.Index(body, `<span style="`)
 		last := strings.LastIndex(body, "</body>")
 		switch path {
 		case "/no-p": // no paragraph: every lure before </body>
-			if link < strings.Index(body, "</div>") || strings.Index(body, `<div style="`) > last {
+			if content < strings.Index(body, "</div>") || strings.Index(body, `<a href="`+trapPath) > last {
 				t.Errorf("%s: lures misplaced:\n%s", path, body)
 			}
-		default: // the link in the last (the real) paragraph, the rest before the real </body>
-			if p := strings.LastIndex(body, "<p>"); link < p || link > strings.LastIndex(body, "</p>") || strings.LastIndex(body, `<div style="`) > last {
+		default: // the sentence in the last (the real) paragraph, the rest before the real </body>
+			if p := strings.LastIndex(body, "<p>"); content < p || content > strings.LastIndex(body, "</p>") || strings.LastIndex(body, `<a href="`+trapPath) > last {
 				t.Errorf("%s: lures misplaced:\n%s", path, body)
 			}
 		}
