@@ -335,7 +335,8 @@ func (in *Injector) meta(z *html.Tokenizer, raw []byte) []byte {
 	return []byte(`<meta http-equiv="Content-Security-Policy" content="` + html.EscapeString(policy) + `">`)
 }
 
-// tagName is the lower-cased name of the tag raw, whose name starts at from.
+// tagName is the lower-cased name of the tag raw, whose name starts at from, if it is one
+// the injector looks at ("" otherwise): found without allocating.
 func tagName(raw []byte, from int) string {
 	end := from
 	for end < len(raw) {
@@ -355,8 +356,21 @@ func tagName(raw []byte, from int) string {
 			b[i] = c + 'a' - 'A'
 		}
 	}
-	return string(b[:n])
+	return names[string(b[:n])]
 }
+
+// names are the tag names the injector looks at.
+var names = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{"body", "html", "p", "template", "svg", "math", "select", "main", "article", "header", "nav",
+		"footer", "aside", "meta", "script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript",
+		"plaintext", "br", "b", "big", "blockquote", "center", "code", "dd", "div", "dl", "dt", "em", "embed",
+		"h1", "h2", "h3", "h4", "h5", "h6", "head", "hr", "i", "img", "li", "listing", "menu", "nobr", "ol", "pre",
+		"ruby", "s", "small", "span", "strong", "strike", "sub", "sup", "table", "tt", "u", "ul", "var", "font"} {
+		m[n] = n
+	}
+	return m
+}()
 
 // breaksOut reports whether a start tag ends foreign content (the HTML standard's list).
 func breaksOut(name string, raw []byte) bool {
