@@ -179,9 +179,11 @@ type scan struct {
 	selects  int  // inside a <select>, only <option> and text count
 	content  int  // <main>/<article> depth
 	sawMain  bool
-	chrome   int  // <header>/<nav>/<footer>/<aside> depth
-	rawOpen  bool // a raw text element (script, textarea…) was opened and not yet closed
-	tail     bool // the last token may be cut (no '>' after its last '<')
+	chrome   int    // <header>/<nav>/<footer>/<aside> depth
+	rawOpen  bool   // a raw text element (script, textarea…) was opened and not yet closed
+	editable string // the element whose contenteditable content we are in: an editor would save a lure
+	editing  int    // its depth
+	tail     bool   // the last token may be cut (no '>' after its last '<')
 }
 
 func (in *Injector) run() {
@@ -199,7 +201,7 @@ func (in *Injector) run() {
 				s.tail = cut(raw)
 			}
 			in.write(z.Buffered())
-			if z.Err() == io.EOF && s.body && !s.rawOpen && !s.tail && s.template == 0 && s.foreign == 0 && s.selects == 0 {
+			if z.Err() == io.EOF && s.body && !s.rawOpen && !s.tail && s.template == 0 && s.foreign == 0 && s.selects == 0 && s.editing == 0 {
 				f := in.fragments()
 				if !in.inserted {
 					in.write(f.Content)
@@ -227,6 +229,14 @@ func (in *Injector) run() {
 				if s.foreign > 0 {
 					in.write(raw)
 					continue
+				}
+			}
+			if s.editing > 0 && name != "" && name == s.editable && tt == html.StartTagToken {
+				s.editing++
+			} else if s.editing == 0 && tt == html.StartTagToken && editable(raw) {
+				s.editable, s.editing = tagName(raw, 1), 1
+				if s.editable == "" {
+					s.editable = strings.ToLower(string(raw[1:min(len(raw), 1+bytes.IndexAny(raw[1:], " \t\n\r\f/>"))]))
 				}
 			}
 			switch name {
@@ -266,7 +276,10 @@ func (in *Injector) run() {
 				in.write(raw)
 				continue
 			}
-			plain := s.body && s.template == 0 && s.selects == 0
+			plain := s.body && s.template == 0 && s.selects == 0 && s.editing == 0
+			if s.editing > 0 && s.editable != "" && eqName(raw[2:], s.editable) && name != "body" && name != "html" {
+				s.editing--
+			}
 			switch name {
 			case "p":
 				if plain && !in.inserted && (s.content > 0 || (!s.sawMain && s.chrome == 0)) {
@@ -383,6 +396,43 @@ func breaksOut(name string, raw []byte) bool {
 	case "font":
 		l := bytes.ToLower(raw)
 		return bytes.Contains(l, []byte("color")) || bytes.Contains(l, []byte("face")) || bytes.Contains(l, []byte("size"))
+	}
+	return false
+}
+
+// editable reports whether a start tag makes its content editable (contenteditable other
+// than "false"): a rich-text editor's content, which it may save back with a lure in it.
+func editable(raw []byte) bool {
+	const attr = "contenteditable"
+	i := -1
+	for j := 0; j+len(attr) <= len(raw); j++ {
+		if (raw[j] == 'c' || raw[j] == 'C') && bytes.EqualFold(raw[j:j+len(attr)], []byte(attr)) {
+			i = j
+			break
+		}
+	}
+	if i < 0 {
+		return false
+	}
+	rest := bytes.TrimLeft(raw[i+len(attr):], " \t\n\r\f")
+	if !bytes.HasPrefix(rest, []byte("=")) {
+		return true
+	}
+	v := bytes.Trim(bytes.TrimLeft(rest[1:], " \t\n\r\f"), "\"'")
+	return len(v) < 5 || !bytes.EqualFold(v[:5], []byte("false"))
+}
+
+// eqName reports whether the end tag whose name starts rest is name (any case).
+func eqName(rest []byte, name string) bool {
+	if len(rest) < len(name) || !bytes.EqualFold(rest[:len(name)], []byte(name)) {
+		return false
+	}
+	if len(rest) == len(name) {
+		return true
+	}
+	switch rest[len(name)] {
+	case ' ', '\t', '\n', '\r', '\f', '/', '>':
+		return true
 	}
 	return false
 }

@@ -72,6 +72,9 @@ func TestInjector(t *testing.T) {
 		{"not a body tag", "<bodyguard>x</bodyguard>", "<bodyguard>x</bodyguard>"},
 		{"empty", "", ""},
 		{"ends with a partial tag: untouched", "<body>x</bo", "<body>x</bo"},
+		{"not inside contenteditable", "<body><div contenteditable><div><p>a</p></div></div><p>b</p></body>", "<body><div contenteditable><div><p>a</p></div></div><p>b" + content + "</p>" + end + "</body>"},
+		{"contenteditable=false is no editor", `<body><section contenteditable="false"><p>a</p></section></body>`, `<body><section contenteditable="false"><p>a` + content + "</p></section>" + end + "</body>"},
+		{"an editable body gets nothing", "<body contenteditable><p>a</p></body>", "<body contenteditable><p>a</p></body>"},
 		{"before </html> with no </body>", "<body>x</html>", "<body>x" + frag + "</html>"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
