@@ -154,11 +154,16 @@ func TestBrowserProxy(t *testing.T) {
 			t.Fatalf("node --test tests/browser/proxy: %v\n%s", err, out.String())
 		}
 		t.Logf("node --test tests/browser/proxy:\n%s", out.String())
-		// The Go side agrees: one session, the agent's.
+		// The Go side agrees: two sessions, the agent's (AI_AGENT) and the person's who
+		// clicked a lure the page showed (HUMAN).
 		d := env.MustGraphQL(tn.ReadOnly, `{ sessions { edges { node { classification userAgent } } } }`, nil)
 		edges, _ := ft.Dig(d, "sessions", "edges").([]any)
-		if len(edges) != 1 || ft.Dig(edges[0], "node", "classification") != "AI_AGENT" {
-			t.Errorf("sessions %v, want the agent's alone, AI_AGENT", edges)
+		classes := map[any]int{}
+		for _, e := range edges {
+			classes[ft.Dig(e, "node", "classification")]++
+		}
+		if len(edges) != 2 || classes["AI_AGENT"] != 1 || classes["HUMAN"] != 1 {
+			t.Errorf("sessions %v, want the agent's (AI_AGENT) and the clicking person's (HUMAN)", edges)
 		}
 	})
 }

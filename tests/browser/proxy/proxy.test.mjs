@@ -178,6 +178,26 @@ test('a strict Content-Security-Policy: the lures pass by their hash, no violati
   await context.close();
 });
 
+test('a person who clicks a lure the page itself made visible is no threat', async () => {
+  const userAgent = (await personUA()).replace(/Safari\/([\d.]+)$/, 'Safari/$1 Edg/141.0.0.0'); // another browser
+  const context = await browser.newContext({ userAgent, viewport: { width: 1280, height: 900 }, locale: 'en-US' });
+  const page = await context.newPage();
+  await page.goto(PROXY_URL + '/', { waitUntil: 'load' });
+  // As a page's own script or style sheet might: the lure link shown as an ordinary link.
+  const link = page.locator('a[href*="?ref="]').first();
+  await link.evaluate((a) => { a.removeAttribute('style'); a.removeAttribute('aria-hidden'); a.textContent = 'Suppliers'; });
+  await Promise.all([page.waitForEvent('load'), link.click()]);
+  assert.match(page.url(), /\/internal\/docs\/suppliers\?ref=/);
+  await context.close();
+
+  const sessions = await sessionsOf(userAgent);
+  assert.equal(sessions.length, 1, `one session for the click: ${JSON.stringify(sessions)}`);
+  const s = sessions[0];
+  assert.ok(s.signalsFired.includes('VISIBLE_LINK_OPENED'), `signals ${s.signalsFired}`);
+  assert.ok(!s.signalsFired.includes('CALLBACK_HIT'), `signals ${s.signalsFired}`);
+  assert.equal(s.classification, 'HUMAN');
+});
+
 /** Spells back the numbers 0–99 the challenge states in words. */
 function wordsToNumber(w) {
   const units = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve',
