@@ -29,6 +29,7 @@ type TrapInput struct {
 	Path        *string
 	Type        trap.Type
 	Description *string
+	PublicTitle *string // what visitors read ("" or nil: generated); Name and Description never leave the dashboard
 	Active      *bool
 	SiteID      *string
 }
@@ -37,6 +38,7 @@ type TrapInput struct {
 type TrapChanges struct {
 	Name        *string
 	Description *string
+	PublicTitle *string
 	Active      *bool
 }
 

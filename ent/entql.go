@@ -335,6 +335,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			trap.FieldPath:        {Type: field.TypeString, Column: trap.FieldPath},
 			trap.FieldType:        {Type: field.TypeEnum, Column: trap.FieldType},
 			trap.FieldDescription: {Type: field.TypeString, Column: trap.FieldDescription},
+			trap.FieldPublicTitle: {Type: field.TypeString, Column: trap.FieldPublicTitle},
 			trap.FieldActive:      {Type: field.TypeBool, Column: trap.FieldActive},
 			trap.FieldCreatedAt:   {Type: field.TypeTime, Column: trap.FieldCreatedAt},
 			trap.FieldUpdatedAt:   {Type: field.TypeTime, Column: trap.FieldUpdatedAt},
@@ -2279,6 +2280,11 @@ func (f *TrapFilter) WhereType(p entql.StringP) {
 // WhereDescription applies the entql string predicate on the description field.
 func (f *TrapFilter) WhereDescription(p entql.StringP) {
 	f.Where(p.Field(trap.FieldDescription))
+}
+
+// WherePublicTitle applies the entql string predicate on the public_title field.
+func (f *TrapFilter) WherePublicTitle(p entql.StringP) {
+	f.Where(p.Field(trap.FieldPublicTitle))
 }
 
 // WhereActive applies the entql bool predicate on the active field.

@@ -12263,6 +12263,7 @@ type TrapMutation struct {
 	_path               *string
 	_type               *trap.Type
 	description         *string
+	public_title        *string
 	active              *bool
 	created_at          *time.Time
 	updated_at          *time.Time
@@ -12622,6 +12623,42 @@ func (m *TrapMutation) ResetDescription() {
 	m.description = nil
 }
 
+// SetPublicTitle sets the "public_title" field.
+func (m *TrapMutation) SetPublicTitle(s string) {
+	m.public_title = &s
+}
+
+// PublicTitle returns the value of the "public_title" field in the mutation.
+func (m *TrapMutation) PublicTitle() (r string, exists bool) {
+	v := m.public_title
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPublicTitle returns the old "public_title" field's value of the Trap entity.
+// If the Trap object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TrapMutation) OldPublicTitle(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPublicTitle is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPublicTitle requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPublicTitle: %w", err)
+	}
+	return oldValue.PublicTitle, nil
+}
+
+// ResetPublicTitle resets all changes to the "public_title" field.
+func (m *TrapMutation) ResetPublicTitle() {
+	m.public_title = nil
+}
+
 // SetActive sets the "active" field.
 func (m *TrapMutation) SetActive(b bool) {
 	m.active = &b
@@ -12831,7 +12868,7 @@ func (m *TrapMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *TrapMutation) Fields() []string {
-	fields := make([]string, 0, 9)
+	fields := make([]string, 0, 10)
 	if m.organization != nil {
 		fields = append(fields, trap.FieldOrgID)
 	}
@@ -12849,6 +12886,9 @@ func (m *TrapMutation) Fields() []string {
 	}
 	if m.description != nil {
 		fields = append(fields, trap.FieldDescription)
+	}
+	if m.public_title != nil {
+		fields = append(fields, trap.FieldPublicTitle)
 	}
 	if m.active != nil {
 		fields = append(fields, trap.FieldActive)
@@ -12879,6 +12919,8 @@ func (m *TrapMutation) Field(name string) (ent.Value, bool) {
 		return m.GetType()
 	case trap.FieldDescription:
 		return m.Description()
+	case trap.FieldPublicTitle:
+		return m.PublicTitle()
 	case trap.FieldActive:
 		return m.Active()
 	case trap.FieldCreatedAt:
@@ -12906,6 +12948,8 @@ func (m *TrapMutation) OldField(ctx context.Context, name string) (ent.Value, er
 		return m.OldType(ctx)
 	case trap.FieldDescription:
 		return m.OldDescription(ctx)
+	case trap.FieldPublicTitle:
+		return m.OldPublicTitle(ctx)
 	case trap.FieldActive:
 		return m.OldActive(ctx)
 	case trap.FieldCreatedAt:
@@ -12962,6 +13006,13 @@ func (m *TrapMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetDescription(v)
+		return nil
+	case trap.FieldPublicTitle:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPublicTitle(v)
 		return nil
 	case trap.FieldActive:
 		v, ok := value.(bool)
@@ -13065,6 +13116,9 @@ func (m *TrapMutation) ResetField(name string) error {
 		return nil
 	case trap.FieldDescription:
 		m.ResetDescription()
+		return nil
+	case trap.FieldPublicTitle:
+		m.ResetPublicTitle()
 		return nil
 	case trap.FieldActive:
 		m.ResetActive()

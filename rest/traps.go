@@ -32,6 +32,7 @@ type createTrapBody struct {
 	Path        *string `json:"path"`
 	Type        *string `json:"type"`
 	Description *string `json:"description"`
+	PublicTitle *string `json:"public_title"`
 	SiteID      *string `json:"site_id"`
 }
 
@@ -50,7 +51,7 @@ func (a *API) createTrap(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := app.TrapInput{Name: *body.Name, Path: body.Path, Type: trap.Type(typ), Description: body.Description, SiteID: body.SiteID}
+	in := app.TrapInput{Name: *body.Name, Path: body.Path, Type: trap.Type(typ), Description: body.Description, PublicTitle: body.PublicTitle, SiteID: body.SiteID}
 	var t *ent.Trap
 	err = a.app.InTx(r.Context(), func(ctx context.Context) (err error) {
 		t, err = a.app.CreateTrap(ctx, in)
@@ -80,6 +81,7 @@ func (f *flag) UnmarshalJSON(b []byte) error {
 type updateTrapBody struct {
 	Name        *string `json:"name"`
 	Description *string `json:"description"`
+	PublicTitle *string `json:"public_title"`
 	Active      *flag   `json:"active"`
 }
 
@@ -88,10 +90,10 @@ func (a *API) updateTrap(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	if body.Name == nil && body.Description == nil && body.Active == nil {
-		return apperr.Invalid("body", "give at least one of name, description, active")
+	if body.Name == nil && body.Description == nil && body.PublicTitle == nil && body.Active == nil {
+		return apperr.Invalid("body", "give at least one of name, description, public_title, active")
 	}
-	in := app.TrapChanges{Name: body.Name, Description: body.Description}
+	in := app.TrapChanges{Name: body.Name, Description: body.Description, PublicTitle: body.PublicTitle}
 	if body.Active != nil {
 		active := bool(*body.Active)
 		in.Active = &active

@@ -502,6 +502,7 @@ var (
 		{Name: "path", Type: field.TypeString, Nullable: true, Size: 512},
 		{Name: "type", Type: field.TypeEnum, Enums: []string{"page", "api", "llms_txt", "robots", "credential", "mcp"}},
 		{Name: "description", Type: field.TypeString, Size: 2000, Default: ""},
+		{Name: "public_title", Type: field.TypeString, Size: 120, Default: ""},
 		{Name: "active", Type: field.TypeBool, Default: true},
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "updated_at", Type: field.TypeTime},
@@ -516,13 +517,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "traps_organizations_traps",
-				Columns:    []*schema.Column{TrapsColumns[8]},
+				Columns:    []*schema.Column{TrapsColumns[9]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "traps_sites_traps",
-				Columns:    []*schema.Column{TrapsColumns[9]},
+				Columns:    []*schema.Column{TrapsColumns[10]},
 				RefColumns: []*schema.Column{SitesColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
@@ -531,12 +532,12 @@ var (
 			{
 				Name:    "trap_org_id_created_at",
 				Unique:  false,
-				Columns: []*schema.Column{TrapsColumns[8], TrapsColumns[6]},
+				Columns: []*schema.Column{TrapsColumns[9], TrapsColumns[7]},
 			},
 			{
 				Name:    "trap_site_id_path",
 				Unique:  true,
-				Columns: []*schema.Column{TrapsColumns[9], TrapsColumns[2]},
+				Columns: []*schema.Column{TrapsColumns[10], TrapsColumns[2]},
 				Annotation: &entsql.IndexAnnotation{
 					Where: "active",
 				},

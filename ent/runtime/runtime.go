@@ -976,16 +976,36 @@ func init() {
 			return nil
 		}
 	}()
+	// trapDescPublicTitle is the schema descriptor for public_title field.
+	trapDescPublicTitle := trapFields[5].Descriptor()
+	// trap.DefaultPublicTitle holds the default value on creation for the public_title field.
+	trap.DefaultPublicTitle = trapDescPublicTitle.Default.(string)
+	// trap.PublicTitleValidator is a validator for the "public_title" field. It is called by the builders before save.
+	trap.PublicTitleValidator = func() func(string) error {
+		validators := trapDescPublicTitle.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(public_title string) error {
+			for _, fn := range fns {
+				if err := fn(public_title); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
 	// trapDescActive is the schema descriptor for active field.
-	trapDescActive := trapFields[5].Descriptor()
+	trapDescActive := trapFields[6].Descriptor()
 	// trap.DefaultActive holds the default value on creation for the active field.
 	trap.DefaultActive = trapDescActive.Default.(bool)
 	// trapDescCreatedAt is the schema descriptor for created_at field.
-	trapDescCreatedAt := trapFields[6].Descriptor()
+	trapDescCreatedAt := trapFields[7].Descriptor()
 	// trap.DefaultCreatedAt holds the default value on creation for the created_at field.
 	trap.DefaultCreatedAt = trapDescCreatedAt.Default.(func() time.Time)
 	// trapDescUpdatedAt is the schema descriptor for updated_at field.
-	trapDescUpdatedAt := trapFields[7].Descriptor()
+	trapDescUpdatedAt := trapFields[8].Descriptor()
 	// trap.DefaultUpdatedAt holds the default value on creation for the updated_at field.
 	trap.DefaultUpdatedAt = trapDescUpdatedAt.Default.(func() time.Time)
 	// trap.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
