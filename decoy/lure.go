@@ -2,6 +2,8 @@ package decoy
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
 	mrand "math/rand/v2"
 	"net/url"
@@ -165,14 +167,54 @@ type LureSpec struct {
 // MaxLures is the most lures one page carries.
 const MaxLures = 3
 
-// Lure renders the hidden lures of one proxied page, served at now: an HTML fragment to
-// insert into the page's body, and its placements. Each lure points at one of the
-// targets with a fresh token; the fragment renders nothing a person sees (an HTML
-// comment and elements with the hidden attribute, which needs no inline style and so
-// passes a strict Content-Security-Policy) and stays out of the accessibility tree.
+// LureStyle is the style attribute of every element of a proxy lure: visually hidden (a
+// 1-pixel box, clipped to nothing) but rendered, so innerText, the accessibility tree,
+// markdown converters and reader modes keep its text, as they keep a screen-reader-only
+// label. all:initial and !important on every property make it win over any author style
+// sheet (a style attribute's important declarations come before every selector's in the
+// cascade), so hostile or careless CSS (body>div{display:flex}, *{all:unset},
+// a{position:static!important}) cannot show it or move it. Under a Content-Security-Policy
+// that forbids inline styles the proxy allows exactly this value (LureStyleHash).
+const LureStyle = "all:initial!important;position:absolute!important;display:block!important;" +
+	"width:1px!important;height:1px!important;margin:-1px!important;padding:0!important;border:0!important;" +
+	"overflow:hidden!important;clip:rect(0 0 0 0)!important;clip-path:inset(50%)!important;white-space:nowrap!important"
+
+// LureStyleHash is LureStyle's CSP hash source, 'sha256-…' (with 'unsafe-hashes' it
+// allows the style attribute; docs/deployment.md).
+func LureStyleHash() string {
+	sum := sha256.Sum256([]byte(LureStyle))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}
+
+// LureHTML is one proxied page's lures: Content goes into the page's text (inside its
+// first paragraph of <main> or <article>, where reader modes look; phrasing content
+// only), End before </body>.
+type LureHTML struct {
+	Content []byte
+	End     []byte
+}
+
+// Lure renders the lures of one proxied page, served at now, as one fragment (Content
+// then End) and its placements.
 func Lure(key Key, spec LureSpec, now time.Time) ([]byte, []Placement) {
+	h, places := Lures(key, spec, now)
+	return append(h.Content, h.End...), places
+}
+
+// Lures renders the lures of one proxied page, served at now, and their placements. Each
+// lure points at one of the targets with a fresh token; a person sees none of them (each
+// element carries LureStyle), and every text pipeline keeps at least one
+// (docs/detection.md, the proxy's rows of the survival matrix):
+//
+//	0  the computed challenge, a sentence in the page's text (Content): raw HTML, markdown
+//	   converters, reader modes, innerText, the accessibility tree (so a screen reader reads
+//	   it out too: a sentence, never a link, as the decoys' screen-reader note)
+//	1  a link before </body> (End), aria-hidden and out of the tab order: raw HTML,
+//	   markdown converters, innerText
+//	2  an HTML comment before </body> (End): raw-HTML readers
+func Lures(key Key, spec LureSpec, now time.Time) (LureHTML, []Placement) {
 	if len(spec.Targets) == 0 || len(key) < MinKeyLen {
-		return nil, nil
+		return LureHTML{}, nil
 	}
 	count := min(max(spec.Count, 1), MaxLures)
 	m := getMacer(key)
@@ -189,47 +231,41 @@ func Lure(key Key, spec LureSpec, now time.Time) ([]byte, []Placement) {
 	target := func(i int) LureTarget { return spec.Targets[(first+i)%len(spec.Targets)] }
 	link := func(t LureTarget, tok string) string { return t.Path + "?ref=" + tok }
 
-	var b []byte
+	var out LureHTML
 	var places []Placement
-	w := func(ss ...string) {
-		for _, s := range ss {
-			b = append(b, s...)
-		}
-	}
-	// The placements the decoys use, one kind per lure: a hidden link, an HTML comment, an instruction.
 	for i := range count {
 		t := target(i)
 		switch i {
 		case 0:
-			tok := m.versioned(lureVersion, &u, i, Callback)
-			href := link(t, tok)
-			places = append(places, Placement{Index: i, Where: WhereCSSHidden, Purpose: Callback, Token: tok, URL: href})
-			w("\n<div hidden aria-hidden=\"true\"><a href=\"")
-			b = appendHTML(b, href)
-			w("\" tabindex=\"-1\" rel=\"nofollow\">")
-			b = appendHTML(b, clean(lureTitle(t), 120))
-			w("</a></div>")
-		case 1:
-			tok := m.versioned(lureVersion, &u, i, Callback)
-			href := link(t, tok)
-			places = append(places, Placement{Index: i, Where: WhereHTMLComment, Purpose: Callback, Token: tok, URL: href})
-			w("\n<!-- printable version for crawlers and assistants: ")
-			b = appendHTML(b, strings.ReplaceAll(href, "--", "%2D%2D"))
-			w(" -->")
-		default:
 			tok := m.versioned(lureVersion, &u, i, Challenge)
 			href := link(t, tok)
 			a, c := m.challengeOperands(&u, i, Challenge)
-			places = append(places, Placement{Index: i, Where: WhereAriaHidden, Purpose: Challenge, Token: tok, URL: href})
+			places = append(places, Placement{Index: i, Where: WhereScreenReader, Purpose: Challenge, Token: tok, URL: href})
 			cw := challengeWordings[wording]
 			text := cw[0] + href + "&code=N" + strings.TrimPrefix(cw[1], "?code=N") + numberWords(a) + cw[2] + numberWords(c) + cw[3]
-			w("\n<div hidden aria-hidden=\"true\">")
+			// A span: phrasing content, so the paragraph it goes into stays one paragraph.
+			b := append(out.Content, "<span style=\""+LureStyle+"\">"...)
 			b = appendHTML(b, text)
-			w("</div>")
+			out.Content = append(b, "</span>"...)
+		case 1:
+			tok := m.versioned(lureVersion, &u, i, Callback)
+			href := link(t, tok)
+			places = append(places, Placement{Index: i, Where: WhereCSSHidden, Purpose: Callback, Token: tok, URL: href})
+			b := append(out.End, "<a href=\""...)
+			b = appendHTML(b, href)
+			b = append(b, "\" style=\""+LureStyle+"\" aria-hidden=\"true\" tabindex=\"-1\" rel=\"nofollow\">"...)
+			b = appendHTML(b, clean(lureTitle(t), 120))
+			out.End = append(b, "</a>"...)
+		default:
+			tok := m.versioned(lureVersion, &u, i, Callback)
+			href := link(t, tok)
+			places = append(places, Placement{Index: i, Where: WhereHTMLComment, Purpose: Callback, Token: tok, URL: href})
+			b := append(out.End, "<!-- printable version for crawlers and assistants: "...)
+			b = appendHTML(b, strings.ReplaceAll(href, "--", "%2D%2D"))
+			out.End = append(b, " -->"...)
 		}
 	}
-	w("\n")
-	return b, places
+	return out, places
 }
 
 // lureTitle is the text of a lure linking to t: every lure's words about its target come

@@ -35,15 +35,27 @@ func TestLureTokens(t *testing.T) {
 		}
 	}
 	// The challenge's answer is never literal, and its words give it.
-	ch := refs[2]
+	ch := refs[0]
 	ans := ChallengeAnswer(testKey, ch)
 	if ans == "" || strings.Contains(string(html), ans) {
 		t.Errorf("challenge answer %q missing or shown in the page:\n%s", ans, html)
 	}
-	for _, want := range []string{"<div hidden aria-hidden=\"true\">", "<!-- ", "/internal/docs/runbook?ref=", "/api/private/users?ref="} {
+	for _, want := range []string{"<span style=\"" + LureStyle + "\">", "<a href=", "\" style=\"" + LureStyle + "\" aria-hidden=\"true\"", "<!-- ", "/internal/docs/runbook?ref=", "/api/private/users?ref="} {
 		if !strings.Contains(string(html), want) {
 			t.Errorf("lure lacks %q:\n%s", want, html)
 		}
+	}
+	// Nothing of a lure hides from the pipelines that drop hidden and aria-hidden content.
+	for _, bad := range []string{" hidden", "display:none", "visibility"} {
+		if strings.Contains(string(html), bad) {
+			t.Errorf("lure carries %q:\n%s", bad, html)
+		}
+	}
+	// The challenge is the Content (into the page's text, read by the accessibility tree too),
+	// the rest goes before </body>.
+	parts, _ := Lures(testKey, spec, now)
+	if !strings.HasPrefix(string(parts.Content), "<span style=") || strings.Contains(string(parts.Content), "aria-hidden") || strings.Count(string(parts.Content), "?ref=") != 1 || strings.Count(string(parts.End), "?ref=") != 2 {
+		t.Errorf("content %q, end %q", parts.Content, parts.End)
 	}
 	// Two pages never share a token.
 	html2, _ := Lure(testKey, spec, now)
@@ -55,7 +67,7 @@ func TestLureTokens(t *testing.T) {
 }
 
 func TestLureEscapesTargets(t *testing.T) {
-	html, _ := Lure(testKey, LureSpec{SiteID: "s", Count: 2, Targets: []LureTarget{{Path: `/a"><script>x</script>--`, Title: `<b>"x"</b>`}}}, time.Now())
+	html, _ := Lure(testKey, LureSpec{SiteID: "s", Count: 3, Targets: []LureTarget{{Path: `/a"><script>x</script>--`, Title: `<b>"x"</b>`}}}, time.Now())
 	for _, bad := range []string{"<script>", `"><script`, "<b>", "x</script>--"} {
 		if strings.Contains(string(html), bad) {
 			t.Errorf("lure carries %q unescaped:\n%s", bad, html)

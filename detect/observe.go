@@ -62,8 +62,9 @@ type TokenUse struct {
 	Answered  bool      // a challenge: the request carried the computed answer
 	Answer    string    // a challenge's answer, for the evidence
 	Secret    string    // a credential: which planted secret ("database password", "stripe API key")
-	// Visible says the token's link sat in text a person reads (llms.txt, robots.txt):
-	// a browser opening it is reading, not following hidden content.
+	// Visible says the token's link sat in text a person reads (llms.txt, robots.txt),
+	// or was a proxy lure clicked on the site's own page (trap.clickedOnPage): a browser
+	// opening it is reading, not following hidden content.
 	Visible bool
 	// Lure says it came from a lure in the customer's own pages (the lure proxy's, or a
 	// snippet), not from a decoy; Carrier is the page of the site that carried it, when known.

@@ -83,7 +83,7 @@ var signalTable = []SignalInfo{
 	// Wordlist behaviour, whatever the user agent says.
 	{SignalSystematicProbing, false, 45, true, "ProbingThreshold (8) or more distinct unknown paths within ProbeWindow (10 min) in one session, typos of known paths never counted; from a browser user agent only wordlist paths (.env, wp-admin, .git/config, …) count, and probing alone never raises an event for it."},
 	// Reading, not parsing: a person opens the links llms.txt and robots.txt show.
-	{SignalVisibleLinkOpened, false, 0, false, "A browser opened a link that llms.txt or robots.txt shows in plain text: a person can read it, so it is not a hidden link followed (no CALLBACK_HIT)."},
+	{SignalVisibleLinkOpened, false, 0, false, "A browser opened a link that llms.txt or robots.txt shows in plain text, or clicked a proxy lure on the site's own page (a screen reader reads it out): a person can reach it, so it is not a hidden link followed (no CALLBACK_HIT)."},
 }
 
 // signalsByName indexes signalTable.

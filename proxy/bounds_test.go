@@ -443,7 +443,7 @@ func TestProxyLureWorkIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := len(head) - len("</body>") // where the lures go
+	at := strings.Index(head, "</p>") // where the lures begin
 	j := bytes.Index(plain, []byte("</body>"))
 	if j <= at || string(plain[:at]) != head[:at] || !bytes.Contains(plain[at:j], []byte(trapPath+"?ref=")) ||
 		len(plain)-j != len("</body>")+tail+len("</html>") || !bytes.HasSuffix(plain, []byte("\n</html>")) {

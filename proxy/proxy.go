@@ -67,8 +67,8 @@ type Engine interface {
 	http.Handler
 	Route(*http.Request) trap.Route
 	Key() decoy.Key
-	// Lure renders one page's lures (decoy.Lure) and remembers which page carried them.
-	Lure(spec decoy.LureSpec, now time.Time) ([]byte, []decoy.Placement)
+	// Lure renders one page's lures (decoy.Lures) and remembers which page carried them.
+	Lure(spec decoy.LureSpec, now time.Time) (decoy.LureHTML, []decoy.Placement)
 }
 
 // Proxy is the trap listener's handler in front of an application.
@@ -285,11 +285,13 @@ func (p *Proxy) modify(resp *http.Response) error {
 		return nil // the application encoded it although asked not to: untouched
 	}
 	now := p.now()
-	fragment := func() []byte {
-		b, _ := p.engine.Lure(pl.spec, now)
-		return b
+	fragments := func() inject.Fragments {
+		h, _ := p.engine.Lure(pl.spec, now)
+		return inject.Fragments{Content: h.Content, End: h.End}
 	}
-	resp.Body = newLureBody(resp.Body, pl.gzip, p.cfg.MaxLureBytes, fragment)
+	resp.Body = newLureBody(resp.Body, pl.gzip, p.cfg.MaxLureBytes, fragments)
+	// The lures' one inline style passes the page's Content-Security-Policy by its hash.
+	allowLureStyle(resp.Header)
 	resp.ContentLength = -1
 	resp.Header.Del("Content-Length")
 	resp.Header.Del("Content-Encoding")
@@ -370,14 +372,16 @@ type lureBody struct {
 	fail error
 }
 
-func newLureBody(src io.ReadCloser, gzip bool, max int64, fragment func() []byte) *lureBody {
+func newLureBody(src io.ReadCloser, gzip bool, max int64, fragments func() inject.Fragments) *lureBody {
 	b := &lureBody{src: src, buf: bufferPool{}.Get()}
 	var sink io.Writer = &b.out
 	if gzip {
 		b.zw = newGzipOut(&b.out, max)
 		sink = b.zw
 	}
-	b.inj = inject.New(sink, max, fragment)
+	b.inj = inject.New(sink, max, fragments)
+	hash := decoy.LureStyleHash()
+	b.inj.Meta = func(policy string) string { return allowStyleHash(policy, hash) }
 	return b
 }
 
@@ -419,6 +423,9 @@ func (b *lureBody) step() {
 }
 
 func (b *lureBody) Close() error {
+	if !b.eof {
+		_ = b.inj.Close() // ends its tokenizer
+	}
 	if b.buf != nil {
 		bufferPool{}.Put(b.buf)
 		b.buf = nil

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -188,6 +189,15 @@ func (f *fixture) sessions(t *testing.T) []any {
 	return edges
 }
 
+// lureMarkup matches every element and comment the proxy's lures are made of.
+var lureMarkup = regexp.MustCompile(`<a href="[^"]*" style="` + regexp.QuoteMeta(decoy.LureStyle) + `"[^>]*>[^<]*</a>|<span style="` +
+	regexp.QuoteMeta(decoy.LureStyle) + `">[^<]*</span>|<!-- printable version for crawlers and assistants: [^>]* -->`)
+
+// stripLures is a proxied page without its lures: the application's page, byte for byte.
+func stripLures(body []byte) string {
+	return lureMarkup.ReplaceAllString(string(body), "")
+}
+
 func (f *fixture) tokens(body []byte) []decoy.TokenRef {
 	return decoy.FindTokens(f.env.Server.Engine().Key(), string(body))
 }
@@ -204,12 +214,13 @@ func TestProxy(t *testing.T) {
 			if cl := res.Header.Get("Content-Length"); cl != "" && cl != strconv.Itoa(len(body)) {
 				t.Errorf("Content-Length %s for %d bytes", cl, len(body))
 			}
-			i, j := bytes.Index(body, []byte("<div hidden")), bytes.Index(body, []byte("</body>"))
-			if i < 0 || j < i || !bytes.Contains(body, []byte(trapPath+"?ref=")) {
-				t.Fatalf("no lure before </body>:\n%s", body)
+			i, j := bytes.Index(body, []byte(`<a href="`+trapPath+"?ref=")), bytes.Index(body, []byte("</body>"))
+			k := bytes.Index(body, []byte(`<span style="`))
+			if i < 0 || j < i || k < 0 || k > bytes.Index(body, []byte("</p>")) {
+				t.Fatalf("no lure in the paragraph and before </body>:\n%s", body)
 			}
-			if got := string(body[:i]) + string(body[j:]); !strings.Contains(page, strings.TrimSpace(string(body[:i]))) || !strings.HasSuffix(page, string(body[j:])) {
-				t.Errorf("the page around the lure changed:\n%s", got)
+			if got := stripLures(body); got != page {
+				t.Errorf("the page around the lures changed:\n%s", got)
 			}
 			refs := f.tokens(body)
 			if len(refs) != schematype.DefaultLures.Count {
@@ -238,8 +249,9 @@ func TestProxy(t *testing.T) {
 			if res.ContentLength != -1 {
 				t.Errorf("Content-Length %d on a streamed page", res.ContentLength)
 			}
-			i, j := bytes.Index(body, []byte("<div hidden")), bytes.Index(body, []byte("</body>"))
-			if i < 0 || j < i || !bytes.HasPrefix(body, []byte("<html><BODY>\n<p>streamed</p>\n")) {
+			i, j := bytes.Index(body, []byte(`<a href="`)), bytes.Index(body, []byte("</body>"))
+			if i < 0 || j < i || !bytes.HasPrefix(body, []byte("<html><BODY>\n<p>streamed<span style=")) ||
+				stripLures(body) != "<html><BODY>\n<p>streamed</p>\n</body>\n</html>\n" {
 				t.Fatalf("streamed page:\n%s", body)
 			}
 		})
@@ -430,6 +442,37 @@ func TestProxy(t *testing.T) {
 			}
 		})
 
+		t.Run("a person who clicks a lure on the page is no threat", func(t *testing.T) {
+			// A page's own script or style could show the link: a browser navigating to
+			// it from the page, by the user's own click.
+			const chrome = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/141.0.0.0 Safari/537.36"
+			_, body := f.get(t, "/page")
+			m := regexp.MustCompile(`<a href="(` + regexp.QuoteMeta(trapPath) + `\?ref=[^"]+)"`).FindSubmatch(body)
+			if m == nil {
+				t.Fatalf("no lure link in:\n%s", body)
+			}
+			res, _ := f.get(t, string(m[1]), "User-Agent", chrome, "Referer", f.env.Trap.URL+"/page",
+				"Sec-Fetch-Site", "same-origin", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-User", "?1", "Sec-Fetch-Dest", "document")
+			if res.StatusCode != 200 {
+				t.Fatalf("the lure led to %d", res.StatusCode)
+			}
+			var person map[string]any
+			for _, e := range f.sessions(t) {
+				if n, _ := ft.Dig(e, "node").(map[string]any); n["userAgent"] == chrome {
+					person = n
+				}
+			}
+			if person == nil {
+				t.Fatalf("no session for the click: %v", f.sessions(t))
+			}
+			if sig := fmt.Sprint(person["signalsFired"]); strings.Contains(sig, "CALLBACK_HIT") || !strings.Contains(sig, "VISIBLE_LINK_OPENED") {
+				t.Errorf("signals %s, want VISIBLE_LINK_OPENED and no CALLBACK_HIT", sig)
+			}
+			if c := person["classification"]; c != "HUMAN" {
+				t.Errorf("classification %v, want HUMAN", c)
+			}
+		})
+
 		t.Run("the site's lure configuration", func(t *testing.T) {
 			set := func(c *schematype.LureConfig) {
 				t.Helper()
@@ -518,5 +561,69 @@ func TestProxyTrustedChain(t *testing.T) {
 	res.Body.Close()
 	if !strings.Contains(string(body), "xff=203.0.113.9, 127.0.0.1 proto=https") {
 		t.Errorf("upstream saw %q", body)
+	}
+}
+
+// TestProxyLurePlaces: pages whose markup hides a </body> or a </p> in every tokenizer
+// state that matters get their lures at the real places only, and are otherwise unchanged;
+// the CSP header they come with lets the lures' style through.
+func TestProxyLurePlaces(t *testing.T) {
+	pages := map[string]string{
+		"/textarea":  "<html><body><main><form><textarea>a </body> and </p> in a textarea</textarea></form><p>text</p></main></body></html>",
+		"/title":     "<html><head><title>the </body> </p> title</title></head><body><p>x</p></body></html>",
+		"/attribute": `<html><body><input value="</body>"><a title="</p>" href="/">x</a><p>y</p></body></html>`,
+		"/template":  "<html><body><template><p>t</p></body></template><p>z</p></body></html>",
+		"/svg":       "<html><body><svg><style></p></style><title></body></title></svg><math><mi></body></mi></math><p>w</p></body></html>",
+		"/script":    "<html><body><script>document.write('</p></body>')</script><p>v</p></body></html>",
+		"/no-p":      "<html><body><div>no paragraph</div></body></html>",
+	}
+	mux := http.NewServeMux()
+	for path, body := range pages {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'")
+			_, _ = io.WriteString(w, body)
+		})
+	}
+	app := httptest.NewServer(mux)
+	t.Cleanup(app.Close)
+	u, _ := url.Parse(app.URL)
+	env := ft.Start(t, ft.Backends()[0], func(c *server.Config) { c.Proxy.Upstream = u })
+	tn := env.Tenant("shop")
+	env.MustGraphQL(tn.ReadWrite, `mutation($p: String!) { createTrap(input: {name: "Deploy runbook", type: page, path: $p}) { id } }`,
+		map[string]any{"p": trapPath})
+	if err := env.DB.Client.Site.UpdateOneID(tn.Site.ID).SetLures(&schematype.LureConfig{Rate: 1, Count: 3}).Exec(ft.System()); err != nil {
+		t.Fatal(err)
+	}
+	env.Server.Engine().InvalidateRoutes()
+	for path, want := range pages {
+		res, err := http.Get(env.Trap.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		body := string(b)
+		if got := stripLures(b); got != want {
+			t.Errorf("%s: the page without its lures changed:\n got %s\nwant %s", path, got, want)
+		}
+		if n := len(decoy.FindTokens(env.Server.Engine().Key(), body)); n != 3 {
+			t.Errorf("%s: %d lures, want 3:\n%s", path, n, body)
+		}
+		content := strings.Index(body, `<span style="`)
+		last := strings.LastIndex(body, "</body>")
+		switch path {
+		case "/no-p": // no paragraph: every lure before </body>
+			if content < strings.Index(body, "</div>") || strings.Index(body, `<a href="`+trapPath) > last {
+				t.Errorf("%s: lures misplaced:\n%s", path, body)
+			}
+		default: // the sentence in the last (the real) paragraph, the rest before the real </body>
+			if p := strings.LastIndex(body, "<p>"); content < p || content > strings.LastIndex(body, "</p>") || strings.LastIndex(body, `<a href="`+trapPath) > last {
+				t.Errorf("%s: lures misplaced:\n%s", path, body)
+			}
+		}
+		if csp := res.Header.Get("Content-Security-Policy"); csp != "default-src 'self'; style-src 'self' 'unsafe-hashes' "+decoy.LureStyleHash() {
+			t.Errorf("%s: CSP %q", path, csp)
+		}
 	}
 }

@@ -48,7 +48,13 @@ func TestProxyCatchTellsOneStory(t *testing.T) {
 			body, _ := io.ReadAll(res.Body)
 			return string(body)
 		}
-		lureLink := regexp.MustCompile(`/internal/wiki\?ref=[a-z0-9]+`)
+		lureHref := regexp.MustCompile(`<a href="(/internal/wiki\?ref=[a-z0-9]+)"`) // the link lure (the first URL is the challenge's)
+		lureLink := struct{ FindString func(string) string }{func(page string) string {
+			if m := lureHref.FindStringSubmatch(page); m != nil {
+				return m[1]
+			}
+			return ""
+		}}
 
 		for _, c := range []struct {
 			name, ua, page string

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flytrap/flytrap/decoy"
+	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/schematype"
 )
@@ -82,8 +83,8 @@ func (e *Engine) carriesToken(r *http.Request) bool {
 
 // Lure renders the lures of one proxied page (decoy.Lure), remembering the page: a lure
 // followed later is shown with the page of the site that carried it (lureCarrier).
-func (e *Engine) Lure(spec decoy.LureSpec, now time.Time) ([]byte, []decoy.Placement) {
-	b, places := decoy.Lure(e.key, spec, now)
+func (e *Engine) Lure(spec decoy.LureSpec, now time.Time) (decoy.LureHTML, []decoy.Placement) {
+	b, places := decoy.Lures(e.key, spec, now)
 	if len(places) > 0 && spec.Page != "" {
 		e.lurePages.Add(lurePageKey{spec.SiteID, decoy.LurePageTagOf(e.key, spec.SiteID, spec.Page)}, bound(spec.Page, maxCarrier))
 	}
@@ -170,7 +171,7 @@ func (e *Engine) tokenSource(rec *hitRecord, ref decoy.TokenRef, sources map[str
 	switch ref.Origin {
 	case decoy.OriginLure:
 		at, ok := decoy.LureServed(e.key, ref, rec.Site)
-		return tokenOrigin{at: at, placement: decoy.LurePlacement(ref.Purpose), lure: true, carrier: e.lureCarrier(rec, ref)}, ok
+		return tokenOrigin{at: at, placement: decoy.LurePlacement(ref.Purpose), lure: true, carrier: e.lureCarrier(rec, ref), visible: clickedOnPage(rec.Observation)}, ok
 	case decoy.OriginSnippet:
 		return tokenOrigin{placement: decoy.SnippetPlacement, lure: true}, true
 	}
@@ -188,4 +189,36 @@ type tokenOrigin struct {
 	visible   bool   // the serving page showed it to people (llms.txt, robots.txt): opening it is no callback
 	lure      bool   // it came from a lure or snippet in the customer's own pages
 	carrier   string // a lure's: the page of the site that carried it, "" when not known
+}
+
+// clickedOnPage reports whether a request came as a click on a page of the same site: a
+// Referer on the request's host and, from a browser that sends Fetch metadata, a
+// navigation of the user's own doing (Sec-Fetch-Site same-origin, Sec-Fetch-Mode navigate,
+// Sec-Fetch-User ?1). A proxy lure opened this way by a browser (detect: a browser-shaped
+// user agent) is VISIBLE_LINK_OPENED, not CALLBACK_HIT: a lure shows nothing to the eye,
+// but a screen reader reads it out, a reader view shows it, and a page's own script or
+// style could show it, and the person who clicks it is no threat. An agent that reads the
+// page and requests the link itself (no Referer, or not a navigation) is caught as before.
+func clickedOnPage(o detect.Observation) bool {
+	first := func(k string) (string, bool) {
+		vs := o.Headers[k]
+		if len(vs) == 0 {
+			return "", false
+		}
+		return strings.TrimSpace(vs[0]), true
+	}
+	ref, ok := first("Referer")
+	if !ok {
+		return false
+	}
+	u, err := url.Parse(ref)
+	if err != nil || u.Host == "" || !strings.EqualFold(u.Host, o.Host) {
+		return false
+	}
+	if mode, ok := first("Sec-Fetch-Mode"); ok {
+		site, _ := first("Sec-Fetch-Site")
+		user, _ := first("Sec-Fetch-User")
+		return mode == "navigate" && site == "same-origin" && user == "?1"
+	}
+	return true
 }

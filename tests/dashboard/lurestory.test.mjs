@@ -131,7 +131,8 @@ test('a followed proxy lure reads the same in the signals, the callbacks and the
     return body.includes(`${TRAP_PATH}?ref=`) && body;
   });
   assert.ok(!pageHTML.includes('Engineering wiki'), 'the trap\'s name is in the proxied page');
-  const link = pageHTML.match(/\/internal\/wiki\?ref=[a-z0-9]+/)[0];
+  // The link lure (the page's first lure URL is the challenge's, in its text).
+  const link = pageHTML.match(/<a href="(\/internal\/wiki\?ref=[a-z0-9]+)"/)[1];
   await (await fetch(`${trapURL}${link}`, { headers: { 'User-Agent': AGENT_UA } })).arrayBuffer();
   const session = await poll('the session', async () => {
     const d = await gqlData(`query ($w: SessionWhereInput) { sessions(first: 5, where: $w) { edges { node { id signalsFired } } } }`, { w: { userAgent: AGENT_UA } });
