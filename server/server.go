@@ -92,7 +92,12 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.resolver.CredentialCheck = cfg.StreamHeartbeat // as SSE streams do (rest.Options.Heartbeat)
 	s.resolver.Storage = s.storageReport
 	s.ws = s.newWebSocket()
-	engine, err := trap.New(ctx, cfg.Trap, db.Trap, db.Dialect, log) // its own pool: no API caller takes it
+	tcfg := cfg.Trap
+	var err error
+	if tcfg.Journal, err = journalDir(cfg.Trap.Journal, db); err != nil {
+		return nil, err
+	}
+	engine, err := trap.New(ctx, tcfg, db.Trap, db.Dialect, log) // its own pool: no API caller takes it
 	if err != nil {
 		return nil, fmt.Errorf("trap engine: %w", err)
 	}

@@ -128,7 +128,7 @@ func (e *Engine) sessionFor(ctx context.Context, c *ent.Client, rec *hitRecord, 
 		}
 	}
 	idleSince := rec.At.Add(-e.cfg.SessionIdle)
-	if vs, ok := e.visits.session(key); ok && vs.lastSeen.After(idleSince) {
+	if vs, ok := e.visits.session(key); ok && vs.id != "" && vs.lastSeen.After(idleSince) {
 		if s, err := e.loadSession(ctx, c, vs.id, batch); err == nil && s.Last.After(idleSince) {
 			return s, nil
 		}
