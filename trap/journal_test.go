@@ -221,3 +221,57 @@ func TestJournalBoundAndLock(t *testing.T) {
 	}
 	_ = counters.Delta{}
 }
+
+// Two instances on one PostgreSQL database, each answering once its hits are journaled in a
+// journal of its own, serve the same visitors (a token one served comes back to the
+// other): once both have applied their journals, every hit answered is stored once and the
+// counters equal a recount.
+func TestJournalTwoInstances(t *testing.T) {
+	dsn := ft.PostgresDSN(t)
+	a := ft.StartOn(t, dsn, trustLocalProxy, ft.JournalAck)
+	b := ft.StartOn(t, dsn, trustLocalProxy, ft.JournalAck)
+	if a.Config.Trap.Journal == b.Config.Trap.Journal {
+		t.Fatalf("both instances journal in %s", a.Config.Trap.Journal)
+	}
+	tn := a.Tenant("acme")
+	paths := []string{"/acme/docs/0", "/acme/docs/1"}
+	for _, p := range paths {
+		a.MustGraphQL(tn.ReadWrite, `mutation($p: String!) { createTrap(input:{name:"t", type: page, path: $p}) { id } }`, map[string]any{"p": p})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, p := range paths { // B learns of the traps through the database's notifications
+		for {
+			status, _, _, err := fetch(trapClient(1), b.Trap.URL+p, "probe", "198.18.9.9")
+			if err == nil && status == http.StatusOK {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("instance B never served %s: %d %v", p, status, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	envs := []*ft.Env{a, b}
+	key := func(i int) []byte { return envs[i].Server.Engine().Key() }
+	visitMix(t, []string{a.Trap.URL, b.Trap.URL}, key, paths, 800, 8, 3)
+	var received int64
+	for _, env := range envs {
+		e := env.Server.Engine()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			rec, stored, shed := e.Counts()
+			if stored == rec-shed {
+				received += stored
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("an instance applied %d of %d journaled hits in 60 s", stored, rec-shed)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if n := a.DB.Client.Hit.Query().CountX(ft.System()); int64(n) != received {
+		t.Errorf("%d hits stored, the instances applied %d", n, received)
+	}
+	checkCounters(t, a.DB.Client)
+}
