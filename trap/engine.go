@@ -66,6 +66,11 @@ func DefaultConfig() Config {
 	}
 }
 
+// ApplyLinger is how long a batch of journaled hits waits for company when nobody waits for
+// it (answers acknowledged once journaled): the hits show in the API that much later, and
+// fuller batches cost less per hit (one session update, one commit, one multi-row insert).
+const ApplyLinger = 10 * time.Millisecond
+
 // ErrOverloaded is returned when the hit queue is full: the listener sheds the request visibly.
 var ErrOverloaded = errors.New("hit queue full")
 
@@ -245,6 +250,10 @@ func (e *Engine) Run(ctx context.Context) {
 		e.replay(context.WithoutCancel(ctx), ctx.Done())
 	}
 	waited := e.journal == nil || e.cfg.AckApplied // requests wait on the batch
+	lingerFor := e.cfg.Linger
+	if !waited {
+		lingerFor = max(lingerFor, ApplyLinger)
+	}
 	batch := make([]*job, 0, e.cfg.BatchSize)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
@@ -258,7 +267,7 @@ func (e *Engine) Run(ctx context.Context) {
 			return
 		}
 		batch = append(batch[:0], first)
-		linger.Reset(e.cfg.Linger)
+		linger.Reset(lingerFor)
 	fill:
 		for len(batch) < e.cfg.BatchSize {
 			select { // what is already queued, without the cost of a select on the timer too

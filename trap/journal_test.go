@@ -14,14 +14,16 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/flytrap/flytrap/decoy"
+	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/ent/hit"
 	ft "github.com/flytrap/flytrap/flytraptest"
 	"github.com/flytrap/flytrap/store"
-	counters "github.com/flytrap/flytrap/tally"
 	"github.com/flytrap/flytrap/trap"
 )
 
@@ -219,7 +221,6 @@ func TestJournalBoundAndLock(t *testing.T) {
 	if n := db.Client.Hit.Query().CountX(ft.System()); n != ok {
 		t.Errorf("%d hits stored, %d answered 200", n, ok)
 	}
-	_ = counters.Delta{}
 }
 
 // Two instances on one PostgreSQL database, each answering once its hits are journaled in a
@@ -274,4 +275,51 @@ func TestJournalTwoInstances(t *testing.T) {
 		t.Errorf("%d hits stored, the instances applied %d", n, received)
 	}
 	checkCounters(t, a.DB.Client)
+}
+
+// A visitor who follows a page's hidden link before the page's hit is stored (answers go
+// out once journaled) still gets the callback: the writer finds the token's hit earlier in
+// the same batch. The two hits are journaled by an engine that never applies them, and
+// replayed in one batch.
+func TestJournalTokenOfAHitInTheSameBatch(t *testing.T) {
+	db, err := store.Open(context.Background(), ft.SQLiteDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	seedTrap(t, db, "/internal/docs/billing")
+	dir := filepath.Join(t.TempDir(), "hits")
+	first := journalEngine(t, db, dir)
+	srv := httptest.NewServer(first)
+	client := trapClient(1)
+	const ua = "Mozilla/5.0 (same batch) Chrome/131.0 Safari/537.36"
+	_, _, page, err := fetch(client, srv.URL+"/internal/docs/billing", ua, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var callback string
+	for _, u := range regexURLs(page) {
+		if refs := decoy.FindTokens(first.Key(), u); len(refs) == 1 && refs[0].Purpose == decoy.Callback {
+			callback = u
+			break
+		}
+	}
+	if callback == "" {
+		t.Fatal("the page has no hidden callback link")
+	}
+	if st, _, _, err := fetch(client, srv.URL+callback, ua, ""); err != nil || st != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", callback, st, err)
+	}
+	srv.Close()
+	first.CloseJournal()
+
+	second := journalEngine(t, db, dir)
+	runUntil(t, second, func() bool { _, rec, _ := second.Counts(); return rec >= 2 })
+	ss := db.Client.Session.Query().AllX(ft.System())
+	if len(ss) != 1 || ss[0].HitCount != 2 {
+		t.Fatalf("%d sessions (want one of 2 hits): %+v", len(ss), ss)
+	}
+	if !slices.Contains(ss[0].SignalsFired, detect.SignalCallbackHit) {
+		t.Errorf("the callback followed within the batch fired %q, want %s", ss[0].SignalsFired, detect.SignalCallbackHit)
+	}
 }
