@@ -58,6 +58,7 @@ func (e *Engine) journalHit(rec *hitRecord) (*job, error) {
 				j.done = make(chan error, 1)
 			}
 			e.visits.touch(visitorKey(rec.Org, rec.IP, rec.UA), rec.At)
+			e.unapplied.Store(rec.ID, rec.Org)
 			e.queue <- j // never blocks: pending counts what the queue holds
 			return j, nil
 		}
@@ -123,6 +124,9 @@ func (e *Engine) applied(batch []*job) {
 			seg, n = j.seg, 0
 		}
 		n++
+		if j.seg != nil {
+			e.unapplied.Delete(j.rec.ID)
+		}
 		if j.done != nil {
 			j.done <- nil
 		}

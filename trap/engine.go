@@ -111,6 +111,7 @@ type Engine struct {
 	journal      *journal     // nil: no journal (Config.Journal "")
 	pending      atomic.Int64 // journaled hits queued, not yet taken by the writer
 	replayedHits atomic.Int64 // hits applied from an earlier run's journal
+	unapplied    sync.Map     // hit id → organization: journaled hits of this run not yet applied (findAWSKeys)
 }
 
 // New returns an engine over client. It loads (or creates) the installation's token key.

@@ -323,3 +323,56 @@ func TestJournalTokenOfAHitInTheSameBatch(t *testing.T) {
 		t.Errorf("the callback followed within the batch fired %q, want %s", ss[0].SignalsFired, detect.SignalCallbackHit)
 	}
 }
+
+// A planted AWS access key id that comes back before the hit that served it is stored
+// (the listener looks such keys up while answering) is still recognised: the engine
+// knows its journaled hits not yet applied.
+func TestJournalAWSKeyOfAnUnappliedHit(t *testing.T) {
+	db, err := store.Open(context.Background(), ft.SQLiteDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	seedTrap(t, db, "/internal/docs/billing")
+	dir := filepath.Join(t.TempDir(), "hits")
+	first := journalEngine(t, db, dir)
+	srv := httptest.NewServer(first)
+	defer srv.Close()
+	client := trapClient(1)
+	const ua = "Mozilla/5.0 (aws key) Chrome/131.0 Safari/537.36"
+	_, _, page, err := fetch(client, srv.URL+"/internal/docs/billing", ua, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hitID string
+	for _, u := range regexURLs(page) {
+		if refs := decoy.FindTokens(first.Key(), u); len(refs) == 1 {
+			hitID = refs[0].HitID
+			break
+		}
+	}
+	keyID := decoy.AWSKeyID(first.Key(), hitID, 7)
+	if hitID == "" || keyID == "" {
+		t.Fatalf("no token in the page (hit %q, key %q)", hitID, keyID)
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/", nil)
+	req.Header.Set("User-Agent", "aws-cli/2.15.0")
+	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential="+keyID+"/20261127/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00")
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	srv.Close()
+	first.CloseJournal()
+
+	second := journalEngine(t, db, dir)
+	runUntil(t, second, func() bool { _, rec, _ := second.Counts(); return rec >= 2 })
+	ss := db.Client.Session.Query().AllX(ft.System())
+	if len(ss) != 1 || ss[0].HitCount != 2 || !slices.Contains(ss[0].SignalsFired, detect.SignalCredentialUsed) {
+		for _, s := range ss {
+			t.Logf("session %s: %d hits, fired %q", s.ID, s.HitCount, s.SignalsFired)
+		}
+		t.Fatalf("want one session of 2 hits that fired %s", detect.SignalCredentialUsed)
+	}
+}
