@@ -58,21 +58,23 @@ type journal struct {
 	max    int64 // bound on the bytes of every live segment
 	segMax int64
 
-	mu      sync.Mutex
-	cond    *sync.Cond
-	cur     *segment
-	live    map[uint64]*segment
-	total   int64    // bytes of the live segments
-	old     []string // segments left by an earlier run, to replay (in order)
-	buf     []byte   // records waiting for the writer
-	bufN    int      // how many
-	spare   []byte
-	writing bool          // a request is writing buf (the group's leader)
-	seq     uint64        // records handed to append
-	done    uint64        // records whose write returned
-	fails   []failedWrite // the latest writes that failed (records not acknowledged)
-	broken  bool          // the last write failed: start a new segment before the next
-	closed  bool
+	mu         sync.Mutex
+	cond       *sync.Cond
+	cur        *segment
+	live       map[uint64]*segment
+	total      int64    // bytes of the live segments
+	old        []string // segments left by an earlier run, to replay (in order)
+	buf        []byte   // records waiting for the writer
+	bufN       int      // how many
+	bufSeg     *segment // the segment they go to
+	spare      []byte
+	writing    bool          // a request is writing (the group's leader)
+	writingSeg *segment      // to this segment
+	seq        uint64        // records handed to append
+	done       uint64        // records whose write returned
+	fails      []failedWrite // the latest writes that failed (records not acknowledged)
+	broken     bool          // the last write failed: start a new segment before the next
+	closed     bool
 }
 
 // failedWrite is a write(2) that failed: records from+1 … to were not acknowledged.
@@ -143,20 +145,29 @@ func segmentSeq(name string) (uint64, bool) {
 }
 
 // rotate starts segment seq as the current one; called with mu held and nothing buffered.
+// The previous segment is closed now, or by the write in progress to it when it ends.
 func (j *journal) rotate(seq uint64) error {
 	path := filepath.Join(j.dir, segmentName(seq))
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("hit journal: %w", err)
 	}
-	if prev := j.cur; prev != nil {
-		prev.f.Close()
-		prev.f = nil
-		j.release(prev)
-	}
+	prev := j.cur
 	j.cur = &segment{seq: seq, path: path, f: f}
 	j.live[seq] = j.cur
+	if prev != nil && prev != j.writingSeg {
+		j.closeSegment(prev)
+	}
 	return nil
+}
+
+// closeSegment closes s, no longer written, and removes it if every record in it is applied.
+func (j *journal) closeSegment(s *segment) {
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
+	j.release(s)
 }
 
 // release removes s once it is closed and every record in it is applied.
@@ -170,8 +181,9 @@ func (j *journal) release(s *segment) {
 }
 
 // append writes one record and returns once write(2) returned, with the segment that
-// holds it. Writers arriving while another writes join the next write (group commit):
-// one write(2) covers every record buffered meanwhile.
+// holds it. Records buffered while another request writes go out together in the next
+// write (group commit), made by the first of their requests to find no write in progress:
+// each request writes at most one buffer, so none is kept writing for others.
 func (j *journal) append(payload []byte) (*segment, error) {
 	n := int64(journalHeader + len(payload))
 	if len(payload) > journalMaxEntry {
@@ -185,43 +197,42 @@ func (j *journal) append(payload []byte) (*segment, error) {
 	if j.total+n > j.max {
 		return nil, ErrJournalFull
 	}
-	if !j.writing && len(j.buf) == 0 && (j.broken || j.cur.size >= j.segMax) {
-		if err := j.rotate(j.cur.seq + 1); err != nil {
-			return nil, err
+	if len(j.buf) == 0 {
+		if j.broken || j.cur.size >= j.segMax {
+			if err := j.rotate(j.cur.seq + 1); err != nil {
+				return nil, err
+			}
+			j.broken = false
 		}
-		j.broken = false
+		j.bufSeg = j.cur
 	}
 	j.buf = binary.LittleEndian.AppendUint32(j.buf, uint32(len(payload)))
 	j.buf = binary.LittleEndian.AppendUint32(j.buf, crc32.Checksum(payload, journalCRC))
 	j.buf = append(j.buf, payload...)
 	j.bufN++
-	seg := j.cur
+	seg := j.bufSeg
 	seg.size += n
 	seg.written++
 	j.total += n
 	j.seq++
 	mine := j.seq
-	if j.writing { // the leader writes it
-		for j.done < mine {
+	for j.done < mine {
+		if j.writing {
 			j.cond.Wait()
+			continue
 		}
-		if err := j.failure(mine); err != nil {
-			return nil, err
-		}
-		return seg, nil
-	}
-	j.writing = true
-	for len(j.buf) > 0 {
-		b, count, upto := j.buf, j.bufN, j.seq
-		j.buf, j.bufN, j.spare = j.spare[:0], 0, nil
+		j.writing = true
+		b, count, upto, ws := j.buf, j.bufN, j.seq, j.bufSeg
+		j.buf, j.bufN, j.bufSeg, j.spare = j.spare[:0], 0, nil, nil
+		j.writingSeg = ws
 		j.mu.Unlock()
-		_, werr := seg.f.Write(b) // seg is current while writing: no rotation meanwhile
+		_, werr := ws.f.Write(b)
 		j.mu.Lock()
 		j.spare = b[:0]
 		if werr != nil {
 			// The records of this write are not acknowledged; the segment may hold part of
 			// them, which a replay would still apply (stored, never counted twice).
-			seg.written -= count
+			ws.written -= count
 			if len(j.fails) == 64 {
 				j.fails = j.fails[1:]
 			}
@@ -229,10 +240,12 @@ func (j *journal) append(payload []byte) (*segment, error) {
 			j.broken = true
 		}
 		j.done = upto
+		j.writing, j.writingSeg = false, nil
+		if ws != j.cur { // rotated while it was written
+			j.closeSegment(ws)
+		}
 		j.cond.Broadcast()
 	}
-	j.writing = false
-	j.cond.Broadcast() // close waits for the leader to finish
 	if err := j.failure(mine); err != nil {
 		return nil, err
 	}
@@ -285,10 +298,8 @@ func (j *journal) close() {
 		j.cond.Wait()
 	}
 	j.closed = true
-	if s := j.cur; s != nil && s.f != nil {
-		s.f.Close()
-		s.f = nil
-		j.release(s)
+	if j.cur != nil {
+		j.closeSegment(j.cur)
 	}
 	j.lock.Close()
 }
