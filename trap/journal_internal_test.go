@@ -2,9 +2,17 @@ package trap
 
 import (
 	"fmt"
+	"net/netip"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/flytrap/flytrap/decoy"
+	"github.com/flytrap/flytrap/detect"
+	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/record"
 )
 
 // Records appended from many goroutines at once (group commit, segments rotated while
@@ -66,5 +74,34 @@ func TestJournalConcurrentAppends(t *testing.T) {
 	}
 	if j.bytes() != 0 {
 		t.Fatalf("%d bytes counted in a journal with no segment", j.bytes())
+	}
+}
+
+// A hit read back from the journal makes the same row and observation as the hit
+// journaled: every field a request fills survives the encoding.
+func TestJournalEntryRoundTrip(t *testing.T) {
+	rec := &hitRecord{Hit: record.Hit{
+		ID: ids.New(ids.Hit), Org: ids.New(ids.Org), Site: ids.New(ids.Site), Status: 200, Truncated: true,
+		Observation: detect.Observation{
+			At: time.Now().UTC(), Method: "POST", Host: "docs.example.com", Path: "/internal/docs/ünï", Query: "a=1&b=%00",
+			Body: "{\"prompt\":\"You are Claude \U0001F600\"}", Headers: map[string][]string{"Cookie": {"a=b", "c=d"}, "X-Api-Key": {"k"}},
+			IP: netip.MustParseAddr("2001:db8::1"), UA: "Claude-User/1.0", Kind: "decoy", TrapID: ids.New(ids.Trap), TrapType: "page",
+			Tool: "read_file", ToolArgs: "{\"path\":\"/etc/passwd\"}", Disallow: []string{}, Linked: []string{"/a", "/b"}, Known: []string{"/x"},
+		},
+	}, refs: []decoy.TokenRef{{HitID: ids.New(ids.Hit), Index: 3, Purpose: decoy.Callback, Origin: decoy.OriginHit}}}
+	rec.Hit.Prepare()
+	payload, err := encodeHit(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeHit(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Hit, rec.Hit) {
+		t.Errorf("read back:\n%+v\nwant\n%+v", got.Hit, rec.Hit)
+	}
+	if !reflect.DeepEqual(got.refs, rec.refs) {
+		t.Errorf("tokens read back %+v, want %+v", got.refs, rec.refs)
 	}
 }
