@@ -97,7 +97,7 @@ func (j *journal) failure(seq uint64) error {
 // journal alone. Segments found there are kept for replay (oldSegments).
 func openJournal(dir string, limit, segMax int64) (*journal, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("hit journal: %w", err)
+		return nil, fmt.Errorf("hit journal (--hit-journal: a writable directory of this instance's own): %w", err)
 	}
 	lock, err := lockDir(dir)
 	if err != nil {
