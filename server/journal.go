@@ -18,9 +18,10 @@ import (
 // directory, none for "off" (each answer then waits for its hit's commit), else the
 // default: on SQLite "<file>.hits" beside the database (none for an in-memory database,
 // whose hits die with the process anyway); on PostgreSQL a directory of the user's cache
-// named after the database, so that two databases never share one. Two instances on one
-// machine and one database need a directory each: the journal's lock stops the second.
-func journalDir(setting string, db *store.DB) (string, error) {
+// named after the database and the instance (its trap listener's address, which two
+// instances on one machine cannot share), the same at every start. Two instances given one
+// directory: the journal's lock stops the second.
+func journalDir(setting string, db *store.DB, trapAddr string) (string, error) {
 	switch setting {
 	case "off":
 		return "", nil
@@ -43,7 +44,7 @@ func journalDir(setting string, db *store.DB) (string, error) {
 	if u, err := url.Parse(db.DSN); err == nil {
 		name = strings.Trim(u.Path, "/")
 		u.RawQuery, u.User = "", url.User(u.User.Username()) // the password names nothing
-		sum := sha256.Sum256([]byte(u.String()))
+		sum := sha256.Sum256([]byte(u.String() + "\n" + trapAddr))
 		name = fmt.Sprintf("%s-%s", safeName(name), hex.EncodeToString(sum[:4]))
 	}
 	return filepath.Join(cache, "flytrap", "hits-"+name), nil

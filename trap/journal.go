@@ -334,3 +334,32 @@ func readSegment(path string, f func(payload []byte) error) (torn bool, err erro
 		}
 	}
 }
+
+// OrphanJournals are the directories beside dir whose names differ from dir's only after
+// its last '-' (the server's default journals of one database, one per trap address) that
+// hold segments and that no process has open: an instance started with another address left
+// hits there, which only an instance given that directory applies.
+func OrphanJournals(dir string) []string {
+	base := filepath.Base(dir)
+	i := strings.LastIndexByte(base, '-')
+	if i < 0 {
+		return nil
+	}
+	siblings, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), base[:i+1]+"*"))
+	var out []string
+	for _, s := range siblings {
+		if s == dir {
+			continue
+		}
+		if segs, _ := filepath.Glob(filepath.Join(s, "*"+journalSuffix)); len(segs) == 0 {
+			continue
+		}
+		lock, err := lockDir(s)
+		if err != nil {
+			continue // in use: a running instance's
+		}
+		lock.Close()
+		out = append(out, s)
+	}
+	return out
+}
