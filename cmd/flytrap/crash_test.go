@@ -36,7 +36,7 @@ func runBinary(t *testing.T, bin, db, key string, extra ...string) (string, stri
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
 	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if m := bannerKey.FindStringSubmatch(stdout.String()); m != nil && key == "" {
 			key = m[1]
@@ -45,7 +45,7 @@ func runBinary(t *testing.T, bin, db, key string, extra ...string) (string, stri
 			return base, key, cmd
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("flytrap not ready after 30s\nstdout: %s\nstderr: %s", &stdout, &stderr)
+			t.Fatalf("flytrap not ready after 60s\nstdout: %s\nstderr: %s", &stdout, &stderr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
