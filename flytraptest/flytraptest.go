@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 
 	"github.com/flytrap/flytrap/apikey"
@@ -61,6 +62,10 @@ type Env struct {
 // Option adjusts the configuration before the server starts.
 type Option func(*server.Config)
 
+// JournalAck makes the trap listener answer once a hit is journaled, as it does by default
+// (the tests' instances answer once it is stored): what a test then reads may not show it yet.
+func JournalAck(c *server.Config) { c.Trap.AckApplied = false }
+
 // Start opens a fresh database on b and serves the real router on a local port.
 func Start(t testing.TB, b Backend, opts ...Option) *Env {
 	t.Helper()
@@ -76,6 +81,9 @@ func StartOn(t testing.TB, dsn string, opts ...Option) *Env {
 	// Tests make requests (and fail to authenticate) faster than any person; the limits have their own tests.
 	cfg.RateLimit, cfg.RateBurst = 1e6, 1e6
 	cfg.AuthFailureRate, cfg.AuthFailureBurst = 1e6, 1e6
+	// A journal of its own (instances on one database must not share one), and answers after
+	// their hits are stored: the tests read what they just caused. JournalAck keeps the default.
+	cfg.Trap.Journal, cfg.Trap.AckApplied = filepath.Join(t.TempDir(), "hits"), true
 	for _, o := range opts {
 		o(&cfg)
 	}

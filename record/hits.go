@@ -28,8 +28,8 @@ type Hit struct {
 	Status        int
 	Truncated     bool // the body was cut to what the column keeps
 
-	Session *Session       // set by Session.Observed
-	Outcome detect.Outcome // set by Session.Observed
+	Session *Session       `json:"-"` // set by Session.Observed
+	Outcome detect.Outcome `json:"-"` // set by Session.Observed
 
 	row []any // the hit's row, all but its session and signals (see Prepare)
 	err error // why ent's validators refuse the row, if they do
@@ -47,6 +47,10 @@ func (h *Hit) Prepare() {
 		UA: h.UA, At: h.At, Kind: h.Kind, Status: h.Status}
 	h.row, h.err = r.values(), h.check(r.Method, r.IP)
 }
+
+// Err is why ent's validators refuse h's row (Prepare), or nil: a hit refused would fail
+// its batch's write.
+func (h *Hit) Err() error { return h.err }
 
 // Row is a hit's row in the hits table, column by column, for a writer with no request to
 // observe (the seed tool; the listener's hits make theirs in Hit.Prepare). Headers are as

@@ -2,7 +2,7 @@
 # The trap listener against a bare net/http server writing the same bytes, with wrk (issue 12,
 # part 4: "≥ 0.4× a bare handler's requests per second at 128 connections on SQLite").
 # Builds flytrap and internal/bareserve, starts flytrap on a fresh SQLite database (every hit
-# durably recorded before its answer), creates a page trap, saves one of its responses as the
+# journaled before its answer, recorded in the database right after), creates a page trap, saves one of its responses as the
 # bare server's body, then runs wrk against each in turn, ROUNDS times, alternating, and prints
 # requests per second, latency and the ratio. wrk sends every request with one user agent
 # from one address: one visitor, one session, as a scanner hammering a trap. Extra arguments

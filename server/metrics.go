@@ -63,6 +63,18 @@ func newMetrics(s *Server) *metrics {
 	f.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "flytrap_hit_queue_capacity", Help: "Hits that may wait for the writer (--hit-queue).",
 	}, func() float64 { return float64(s.cfg.Trap.QueueSize) })
+	journal := func(name, help string, gauge bool, pick func(bytes, replayed int64) int64) {
+		get := func() float64 { return float64(pick(s.engine.JournalStats())) }
+		if gauge {
+			f.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, get)
+			return
+		}
+		f.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, get)
+	}
+	journal("flytrap_hit_journal_bytes", "Bytes of the hit journal on disk (--hit-journal-max bounds them).", true,
+		func(b, _ int64) int64 { return b })
+	journal("flytrap_hit_journal_replayed_total", "Hits applied at start from the journal of an earlier run.", false,
+		func(_, r int64) int64 { return r })
 	m.batchSize = f.NewHistogram(prometheus.HistogramOpts{
 		Name: "flytrap_writer_batch_hits", Help: "Hits per writer transaction.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 11), // 1 … 1024

@@ -93,7 +93,17 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 	s.resolver.CredentialCheck = cfg.StreamHeartbeat // as SSE streams do (rest.Options.Heartbeat)
 	s.resolver.Storage = s.storageReport
 	s.ws = s.newWebSocket()
-	engine, err := trap.New(ctx, cfg.Trap, db.Trap, db.Dialect, log) // its own pool: no API caller takes it
+	tcfg := cfg.Trap
+	var err error
+	if tcfg.Journal, err = journalDir(cfg.Trap.Journal, db, cfg.TrapAddr); err != nil {
+		return nil, err
+	}
+	if cfg.Trap.Journal == "" && db.Dialect == dialect.Postgres {
+		for _, d := range trap.OrphanJournals(tcfg.Journal) {
+			s.log.Warn("another hit journal of this database holds hits not stored yet (an instance with another --trap-addr left it): start one instance with --hit-journal set to it", "dir", d)
+		}
+	}
+	engine, err := trap.New(ctx, tcfg, db.Trap, db.Dialect, log) // its own pool: no API caller takes it
 	if err != nil {
 		return nil, fmt.Errorf("trap engine: %w", err)
 	}

@@ -46,6 +46,9 @@ func (e *Engine) writeBatch(ctx context.Context, batch []*job) error {
 		next, out := detect.Observe(s.Session.Session, e.observation(rec, sources))
 		s.Observed(&rec.Hit, next, out)
 		b.Hits = append(b.Hits, &rec.Hit)
+		if len(batch) > 1 {
+			batchSource(sources, rec, s.ID)
+		}
 	}
 	threats := make([]string, len(order))
 	for i, s := range order {

@@ -38,6 +38,18 @@ type Config struct {
 	RoutesMaxAge   time.Duration // how stale the routes may be when another instance changed them
 	RoutesTimeout  time.Duration // how long one reload of the routes may take; the last ones serve meanwhile
 	MCPStreamIdle  time.Duration // a legacy MCP stream with no message posted this long ends (0: DefaultMCPStreamIdle)
+
+	// Journal is the directory of the hit journal (journal.go): a hit is acknowledged once
+	// written there and applied to the database after. "": no journal, each answer waits
+	// for its batch's commit. The server sets it (--hit-journal).
+	Journal string
+	// JournalMax bounds the journal's bytes on disk; past it the listener answers 503.
+	JournalMax int64
+	// JournalSegment is the size past which the journal starts a new file (0: DefaultJournalSegment).
+	JournalSegment int64
+	// AckApplied makes every answer wait until its hit is applied to the database, journal
+	// or not (--hit-ack=applied): what a reader of the API sees then includes every hit answered.
+	AckApplied bool
 }
 
 // DefaultConfig is the listener's configuration with nothing set.
@@ -50,8 +62,14 @@ func DefaultConfig() Config {
 		SessionIdle:   30 * time.Minute,
 		RoutesMaxAge:  time.Second,
 		RoutesTimeout: 5 * time.Second,
+		JournalMax:    1 << 30,
 	}
 }
+
+// ApplyLinger is how long a batch of journaled hits waits for company when nobody waits for
+// it (answers acknowledged once journaled): the hits show in the API that much later, and
+// fuller batches cost less per hit (one session update, one commit, one multi-row insert).
+const ApplyLinger = 10 * time.Millisecond
 
 // ErrOverloaded is returned when the hit queue is full: the listener sheds the request visibly.
 var ErrOverloaded = errors.New("hit queue full")
@@ -91,6 +109,11 @@ type Engine struct {
 
 	recorder       *record.Writer // stores each batch, with its counters
 	openSessionSQL string         // see openSession
+
+	journal      *journal     // nil: no journal (Config.Journal "")
+	pending      atomic.Int64 // journaled hits queued, not yet taken by the writer
+	replayedHits atomic.Int64 // hits applied from an earlier run's journal
+	unapplied    sync.Map     // hit id → organization: journaled hits of this run not yet applied (findAWSKeys)
 }
 
 // New returns an engine over client. It loads (or creates) the installation's token key.
@@ -125,6 +148,11 @@ func New(ctx context.Context, cfg Config, client *ent.Client, dia string, log *s
 	if _, err := e.routes.get(ctx); err != nil { // before the first visitor
 		return nil, fmt.Errorf("load trap routes: %w", err)
 	}
+	if cfg.Journal != "" {
+		if e.journal, err = openJournal(cfg.Journal, cmp.Or(cfg.JournalMax, 1<<30), cmp.Or(cfg.JournalSegment, DefaultJournalSegment)); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
@@ -141,6 +169,15 @@ func (e *Engine) Stats() (written, shed int64) { return e.written.Load(), e.shed
 // durable and those refused because the queue was full.
 func (e *Engine) Counts() (received, recorded, shed int64) {
 	return e.received.Load(), e.written.Load(), e.shed.Load()
+}
+
+// JournalStats reports the hit journal's bytes on disk and the hits applied from an
+// earlier run's journal since start.
+func (e *Engine) JournalStats() (bytes, replayed int64) {
+	if e.journal != nil {
+		bytes = e.journal.bytes()
+	}
+	return bytes, e.replayedHits.Load()
 }
 
 // MCPStreams is the number of open legacy MCP streams.
@@ -207,8 +244,21 @@ func (e *Engine) answered() {
 // fill as before; a lone visitor's hit is written at once instead of a Linger later
 // (PostgreSQL's commit_delay waits only while commit_siblings transactions are active,
 // for the same reason).
+//
+// With a journal, what an earlier run journaled and did not apply is applied first
+// (replay), and a batch waits for company only while Linger runs, unless requests wait
+// for their hits to be applied (AckApplied): nobody waits on it.
 func (e *Engine) Run(ctx context.Context) {
 	defer close(e.done)
+	if e.journal != nil {
+		defer e.journal.close()
+		e.replay(context.WithoutCancel(ctx), ctx.Done())
+	}
+	waited := e.journal == nil || e.cfg.AckApplied // requests wait on the batch
+	lingerFor := e.cfg.Linger
+	if !waited {
+		lingerFor = max(lingerFor, ApplyLinger)
+	}
 	batch := make([]*job, 0, e.cfg.BatchSize)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
@@ -222,7 +272,7 @@ func (e *Engine) Run(ctx context.Context) {
 			return
 		}
 		batch = append(batch[:0], first)
-		linger.Reset(e.cfg.Linger)
+		linger.Reset(lingerFor)
 	fill:
 		for len(batch) < e.cfg.BatchSize {
 			select { // what is already queued, without the cost of a select on the timer too
@@ -232,7 +282,7 @@ func (e *Engine) Run(ctx context.Context) {
 			default:
 			}
 			e.waitingWith.Store(int64(len(batch)))
-			if e.inflight.Load() <= int64(len(batch)) { // every request in flight waits on this batch
+			if waited && e.inflight.Load() <= int64(len(batch)) { // every request in flight waits on this batch
 				e.waitingWith.Store(-1)
 				break fill
 			}
@@ -247,13 +297,14 @@ func (e *Engine) Run(ctx context.Context) {
 			e.waitingWith.Store(-1)
 		}
 		linger.Stop()
-		e.write(context.WithoutCancel(ctx), batch)
+		e.write(ctx, batch)
 	}
 }
 
 // drain writes what is left in the queue at shutdown.
 func (e *Engine) drain(batch []*job) {
-	ctx := context.Background()
+	ctx, stopped := context.WithCancel(context.Background())
+	stopped()
 	for {
 		batch = batch[:0]
 		for len(batch) < e.cfg.BatchSize {
@@ -276,8 +327,15 @@ func (e *Engine) drain(batch []*job) {
 func (e *Engine) Done() <-chan struct{} { return e.done }
 
 // write makes a batch durable in one transaction; if that fails, each hit is tried
-// alone so one bad record cannot sink the others.
+// alone so one bad record cannot sink the others. Journaled hits are applied (apply):
+// retried until stored, or until ctx ends (they stay in the journal).
 func (e *Engine) write(ctx context.Context, batch []*job) {
+	if e.journal != nil {
+		e.pending.Add(-int64(len(batch)))
+		e.apply(context.WithoutCancel(ctx), batch, ctx.Done())
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
 	err := e.writeBatchObserved(ctx, batch)
 	if err != nil && len(batch) > 1 {
 		e.log.Warn("writing a batch of hits failed; writing them one by one", "hits", len(batch), "err", err)
@@ -333,6 +391,22 @@ func (c *visitorCache) setSession(key string, s visitorSession) {
 	}
 	c.sessions[key] = s
 	delete(c.probes, key)
+}
+
+// touch notes that the visitor's hit was journaled at: until it is applied, and its
+// session known, the visitor counts as in a session (answerNotFound records its probes).
+// Its probes stay, for the session the hit makes.
+func (c *visitorCache) touch(key string, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.sessions[key]
+	if ok && !at.After(s.lastSeen) {
+		return
+	}
+	if !ok && len(c.sessions) >= c.max {
+		clear(c.sessions)
+	}
+	c.sessions[key] = visitorSession{id: s.id, lastSeen: at}
 }
 
 // probe notes an unknown path a stranger asked for.

@@ -2,6 +2,7 @@ package trap
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"net/netip"
@@ -35,7 +36,8 @@ var headersSkipped = map[string]bool{"Accept": true, "Accept-Encoding": true, "A
 // job is a hit waiting to be written, and the request waiting for it.
 type job struct {
 	rec  *hitRecord
-	done chan error
+	done chan error // nil: nobody waits (a journaled hit acknowledged, a replayed one)
+	seg  *segment   // the journal's segment that holds it (nil: none, or an earlier run's)
 }
 
 // hitRecord is everything the recorder needs of one request: the hit to store
@@ -237,8 +239,11 @@ func (e *Engine) answerNotFound(v *visit) bool {
 // (the queue full, the write failed or took too long): the visitor was told 503, to retry.
 func (e *Engine) enqueue(w http.ResponseWriter, rec *hitRecord) bool {
 	rec.prepare()
-	j := &job{rec: rec, done: make(chan error, 1)}
 	e.received.Add(1)
+	if e.journal != nil {
+		return e.enqueueJournaled(w, rec)
+	}
+	j := &job{rec: rec, done: make(chan error, 1)}
 	select {
 	case e.queue <- j:
 	default:
@@ -254,6 +259,33 @@ func (e *Engine) enqueue(w http.ResponseWriter, rec *hitRecord) bool {
 			return true
 		}
 	case <-timer.C: // it may still be written: the visitor is told to retry, never told it was kept
+	}
+	unavailable(w)
+	return false
+}
+
+// enqueueJournaled writes the hit to the journal (journalHit): it is safe once written,
+// and the answer waits for nothing more unless AckApplied.
+func (e *Engine) enqueueJournaled(w http.ResponseWriter, rec *hitRecord) bool {
+	j, err := e.journalHit(rec)
+	switch {
+	case errors.Is(err, ErrOverloaded), errors.Is(err, ErrJournalFull):
+		e.shed.Add(1)
+		unavailable(w)
+		return false
+	case err != nil:
+		e.log.Error("journaling a hit failed", "err", err)
+		unavailable(w)
+		return false
+	case j.done == nil:
+		return true
+	}
+	timer := time.NewTimer(e.cfg.WriteTimeout)
+	defer timer.Stop()
+	select {
+	case <-j.done:
+		return true
+	case <-timer.C: // it is journaled and will be applied: the visitor is told to retry all the same
 	}
 	unavailable(w)
 	return false

@@ -51,6 +51,7 @@ func (e *Engine) findAWSKeys(ctx context.Context, org, text string, now time.Tim
 			e.log.Warn("looking up an AWS key's hit", "err", err)
 			continue
 		}
+		hits = append(hits, e.unappliedHits(org, ids.Format(ids.Hit, lo), ids.Format(ids.Hit, hi))...)
 		for _, h := range hits {
 			if ref, ok := a.Match(e.key, h); ok {
 				out = append(out, ref)
@@ -58,5 +59,18 @@ func (e *Engine) findAWSKeys(ctx context.Context, org, text string, now time.Tim
 			}
 		}
 	}
+	return out
+}
+
+// unappliedHits are the organization's journaled hits not stored yet whose ids are within
+// [lo, hi]: a planted key may come back before its hit is applied.
+func (e *Engine) unappliedHits(org, lo, hi string) []string {
+	var out []string
+	e.unapplied.Range(func(k, v any) bool {
+		if id := k.(string); v.(string) == org && id >= lo && id <= hi {
+			out = append(out, id)
+		}
+		return true
+	})
 	return out
 }

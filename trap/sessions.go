@@ -41,12 +41,25 @@ type sourceHit struct {
 	visible    bool // it served llms.txt or robots.txt: its links are text a person reads
 }
 
-// sourceHits loads the hits the batch's tokens point to: in this batch or already stored.
+// sourceHits loads the hits the batch's tokens point to that are stored already. A token
+// whose hit is earlier in the batch (journaled hits are applied after their answers, so a
+// visitor may follow a link before its page's hit is stored) is found as the writer goes
+// (batchSource).
 func (e *Engine) sourceHits(ctx context.Context, c *ent.Client, batch []*job) (map[string]sourceHit, error) {
 	var want []string
+	var inBatch map[string]bool
 	for _, j := range batch {
 		for _, ref := range j.rec.refs {
-			if ref.Origin == decoy.OriginHit && !slices.Contains(want, ref.HitID) {
+			if ref.Origin != decoy.OriginHit || slices.Contains(want, ref.HitID) {
+				continue
+			}
+			if inBatch == nil {
+				inBatch = make(map[string]bool, len(batch))
+				for _, j := range batch {
+					inBatch[j.rec.ID] = true
+				}
+			}
+			if !inBatch[ref.HitID] {
 				want = append(want, ref.HitID)
 			}
 		}
@@ -91,6 +104,12 @@ func (e *Engine) sourceHits(ctx context.Context, c *ent.Client, batch []*job) (m
 	return out, nil
 }
 
+// batchSource notes a hit of the batch, once its session is known, as the source of the
+// tokens later hits of the batch bring back.
+func batchSource(sources map[string]sourceHit, rec *hitRecord, session string) {
+	sources[rec.ID] = sourceHit{session: session, org: rec.Org, receivedAt: rec.At, visible: decoy.VisibleLinksAt(rec.Path)}
+}
+
 // sourceSlack is how far a hit's received_at may be from its id's time and still be found
 // by the bounded lookup (the listener makes both within the request's read timeout).
 const sourceSlack = time.Hour
@@ -128,7 +147,7 @@ func (e *Engine) sessionFor(ctx context.Context, c *ent.Client, rec *hitRecord, 
 		}
 	}
 	idleSince := rec.At.Add(-e.cfg.SessionIdle)
-	if vs, ok := e.visits.session(key); ok && vs.lastSeen.After(idleSince) {
+	if vs, ok := e.visits.session(key); ok && vs.id != "" && vs.lastSeen.After(idleSince) {
 		if s, err := e.loadSession(ctx, c, vs.id, batch); err == nil && s.Last.After(idleSince) {
 			return s, nil
 		}

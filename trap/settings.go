@@ -2,6 +2,7 @@ package trap
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/flytrap/flytrap/settings"
@@ -21,4 +22,20 @@ func (c *Config) Declare(s *settings.Set) {
 		}
 		return nil
 	})
+	s.String(&c.Journal, "hit-journal", "", "directory of this instance's hit journal: a hit is answered once written there, and stored in the database after; off: each answer waits for its hit's database commit").
+		Doc("Directory of this instance's hit journal: a hit is answered once written there (safe from a killed process) and stored in the database right after; `off`: each answer waits for its hit's database commit. One directory per instance (it is locked). See [operations](docs/operations.md#the-hit-journal)").
+		DefaultDoc("SQLite: `<db>.hits` beside the file; PostgreSQL: `flytrap/hits-<database>-<hash of the URL and --trap-addr>` in the user's cache directory")
+	s.Int64(&c.JournalMax, "hit-journal-max", d.JournalMax, "bytes the hit journal may hold on disk, hits not yet stored; beyond it the trap listener answers 503").
+		Min(1 << 20)
+	s.Func("hit-ack", "journal", "when the trap listener answers a hit: journal (once journaled) or applied (once stored in the database)", func(v string) error {
+		switch v {
+		case "journal":
+			c.AckApplied = false
+		case "applied":
+			c.AckApplied = true
+		default:
+			return fmt.Errorf("hit-ack: %q is not journal or applied", v)
+		}
+		return nil
+	}).Doc("When the trap listener answers a hit: `journal` (once journaled: the default) or `applied` (once stored in the database, so that the API shows every hit answered; slower)")
 }

@@ -2,18 +2,24 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/flytrap/flytrap/ent/hit"
 	ft "github.com/flytrap/flytrap/flytraptest"
+	"github.com/flytrap/flytrap/store"
+	"github.com/flytrap/flytrap/tally"
 )
 
 // runBinary starts the built flytrap on db and returns its API base URL, the admin key
@@ -30,7 +36,7 @@ func runBinary(t *testing.T, bin, db, key string, extra ...string) (string, stri
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
 	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if m := bannerKey.FindStringSubmatch(stdout.String()); m != nil && key == "" {
 			key = m[1]
@@ -39,10 +45,24 @@ func runBinary(t *testing.T, bin, db, key string, extra ...string) (string, stri
 			return base, key, cmd
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("flytrap not ready after 30s\nstdout: %s\nstderr: %s", &stdout, &stderr)
+			t.Fatalf("flytrap not ready after 60s\nstdout: %s\nstderr: %s", &stdout, &stderr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// buildBinary builds flytrap into dir (skipping t without a go command).
+func buildBinary(t *testing.T, dir string) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command to build the binary with: %v", err)
+	}
+	bin := filepath.Join(dir, "flytrap")
+	if out, err := exec.CommandContext(t.Context(), goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // TestWebhookDeliveriesSurviveKill kills flytrap (SIGKILL) while deliveries wait for
@@ -52,15 +72,8 @@ func TestWebhookDeliveriesSurviveKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the build-kill-restart test of the flytrap binary")
 	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go command to build the binary with: %v", err)
-	}
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "flytrap")
-	if out, err := exec.CommandContext(t.Context(), goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, tmp)
 
 	var failing atomic.Bool
 	failing.Store(true)
@@ -136,4 +149,140 @@ func TestWebhookDeliveriesSurviveKill(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestHitsSurviveKill kills flytrap (SIGKILL) at a random moment while 8 clients request
+// a trap page, restarts it on the same database and hit journal, and does it again, many
+// rounds (FLYTRAP_KILL_ROUNDS, default 8), on each database. Then: every hit answered 200
+// is stored exactly once, no hit is stored twice (answered or not: a request killed after
+// its journal write and before its answer may be stored), each session's hit count is its
+// hits, and the counters equal a recount — a hit replayed after it was applied counts nothing.
+func TestHitsSurviveKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the build-kill-restart test of the flytrap binary")
+	}
+	bin := buildBinary(t, t.TempDir())
+	rounds := 8
+	if n, err := strconv.Atoi(os.Getenv("FLYTRAP_KILL_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		dsn := b.DSN(t)
+		trapAddr := freeAddr(t)
+		args := []string{"--trap-addr", trapAddr, "--hit-journal", filepath.Join(t.TempDir(), "hits")}
+		base, key, cmd := runBinary(t, bin, dsn, "", args...)
+		r := graphql(t, http.DefaultClient, base, key, `mutation { createTrap(input: {name: "kill", type: page}) { path } }`)
+		path, _ := ft.Dig(r.Data, "createTrap", "path").(string)
+		if path == "" {
+			t.Fatalf("createTrap: %d %s", r.status, r.raw)
+		}
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}, Timeout: 10 * time.Second}
+		var (
+			mu    sync.Mutex
+			acked = map[string]bool{} // queries answered 200
+		)
+		for round := range rounds {
+			if round > 0 {
+				_, _, cmd = runBinary(t, bin, dsn, key, args...)
+			}
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			answered := atomic.Int64{}
+			for w := range 8 {
+				wg.Go(func() {
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						q := fmt.Sprintf("r=%d&w=%d&i=%d", round, w, i)
+						req, _ := http.NewRequest(http.MethodGet, "http://"+trapAddr+path+"?"+q, nil)
+						req.Header.Set("User-Agent", fmt.Sprintf("Mozilla/5.0 (kill test worker %d) Chrome/131.0 Safari/537.36", w))
+						res, err := client.Do(req)
+						if err != nil {
+							time.Sleep(time.Millisecond)
+							continue
+						}
+						_, _ = io.Copy(io.Discard, res.Body)
+						res.Body.Close()
+						if res.StatusCode == http.StatusOK {
+							answered.Add(1)
+							mu.Lock()
+							acked[q] = true
+							mu.Unlock()
+						}
+					}
+				})
+			}
+			for answered.Load() < 20 { // under load before the kill
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(time.Duration(rand.IntN(400)) * time.Millisecond)
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_, _ = cmd.Process.Wait()
+			close(stop)
+			wg.Wait()
+		}
+
+		// The last start replays the last journal; a graceful stop then applies the rest.
+		_, _, cmd = runBinary(t, bin, dsn, key, args...)
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("flytrap after SIGTERM: %v", err)
+		}
+		db, err := store.Open(t.Context(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		ctx := ft.System()
+		queries := db.Client.Hit.Query().Select(hit.FieldQuery).StringsX(ctx)
+		stored := map[string]int{}
+		for _, q := range queries {
+			stored[q]++
+		}
+		for q, n := range stored {
+			if n > 1 {
+				t.Errorf("hit %q stored %d times", q, n)
+			}
+		}
+		lost := 0
+		for q := range acked {
+			if stored[q] != 1 {
+				lost++
+				if lost < 10 {
+					t.Errorf("hit %q answered 200 but stored %d times", q, stored[q])
+				}
+			}
+		}
+		sessions := db.Client.Session.Query().AllX(ctx)
+		total := 0
+		for _, s := range sessions {
+			n := db.Client.Hit.Query().Where(hit.SessionID(s.ID)).CountX(ctx)
+			if s.HitCount != n {
+				t.Errorf("session %s counts %d hits, has %d", s.ID, s.HitCount, n)
+			}
+			total += n
+		}
+		if total != len(queries) {
+			t.Errorf("%d hits in sessions, %d stored", total, len(queries))
+		}
+		have, err := tally.Stored(ctx, db.Client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recount, err := tally.Recount(ctx, db.Client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !have.Equal(recount) {
+			t.Errorf("counters vs a recount after %d kills:\n%s", rounds, have.Diff(recount))
+		}
+		t.Logf("%d rounds: %d hits answered 200, %d stored (%d lost)", rounds, len(acked), len(queries), lost)
+	})
 }

@@ -1,0 +1,107 @@
+package trap
+
+import (
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flytrap/flytrap/decoy"
+	"github.com/flytrap/flytrap/detect"
+	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/record"
+)
+
+// Records appended from many goroutines at once (group commit, segments rotated while
+// others write) are each in a segment, intact and once; once every record is applied and
+// the journal closed, no segment is left.
+func TestJournalConcurrentAppends(t *testing.T) {
+	dir := t.TempDir()
+	j, err := openJournal(dir, 1<<30, 4<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 16, 300
+	var mu sync.Mutex
+	segs := map[string]*segment{}
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				p := fmt.Sprintf("record %d/%d %s", w, i, "padding to make segments rotate often")
+				s, err := j.append([]byte(p))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				segs[p] = s
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.jnl"))
+	if len(files) < 10 {
+		t.Fatalf("%d segments of 4 KiB for %d records", len(files), writers*each)
+	}
+	seen := map[string]int{}
+	for _, f := range files {
+		if torn, err := readSegment(f, func(p []byte) error { seen[string(p)]++; return nil }); err != nil || torn {
+			t.Fatalf("%s: torn %v, %v", f, torn, err)
+		}
+	}
+	for p, s := range segs {
+		if seen[p] != 1 {
+			t.Fatalf("%q is %d times in the segments", p, seen[p])
+		}
+		if filepath.Base(s.path) == "" {
+			t.Fatal("no segment")
+		}
+	}
+	if len(seen) != writers*each {
+		t.Fatalf("%d records in the segments, %d appended", len(seen), writers*each)
+	}
+	for _, s := range segs {
+		j.applied(s, 1)
+	}
+	j.close()
+	if left, _ := filepath.Glob(filepath.Join(dir, "*.jnl")); len(left) != 0 {
+		t.Fatalf("segments left: %q", left)
+	}
+	if j.bytes() != 0 {
+		t.Fatalf("%d bytes counted in a journal with no segment", j.bytes())
+	}
+}
+
+// A hit read back from the journal makes the same row and observation as the hit
+// journaled: every field a request fills survives the encoding.
+func TestJournalEntryRoundTrip(t *testing.T) {
+	rec := &hitRecord{Hit: record.Hit{
+		ID: ids.New(ids.Hit), Org: ids.New(ids.Org), Site: ids.New(ids.Site), Status: 200, Truncated: true,
+		Observation: detect.Observation{
+			At: time.Now().UTC(), Method: "POST", Host: "docs.example.com", Path: "/internal/docs/ünï", Query: "a=1&b=%00",
+			Body: "{\"prompt\":\"You are Claude \U0001F600\"}", Headers: map[string][]string{"Cookie": {"a=b", "c=d"}, "X-Api-Key": {"k"}},
+			IP: netip.MustParseAddr("2001:db8::1"), UA: "Claude-User/1.0", Kind: "decoy", TrapID: ids.New(ids.Trap), TrapType: "page",
+			Tool: "read_file", ToolArgs: "{\"path\":\"/etc/passwd\"}", Disallow: []string{}, Linked: []string{"/a", "/b"}, Known: []string{"/x"},
+		},
+	}, refs: []decoy.TokenRef{{HitID: ids.New(ids.Hit), Index: 3, Purpose: decoy.Callback, Origin: decoy.OriginHit}}}
+	rec.Hit.Prepare()
+	payload, err := encodeHit(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeHit(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Hit, rec.Hit) {
+		t.Errorf("read back:\n%+v\nwant\n%+v", got.Hit, rec.Hit)
+	}
+	if !reflect.DeepEqual(got.refs, rec.refs) {
+		t.Errorf("tokens read back %+v, want %+v", got.refs, rec.refs)
+	}
+}
