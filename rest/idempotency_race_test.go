@@ -40,3 +40,26 @@ func TestIdempotencyKeyRace(t *testing.T) {
 		}
 	})
 }
+
+// TestIdempotencyKeyPerOrganization: one key and one body in two organizations make two
+// traps; neither is answered the other's.
+func TestIdempotencyKeyPerOrganization(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		env := ft.Start(t, b)
+		body := map[string]any{"name": "same", "type": "page", "path": "/same"}
+		var seen []string
+		for _, org := range []string{"acme", "globex"} {
+			ten := env.Tenant(org)
+			r := restCall(t, env, ten.ReadWrite, "POST", "/dashboard/api/traps", body, "Idempotency-Key", "shared-key")
+			mustOK(t, r, http.StatusCreated)
+			d := r.data().(map[string]any)
+			if r.Header.Get("Idempotent-Replayed") != "false" || d["org_id"] != ten.Org.ID {
+				t.Fatalf("%s: replayed %q, org %v: %s", org, r.Header.Get("Idempotent-Replayed"), d["org_id"], r.Raw)
+			}
+			seen = append(seen, d["id"].(string))
+		}
+		if seen[0] == seen[1] {
+			t.Fatalf("both organizations got trap %s", seen[0])
+		}
+	})
+}
