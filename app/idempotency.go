@@ -51,6 +51,11 @@ func (a *App) CreateTrapOnce(ctx context.Context, key string, req any, in TrapIn
 	if !ok {
 		return nil, false, apperr.New(apperr.KindUnauthenticated, "unauthenticated")
 	}
+	// The create's own policy asks for read-write; a replay must too, before it answers or
+	// deletes anything (a read-only key sending a known key and body got the trap and a 201).
+	if !v.Scope.Includes(viewer.ReadWrite) {
+		return nil, false, apperr.New(apperr.KindForbidden, "this needs the "+viewer.ReadWrite.Human()+" scope")
+	}
 	raw, err := json.Marshal(req)
 	if err != nil {
 		return nil, false, fmt.Errorf("hash the request: %w", err)

@@ -259,6 +259,21 @@ func BenchmarkFindAWSSecrets(b *testing.B) {
 			}
 		}
 	})
+	// Worst cases of 1 MiB (a body at the listener's bound): one path-like run of base64 and
+	// slashes that forces the decoding pass (%2F), and mixed-case 40-character runs that
+	// each would be a candidate (at most 8 are kept, so at most 8 decryptions).
+	slashes := strings.Repeat("aB3/", 1<<18) + "%2F"
+	runs := strings.Repeat("aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789+/ab ", 1<<20/41)
+	for name, text := range map[string]string{"1 MiB path run": slashes, "1 MiB of candidates": runs} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				for _, c := range FindAWSSecrets(text) {
+					ParseAWSSecret(testKey, c)
+				}
+			}
+		})
+	}
 	with := "/s3?aws_secret_access_key=" + url.QueryEscape(AWSSecretKey(testKey, newHitID(b), 3)) + "\n" + plain
 	b.Run("a secret", func(b *testing.B) {
 		for b.Loop() {

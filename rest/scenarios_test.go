@@ -893,6 +893,8 @@ func TestRESTTrapWrites(t *testing.T) {
 		if l, _ := mustOK(t, restCall(t, env, a.ReadOnly, "GET", "/dashboard/api/traps?path=/idem", nil), http.StatusOK).data().([]any); len(l) != 1 {
 			t.Errorf("after a replayed create: %d traps at /idem, want 1", len(l))
 		}
+		// A key that may not create gets no replay either: the key and body are no credential.
+		wantError(t, restCall(t, env, a.ReadOnly, "POST", "/dashboard/api/traps", idem, "Idempotency-Key", "k-1"), []int{http.StatusForbidden})
 		wantError(t, restCall(t, env, a.ReadWrite, "POST", "/dashboard/api/traps", map[string]any{"name": "other", "type": "page", "path": "/idem-2"}, "Idempotency-Key", "k-1"),
 			[]int{http.StatusConflict}, "Idempotency-Key", "different request")
 		wantError(t, restCall(t, env, a.ReadWrite, "POST", "/dashboard/api/traps", idem, "Idempotency-Key", strings.Repeat("k", 256)), []int{http.StatusBadRequest}, "Idempotency-Key")

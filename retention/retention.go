@@ -25,6 +25,7 @@ import (
 	"github.com/lib/pq"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/record"
 	"github.com/flytrap/flytrap/store"
@@ -138,6 +139,7 @@ type Result struct {
 	Hits, Signals, Prompts, Events, Deliveries, Sessions int64
 	HitHours                                             int64 // hourly hit counter rows
 	Campaigns                                            int64 // campaigns with nothing of them stored
+	IdempotencyKeys                                      int64 // Idempotency-Keys older than app.IdempotencyWindow
 	// Skipped is set when another instance held the purge lock.
 	Skipped bool
 	// FreedPages is what SQLite's incremental vacuum handed back to the file system.
@@ -149,7 +151,7 @@ type Result struct {
 
 // Total is the number of rows deleted.
 func (r Result) Total() int64 {
-	return r.Hits + r.Signals + r.Prompts + r.Events + r.Deliveries + r.Sessions + r.HitHours + r.Campaigns
+	return r.Hits + r.Signals + r.Prompts + r.Events + r.Deliveries + r.Sessions + r.HitHours + r.Campaigns + r.IdempotencyKeys
 }
 
 // Purger deletes expired rows.
@@ -198,7 +200,7 @@ func (p *Purger) Run(ctx context.Context) {
 			p.log.Error("retention: purge failed; the next run retries", "err", err, "deleted", res.Total())
 		case res.Total() > 0 || res.FreedPages > 0:
 			p.log.Info("retention: purged expired rows", "hits", res.Hits, "signals", res.Signals, "prompts", res.Prompts,
-				"events", res.Events, "deliveries", res.Deliveries, "sessions", res.Sessions, "hit_hours", res.HitHours, "campaigns", res.Campaigns, "freed_pages", res.FreedPages,
+				"events", res.Events, "deliveries", res.Deliveries, "sessions", res.Sessions, "hit_hours", res.HitHours, "campaigns", res.Campaigns, "idempotency_keys", res.IdempotencyKeys, "freed_pages", res.FreedPages,
 				"dropped_partitions", res.DroppedPartitions)
 		}
 		select {
@@ -263,6 +265,8 @@ func (p *Purger) Purge(ctx context.Context) (Result, error) {
 			return p.purgeEvents(ctx, cut, r)
 		}},
 		{p.cfg.HitHours, p.purgeHitHours},
+		// Not a setting: a key is worth nothing after its window, whatever else is kept.
+		{app.IdempotencyWindow, p.purgeIdempotencyKeys},
 	}
 	for _, s := range steps {
 		if s.keep <= 0 {
@@ -309,6 +313,24 @@ func (p *Purger) purgeCampaigns(ctx context.Context, cut time.Time, res *Result)
 func (p *Purger) purgeHitHours(ctx context.Context, cut time.Time, res *Result) error {
 	q := p.rebind("DELETE FROM hit_hours WHERE id IN (SELECT id FROM hit_hours WHERE hour < ? LIMIT " + strconv.Itoa(p.cfg.BatchSize) + ")")
 	return p.deleteBatches(ctx, "expired hourly counters", &res.HitHours, q, cut.Unix()/3600)
+}
+
+// purgeIdempotencyKeys deletes the Idempotency-Keys made before cut, a batch at a time
+// along each organization's (org_id, created_at) index. A keyed create deletes its own
+// organization's too, but an organization that makes no more keyed creates kept them.
+func (p *Purger) purgeIdempotencyKeys(ctx context.Context, cut time.Time, res *Result) error {
+	orgs, err := p.orgs(ctx)
+	if err != nil {
+		return err
+	}
+	q := p.rebind("DELETE FROM idempotency_keys WHERE id IN (SELECT id FROM idempotency_keys WHERE org_id = ? AND created_at < ? LIMIT " +
+		strconv.Itoa(p.cfg.BatchSize) + ")")
+	for _, org := range orgs {
+		if err := p.deleteBatches(ctx, "expired idempotency keys", &res.IdempotencyKeys, q, org, cut); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // bound is the smallest id of prefix made at t: every id below it was made before t.

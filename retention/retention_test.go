@@ -643,3 +643,31 @@ func TestPurgeCampaigns(t *testing.T) {
 		}
 	})
 }
+
+// TestPurgeIdempotencyKeys: Idempotency-Keys are kept 24 hours (app.IdempotencyWindow);
+// without this an organization's expired keys stayed until its next keyed create, and
+// one that never made another kept its rows (each up to 64 KiB of answer) forever.
+func TestPurgeIdempotencyKeys(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		f := open(t, b)
+		other := f.newOrg("other")
+		add := func(org, key string, at time.Time) {
+			f.db.Client.IdempotencyKey.Create().SetOrgID(org).SetKey(key).SetRequestHash("h").SetResponse([]byte("{}")).
+				SetStatus(201).SetCreatedAt(at).ExecX(f.ctx)
+		}
+		for i, at := range []time.Time{ago(25 * time.Hour), ago(3 * day), ago(400 * day)} {
+			add(f.org, fmt.Sprint("old", i), at)
+			add(other, fmt.Sprint("old", i), at)
+		}
+		add(f.org, "fresh", ago(23*time.Hour))
+		add(other, "fresh", ago(time.Minute))
+		res, err := f.purger(small()).Purge(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := f.db.Client.IdempotencyKey.Query().AllX(f.ctx)
+		if res.IdempotencyKeys != 6 || len(left) != 2 || left[0].Key != "fresh" || left[1].Key != "fresh" {
+			t.Fatalf("purge deleted %d keys and left %d; want 6 deleted and the two fresh ones left", res.IdempotencyKeys, len(left))
+		}
+	})
+}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/goccy/go-yaml"
 
@@ -291,10 +292,12 @@ func emit[T any](c *apiCall, items []T, cols []string, row func(T) []string) err
 }
 
 // cell is s fit for a table cell: attacker-controlled text (user agents, paths) has its
-// control characters and tabs escaped and is cut at 60 characters.
+// control characters and tabs escaped, and its format characters (bidirectional overrides,
+// zero-width characters) and line separators too, which make a terminal show another text
+// than the one recorded; it is cut at 60 characters.
 func cell(s string) string {
 	s = strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+		if r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) {
 			return '?'
 		}
 		return r

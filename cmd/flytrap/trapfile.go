@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/lexer"
+	"github.com/goccy/go-yaml/token"
 
 	"github.com/flytrap/flytrap/apiclient"
 	"github.com/flytrap/flytrap/apiclient/gql"
@@ -68,15 +70,26 @@ const maxFileTraps = 10000
 // readTrapFile reads and validates a trap file ("-": standard input). Its errors are
 // exitInvalid, each naming where in the file it is.
 func readTrapFile(path string, stdin io.Reader) (*trapFile, error) {
-	var raw []byte
-	var err error
-	if path == "-" {
-		raw, err = io.ReadAll(io.LimitReader(stdin, 16<<20))
-	} else {
-		raw, err = os.ReadFile(path)
+	in := stdin
+	if path != "-" {
+		file, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer file.Close()
+		in = file
 	}
+	// One byte more than the bound: a longer file is refused, never read in part (a cut
+	// file applied with --prune would delete the traps it lost).
+	raw, err := io.ReadAll(io.LimitReader(in, maxTrapFileBytes+1))
 	if err != nil {
 		return nil, err
+	}
+	if len(raw) > maxTrapFileBytes {
+		return nil, &exitError{exitInvalid, fmt.Errorf("%s: the file is larger than 16 MiB", path)}
+	}
+	if err := plainYAML(raw); err != nil {
+		return nil, &exitError{exitInvalid, fmt.Errorf("%s: %w", path, err)}
 	}
 	var f trapFile
 	if err := yaml.UnmarshalWithOptions(raw, &f, yaml.Strict()); err != nil {
@@ -86,6 +99,33 @@ func readTrapFile(path string, stdin io.Reader) (*trapFile, error) {
 		return nil, &exitError{exitInvalid, fmt.Errorf("%s: %d problem(s):\n  %s", path, len(errs), strings.Join(errs, "\n  "))}
 	}
 	return &f, nil
+}
+
+// maxTrapFileBytes bounds a trap file (10,000 traps fit in a few MB).
+const maxTrapFileBytes = 16 << 20
+
+// maxYAMLNesting bounds the flow nesting ([ and {) of a trap file, which needs 3.
+const maxYAMLNesting = 32
+
+// plainYAML refuses what go-yaml would spend unbounded time or memory on: anchors and
+// aliases (it expands aliases without a bound, so nine lines of nested aliases take
+// minutes and gigabytes) and deep flow nesting. A trap file needs neither, and it may
+// come from a pull request that CI plans. The lexer reads the file once, expanding nothing.
+func plainYAML(raw []byte) error {
+	depth := 0
+	for _, tk := range lexer.Tokenize(string(raw)) {
+		switch tk.Type {
+		case token.AnchorType, token.AliasType, token.MergeKeyType:
+			return fmt.Errorf("line %d: anchors and aliases (&, *, <<) are not allowed in a trap file", tk.Position.Line)
+		case token.SequenceStartType, token.MappingStartType:
+			if depth++; depth > maxYAMLNesting {
+				return fmt.Errorf("line %d: [ and { are nested deeper than %d", tk.Position.Line, maxYAMLNesting)
+			}
+		case token.SequenceEndType, token.MappingEndType:
+			depth--
+		}
+	}
+	return nil
 }
 
 // validate checks the file with the API's own rules (the generated field validators and
