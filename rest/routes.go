@@ -23,6 +23,8 @@ func (a *API) Routes() []Route {
 		{"DELETE /dashboard/api/traps/{id}", a.serve(a.deleteTrap)},
 		{"GET /dashboard/api/sessions", a.serve(a.listSessions)},
 		{"GET /dashboard/api/sessions/{id}", a.serve(a.getSession)},
+		{"POST /dashboard/api/triage", a.serve(a.triageSessions)},
+		{"GET /dashboard/api/gate", a.serve(a.gate)},
 		{"GET /dashboard/api/analytics/overview", a.serve(a.overview)},
 		{"GET /dashboard/api/analytics/severity", a.serve(a.severity)},
 		{"GET /dashboard/api/analytics/timeline", a.serve(a.timeline)},

@@ -54,9 +54,17 @@ export interface SessionRow {
   extractedModel: string;
   extractedOperator: string;
   trapsTriggered: string[];
+  triageState: string;
+  triagedBy: string;
+  triagedByName: string;
+  triagedAt: string | null;
 }
 const SESSION_FIELDS = `id sourceIP userAgent classification score confidence severity signalsFired firstSeen lastSeen
-  hitCount tripwiresFired promptsCaptured extractedModel extractedOperator trapsTriggered`;
+  hitCount tripwiresFired promptsCaptured extractedModel extractedOperator trapsTriggered triageState triagedBy triagedByName triagedAt`;
+
+/** Sets the triage state of up to 100 sessions (read-write). */
+export const TRIAGE_SESSIONS = `mutation TriageSessions($ids: [ID!]!, $state: TriageState!) {
+  triageSessions(input: {ids: $ids, state: $state}) { changed sessions { id triageState triagedBy triagedByName triagedAt } } }`;
 
 export interface PageInfo {
   hasNextPage: boolean;
