@@ -226,6 +226,20 @@ func TestEventsSinceUntilAndWildcards(t *testing.T) {
 		if ft.Dig(r.plain(t), "has_more") != false || ft.Dig(r.plain(t), "events", 0, "type") != "threat.escalated" {
 			t.Errorf("second page up to until: %s", r.Raw)
 		}
+		// The stream: since replays from then on, type takes prefixes, then it follows live.
+		_, sc := openStream(t, env, a.ReadOnly, "?type=threat.*,trap.*&since=2026-01-01T00:30:00Z", "")
+		for _, want := range []string{"threat.escalated", "trap.created"} {
+			if m := nextEvent(t, sc); !strings.Contains(m.Data, `"type":"`+want+`"`) {
+				t.Fatalf("stream since: %s, want %s", m.Data, want)
+			}
+		}
+		live := restNewTrap(t, env, a.ReadWrite, map[string]any{"name": "live", "type": "page", "path": "/live"})["id"].(string)
+		if m := nextEvent(t, sc); !strings.Contains(m.Data, live) {
+			t.Fatalf("stream after the replay: %s, want the live %s", m.Data, live)
+		}
+		if r, _ := openStream(t, env, a.ReadOnly, "?type=threat", ""); r.StatusCode != 400 {
+			t.Errorf("stream ?type=threat: %d, want 400", r.StatusCode)
+		}
 		// GraphQL: the events connection filters by createdAt and typeHasPrefix.
 		gq := env.MustGraphQL(a.ReadOnly, `{ events(where: {typeHasPrefix: "threat.", createdAtGTE: "2026-01-01T01:00:00Z"}) { edges { node { type } } } }`, nil)
 		if got := fmt.Sprint(ft.Dig(gq, "events", "edges", 0, "node", "type")); got != "threat.escalated" {
