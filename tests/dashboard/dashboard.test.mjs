@@ -366,8 +366,10 @@ test('sign in, traps, live threat, sessions, keys: attacker text stays inert', a
   await assertInert('traps after hits');
 
   // API keys: create (shown once), use, revoke with confirmation, refused afterwards.
+  await gqlData(`mutation { createApiKey(input: {name: "e2e expiring", scope: READ_ONLY, expiresAt: "2099-01-01T00:00:00Z"}) { key } }`);
   await page.getByRole('link', { name: /API keys/ }).click();
   await page.getByRole('heading', { name: 'API keys' }).waitFor();
+  await page.getByTestId('key-row').filter({ hasText: 'e2e expiring' }).getByTestId('key-expires').waitFor();
   await page.getByLabel('Name').fill('E2E <script>window.__xss=9</script> key');
   await page.getByLabel('Scope').selectOption('READ_ONLY');
   await page.getByRole('button', { name: 'Create key' }).click();

@@ -188,9 +188,13 @@ export interface ApiKey {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+  /** When the key stops working, if it was given an expiry. */
+  expiresAt: string | null;
+  /** The one site a deploy key may manage the traps of. */
+  siteID: string | null;
 }
 export const API_KEY_SCOPES = ['READ_ONLY', 'READ_WRITE', 'ADMIN'] as const;
-const KEY_FIELDS = 'id name scope prefix createdAt lastUsedAt revokedAt';
+const KEY_FIELDS = 'id name scope prefix createdAt lastUsedAt revokedAt expiresAt siteID';
 export interface ApiKeysData {
   apiKeys: { totalCount: number; edges: { node: ApiKey }[] };
 }
