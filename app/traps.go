@@ -13,9 +13,30 @@ import (
 // maxTrapList bounds ListTraps.
 const maxTrapList = 10000
 
-// ListTraps is the caller's traps, oldest first, at most 10,000.
-func (a *App) ListTraps(ctx context.Context) ([]*ent.Trap, error) {
-	ts, err := a.ent(ctx).Trap.Query().Order(ent.Asc(trap.FieldCreatedAt), ent.Asc(trap.FieldID)).Limit(maxTrapList).All(ctx)
+// TrapFilter narrows ListTraps; a zero field does not filter.
+type TrapFilter struct {
+	SiteID string
+	Path   string
+	Type   trap.Type
+	Active *bool
+}
+
+// ListTraps is the caller's traps that match f, oldest first, at most 10,000.
+func (a *App) ListTraps(ctx context.Context, f TrapFilter) ([]*ent.Trap, error) {
+	q := a.ent(ctx).Trap.Query()
+	if f.SiteID != "" {
+		q.Where(trap.SiteID(f.SiteID))
+	}
+	if f.Path != "" {
+		q.Where(trap.Path(f.Path))
+	}
+	if f.Type != "" {
+		q.Where(trap.TypeEQ(f.Type))
+	}
+	if f.Active != nil {
+		q.Where(trap.Active(*f.Active))
+	}
+	ts, err := q.Order(ent.Asc(trap.FieldCreatedAt), ent.Asc(trap.FieldID)).Limit(maxTrapList).All(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list traps: %w", err)
 	}
@@ -29,6 +50,7 @@ type TrapInput struct {
 	Path        *string
 	Type        trap.Type
 	Description *string
+	PublicTitle *string // what visitors read ("" or nil: generated); Name and Description never leave the dashboard
 	Active      *bool
 	SiteID      *string
 }
@@ -37,6 +59,7 @@ type TrapInput struct {
 type TrapChanges struct {
 	Name        *string
 	Description *string
+	PublicTitle *string
 	Active      *bool
 }
 

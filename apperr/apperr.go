@@ -82,6 +82,9 @@ type Error struct {
 	// siteID): each API spells it its own way when it writes the message (see Message).
 	Field string
 	Msg   string
+	// ConflictID, for KindConflict, is the id of the record in the way (the trap holding
+	// the path), when known: REST's error body carries it as conflict_id.
+	ConflictID string
 	// RetryAfter, for KindTooMany, is how long until a retry can succeed (Retry-After).
 	RetryAfter time.Duration
 }

@@ -1,5 +1,7 @@
 package decoy
 
+import mrand "math/rand/v2"
+
 // WhereLLMsTxt is a placement in llms.txt's text.
 const WhereLLMsTxt = "llms_txt"
 
@@ -18,3 +20,6 @@ func (llmsTxtKind) render(r *renderer) Rendered { return r.llmsTxt() }
 func (llmsTxtKind) skeletal()                   {}
 func (llmsTxtKind) lureTarget()                 {}
 func (llmsTxtKind) visibleLinks()               {}
+
+// title: an llms.txt is headed by the site's name, as the convention has it.
+func (llmsTxtKind) title(_, org string, _ *mrand.Rand) string { return org }

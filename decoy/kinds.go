@@ -3,6 +3,7 @@ package decoy
 import (
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"regexp"
 	"slices"
 )
@@ -20,7 +21,8 @@ import (
 //   - visibleLinks: its links sit in text a person reads as it is (llms.txt, robots.txt),
 //     so opening one is reading, not following hidden content;
 //   - disallower: its decoy lists the site's listed traps (Spec.Disallow: robots.txt);
-//   - fixedLayout: where its placements of a purpose stand when its layout varies by request.
+//   - fixedLayout: where its placements of a purpose stand when its layout varies by request;
+//   - titler: it generates its public title itself (llms.txt is named after its site).
 //
 // Everything outside this package asks a resolved *Kind (Kinds, KindOf), never a kind's name.
 type Type interface {
@@ -66,6 +68,10 @@ type (
 	visibleLinks interface{ visibleLinks() }
 	disallower   interface{ disallows() }
 	fixedLayout  interface{ placedOnly() map[Purpose]string }
+	// titler: the kind names its generated public title itself (PublicTitle).
+	titler interface {
+		title(topic, org string, site *mrand.Rand) string
+	}
 	// Protocol is a kind that answers a POST in its own protocol (for hit hitID, its body
 	// read in full) rather than with its decoy; the listener serves the protocol's
 	// transports (MCP's streamable HTTP and its legacy HTTP+SSE streams).

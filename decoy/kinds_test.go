@@ -10,7 +10,7 @@ import (
 // Every kind renders, picks paths of its own, and an unknown one fails loudly.
 func TestKinds(t *testing.T) {
 	for _, k := range Kinds {
-		out := Render(testKey, Spec{TrapID: "trp_01m817ey5k16wag0c6y2j6vd3t", Name: "n", Type: k.Name, Path: "/p"}, newHitID(t))
+		out := Render(testKey, Spec{TrapID: "trp_01m817ey5k16wag0c6y2j6vd3t", Title: "n", Type: k.Name, Path: "/p"}, newHitID(t))
 		if out.Status == 0 || len(out.Body) == 0 {
 			t.Errorf("%s renders nothing", k.Name)
 		}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // sharedWheres name each Where several kinds share in words, for people reading a session
@@ -47,7 +48,82 @@ func WhereLabel(where string) string { return whereLabels[where] }
 // "hidden instruction to compute a value in an off-screen note", or the purpose alone
 // when where is unknown. placement is as the engine records it on a signal: a purpose,
 // optionally with "#index" ("callback#0"), or a Where name ("mcp_tool").
+//
+// A lure's placement ("lure_callback#0", in a page of the customer's site the lure proxy
+// served) and a snippet's ("snippet#0", pasted into the customer's templates) say so first:
+// "lure in a page of your site: hidden link in an off-screen note".
 func PlacementLabel(placement, where string) string {
+	if rest, ok := strings.CutPrefix(placement, lurePlacementPrefix); ok {
+		if p, idx, ok := ParsePlacement(rest); ok && where == "" {
+			where = LureWhere(p, idx)
+		}
+		if l := placementLabel(rest, where); l != "" {
+			return "lure in a page of your site: " + l
+		}
+		return "lure in a page of your site"
+	}
+	if name, _, _ := strings.Cut(placement, "#"); name == snippetPlacement {
+		return "lure snippet in your own pages: " + purposeLabels[Callback]
+	}
+	return placementLabel(placement, where)
+}
+
+// The recorded placements of tokens that did not come from a decoy (trap/proxy.go names them).
+const (
+	lurePlacementPrefix = "lure_"
+	snippetPlacement    = "snippet"
+)
+
+// LurePlacement is the recorded placement of a lure token's purpose ("lure_callback").
+func LurePlacement(p Purpose) string { return lurePlacementPrefix + p.String() }
+
+// SnippetPlacement is the recorded placement of a snippet token.
+const SnippetPlacement = snippetPlacement
+
+// IsLurePlacement says a recorded placement is a lure's or a snippet's: hidden content in
+// the customer's own pages rather than in a decoy.
+func IsLurePlacement(placement string) bool {
+	name, _, _ := strings.Cut(placement, "#")
+	return strings.HasPrefix(name, lurePlacementPrefix) || name == snippetPlacement
+}
+
+// LureWhere is where the lure placement index with purpose p stands in a proxied page, or
+// "" when that cannot be said for sure: a reference rendering of the lures tells (as
+// PlacementWhere does for decoys), kept only where every rendering agrees.
+func LureWhere(p Purpose, index int) string {
+	lureLayoutOnce.Do(func() {
+		key := Key("flytrap reference layout key")
+		targets := []LureTarget{{Path: "/reference/a"}, {Path: "/reference/b"}}
+		seen := map[int]Placement{}
+		mixed := map[int]bool{}
+		for i := range 16 {
+			_, places := Lure(key, LureSpec{SiteID: "site_reference", Targets: targets, Count: MaxLures}, time.UnixMilli(1_700_000_000_000+int64(i)*7919))
+			for _, pl := range places {
+				if old, ok := seen[pl.Index]; ok && (old.Where != pl.Where || old.Purpose != pl.Purpose) {
+					mixed[pl.Index] = true
+				}
+				seen[pl.Index] = pl
+			}
+		}
+		lureLayout = map[int]Placement{}
+		for i, pl := range seen {
+			if !mixed[i] {
+				lureLayout[i] = pl
+			}
+		}
+	})
+	if pl, ok := lureLayout[index]; ok && pl.Purpose == p {
+		return pl.Where
+	}
+	return ""
+}
+
+var (
+	lureLayoutOnce sync.Once
+	lureLayout     map[int]Placement
+)
+
+func placementLabel(placement, where string) string {
 	name, _, _ := strings.Cut(placement, "#")
 	if w := whereLabels[name]; w != "" && where == "" {
 		where = name
@@ -117,7 +193,7 @@ func referenceLayout(trapType string) *layout {
 		return l.(*layout)
 	}
 	key := Key("flytrap reference layout key")
-	out := Render(key, Spec{TrapID: "trp_reference", Name: "Reference", Type: trapType, Path: "/reference"}, "hit_01arz3ndektsv4rrffq69g5fav")
+	out := Render(key, Spec{TrapID: "trp_reference", Title: "Reference", Type: trapType, Path: "/reference"}, "hit_01arz3ndektsv4rrffq69g5fav")
 	l := &layout{at: map[int]Placement{}, only: map[Purpose]string{}}
 	wheres := map[Purpose]map[string]bool{}
 	for _, pl := range out.Placements {

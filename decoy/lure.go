@@ -33,8 +33,12 @@ const (
 	snippetVersion = 3
 )
 
-// domLureSite separates the site tag of a lure token from every other HMAC input.
-const domLureSite byte = 0x81
+// domLureSite separates the site tag of a lure token from every other HMAC input;
+// domLurePage the page tag.
+const (
+	domLureSite byte = 0x81
+	domLurePage byte = 0x82
+)
 
 func refOf(v byte, u *[16]byte, index int, p Purpose) (TokenRef, bool) {
 	switch v {
@@ -54,6 +58,44 @@ func (m *macer) siteTag(siteID string) []byte {
 	m.h.Write([]byte{domLureSite})
 	m.h.Write([]byte(siteID))
 	return m.h.Sum(m.sum[:0])[:4]
+}
+
+// pageTag binds a lure token to the page of the site that carried it: 4 bytes of the
+// response id, after the site tag. The path is not in the token; a candidate (the page the
+// engine saw served, the follow-up's Referer) is checked against it (LurePage).
+func (m *macer) pageTag(siteID, page string) []byte {
+	m.h.Reset()
+	m.h.Write([]byte{domLurePage})
+	m.h.Write([]byte(siteID))
+	m.h.Write([]byte{0})
+	m.h.Write([]byte(page))
+	return m.h.Sum(m.sum[:0])[:4]
+}
+
+// LurePageTag is the page tag of lure token ref (zero for another token): a key to look
+// up the page an engine saw carry lures (LurePageTagOf), to be confirmed with LurePage.
+func LurePageTag(ref TokenRef) [4]byte {
+	u, ok := parseHitID(ref.HitID)
+	if ref.Origin != OriginLure || !ok {
+		return [4]byte{}
+	}
+	return [4]byte(u[10:14])
+}
+
+// LurePageTagOf is the page tag lures served on page of siteID carry.
+func LurePageTagOf(key Key, siteID, page string) [4]byte {
+	if len(key) < MinKeyLen {
+		return [4]byte{}
+	}
+	m := getMacer(key)
+	defer putMacer(m)
+	return [4]byte(m.pageTag(siteID, page))
+}
+
+// LurePage reports whether lure token ref was served in page (a path) of siteID.
+func LurePage(key Key, ref TokenRef, siteID, page string) bool {
+	tag := LurePageTag(ref)
+	return ref.Origin == OriginLure && tag == LurePageTagOf(key, siteID, page) && tag != [4]byte{}
 }
 
 // versioned seals (ulid, index, p) under token version v.
@@ -107,12 +149,15 @@ func SnippetToken(key Key, trapID string) string {
 // LureTarget is a trap a lure may point at: its path on the site.
 type LureTarget struct {
 	Path string
-	Name string // the trap's name, for the link text
+	// Title is the link's text: the target's PublicTitle, never the trap's name (a
+	// visitor reads it). "" reads as the path.
+	Title string
 }
 
 // LureSpec is what one page's lures are made of.
 type LureSpec struct {
 	SiteID  string
+	Page    string       // the path of the page that carries them (its tokens tell, LurePage)
 	Targets []LureTarget // at least one
 	Count   int          // lures in the page, 1 to MaxLures
 }
@@ -136,7 +181,8 @@ func Lure(key Key, spec LureSpec, now time.Time) ([]byte, []Placement) {
 	ms := uint64(now.UnixMilli())
 	u[0], u[1], u[2], u[3], u[4], u[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
 	copy(u[6:10], m.siteTag(spec.SiteID))
-	_, _ = rand.Read(u[10:])
+	copy(u[10:14], m.pageTag(spec.SiteID, spec.Page))
+	_, _ = rand.Read(u[14:])
 	rnd := mrand.New(mrand.NewPCG(binary.BigEndian.Uint64(u[8:16]), uint64(ms)))
 	wording := rnd.IntN(len(challengeWordings))
 	first := rnd.IntN(len(spec.Targets))
@@ -186,9 +232,11 @@ func Lure(key Key, spec LureSpec, now time.Time) ([]byte, []Placement) {
 	return b, places
 }
 
+// lureTitle is the text of a lure linking to t: every lure's words about its target come
+// from here, and only from the target's public title or path.
 func lureTitle(t LureTarget) string {
-	if t.Name != "" {
-		return t.Name
+	if t.Title != "" {
+		return t.Title
 	}
 	if p, err := url.PathUnescape(t.Path); err == nil {
 		return p
@@ -197,8 +245,9 @@ func lureTitle(t LureTarget) string {
 }
 
 // Snippet is the lure snippet of trap trapID at path: hidden HTML for the customer's own
-// templates, linking to the trap with its stable SnippetToken. name is the link's text.
-func Snippet(key Key, trapID, path, name string) (html, url, token string) {
+// templates, linking to the trap with its stable SnippetToken. title is the link's text:
+// the trap's PublicTitle, never its name.
+func Snippet(key Key, trapID, path, title string) (html, url, token string) {
 	token = SnippetToken(key, trapID)
 	if token == "" {
 		return "", "", ""
@@ -207,7 +256,7 @@ func Snippet(key Key, trapID, path, name string) (html, url, token string) {
 	b := []byte("<div hidden aria-hidden=\"true\"><a href=\"")
 	b = appendHTML(b, url)
 	b = append(b, "\" tabindex=\"-1\" rel=\"nofollow\">"...)
-	b = appendHTML(b, clean(lureTitle(LureTarget{Path: path, Name: name}), 120))
+	b = appendHTML(b, clean(lureTitle(LureTarget{Path: path, Title: title}), 120))
 	b = append(b, "</a></div>"...)
 	return string(b), url, token
 }

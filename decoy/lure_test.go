@@ -10,7 +10,7 @@ import (
 
 func TestLureTokens(t *testing.T) {
 	now := time.UnixMilli(time.Now().UnixMilli())
-	spec := LureSpec{SiteID: "site_a", Count: MaxLures, Targets: []LureTarget{{Path: "/internal/docs/runbook", Name: "Runbook"}, {Path: "/api/private/users"}}}
+	spec := LureSpec{SiteID: "site_a", Count: MaxLures, Targets: []LureTarget{{Path: "/internal/docs/runbook", Title: "Runbook"}, {Path: "/api/private/users"}}}
 	html, places := Lure(testKey, spec, now)
 	if len(places) != MaxLures {
 		t.Fatalf("%d placements, want %d", len(places), MaxLures)
@@ -55,7 +55,7 @@ func TestLureTokens(t *testing.T) {
 }
 
 func TestLureEscapesTargets(t *testing.T) {
-	html, _ := Lure(testKey, LureSpec{SiteID: "s", Count: 2, Targets: []LureTarget{{Path: `/a"><script>x</script>--`, Name: `<b>"x"</b>`}}}, time.Now())
+	html, _ := Lure(testKey, LureSpec{SiteID: "s", Count: 2, Targets: []LureTarget{{Path: `/a"><script>x</script>--`, Title: `<b>"x"</b>`}}}, time.Now())
 	for _, bad := range []string{"<script>", `"><script`, "<b>", "x</script>--"} {
 		if strings.Contains(string(html), bad) {
 			t.Errorf("lure carries %q unescaped:\n%s", bad, html)

@@ -98,11 +98,7 @@ func (r *renderer) mcpInfo() Rendered {
 	r.w("{")
 	r.kv("name", r.serverName())
 	r.kv("version", r.serverVersion())
-	if d := clean(r.spec.Description, 400); d != "" {
-		r.kv("description", d)
-	} else {
-		r.kv("description", "Internal tools for "+r.org+" operators: customer data, secrets and maintenance.")
-	}
+	r.kv("description", "Internal tools for "+r.org+" operators: customer data, secrets and maintenance.")
 	r.kv("protocol", "mcp")
 	r.kv("transport", "streamable-http")
 	r.kv("endpoint", path)

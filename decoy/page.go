@@ -180,11 +180,7 @@ func (r *renderer) page() Rendered {
 	r.w(" ")
 	r.relative(edited)
 	r.w("</p>\n<p class=\"lead\">")
-	if r.desc != "" {
-		r.esc(r.desc)
-	} else {
-		r.fill(docParagraphs[0], &v)
-	}
+	r.fill(docParagraphs[0], &v)
 	r.tagText(zwWordings[r.wording][0] + zw.URL + zwWordings[r.wording][1])
 	r.w("</p>\n<div class=\"", off, "\" aria-hidden=\"true\">")
 	r.esc(chText)

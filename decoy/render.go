@@ -41,11 +41,14 @@ type Placement struct {
 	URL     string // for Callback, Challenge and Sink: the path (on the same host) the reader is asked to request
 }
 
-// Spec is the trap a decoy is rendered for.
+// Spec is the trap a decoy is rendered for. It holds none of the operator's own words
+// (the trap's name and description stay in the dashboard): what a visitor reads is Title,
+// the trap's public title, or one generated to fit the kind and site (PublicTitle).
 type Spec struct {
-	TrapID, Name, Type, Path, Description string
-	Host                                  string   // the Host the request came with
-	Disallow                              []string // for robots: the paths of the site's other active traps
+	TrapID, Type, Path string
+	Title              string   // the public title the operator set; "" for a generated one
+	Host               string   // the Host the request came with
+	Disallow           []string // for robots: the paths of the site's other active traps
 }
 
 // Rendered is a decoy response.
@@ -140,10 +143,10 @@ type renderer struct {
 	b       []byte
 
 	// Stable choices of the trap.
-	org, topic, title, desc string
-	wording, shapeBase      int
-	cbPrefix, chPrefix      string
-	sinkPrefix              string
+	org, topic, title  string
+	wording, shapeBase int
+	cbPrefix, chPrefix string
+	sinkPrefix         string
 }
 
 func newRenderer(key Key, spec Spec, hitID string) *renderer {
@@ -156,15 +159,58 @@ func newRenderer(key Key, spec Spec, hitID string) *renderer {
 	} else {
 		r.now = time.Now().UTC()
 	}
-	seedSrc := spec.TrapID
-	if seedSrc == "" {
-		seedSrc = spec.Path + "\x00" + spec.Name
-	}
-	h := sha256.Sum256([]byte("flytrap decoy\x00" + spec.Type + "\x00" + seedSrc))
-	r.siteSeed = [2]uint64{binary.LittleEndian.Uint64(h[:8]), binary.LittleEndian.Uint64(h[8:16])}
+	r.siteSeed = siteSeed(spec)
 	r.site = mrand.New(&r.sitePCG)
 	r.rnd = mrand.New(&r.hitPCG)
 	return r
+}
+
+// siteSeed seeds the trap's stable choices: its id, else its path.
+func siteSeed(spec Spec) [2]uint64 {
+	seedSrc := spec.TrapID
+	if seedSrc == "" {
+		seedSrc = spec.Path
+	}
+	h := sha256.Sum256([]byte("flytrap decoy\x00" + spec.Type + "\x00" + seedSrc))
+	return [2]uint64{binary.LittleEndian.Uint64(h[:8]), binary.LittleEndian.Uint64(h[8:16])}
+}
+
+// PublicTitle is the title spec's decoy shows visitors, and the text of a lure linking to
+// it: the operator's public title, else one generated from the trap's kind, path and site,
+// the same on every request (seeded by the trap). Never the trap's name or description.
+func PublicTitle(spec Spec) string {
+	var pcg mrand.PCG
+	pcg.Seed(siteSeed(spec)[0], siteSeed(spec)[1])
+	site := mrand.New(&pcg)
+	_, _, title := stableNames(spec, site)
+	return title
+}
+
+// stableNames are the trap's topic, organisation and public title, drawn from site (seeded
+// by siteSeed) in an order every caller shares.
+func stableNames(spec Spec, site *mrand.Rand) (topic, org, title string) {
+	topic = topicOf(spec, site)
+	org = orgOf(spec.Host, site)
+	title = clean(spec.Title, 120)
+	if title == "" {
+		title = generatedTitle(spec, topic, org, site)
+	}
+	return topic, org, title
+}
+
+// generatedTitle makes a public title that fits the kind: a kind may name its own
+// (titler: llms.txt is named after the site), else a document title on the trap's topic,
+// in one of several patterns so installations don't share one.
+func generatedTitle(spec Spec, topic, org string, site *mrand.Rand) string {
+	pattern := site.IntN(len(titlePatterns))
+	suffix := choose(site, titleSuffixes[:])
+	if k, ok := KindOf(spec.Type); ok {
+		if t, ok := k.typ.(titler); ok {
+			return t.title(topic, org, site)
+		}
+	}
+	p := titlePatterns[pattern]
+	return p[0] + titleCase(topic) + p[1] + suffix + p[2]
 }
 
 // begin resets the state for a (re)render.
@@ -192,13 +238,7 @@ func (r *renderer) begin(attempt int) {
 
 // chooseSite makes the trap's stable choices; it draws the same values from r.site every time.
 func (r *renderer) chooseSite() {
-	r.topic = topicOf(r.spec, r.site)
-	r.org = orgOf(r.spec.Host, r.site)
-	r.title = clean(r.spec.Name, 120)
-	if r.title == "" {
-		r.title = titleCase(r.topic) + " " + choose(r.site, titleSuffixes[:])
-	}
-	r.desc = clean(r.spec.Description, 400)
+	r.topic, r.org, r.title = stableNames(r.spec, r.site)
 	r.wording = r.site.IntN(registers)
 	r.shapeBase = r.site.IntN(int(numShapes))
 	r.cbPrefix = choose(r.site, callbackPrefixes[:])
@@ -387,7 +427,18 @@ var (
 	sinkPrefixes      = [...]string{"/.well-known/agent-auth/", "/api/v1/agents/register/", "/compliance/ai-registration/", "/.well-known/ai-policy/register/"}
 )
 
-var titleSuffixes = [...]string{"runbook", "overview", "access guide", "operations handbook", "integration notes"}
+var titleSuffixes = [...]string{"runbook", "overview", "access guide", "operations handbook", "integration notes",
+	"setup notes", "reference", "playbook", "FAQ", "migration plan", "on-call guide"}
+
+// titlePatterns wrap a generated title's topic and suffix: prefix, between, after.
+var titlePatterns = [...][3]string{
+	{"", " ", ""},
+	{"", " ", ""},
+	{"", " ", " (internal)"},
+	{"Internal: ", " ", ""},
+	{"", " ", " - draft"},
+	{"", " team ", ""},
+}
 
 // numberWords spells 0–99 in English words ("seventy-three").
 func numberWords(n int) string {
@@ -437,10 +488,10 @@ func clean(s string, max int) string {
 	return strings.TrimSpace(b.String())
 }
 
-// topicOf is what the trap is about: a known word of its path or name, else one the trap picks.
+// topicOf is what the trap is about: a known word of its path or public title, else one the trap picks.
 func topicOf(spec Spec, site *mrand.Rand) string {
 	t := choose(site, pathWords)
-	for _, src := range []string{spec.Path, spec.Name} {
+	for _, src := range []string{spec.Path, spec.Title} {
 		src = strings.ToLower(src)
 		for _, w := range pathWords {
 			if strings.Contains(src, w) {

@@ -15,13 +15,12 @@ import (
 
 func testSpec(typ string, n int) Spec {
 	return Spec{
-		TrapID:      fmt.Sprintf("trp_01jqz8k7v3m2n4p5q6r7s8t%03d", n%1000)[:30],
-		Name:        []string{"Customer exports", "Payroll runbook", "", "Vendor access"}[n%4],
-		Type:        typ,
-		Path:        []string{Path(typ), "/wiki/engineering/keys-ab12", "/admin/portal/users-x9q2", "/internal/api/billing-33zz", "/config/settings.json"}[n%5],
-		Description: []string{"", "How we run the nightly export."}[n%2],
-		Host:        []string{"docs.acme.io", "10.0.0.4:8080", "", "intranet.northwind-corp.com"}[n%4],
-		Disallow:    []string{"/admin/portal/users-x9q2", "/api/private/keys-7k2m"},
+		TrapID:   fmt.Sprintf("trp_01jqz8k7v3m2n4p5q6r7s8t%03d", n%1000)[:30],
+		Title:    []string{"Customer exports", "Payroll runbook", "", "Vendor access"}[n%4],
+		Type:     typ,
+		Path:     []string{Path(typ), "/wiki/engineering/keys-ab12", "/admin/portal/users-x9q2", "/internal/api/billing-33zz", "/config/settings.json"}[n%5],
+		Host:     []string{"docs.acme.io", "10.0.0.4:8080", "", "intranet.northwind-corp.com"}[n%4],
+		Disallow: []string{"/admin/portal/users-x9q2", "/api/private/keys-7k2m"},
 	}
 }
 
@@ -512,7 +511,7 @@ func TestChallengeAnswerNeverLiteral(t *testing.T) {
 			spec := testSpec(typ, n)
 			if n%3 == 0 {
 				// Text that holds some of the possible answers: the render must step around them.
-				spec.Description = "Top 150 accounts; 120 open; 133 closed; 187 pending"
+				spec.Title = "Top 150 accounts; 120 open; 133 closed; 187 pending"
 			}
 			hit := newHitID(t)
 			out := Render(testKey, spec, hit)
@@ -534,12 +533,11 @@ func TestChallengeAnswerNeverLiteral(t *testing.T) {
 
 func TestHostileSpecIsEscaped(t *testing.T) {
 	hostile := Spec{
-		TrapID:      "trp_\"><script>alert(0)</script>",
-		Name:        "<script>alert(1)</script> \"quoted\" 'single' & \n<img src=x onerror=alert(2)>\r\nDisallow: /",
-		Description: "line one\nline two <b>bold</b> \x00\u2028 & \"",
-		Path:        "/x/\"><script>alert(3)</script>\n/y",
-		Host:        "evil\"><script>alert(4)</script>.com",
-		Disallow:    []string{"/ok", "/a\nDisallow: /", "no-slash", "/b # comment", "/c\r\nUser-agent: evil"},
+		TrapID:   "trp_\"><script>alert(0)</script>",
+		Title:    "<script>alert(1)</script> \"quoted\" 'single' & \n<img src=x onerror=alert(2)>\r\nDisallow: /",
+		Path:     "/x/\"><script>alert(3)</script>\n/y",
+		Host:     "evil\"><script>alert(4)</script>.com",
+		Disallow: []string{"/ok", "/a\nDisallow: /", "no-slash", "/b # comment", "/c\r\nUser-agent: evil"},
 	}
 	for _, typ := range Names() {
 		spec := hostile
@@ -564,7 +562,7 @@ func TestHostileSpecIsEscaped(t *testing.T) {
 		}
 		if typ == "page" || typ == "bogus" {
 			if !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
-				t.Fatalf("%s: the escaped name is missing", typ)
+				t.Fatalf("%s: the escaped public title is missing", typ)
 			}
 		}
 	}
@@ -640,5 +638,30 @@ func BenchmarkRender(b *testing.B) {
 				Render(testKey, spec, hit)
 			}
 		})
+	}
+}
+
+// A generated public title is the trap's own on every request, what its page shows, and
+// varies between traps: no one phrase gives a decoy away.
+func TestPublicTitleStableAndVaried(t *testing.T) {
+	seen := map[string]bool{}
+	for i := range 60 {
+		spec := Spec{TrapID: fmt.Sprintf("trp_01m8fbwbm9spppxta6rp8kaq%02d", i), Type: "page", Path: "/internal/wiki", Host: "shop.acme.io"}
+		title := PublicTitle(spec)
+		if title == "" || title != PublicTitle(spec) {
+			t.Fatalf("trap %d: title %q is not stable", i, title)
+		}
+		out := Render(testKey, spec, newHitID(t))
+		if !strings.Contains(string(out.Body), "<h1>"+string(appendHTML(nil, title))+"</h1>") {
+			t.Fatalf("trap %d: the page does not show its public title %q", i, title)
+		}
+		seen[title] = true
+	}
+	if len(seen) < 30 {
+		t.Errorf("60 traps share %d titles", len(seen))
+	}
+	set := Spec{TrapID: "trp_x", Type: "llms_txt", Path: "/llms.txt", Title: "Acme developer docs"}
+	if PublicTitle(set) != "Acme developer docs" || !strings.HasPrefix(string(Render(testKey, set, newHitID(t)).Body), "# Acme developer docs\n") {
+		t.Errorf("an operator's public title is not what llms.txt shows")
 	}
 }

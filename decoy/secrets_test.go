@@ -3,6 +3,7 @@ package decoy
 import (
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -168,6 +169,101 @@ func FuzzAWSKeyID(f *testing.F) {
 			}
 			if _, ok := a.Match(testKey, "hit_nope"); ok {
 				t.Fatal("matched a malformed hit id")
+			}
+		}
+	})
+}
+
+// The secret access key carries the key pair's pointer too: wherever it is pasted
+// (a query, percent-encoded or not, a form, a JSON body with escaped slashes, a
+// header, a cookie, a path segment), FindAWSSecrets finds it and it matches its hit
+// only, with its whole MAC checked.
+func TestAWSSecretKey(t *testing.T) {
+	for range 300 {
+		hit := newHitID(t)
+		idx := int(hit[len(hit)-1]) % 256
+		s := AWSSecretKey(testKey, hit, idx)
+		if len(s) != 40 || strings.Trim(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") != "" {
+			t.Fatalf("secret %q is not AWS-shaped", s)
+		}
+		for _, text := range []string{
+			"/?aws_secret_access_key=" + url.QueryEscape(s),
+			"/s3?aws_secret_access_key=" + s + "&region=eu-west-1",
+			"aws_secret_access_key=" + url.QueryEscape(s) + "&aws_access_key_id=AKIAIOSFODNN7EXAMPLE",
+			`{"aws":{"secret":"` + strings.ReplaceAll(s, "/", `\/`) + `"}}`,
+			`{"secret":"` + strings.ReplaceAll(strings.ReplaceAll(s, "/", `\u002f`), "+", `\u002B`) + `"}`,
+			"X-Aws-Secret-Access-Key: " + s,
+			"Cookie: theme=dark; aws=" + url.PathEscape(s),
+			"Content-Disposition: form-data; name=\"secret\"\r\n\r\n" + s + "\r\n--boundary--",
+			"/keys/" + s + "/verify",
+		} {
+			found := false
+			for _, c := range FindAWSSecrets(text) {
+				a, ok := ParseAWSSecret(testKey, c)
+				if !ok {
+					continue
+				}
+				if ref, ok := a.Match(testKey, hit); ok {
+					found = ref == (TokenRef{HitID: hit, Index: idx, Purpose: AWSAccessKey})
+				}
+			}
+			if !found {
+				t.Fatalf("the secret %q is not found in %q (candidates %v)", s, text, FindAWSSecrets(text))
+			}
+		}
+		a, _ := ParseAWSSecret(testKey, s)
+		if _, ok := a.Match(testKey, sameMillisecond(t, hit)); ok {
+			t.Fatal("another hit of the same millisecond matches")
+		}
+		// One character changed in the MAC part: the pointer still decrypts, the MAC fails.
+		b := []byte(s)
+		b[30] ^= 1
+		if a, ok := ParseAWSSecret(testKey, string(b)); ok {
+			if _, ok := a.Match(testKey, hit); ok {
+				t.Fatalf("a forged secret %s matches", b)
+			}
+		}
+	}
+	// AWS's documentation example and other 40-character runs match nothing.
+	for _, s := range []string{"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "0123456789abcdef0123456789abcdef01234567"} {
+		for _, c := range FindAWSSecrets("aws_secret_access_key=" + s) {
+			if a, ok := ParseAWSSecret(testKey, c); ok {
+				if _, ok := a.Match(testKey, newHitID(t)); ok {
+					t.Fatalf("%s matches a hit", s)
+				}
+			}
+		}
+	}
+	if got := FindAWSSecrets(strings.Repeat("Ab1", 100)); len(got) != 0 {
+		t.Errorf("a long run with no slash gave %d candidates, want none: %v", len(got), got)
+	}
+	var path strings.Builder
+	for i := range 50 {
+		fmt.Fprintf(&path, "/Ab%03d%s", i, strings.Repeat("x", 35))
+	}
+	path.WriteString("/")
+	if got := FindAWSSecrets(path.String()); len(got) != maxAWSSecrets {
+		t.Errorf("a long path gave %d candidates, want the bound %d", len(got), maxAWSSecrets)
+	}
+}
+
+// BenchmarkFindAWSSecrets is the listener's added cost per request: a request text with a
+// JWT (long runs, no secret) and a percent-encoded query; and one carrying a secret, with
+// its decryption.
+func BenchmarkFindAWSSecrets(b *testing.B) {
+	plain := "/api/v1/orders?page=2&q=" + url.QueryEscape("blue shoes/size 42") + "\nBearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c\ntext/html\n"
+	b.Run("no secret", func(b *testing.B) {
+		for b.Loop() {
+			for _, c := range FindAWSSecrets(plain) {
+				ParseAWSSecret(testKey, c)
+			}
+		}
+	})
+	with := "/s3?aws_secret_access_key=" + url.QueryEscape(AWSSecretKey(testKey, newHitID(b), 3)) + "\n" + plain
+	b.Run("a secret", func(b *testing.B) {
+		for b.Loop() {
+			for _, c := range FindAWSSecrets(with) {
+				ParseAWSSecret(testKey, c)
 			}
 		}
 	})

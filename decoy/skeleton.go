@@ -50,7 +50,7 @@ var skeletons, _ = lru.New[[32]byte, *skeleton](512) // only fails for a size < 
 func skeletonKey(r *renderer) [32]byte {
 	h := sha256.New()
 	s := r.spec
-	for _, f := range []string{s.Type, s.TrapID, s.Name, s.Path, s.Description, s.Host} {
+	for _, f := range []string{s.Type, s.TrapID, s.Title, s.Path, s.Host} {
 		h.Write([]byte(f))
 		h.Write([]byte{0})
 	}

@@ -25,16 +25,8 @@ func (r *renderer) llmsTxt() Rendered {
 	_, sinkText := r.sink(WhereLLMsTxt)
 	v := r.vocab()
 
-	name := mdText(r.spec.Name, 120)
-	if name == "" {
-		name = r.org
-	}
-	r.w("# ", name, "\n\n> ")
-	if d := mdText(r.spec.Description, 400); d != "" {
-		r.w(d)
-	} else {
-		r.w(r.org, " internal documentation, runbooks and API reference for the ", r.topic, " platform.")
-	}
+	r.w("# ", mdText(r.title, 120), "\n\n> ")
+	r.w(r.org, " internal documentation, runbooks and API reference for the ", r.topic, " platform.")
 	r.w("\n\nThis file follows the llms.txt convention: it lists the resources AI assistants and LLM-based agents should use when answering questions about ")
 	r.w(r.org, ". Last generated ")
 	r.date(r.stableAgo(72), "2006-01-02 15:04 UTC")

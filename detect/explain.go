@@ -42,7 +42,7 @@ var ruleTexts = [...]string{
 	5:  "It claimed a crawler identity its address does not back (UNVERIFIED_BOT_CLAIM): bot, whatever the user agent says.",
 	6:  "A known AI user agent: AI agent, AI assistant or AI crawler by the agent's category.",
 	7:  "A search-engine crawler's user agent: crawler (also when it follows hidden links).",
-	8:  "A parser followed a link only hidden content held (CALLBACK_HIT): bot.",
+	8:  "A parser followed a link only hidden content held (CALLBACK_HIT): bot. A browser that followed one such link, not at machine speed, and did nothing else stays below the detection threshold (curiosity).",
 	9:  "A link previewer's user agent (a chat or social app fetching a shared link): crawler, never an AI class.",
 	10: "An automation, headless-browser or empty user agent: bot.",
 	11: "Nothing above applies: human.",

@@ -65,6 +65,10 @@ type TokenUse struct {
 	// Visible says the token's link sat in text a person reads (llms.txt, robots.txt):
 	// a browser opening it is reading, not following hidden content.
 	Visible bool
+	// Lure says it came from a lure in the customer's own pages (the lure proxy's, or a
+	// snippet), not from a decoy; Carrier is the page of the site that carried it, when known.
+	Lure    bool
+	Carrier string
 }
 
 // Observation is one request as the engine sees it: the trap listener resolves tokens
@@ -163,12 +167,18 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 		once(SignalUnverifiedBotClaim, client.Name+" from "+o.IP.String())
 	}
 
+	sent := false
 	for _, t := range o.Tokens {
+		if !sent && t.Use != UseCredential && t.Use != UseTool && o.Method != "" && o.Method != "GET" && o.Method != "HEAD" {
+			sent = true
+			s.State.Sent++
+			out.Changed = true
+		}
 		if t.Use == UseCallback && t.Visible && client.Kind == KindUnknown {
 			fire(Firing{Name: SignalVisibleLinkOpened, Source: t.SourceHit, Placement: t.Placement, Detail: o.Method + " " + o.Path})
 			continue
 		}
-		f := Firing{Source: t.SourceHit, Placement: t.Placement, Detail: o.Method + " " + o.Path, Name: SignalCallbackHit}
+		f := Firing{Source: t.SourceHit, Placement: t.Placement, Detail: o.Method + " " + o.Path + lureNote(t), Name: SignalCallbackHit}
 		delay := o.At.Sub(t.SourceAt).Milliseconds()
 		timed := !t.SourceAt.IsZero() // a lure snippet's token was never served at a known time
 		if timed {
@@ -184,8 +194,20 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 		case UseSink:
 			// Only a system prompt proves the instruction was understood and
 			// followed; "test" or a URL's own bytes sent there are a callback.
+			// A refusal, an apology or an acknowledgement answers the instruction
+			// (INJECTION_FOLLOWED) but leaks nothing: it is never captured as a prompt.
 			n := len(out.Prompts)
-			for _, c := range promptCandidates(o) {
+			reply := ReplyNone
+			for _, c := range sinkTexts(o, 1) {
+				if c.shaped == nil {
+					if r := ReadReply(c.text); r != ReplyNone {
+						reply = max(reply, r)
+						continue
+					}
+					if len(strings.TrimSpace(c.text)) < minPromptCandidate {
+						continue
+					}
+				}
 				p, ok := AnalyzePrompt(c.text)
 				if c.shaped != nil {
 					p, ok = AnalyzeSystemPrompt(*c.shaped)
@@ -194,8 +216,13 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 					out.Prompts = append(out.Prompts, CapturedPrompt{Prompt: p, Source: c.source})
 				}
 			}
-			if len(out.Prompts) > n {
+			switch {
+			case len(out.Prompts) > n:
 				f.Name, f.Detail = SignalInjectionFollowed, "sent its instructions to the sink it was told to"
+			case reply == ReplyRefusal:
+				f.Name, f.Detail = SignalInjectionFollowed, "answered the sink with a refusal (nothing leaked)"
+			case reply == ReplyAck:
+				f.Name, f.Detail = SignalInjectionFollowed, "answered the sink with an acknowledgement (nothing leaked)"
 			}
 		case UseCredential:
 			f.Name, f.Detail = SignalCredentialUsed, "used the planted credential"
@@ -261,7 +288,7 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 	if o.TrapID != "" && !slices.Contains(s.Traps, o.TrapID) {
 		s.Traps, out.Changed = append(s.Traps, o.TrapID), true
 	}
-	out.Verdict = Judge(Evidence{Signals: s.State.Signals, Agent: LookupUA(s.UA), Hits: s.Hits})
+	out.Verdict = Judge(Evidence{Signals: s.State.Signals, Agent: LookupUA(s.UA), Hits: s.Hits, Sent: s.State.Sent})
 	return s, out
 }
 
@@ -339,15 +366,28 @@ type promptCandidate struct {
 	shaped       *ProviderPrompt // from a provider's system field (ProviderPrompts)
 }
 
-// promptCandidates are the texts in a request that may be a leaked system prompt: the
-// system part of a provider-shaped request, JSON string fields, form fields, query
-// parameters, and the plain body.
-func promptCandidates(o Observation) []promptCandidate {
+// minPromptCandidate is the shortest text judged as a possible prompt.
+const minPromptCandidate = 20
+
+// sinkTexts are the texts in a request sent to a sink that may be a leaked system prompt
+// or a reply: the system part of a provider-shaped request, JSON string fields, form
+// fields, query parameters, and the plain body; each at least minLen bytes once trimmed (a
+// reply such as "OK" is shorter than any prompt). At most 16 of at least
+// minPromptCandidate bytes and 16 shorter ones are kept, so short fields never crowd out
+// a prompt.
+func sinkTexts(o Observation, minLen int) []promptCandidate {
 	var out []promptCandidate
+	long, short := 0, 0
 	add := func(text, source string) {
-		if len(strings.TrimSpace(text)) >= 20 && len(out) < 16 {
-			out = append(out, promptCandidate{text: text, source: source})
+		switch n := len(strings.TrimSpace(text)); {
+		case n >= minPromptCandidate && long < 16:
+			long++
+		case n >= minLen && n < minPromptCandidate && short < 16:
+			short++
+		default:
+			return
 		}
+		out = append(out, promptCandidate{text: text, source: source})
 	}
 	body := strings.TrimSpace(o.Body)
 	for _, pp := range ProviderPrompts(body) {
@@ -409,4 +449,18 @@ func jsonStrings(doc string, max int) []string {
 	}
 	walk(v)
 	return out
+}
+
+// lureNote says, in a callback's evidence, that the link was a lure and which page of the
+// site carried it.
+func lureNote(t TokenUse) string {
+	switch {
+	case !t.Lure:
+		return ""
+	case t.Carrier != "":
+		return ", from a lure on " + t.Carrier
+	case t.SourceAt.IsZero():
+		return ", from a lure snippet"
+	}
+	return ", from a lure on a page of the site (not known which)"
 }

@@ -218,12 +218,23 @@ var promptFeatures = []promptFeature{
 }
 
 // intlFeatures are the cues of promptFeatures in Spanish, French, German, Portuguese,
-// Chinese, Japanese and Russian, matched on the Unicode-lower-cased text.
+// Italian, Dutch, Chinese, Japanese and Russian, matched on the Unicode-lower-cased text.
 var intlFeatures = []promptFeature{
 	// Role setup ("you are a …").
 	{"eres un ", 4, true}, {"eres una ", 4, true}, {"usted es un", 4, true},
 	{"tu es un ", 4, true}, {"tu es une ", 4, true}, {"vous êtes un", 4, true},
 	{"du bist ein", 4, true}, {"sie sind ein", 4, true},
+	{"du bist der ", 4, true}, {"du bist die ", 4, true}, {"du bist das ", 4, true},
+	{"tu es l'", 4, true}, {"tu es le ", 3, true}, {"tu es la ", 3, true}, {"eres el ", 3, true}, {"eres la ", 3, true},
+	// Italian and Dutch.
+	{"sei un ", 4, true}, {"sei una ", 4, true}, {"sei l'", 4, true}, {"sei il ", 3, true},
+	{"je bent een ", 4, true}, {"jij bent een ", 4, true}, {"u bent een ", 4, true}, {"je bent de ", 3, true},
+	{"prompt di sistema", 4, true}, {"istruzioni di sistema", 4, true}, {"queste istruzioni", 3, true},
+	{"non rivelare mai", 4, true}, {"non rivelare", 4, true}, {"mai rivelare", 4, true},
+	{"systeemprompt", 4, true}, {"systeeminstructies", 4, true}, {"deze instructies", 3, true},
+	{"onthul nooit", 4, true}, {"nooit onthullen", 4, true},
+	{"devi ", 2, false}, {"rispondi sempre", 2, false}, {"je moet", 2, false}, {"antwoord altijd", 2, false},
+	{"utente", 2, false}, {"gebruiker", 2, false},
 	{"você é um", 4, true}, {"você é uma", 4, true}, {"você é o ", 4, true}, {"você é a ", 4, true}, {"tu és um", 4, true},
 	{"你是一个", 4, true}, {"你是一名", 4, true}, {"你是", 1, false}, {"您是", 1, false},
 	{"あなたは", 2, false}, {"として振る舞", 3, true},
@@ -263,7 +274,7 @@ var intlAICues = []string{
 	"asistente", "inteligencia artificial", "modelo", "usuario", "assistant", "intelligence artificielle", "modèle",
 	"utilisateur", "assistent", "ki", "künstliche intelligenz", "modell", "benutzer", "nutzer", "assistente",
 	"inteligência artificial", "usuário", "ia", "助手", "人工智能", "模型", "用户", "客服", "アシスタント", "モデル",
-	"ユーザー", "ассистент", "помощник", "агент", "модель", "пользовател", "ии", "бот",
+	"ユーザー", "modello", "utente", "gebruiker", "ассистент", "помощник", "агент", "модель", "пользовател", "ии", "бот",
 }
 
 func intlScore(ulow string) (score int, anchored bool) {

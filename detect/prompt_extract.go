@@ -275,6 +275,33 @@ var (
 		"assistente da ", "assistente do ", "assistente de ", "assistente virtual da ", "em nome da ", "em nome de ",
 		"trabalha para ", "da empresa ",
 		"ассистент компании ", "помощник компании ", "от имени компании ", "от имени ", "агент компании ",
+		"im auftrag der ", "im auftrag des ", "arbeitest für die ", "arbeitest für den ", "arbeitest für das ",
+		"travailles pour la ", "travailles pour le ", "trabajas para la ", "trabajas para el ",
+		// Italian, Dutch.
+		"per conto di ", "per conto della ", "per conto del ", "lavori per ", "werkt voor ", "werk je voor ",
+	}
+	// intlRoles and intlRoleLinks: "<role> <link> <name>" in the languages whose prompts the
+	// engine reads, a role being the end of a word (German compounds: "Kundenservice-Assistent
+	// der Stadtwerke München"), optionally followed by one adjective ("assistant virtuel de la
+	// Mairie de Lyon").
+	intlRoles = []string{
+		"assistent", "assistentin", "assistant", "assistante", "asistente", "assistente", "agent", "agente", "agentin",
+		"chatbot", "bot", "berater", "beraterin", "conseiller", "conseillère", "asesor", "asesora", "consulente",
+		"atendente", "helfer", "helferin", "medewerker", "ansprechpartner", "ansprechpartnerin", "copilot",
+	}
+	intlRoleAdjectives = map[string]bool{
+		"virtuel": true, "virtuelle": true, "virtual": true, "virtuale": true, "virtuele": true, "digitale": true,
+		"digitaler": true, "numérique": true, "officiel": true, "officielle": true, "oficial": true, "ufficiale": true,
+		"intelligent": true, "intelligente": true, "personnel": true, "personnelle": true, "personale": true,
+		"inteligente": true, "automatisé": true, "automatizzato": true, "automático": true, "automatico": true,
+	}
+	intlRoleLinks = []string{
+		" der ", " des ", " von ", " für ", " bei ", // German
+		" de la ", " de l'", " du ", " des ", " de ", " pour ", " chez ", // French
+		" del ", " para ", // Spanish (" de la ", " de " above)
+		" da ", " do ", " das ", " dos ", " na ", " no ", // Portuguese
+		" di ", " della ", " dello ", " dell'", " dei ", " degli ", " per ", " presso ", // Italian
+		" van de ", " van het ", " van ", " voor ", " bij ", // Dutch
 	}
 	// runsOnPhrases: "Acme Support runs on gpt-4o" names the operator before the phrase
 	// when a model follows it.
@@ -329,6 +356,22 @@ func extractOperator(norm, low string) string {
 			}
 			try(i, i+len(p))
 			from = i + 1
+		}
+	}
+	for _, link := range intlRoleLinks {
+		for from := 0; ; {
+			i := strings.Index(low[from:], link)
+			if i < 0 {
+				break
+			}
+			i += from
+			from = i + 1
+			if bestAt >= 0 && i >= bestAt {
+				break
+			}
+			if intlRoleBefore(norm[max(0, i-120):i]) {
+				try(i, i+len(link))
+			}
 		}
 	}
 	for _, role := range rolePhrases {
@@ -398,6 +441,26 @@ func extractOperator(norm, low string) string {
 	return best
 }
 
+// intlRoleBefore reports whether seg (the text before a link word) ends with a role
+// word followed by at most four lower-case words without punctuation (an adjective or
+// a complement): "…Kundenservice-Assistent", "…assistant virtuel", "…agente de atención
+// al cliente", "…assistente clienti".
+func intlRoleBefore(seg string) bool {
+	words := strings.Fields(seg)
+	for k := len(words) - 1; k >= 0 && k >= len(words)-5; k-- {
+		w := strings.ToLower(words[k])
+		for _, r := range intlRoles {
+			if strings.HasSuffix(w, r) {
+				return true
+			}
+		}
+		if strings.ContainsAny(w, ".,;:!?()\"") || isNameWord(words[k]) && !intlRoleAdjectives[w] {
+			return false
+		}
+	}
+	return false
+}
+
 // possessiveRole: within three words after "'s" comes a role noun
 // ("Acme's assistant", "Acme Corp's internal knowledge assistant").
 func possessiveRole(s string) bool {
@@ -419,13 +482,27 @@ func possessiveRole(s string) bool {
 	return false
 }
 
+// leadingArticles are skipped before a name: "for the Acme Group", "für die Deutsche
+// Bahn", "pour la Poste", "de l'Hôtel de Ville", "van het Rijksmuseum".
+var leadingArticles = []string{"the ", "die ", "der ", "das ", "den ", "dem ", "la ", "le ", "les ", "l'", "el ", "los ",
+	"las ", "il ", "lo ", "gli ", "het ", "de ", "o ", "a ", "os ", "as "}
+
+// nameConnectors join the words of one name: "Bank of America", "Mairie de Lyon",
+// "Comune di Milano", "Prefeitura do Rio", "Huis van Oranje", "Haus von Habsburg".
+var nameConnectors = map[string]bool{"&": true, "and": true, "of": true, "de": true, "di": true, "da": true, "do": true,
+	"del": true, "du": true, "van": true, "von": true}
+
 // nameAfter reads a name starting at i: capitalised words (or all-caps,
 // digits, camel case like "eBay"), joined by single spaces and the
-// connectors "&", "and", "of", "de"; a leading lower-case "the" is skipped.
+// connectors (nameConnectors: "&", "and", "of", "de", "di", …); a leading lower-case
+// article before a name ("the", "die", "la", … leadingArticles) is skipped.
 // It stops at punctuation, a line break, a lower-case word or a possessive.
 func nameAfter(norm string, i int) string {
-	if strings.HasPrefix(norm[min(i, len(norm)):], "the ") {
-		i += 4
+	for _, art := range leadingArticles {
+		if rest := norm[min(i, len(norm)):]; strings.HasPrefix(rest, art) && len(rest) > len(art) && isNameWord(rest[len(art):]) {
+			i += len(art)
+			break
+		}
 	}
 	var words []string
 	connector := ""
@@ -445,7 +522,7 @@ func nameAfter(norm string, i int) string {
 				connector = ""
 			}
 			words = append(words, w)
-		case len(words) > 0 && connector == "" && !stop && (w == "&" || w == "and" || w == "of" || w == "de"):
+		case len(words) > 0 && connector == "" && !stop && nameConnectors[w]:
 			connector = w
 		default:
 			stop = true

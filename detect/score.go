@@ -73,6 +73,35 @@ var actedBounds = bounds{70, 89}
 // session. It stays a SCANNER to look at, below the detection threshold: no event.
 var browserProbeBounds = bounds{0, DetectionThreshold - 1}
 
+// curiosityBounds replace a BOT's classBounds when a browser user agent did nothing but
+// follow one hidden link, not at machine speed (Curious): a person who read the page
+// source and opened the link it found. It stays a BOT to look at, below the detection
+// threshold: no event. Anything more lifts the cap.
+var curiosityBounds = bounds{0, DetectionThreshold - 1}
+
+// curiositySignals are the only signals a curious visitor (Curious) may have.
+var curiositySignals = map[string]bool{
+	SignalCallbackHit: true, SignalLLMSpeedFollowup: true, SignalHumanSpeedFollowup: true, SignalVisibleLinkOpened: true,
+}
+
+// Curious reports whether the evidence is a browser user agent's curiosity: one hidden
+// link opened (CALLBACK_HIT once, by GET or HEAD) one second or more after the decoy was
+// served (or untimed), and nothing else — no second hidden link, no machine-speed follow-up, no
+// injection followed, no secret used, no robots.txt rule ignored, no probing, no claim
+// of another identity. Judge keeps such a session below the detection threshold.
+func Curious(e Evidence) bool {
+	if e.Agent.Kind != KindUnknown || e.Sent > 0 || e.Signals[SignalCallbackHit] != 1 ||
+		e.Signals[SignalLLMSpeedFollowup]+e.Signals[SignalHumanSpeedFollowup] > 1 {
+		return false
+	}
+	for name, n := range e.Signals {
+		if n > 0 && !curiositySignals[name] {
+			return false
+		}
+	}
+	return true
+}
+
 // DetectionThreshold is the score from which a non-human, non-crawler
 // session counts as detected (see Detected).
 const DetectionThreshold = 40
@@ -82,6 +111,9 @@ type Evidence struct {
 	Signals map[string]int // occurrences per signal name; unknown names weigh nothing
 	Agent   Agent          // LookupUA of the session's user agent
 	Hits    int            // requests in the session
+	// Sent counts requests that sent something (not GET or HEAD) with a token of hidden
+	// content (SessionState.Sent): more than opening a link, never curiosity.
+	Sent int
 }
 
 // Verdict is Judge's answer.
@@ -198,7 +230,7 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 			acted++
 		}
 	}
-	probeOnly := false
+	probeOnly, curious := false, false
 	aiKind := aiKindOf(e)
 	aiEv := aiEvidence(e, aiKind)
 	malicious := acted
@@ -294,6 +326,11 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 			// person reading the page source: a BOT, but not a sure one.
 			v.Confidence = 55
 		}
+		// One hidden link opened from a browser, not at machine speed, and nothing
+		// else is curiosity: below the detection threshold (curiosityBounds).
+		if curious = Curious(e); curious {
+			v.Confidence = 55
+		}
 	case hasUA(SignalLinkPreviewUA):
 		rule = 9
 		v.Classification = ClassCrawler
@@ -328,6 +365,8 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 	case probeOnly:
 		b = browserProbeBounds
 		v.Confidence = min(v.Confidence, 60)
+	case curious:
+		b = curiosityBounds
 	}
 	v.Score = min(max(min(raw, 100), b.floor), b.ceil)
 	v.Severity = severityFor(v.Score)

@@ -48,13 +48,13 @@ type SignalInfo struct {
 // weights is capped at 100 and then bounded by the classification's range (classBounds).
 var signalTable = []SignalInfo{
 	// An agent handing over its own instructions: critical on its own.
-	{SignalSystemPromptLeaked, true, 95, false, "The visitor sent text that reads as its own system prompt or instructions to a sink the hidden content invited it to use."},
+	{SignalSystemPromptLeaked, true, 95, false, "The visitor sent text that reads as its own system prompt or instructions (a role, rules) to a sink the hidden content invited it to use; a refusal, an apology or an acknowledgement is not one."},
 	// Only a reader of the hidden content has the credential.
-	{SignalCredentialUsed, true, 90, false, "A planted secret from a decoy (an API key, a database or Redis password, a session secret, an AWS access key id) was presented later, anywhere in a request; the detail names which. Without AI evidence it makes a malicious BOT or SCANNER (high), not an AI class."},
+	{SignalCredentialUsed, true, 90, false, "A planted secret from a decoy (an API key, a database or Redis password, a session secret, an AWS access key id or secret access key) was presented later, anywhere in a request; the detail names which. Without AI evidence it makes a malicious BOT or SCANNER (high), not an AI class."},
 	// Acting on a decoy tool is acting against the site.
 	{SignalToolInvoked, true, 85, false, "A decoy tool (e.g. on a decoy MCP endpoint) was called. Without AI evidence it makes a malicious BOT or SCANNER (high), not an AI class."},
 	// What marks an AI agent; high on its own.
-	{SignalInjectionFollowed, true, 75, false, "The visitor carried out a plain-language instruction from hidden content that a regex crawler cannot: a computed value, an echoed canary phrase, a system prompt sent to the sink (anything else sent there is a CALLBACK_HIT)."},
+	{SignalInjectionFollowed, true, 75, false, "The visitor carried out a plain-language instruction from hidden content that a regex crawler cannot: a computed value, an echoed canary phrase, a system prompt, a refusal or an acknowledgement sent to the sink (anything else sent there is a CALLBACK_HIT)."},
 	// A parser followed a hidden link: automation, not yet AI.
 	{SignalCallbackHit, true, 30, false, "A URL that appeared only in a decoy's hidden content was requested (from any address). Proves a parser followed a link; alone it makes a BOT."},
 	// An autonomous agent on a trap is worth an event.

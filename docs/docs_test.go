@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goccy/go-yaml"
+
 	ft "github.com/flytrap/flytrap/flytraptest"
 )
 
@@ -33,6 +35,12 @@ type block struct {
 	shell  bool   // sh, bash or shell: a block of commands
 	norun  bool   // marked "norun: reason": not run by TestCommands
 	reason string // why not
+	// writeAs, for ```yaml file=NAME, is the name the runner writes the block under in
+	// its working directory, for the blocks after it (a trap file the commands read).
+	writeAs string
+	// ci, for ```yaml ci, is a CI configuration (GitHub Actions, GitLab CI): the runner runs
+	// its shell steps (run:, before_script:, script:), in order, as one sh block.
+	ci bool
 }
 
 func (b block) String() string { return fmt.Sprintf("%s:%d", b.file, b.line) }
@@ -79,6 +87,14 @@ func parseBlocks(t *testing.T, path string) []block {
 			case "sh", "bash", "shell":
 				b.shell = true
 			}
+			for _, w := range f[1:] {
+				if name, ok := strings.CutPrefix(w, "file="); ok && f[0] == "yaml" {
+					b.writeAs = name
+				}
+				if w == "ci" && f[0] == "yaml" {
+					b.ci = true
+				}
+			}
 			rest := strings.TrimSpace(strings.TrimPrefix(info, f[0]))
 			if strings.HasPrefix(rest, "norun") {
 				b.norun = true
@@ -113,6 +129,11 @@ func TestBlocksAreMarked(t *testing.T) {
 			case b.norun:
 				skipped++
 			case b.shell:
+				runnable++
+			case b.ci:
+				if steps, err := ciSteps(b.text); err != nil || !strings.Contains(steps, "flytrap") {
+					t.Errorf("%s: a ```yaml ci block whose steps do not read (%v) or run no flytrap:\n%s", b, err, steps)
+				}
 				runnable++
 			}
 		}
@@ -157,6 +178,8 @@ fi
 // test built; anything else is not a command against an instance and must be norun.
 const goShim = `#!/usr/bin/env bash
 if [[ $1 == run && $2 == ./cmd/flytrap ]]; then shift 2; exec flytrap "$@"; fi
+# A CI example installs the command; the one the test built is already on PATH.
+if [[ $1 == install && $2 == github.com/flytrap/flytrap/cmd/flytrap@* ]]; then exit 0; fi
 echo "docs test: only 'go run ./cmd/flytrap …' runs here; mark the block ` + "```sh norun: reason" + `" >&2
 exit 1
 `
@@ -226,17 +249,34 @@ func TestCommands(t *testing.T) {
 		"FLYTRAP_API_ADDR=127.0.0.1:0",
 		"FLYTRAP_TRAP_ADDR=127.0.0.1:0",
 		"KEY=" + inst.key,
+		// The API client's commands (flytrap traps …) reach the instance as its admin.
+		"FLYTRAP_URL=" + inst.api,
+		"FLYTRAP_API_KEY=" + inst.key,
 		"API=" + inst.api,
 		"TRAPS=" + inst.traps,
 	}
 	ran := 0
 	for _, f := range docFiles(t) {
 		for _, b := range parseBlocks(t, f) {
-			if !b.shell || b.norun {
+			if b.writeAs != "" {
+				if err := os.WriteFile(filepath.Join(work, b.writeAs), []byte(replacer.Replace(b.text)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			if (!b.shell && !b.ci) || b.norun {
 				continue
 			}
 			ran++
 			script := replacer.Replace(b.text)
+			if b.ci {
+				steps, err := ciSteps(b.text)
+				if err != nil {
+					t.Errorf("%s: %v", b, err)
+					continue
+				}
+				script = replacer.Replace(steps)
+			}
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			cmd := exec.CommandContext(ctx, bash, "-c", "set -euo pipefail\n"+script)
 			cmd.Dir, cmd.Env = work, env
@@ -458,4 +498,38 @@ func run(t *testing.T, in *instance, args ...string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// ciSteps is the shell of a CI configuration, in document order: GitHub Actions' run:
+// steps and GitLab CI's before_script: and script: lines, one after the other.
+func ciSteps(text string) (string, error) {
+	var doc yaml.MapSlice
+	if err := yaml.UnmarshalWithOptions([]byte(text), &doc, yaml.UseOrderedMap()); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	var walk func(key string, v any)
+	walk = func(key string, v any) {
+		switch x := v.(type) {
+		case yaml.MapSlice:
+			for _, it := range x {
+				k, _ := it.Key.(string)
+				walk(k, it.Value)
+			}
+		case []any:
+			for _, e := range x {
+				if s, ok := e.(string); ok && (key == "script" || key == "before_script") {
+					b.WriteString(s + "\n")
+					continue
+				}
+				walk(key, e)
+			}
+		case string:
+			if key == "run" || key == "script" || key == "before_script" {
+				b.WriteString(x + "\n")
+			}
+		}
+	}
+	walk("", doc)
+	return b.String(), nil
 }

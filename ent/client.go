@@ -22,6 +22,7 @@ import (
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/hithour"
+	"github.com/flytrap/flytrap/ent/idempotencykey"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/secret"
@@ -56,6 +57,8 @@ type Client struct {
 	Hit *HitClient
 	// HitHour is the client for interacting with the HitHour builders.
 	HitHour *HitHourClient
+	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
+	IdempotencyKey *IdempotencyKeyClient
 	// Organization is the client for interacting with the Organization builders.
 	Organization *OrganizationClient
 	// Prompt is the client for interacting with the Prompt builders.
@@ -96,6 +99,7 @@ func (c *Client) init() {
 	c.Event = NewEventClient(c.config)
 	c.Hit = NewHitClient(c.config)
 	c.HitHour = NewHitHourClient(c.config)
+	c.IdempotencyKey = NewIdempotencyKeyClient(c.config)
 	c.Organization = NewOrganizationClient(c.config)
 	c.Prompt = NewPromptClient(c.config)
 	c.Secret = NewSecretClient(c.config)
@@ -206,6 +210,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		Event:           NewEventClient(cfg),
 		Hit:             NewHitClient(cfg),
 		HitHour:         NewHitHourClient(cfg),
+		IdempotencyKey:  NewIdempotencyKeyClient(cfg),
 		Organization:    NewOrganizationClient(cfg),
 		Prompt:          NewPromptClient(cfg),
 		Secret:          NewSecretClient(cfg),
@@ -243,6 +248,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		Event:           NewEventClient(cfg),
 		Hit:             NewHitClient(cfg),
 		HitHour:         NewHitHourClient(cfg),
+		IdempotencyKey:  NewIdempotencyKeyClient(cfg),
 		Organization:    NewOrganizationClient(cfg),
 		Prompt:          NewPromptClient(cfg),
 		Secret:          NewSecretClient(cfg),
@@ -284,8 +290,8 @@ func (c *Client) Close() error {
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIKey, c.Campaign, c.CampaignSession, c.Counter, c.Event, c.Hit, c.HitHour,
-		c.Organization, c.Prompt, c.Secret, c.Sequence, c.Session, c.Signal, c.Site,
-		c.Trap, c.TrapSession, c.WebhookDelivery, c.WebhookEndpoint,
+		c.IdempotencyKey, c.Organization, c.Prompt, c.Secret, c.Sequence, c.Session,
+		c.Signal, c.Site, c.Trap, c.TrapSession, c.WebhookDelivery, c.WebhookEndpoint,
 	} {
 		n.Use(hooks...)
 	}
@@ -296,8 +302,8 @@ func (c *Client) Use(hooks ...Hook) {
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIKey, c.Campaign, c.CampaignSession, c.Counter, c.Event, c.Hit, c.HitHour,
-		c.Organization, c.Prompt, c.Secret, c.Sequence, c.Session, c.Signal, c.Site,
-		c.Trap, c.TrapSession, c.WebhookDelivery, c.WebhookEndpoint,
+		c.IdempotencyKey, c.Organization, c.Prompt, c.Secret, c.Sequence, c.Session,
+		c.Signal, c.Site, c.Trap, c.TrapSession, c.WebhookDelivery, c.WebhookEndpoint,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -320,6 +326,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Hit.mutate(ctx, m)
 	case *HitHourMutation:
 		return c.HitHour.mutate(ctx, m)
+	case *IdempotencyKeyMutation:
+		return c.IdempotencyKey.mutate(ctx, m)
 	case *OrganizationMutation:
 		return c.Organization.mutate(ctx, m)
 	case *PromptMutation:
@@ -1362,6 +1370,140 @@ func (c *HitHourClient) mutate(ctx context.Context, m *HitHourMutation) (Value, 
 		return (&HitHourDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown HitHour mutation op: %q", m.Op())
+	}
+}
+
+// IdempotencyKeyClient is a client for the IdempotencyKey schema.
+type IdempotencyKeyClient struct {
+	config
+}
+
+// NewIdempotencyKeyClient returns a client for the IdempotencyKey from the given config.
+func NewIdempotencyKeyClient(c config) *IdempotencyKeyClient {
+	return &IdempotencyKeyClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `idempotencykey.Hooks(f(g(h())))`.
+func (c *IdempotencyKeyClient) Use(hooks ...Hook) {
+	c.hooks.IdempotencyKey = append(c.hooks.IdempotencyKey, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `idempotencykey.Intercept(f(g(h())))`.
+func (c *IdempotencyKeyClient) Intercept(interceptors ...Interceptor) {
+	c.inters.IdempotencyKey = append(c.inters.IdempotencyKey, interceptors...)
+}
+
+// Create returns a builder for creating a IdempotencyKey entity.
+func (c *IdempotencyKeyClient) Create() *IdempotencyKeyCreate {
+	mutation := newIdempotencyKeyMutation(c.config, OpCreate)
+	return &IdempotencyKeyCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of IdempotencyKey entities.
+func (c *IdempotencyKeyClient) CreateBulk(builders ...*IdempotencyKeyCreate) *IdempotencyKeyCreateBulk {
+	return &IdempotencyKeyCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *IdempotencyKeyClient) MapCreateBulk(slice any, setFunc func(*IdempotencyKeyCreate, int)) *IdempotencyKeyCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &IdempotencyKeyCreateBulk{err: fmt.Errorf("calling to IdempotencyKeyClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*IdempotencyKeyCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &IdempotencyKeyCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for IdempotencyKey.
+func (c *IdempotencyKeyClient) Update() *IdempotencyKeyUpdate {
+	mutation := newIdempotencyKeyMutation(c.config, OpUpdate)
+	return &IdempotencyKeyUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *IdempotencyKeyClient) UpdateOne(_m *IdempotencyKey) *IdempotencyKeyUpdateOne {
+	mutation := newIdempotencyKeyMutation(c.config, OpUpdateOne, withIdempotencyKey(_m))
+	return &IdempotencyKeyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *IdempotencyKeyClient) UpdateOneID(id int) *IdempotencyKeyUpdateOne {
+	mutation := newIdempotencyKeyMutation(c.config, OpUpdateOne, withIdempotencyKeyID(id))
+	return &IdempotencyKeyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for IdempotencyKey.
+func (c *IdempotencyKeyClient) Delete() *IdempotencyKeyDelete {
+	mutation := newIdempotencyKeyMutation(c.config, OpDelete)
+	return &IdempotencyKeyDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *IdempotencyKeyClient) DeleteOne(_m *IdempotencyKey) *IdempotencyKeyDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *IdempotencyKeyClient) DeleteOneID(id int) *IdempotencyKeyDeleteOne {
+	builder := c.Delete().Where(idempotencykey.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &IdempotencyKeyDeleteOne{builder}
+}
+
+// Query returns a query builder for IdempotencyKey.
+func (c *IdempotencyKeyClient) Query() *IdempotencyKeyQuery {
+	return &IdempotencyKeyQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeIdempotencyKey},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a IdempotencyKey entity by its id.
+func (c *IdempotencyKeyClient) Get(ctx context.Context, id int) (*IdempotencyKey, error) {
+	return c.Query().Where(idempotencykey.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *IdempotencyKeyClient) GetX(ctx context.Context, id int) *IdempotencyKey {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *IdempotencyKeyClient) Hooks() []Hook {
+	hooks := c.hooks.IdempotencyKey
+	return append(hooks[:len(hooks):len(hooks)], idempotencykey.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *IdempotencyKeyClient) Interceptors() []Interceptor {
+	return c.inters.IdempotencyKey
+}
+
+func (c *IdempotencyKeyClient) mutate(ctx context.Context, m *IdempotencyKeyMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&IdempotencyKeyCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&IdempotencyKeyUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&IdempotencyKeyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&IdempotencyKeyDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown IdempotencyKey mutation op: %q", m.Op())
 	}
 }
 
@@ -3242,14 +3384,14 @@ func (c *WebhookEndpointClient) mutate(ctx context.Context, m *WebhookEndpointMu
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		APIKey, Campaign, CampaignSession, Counter, Event, Hit, HitHour, Organization,
-		Prompt, Secret, Sequence, Session, Signal, Site, Trap, TrapSession,
-		WebhookDelivery, WebhookEndpoint []ent.Hook
+		APIKey, Campaign, CampaignSession, Counter, Event, Hit, HitHour, IdempotencyKey,
+		Organization, Prompt, Secret, Sequence, Session, Signal, Site, Trap,
+		TrapSession, WebhookDelivery, WebhookEndpoint []ent.Hook
 	}
 	inters struct {
-		APIKey, Campaign, CampaignSession, Counter, Event, Hit, HitHour, Organization,
-		Prompt, Secret, Sequence, Session, Signal, Site, Trap, TrapSession,
-		WebhookDelivery, WebhookEndpoint []ent.Interceptor
+		APIKey, Campaign, CampaignSession, Counter, Event, Hit, HitHour, IdempotencyKey,
+		Organization, Prompt, Secret, Sequence, Session, Signal, Site, Trap,
+		TrapSession, WebhookDelivery, WebhookEndpoint []ent.Interceptor
 	}
 )
 

@@ -19,6 +19,7 @@ import (
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/hithour"
+	"github.com/flytrap/flytrap/ent/idempotencykey"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/secret"
@@ -97,6 +98,7 @@ func checkColumn(t, c string) error {
 			event.Table:           event.ValidColumn,
 			hit.Table:             hit.ValidColumn,
 			hithour.Table:         hithour.ValidColumn,
+			idempotencykey.Table:  idempotencykey.ValidColumn,
 			organization.Table:    organization.ValidColumn,
 			prompt.Table:          prompt.ValidColumn,
 			secret.Table:          secret.ValidColumn,

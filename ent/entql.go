@@ -10,6 +10,7 @@ import (
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/hithour"
+	"github.com/flytrap/flytrap/ent/idempotencykey"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/predicate"
 	"github.com/flytrap/flytrap/ent/prompt"
@@ -31,7 +32,7 @@ import (
 
 // schemaGraph holds a representation of ent/schema at runtime.
 var schemaGraph = func() *sqlgraph.Schema {
-	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 18)}
+	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 19)}
 	graph.Nodes[0] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   apikey.Table,
@@ -181,6 +182,25 @@ var schemaGraph = func() *sqlgraph.Schema {
 	}
 	graph.Nodes[7] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
+			Table:   idempotencykey.Table,
+			Columns: idempotencykey.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeInt,
+				Column: idempotencykey.FieldID,
+			},
+		},
+		Type: "IdempotencyKey",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			idempotencykey.FieldOrgID:       {Type: field.TypeString, Column: idempotencykey.FieldOrgID},
+			idempotencykey.FieldKey:         {Type: field.TypeString, Column: idempotencykey.FieldKey},
+			idempotencykey.FieldRequestHash: {Type: field.TypeString, Column: idempotencykey.FieldRequestHash},
+			idempotencykey.FieldResponse:    {Type: field.TypeBytes, Column: idempotencykey.FieldResponse},
+			idempotencykey.FieldStatus:      {Type: field.TypeInt, Column: idempotencykey.FieldStatus},
+			idempotencykey.FieldCreatedAt:   {Type: field.TypeTime, Column: idempotencykey.FieldCreatedAt},
+		},
+	}
+	graph.Nodes[8] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
 			Table:   organization.Table,
 			Columns: organization.Columns,
 			ID: &sqlgraph.FieldSpec{
@@ -197,7 +217,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			organization.FieldCreatedAt:                   {Type: field.TypeTime, Column: organization.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[8] = &sqlgraph.Node{
+	graph.Nodes[9] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   prompt.Table,
 			Columns: prompt.Columns,
@@ -219,7 +239,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			prompt.FieldCreatedAt: {Type: field.TypeTime, Column: prompt.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[9] = &sqlgraph.Node{
+	graph.Nodes[10] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   secret.Table,
 			Columns: secret.Columns,
@@ -233,7 +253,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			secret.FieldValue: {Type: field.TypeBytes, Column: secret.FieldValue},
 		},
 	}
-	graph.Nodes[10] = &sqlgraph.Node{
+	graph.Nodes[11] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   sequence.Table,
 			Columns: sequence.Columns,
@@ -247,7 +267,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			sequence.FieldValue: {Type: field.TypeInt64, Column: sequence.FieldValue},
 		},
 	}
-	graph.Nodes[11] = &sqlgraph.Node{
+	graph.Nodes[12] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   session.Table,
 			Columns: session.Columns,
@@ -282,7 +302,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			session.FieldState:             {Type: field.TypeJSON, Column: session.FieldState},
 		},
 	}
-	graph.Nodes[12] = &sqlgraph.Node{
+	graph.Nodes[13] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   signal.Table,
 			Columns: signal.Columns,
@@ -305,7 +325,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			signal.FieldCreatedAt:   {Type: field.TypeTime, Column: signal.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[13] = &sqlgraph.Node{
+	graph.Nodes[14] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   site.Table,
 			Columns: site.Columns,
@@ -324,7 +344,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			site.FieldCreatedAt:    {Type: field.TypeTime, Column: site.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[14] = &sqlgraph.Node{
+	graph.Nodes[15] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   trap.Table,
 			Columns: trap.Columns,
@@ -341,12 +361,13 @@ var schemaGraph = func() *sqlgraph.Schema {
 			trap.FieldPath:        {Type: field.TypeString, Column: trap.FieldPath},
 			trap.FieldType:        {Type: field.TypeEnum, Column: trap.FieldType},
 			trap.FieldDescription: {Type: field.TypeString, Column: trap.FieldDescription},
+			trap.FieldPublicTitle: {Type: field.TypeString, Column: trap.FieldPublicTitle},
 			trap.FieldActive:      {Type: field.TypeBool, Column: trap.FieldActive},
 			trap.FieldCreatedAt:   {Type: field.TypeTime, Column: trap.FieldCreatedAt},
 			trap.FieldUpdatedAt:   {Type: field.TypeTime, Column: trap.FieldUpdatedAt},
 		},
 	}
-	graph.Nodes[15] = &sqlgraph.Node{
+	graph.Nodes[16] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   trapsession.Table,
 			Columns: trapsession.Columns,
@@ -362,7 +383,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			trapsession.FieldSessionID: {Type: field.TypeString, Column: trapsession.FieldSessionID},
 		},
 	}
-	graph.Nodes[16] = &sqlgraph.Node{
+	graph.Nodes[17] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   webhookdelivery.Table,
 			Columns: webhookdelivery.Columns,
@@ -390,7 +411,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			webhookdelivery.FieldCreatedAt:      {Type: field.TypeTime, Column: webhookdelivery.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[17] = &sqlgraph.Node{
+	graph.Nodes[18] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   webhookendpoint.Table,
 			Columns: webhookendpoint.Columns,
@@ -1418,6 +1439,76 @@ func (f *HitHourFilter) WhereHits(p entql.Int64P) {
 }
 
 // addPredicate implements the predicateAdder interface.
+func (_q *IdempotencyKeyQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the IdempotencyKeyQuery builder.
+func (_q *IdempotencyKeyQuery) Filter() *IdempotencyKeyFilter {
+	return &IdempotencyKeyFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *IdempotencyKeyMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the IdempotencyKeyMutation builder.
+func (m *IdempotencyKeyMutation) Filter() *IdempotencyKeyFilter {
+	return &IdempotencyKeyFilter{config: m.config, predicateAdder: m}
+}
+
+// IdempotencyKeyFilter provides a generic filtering capability at runtime for IdempotencyKeyQuery.
+type IdempotencyKeyFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *IdempotencyKeyFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[7].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql int predicate on the id field.
+func (f *IdempotencyKeyFilter) WhereID(p entql.IntP) {
+	f.Where(p.Field(idempotencykey.FieldID))
+}
+
+// WhereOrgID applies the entql string predicate on the org_id field.
+func (f *IdempotencyKeyFilter) WhereOrgID(p entql.StringP) {
+	f.Where(p.Field(idempotencykey.FieldOrgID))
+}
+
+// WhereKey applies the entql string predicate on the key field.
+func (f *IdempotencyKeyFilter) WhereKey(p entql.StringP) {
+	f.Where(p.Field(idempotencykey.FieldKey))
+}
+
+// WhereRequestHash applies the entql string predicate on the request_hash field.
+func (f *IdempotencyKeyFilter) WhereRequestHash(p entql.StringP) {
+	f.Where(p.Field(idempotencykey.FieldRequestHash))
+}
+
+// WhereResponse applies the entql []byte predicate on the response field.
+func (f *IdempotencyKeyFilter) WhereResponse(p entql.BytesP) {
+	f.Where(p.Field(idempotencykey.FieldResponse))
+}
+
+// WhereStatus applies the entql int predicate on the status field.
+func (f *IdempotencyKeyFilter) WhereStatus(p entql.IntP) {
+	f.Where(p.Field(idempotencykey.FieldStatus))
+}
+
+// WhereCreatedAt applies the entql time.Time predicate on the created_at field.
+func (f *IdempotencyKeyFilter) WhereCreatedAt(p entql.TimeP) {
+	f.Where(p.Field(idempotencykey.FieldCreatedAt))
+}
+
+// addPredicate implements the predicateAdder interface.
 func (_q *OrganizationQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
 }
@@ -1446,7 +1537,7 @@ type OrganizationFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *OrganizationFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[7].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[8].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1623,7 +1714,7 @@ type PromptFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *PromptFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[8].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[9].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1736,7 +1827,7 @@ type SecretFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SecretFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[9].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[10].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1781,7 +1872,7 @@ type SequenceFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SequenceFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[10].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[11].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1826,7 +1917,7 @@ type SessionFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SessionFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[11].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[12].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2060,7 +2151,7 @@ type SignalFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SignalFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[12].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[13].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2178,7 +2269,7 @@ type SiteFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SiteFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[13].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[14].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2276,7 +2367,7 @@ type TrapFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *TrapFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[14].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[15].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2315,6 +2406,11 @@ func (f *TrapFilter) WhereType(p entql.StringP) {
 // WhereDescription applies the entql string predicate on the description field.
 func (f *TrapFilter) WhereDescription(p entql.StringP) {
 	f.Where(p.Field(trap.FieldDescription))
+}
+
+// WherePublicTitle applies the entql string predicate on the public_title field.
+func (f *TrapFilter) WherePublicTitle(p entql.StringP) {
+	f.Where(p.Field(trap.FieldPublicTitle))
 }
 
 // WhereActive applies the entql bool predicate on the active field.
@@ -2389,7 +2485,7 @@ type TrapSessionFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *TrapSessionFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[15].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[16].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2458,7 +2554,7 @@ type WebhookDeliveryFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *WebhookDeliveryFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[16].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[17].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2587,7 +2683,7 @@ type WebhookEndpointFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *WebhookEndpointFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[17].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[18].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})

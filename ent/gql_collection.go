@@ -1262,6 +1262,11 @@ func (_q *TrapQuery) collectField(ctx context.Context, oneNode bool, opCtx *grap
 				selectedFields = append(selectedFields, trap.FieldDescription)
 				fieldSeen[trap.FieldDescription] = struct{}{}
 			}
+		case "publicTitle":
+			if _, ok := fieldSeen[trap.FieldPublicTitle]; !ok {
+				selectedFields = append(selectedFields, trap.FieldPublicTitle)
+				fieldSeen[trap.FieldPublicTitle] = struct{}{}
+			}
 		case "active":
 			if _, ok := fieldSeen[trap.FieldActive]; !ok {
 				selectedFields = append(selectedFields, trap.FieldActive)

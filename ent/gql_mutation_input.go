@@ -89,6 +89,7 @@ type CreateTrapInput struct {
 	Path        *string
 	Type        trap.Type
 	Description *string
+	PublicTitle *string
 	Active      *bool
 	SiteID      *string
 }
@@ -102,6 +103,9 @@ func (i *CreateTrapInput) Mutate(m *TrapMutation) {
 	m.SetType(i.Type)
 	if v := i.Description; v != nil {
 		m.SetDescription(*v)
+	}
+	if v := i.PublicTitle; v != nil {
+		m.SetPublicTitle(*v)
 	}
 	if v := i.Active; v != nil {
 		m.SetActive(*v)
@@ -121,6 +125,7 @@ func (c *TrapCreate) SetInput(i CreateTrapInput) *TrapCreate {
 type UpdateTrapInput struct {
 	Name        *string
 	Description *string
+	PublicTitle *string
 	Active      *bool
 }
 
@@ -131,6 +136,9 @@ func (i *UpdateTrapInput) Mutate(m *TrapMutation) {
 	}
 	if v := i.Description; v != nil {
 		m.SetDescription(*v)
+	}
+	if v := i.PublicTitle; v != nil {
+		m.SetPublicTitle(*v)
 	}
 	if v := i.Active; v != nil {
 		m.SetActive(*v)

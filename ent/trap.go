@@ -31,6 +31,8 @@ type Trap struct {
 	Type trap.Type `json:"type,omitempty"`
 	// Description holds the value of the "description" field.
 	Description string `json:"description,omitempty"`
+	// PublicTitle holds the value of the "public_title" field.
+	PublicTitle string `json:"public_title,omitempty"`
 	// Active holds the value of the "active" field.
 	Active bool `json:"active,omitempty"`
 	// CreatedAt holds the value of the "created_at" field.
@@ -85,7 +87,7 @@ func (*Trap) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case trap.FieldActive:
 			values[i] = new(sql.NullBool)
-		case trap.FieldID, trap.FieldOrgID, trap.FieldSiteID, trap.FieldName, trap.FieldPath, trap.FieldType, trap.FieldDescription:
+		case trap.FieldID, trap.FieldOrgID, trap.FieldSiteID, trap.FieldName, trap.FieldPath, trap.FieldType, trap.FieldDescription, trap.FieldPublicTitle:
 			values[i] = new(sql.NullString)
 		case trap.FieldCreatedAt, trap.FieldUpdatedAt:
 			values[i] = new(sql.NullTime)
@@ -145,6 +147,12 @@ func (_m *Trap) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field description", values[i])
 			} else if value.Valid {
 				_m.Description = value.String
+			}
+		case trap.FieldPublicTitle:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field public_title", values[i])
+			} else if value.Valid {
+				_m.PublicTitle = value.String
 			}
 		case trap.FieldActive:
 			if value, ok := values[i].(*sql.NullBool); !ok {
@@ -227,6 +235,9 @@ func (_m *Trap) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("description=")
 	builder.WriteString(_m.Description)
+	builder.WriteString(", ")
+	builder.WriteString("public_title=")
+	builder.WriteString(_m.PublicTitle)
 	builder.WriteString(", ")
 	builder.WriteString("active=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Active))

@@ -85,6 +85,20 @@ func (_c *TrapCreate) SetNillableDescription(v *string) *TrapCreate {
 	return _c
 }
 
+// SetPublicTitle sets the "public_title" field.
+func (_c *TrapCreate) SetPublicTitle(v string) *TrapCreate {
+	_c.mutation.SetPublicTitle(v)
+	return _c
+}
+
+// SetNillablePublicTitle sets the "public_title" field if the given value is not nil.
+func (_c *TrapCreate) SetNillablePublicTitle(v *string) *TrapCreate {
+	if v != nil {
+		_c.SetPublicTitle(*v)
+	}
+	return _c
+}
+
 // SetActive sets the "active" field.
 func (_c *TrapCreate) SetActive(v bool) *TrapCreate {
 	_c.mutation.SetActive(v)
@@ -198,6 +212,10 @@ func (_c *TrapCreate) defaults() error {
 		v := trap.DefaultDescription
 		_c.mutation.SetDescription(v)
 	}
+	if _, ok := _c.mutation.PublicTitle(); !ok {
+		v := trap.DefaultPublicTitle
+		_c.mutation.SetPublicTitle(v)
+	}
 	if _, ok := _c.mutation.Active(); !ok {
 		v := trap.DefaultActive
 		_c.mutation.SetActive(v)
@@ -263,6 +281,14 @@ func (_c *TrapCreate) check() error {
 	if v, ok := _c.mutation.Description(); ok {
 		if err := trap.DescriptionValidator(v); err != nil {
 			return &ValidationError{Name: "description", err: fmt.Errorf(`ent: validator failed for field "Trap.description": %w`, err)}
+		}
+	}
+	if _, ok := _c.mutation.PublicTitle(); !ok {
+		return &ValidationError{Name: "public_title", err: errors.New(`ent: missing required field "Trap.public_title"`)}
+	}
+	if v, ok := _c.mutation.PublicTitle(); ok {
+		if err := trap.PublicTitleValidator(v); err != nil {
+			return &ValidationError{Name: "public_title", err: fmt.Errorf(`ent: validator failed for field "Trap.public_title": %w`, err)}
 		}
 	}
 	if _, ok := _c.mutation.Active(); !ok {
@@ -333,6 +359,10 @@ func (_c *TrapCreate) createSpec() (*Trap, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Description(); ok {
 		_spec.SetField(trap.FieldDescription, field.TypeString, value)
 		_node.Description = value
+	}
+	if value, ok := _c.mutation.PublicTitle(); ok {
+		_spec.SetField(trap.FieldPublicTitle, field.TypeString, value)
+		_node.PublicTitle = value
 	}
 	if value, ok := _c.mutation.Active(); ok {
 		_spec.SetField(trap.FieldActive, field.TypeBool, value)
@@ -504,6 +534,18 @@ func (u *TrapUpsert) UpdateDescription() *TrapUpsert {
 	return u
 }
 
+// SetPublicTitle sets the "public_title" field.
+func (u *TrapUpsert) SetPublicTitle(v string) *TrapUpsert {
+	u.Set(trap.FieldPublicTitle, v)
+	return u
+}
+
+// UpdatePublicTitle sets the "public_title" field to the value that was provided on create.
+func (u *TrapUpsert) UpdatePublicTitle() *TrapUpsert {
+	u.SetExcluded(trap.FieldPublicTitle)
+	return u
+}
+
 // SetActive sets the "active" field.
 func (u *TrapUpsert) SetActive(v bool) *TrapUpsert {
 	u.Set(trap.FieldActive, v)
@@ -663,6 +705,20 @@ func (u *TrapUpsertOne) SetDescription(v string) *TrapUpsertOne {
 func (u *TrapUpsertOne) UpdateDescription() *TrapUpsertOne {
 	return u.Update(func(s *TrapUpsert) {
 		s.UpdateDescription()
+	})
+}
+
+// SetPublicTitle sets the "public_title" field.
+func (u *TrapUpsertOne) SetPublicTitle(v string) *TrapUpsertOne {
+	return u.Update(func(s *TrapUpsert) {
+		s.SetPublicTitle(v)
+	})
+}
+
+// UpdatePublicTitle sets the "public_title" field to the value that was provided on create.
+func (u *TrapUpsertOne) UpdatePublicTitle() *TrapUpsertOne {
+	return u.Update(func(s *TrapUpsert) {
+		s.UpdatePublicTitle()
 	})
 }
 
@@ -996,6 +1052,20 @@ func (u *TrapUpsertBulk) SetDescription(v string) *TrapUpsertBulk {
 func (u *TrapUpsertBulk) UpdateDescription() *TrapUpsertBulk {
 	return u.Update(func(s *TrapUpsert) {
 		s.UpdateDescription()
+	})
+}
+
+// SetPublicTitle sets the "public_title" field.
+func (u *TrapUpsertBulk) SetPublicTitle(v string) *TrapUpsertBulk {
+	return u.Update(func(s *TrapUpsert) {
+		s.SetPublicTitle(v)
+	})
+}
+
+// UpdatePublicTitle sets the "public_title" field to the value that was provided on create.
+func (u *TrapUpsertBulk) UpdatePublicTitle() *TrapUpsertBulk {
+	return u.Update(func(s *TrapUpsert) {
+		s.UpdatePublicTitle()
 	})
 }
 

@@ -112,6 +112,20 @@ func (_u *TrapUpdate) SetNillableDescription(v *string) *TrapUpdate {
 	return _u
 }
 
+// SetPublicTitle sets the "public_title" field.
+func (_u *TrapUpdate) SetPublicTitle(v string) *TrapUpdate {
+	_u.mutation.SetPublicTitle(v)
+	return _u
+}
+
+// SetNillablePublicTitle sets the "public_title" field if the given value is not nil.
+func (_u *TrapUpdate) SetNillablePublicTitle(v *string) *TrapUpdate {
+	if v != nil {
+		_u.SetPublicTitle(*v)
+	}
+	return _u
+}
+
 // SetActive sets the "active" field.
 func (_u *TrapUpdate) SetActive(v bool) *TrapUpdate {
 	_u.mutation.SetActive(v)
@@ -212,6 +226,11 @@ func (_u *TrapUpdate) check() error {
 			return &ValidationError{Name: "description", err: fmt.Errorf(`ent: validator failed for field "Trap.description": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.PublicTitle(); ok {
+		if err := trap.PublicTitleValidator(v); err != nil {
+			return &ValidationError{Name: "public_title", err: fmt.Errorf(`ent: validator failed for field "Trap.public_title": %w`, err)}
+		}
+	}
 	if _u.mutation.OrganizationCleared() && len(_u.mutation.OrganizationIDs()) > 0 {
 		return errors.New(`ent: clearing a required unique edge "Trap.organization"`)
 	}
@@ -250,6 +269,9 @@ func (_u *TrapUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if value, ok := _u.mutation.Description(); ok {
 		_spec.SetField(trap.FieldDescription, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.PublicTitle(); ok {
+		_spec.SetField(trap.FieldPublicTitle, field.TypeString, value)
 	}
 	if value, ok := _u.mutation.Active(); ok {
 		_spec.SetField(trap.FieldActive, field.TypeBool, value)
@@ -390,6 +412,20 @@ func (_u *TrapUpdateOne) SetNillableDescription(v *string) *TrapUpdateOne {
 	return _u
 }
 
+// SetPublicTitle sets the "public_title" field.
+func (_u *TrapUpdateOne) SetPublicTitle(v string) *TrapUpdateOne {
+	_u.mutation.SetPublicTitle(v)
+	return _u
+}
+
+// SetNillablePublicTitle sets the "public_title" field if the given value is not nil.
+func (_u *TrapUpdateOne) SetNillablePublicTitle(v *string) *TrapUpdateOne {
+	if v != nil {
+		_u.SetPublicTitle(*v)
+	}
+	return _u
+}
+
 // SetActive sets the "active" field.
 func (_u *TrapUpdateOne) SetActive(v bool) *TrapUpdateOne {
 	_u.mutation.SetActive(v)
@@ -503,6 +539,11 @@ func (_u *TrapUpdateOne) check() error {
 			return &ValidationError{Name: "description", err: fmt.Errorf(`ent: validator failed for field "Trap.description": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.PublicTitle(); ok {
+		if err := trap.PublicTitleValidator(v); err != nil {
+			return &ValidationError{Name: "public_title", err: fmt.Errorf(`ent: validator failed for field "Trap.public_title": %w`, err)}
+		}
+	}
 	if _u.mutation.OrganizationCleared() && len(_u.mutation.OrganizationIDs()) > 0 {
 		return errors.New(`ent: clearing a required unique edge "Trap.organization"`)
 	}
@@ -558,6 +599,9 @@ func (_u *TrapUpdateOne) sqlSave(ctx context.Context) (_node *Trap, err error) {
 	}
 	if value, ok := _u.mutation.Description(); ok {
 		_spec.SetField(trap.FieldDescription, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.PublicTitle(); ok {
+		_spec.SetField(trap.FieldPublicTitle, field.TypeString, value)
 	}
 	if value, ok := _u.mutation.Active(); ok {
 		_spec.SetField(trap.FieldActive, field.TypeBool, value)

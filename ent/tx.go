@@ -28,6 +28,8 @@ type Tx struct {
 	Hit *HitClient
 	// HitHour is the client for interacting with the HitHour builders.
 	HitHour *HitHourClient
+	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
+	IdempotencyKey *IdempotencyKeyClient
 	// Organization is the client for interacting with the Organization builders.
 	Organization *OrganizationClient
 	// Prompt is the client for interacting with the Prompt builders.
@@ -188,6 +190,7 @@ func (tx *Tx) init() {
 	tx.Event = NewEventClient(tx.config)
 	tx.Hit = NewHitClient(tx.config)
 	tx.HitHour = NewHitHourClient(tx.config)
+	tx.IdempotencyKey = NewIdempotencyKeyClient(tx.config)
 	tx.Organization = NewOrganizationClient(tx.config)
 	tx.Prompt = NewPromptClient(tx.config)
 	tx.Secret = NewSecretClient(tx.config)

@@ -48,6 +48,7 @@ type ResolverRoot interface {
 	Query() QueryResolver
 	Session() SessionResolver
 	SessionConnection() SessionConnectionResolver
+	Signal() SignalResolver
 	Subscription() SubscriptionResolver
 }
 
@@ -362,18 +363,20 @@ type ComplexityRoot struct {
 	}
 
 	Signal struct {
-		CreatedAt   func(childComplexity int) int
-		DelayMs     func(childComplexity int) int
-		Detail      func(childComplexity int) int
-		HitID       func(childComplexity int) int
-		ID          func(childComplexity int) int
-		Name        func(childComplexity int) int
-		OrgID       func(childComplexity int) int
-		Placement   func(childComplexity int) int
-		Session     func(childComplexity int) int
-		SessionID   func(childComplexity int) int
-		SourceHitID func(childComplexity int) int
-		Tripwire    func(childComplexity int) int
+		CreatedAt      func(childComplexity int) int
+		DelayMs        func(childComplexity int) int
+		Detail         func(childComplexity int) int
+		HitID          func(childComplexity int) int
+		ID             func(childComplexity int) int
+		Lure           func(childComplexity int) int
+		Name           func(childComplexity int) int
+		OrgID          func(childComplexity int) int
+		Placement      func(childComplexity int) int
+		PlacementLabel func(childComplexity int) int
+		Session        func(childComplexity int) int
+		SessionID      func(childComplexity int) int
+		SourceHitID    func(childComplexity int) int
+		Tripwire       func(childComplexity int) int
 	}
 
 	SignalGroup struct {
@@ -440,6 +443,7 @@ type ComplexityRoot struct {
 		Name        func(childComplexity int) int
 		OrgID       func(childComplexity int) int
 		Path        func(childComplexity int) int
+		PublicTitle func(childComplexity int) int
 		Site        func(childComplexity int) int
 		SiteID      func(childComplexity int) int
 		Type        func(childComplexity int) int
@@ -458,10 +462,12 @@ type ComplexityRoot struct {
 	}
 
 	TrapPreview struct {
-		Body        func(childComplexity int) int
-		ContentType func(childComplexity int) int
-		Path        func(childComplexity int) int
-		Status      func(childComplexity int) int
+		Body                 func(childComplexity int) int
+		ContentType          func(childComplexity int) int
+		Path                 func(childComplexity int) int
+		PublicTitle          func(childComplexity int) int
+		PublicTitleGenerated func(childComplexity int) int
+		Status               func(childComplexity int) int
 	}
 
 	TrapRef struct {
@@ -625,6 +631,10 @@ type SessionResolver interface {
 }
 type SessionConnectionResolver interface {
 	TotalCountExact(ctx context.Context, obj *ent.SessionConnection) (bool, error)
+}
+type SignalResolver interface {
+	PlacementLabel(ctx context.Context, obj *ent.Signal) (string, error)
+	Lure(ctx context.Context, obj *ent.Signal) (bool, error)
 }
 type SubscriptionResolver interface {
 	Events(ctx context.Context, types []string, after *entgql.Cursor[string], since *time.Time) (<-chan *model.EventMessage, error)
@@ -2114,6 +2124,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Signal.ID(childComplexity), true
+	case "Signal.lure":
+		if e.ComplexityRoot.Signal.Lure == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Signal.Lure(childComplexity), true
 	case "Signal.name":
 		if e.ComplexityRoot.Signal.Name == nil {
 			break
@@ -2132,6 +2148,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Signal.Placement(childComplexity), true
+	case "Signal.placementLabel":
+		if e.ComplexityRoot.Signal.PlacementLabel == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Signal.PlacementLabel(childComplexity), true
 	case "Signal.session":
 		if e.ComplexityRoot.Signal.Session == nil {
 			break
@@ -2404,6 +2426,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Trap.Path(childComplexity), true
+	case "Trap.publicTitle":
+		if e.ComplexityRoot.Trap.PublicTitle == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Trap.PublicTitle(childComplexity), true
 	case "Trap.site":
 		if e.ComplexityRoot.Trap.Site == nil {
 			break
@@ -2479,6 +2507,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TrapPreview.Path(childComplexity), true
+	case "TrapPreview.publicTitle":
+		if e.ComplexityRoot.TrapPreview.PublicTitle == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TrapPreview.PublicTitle(childComplexity), true
+	case "TrapPreview.publicTitleGenerated":
+		if e.ComplexityRoot.TrapPreview.PublicTitleGenerated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TrapPreview.PublicTitleGenerated(childComplexity), true
 	case "TrapPreview.status":
 		if e.ComplexityRoot.TrapPreview.Status == nil {
 			break
@@ -3173,6 +3213,14 @@ type TrapPreview {
   body: String!
   "The trap's path, where visitors receive this response."
   path: String!
+  """
+  The title visitors read in this decoy and in the lures that link to it: the trap's publicTitle, or,
+  when that is empty, one generated for its kind and site (stable for the trap). The trap's name and
+  description are never shown to visitors.
+  """
+  publicTitle: String!
+  "True when publicTitle was generated (the trap sets none)."
+  publicTitleGenerated: Boolean!
 }
 
 "Figures read from counters maintained as data is written (docs/counters.md): their cost does not grow with the data."
@@ -3319,6 +3367,17 @@ extend type Mutation {
   redeliverWebhook(deliveryID: ID!, endpointID: ID): WebhookDelivery!
   "Queues a webhook.ping message to the endpoint."
   pingWebhookEndpoint(id: ID!): WebhookDelivery!
+}
+
+extend type Signal {
+  """
+  The placement in words, as far as the firing itself tells: "lure in a page of your site: hidden link in an
+  HTML comment" for a lure the proxy put into one of the site's pages, "hidden link" for a decoy's (the
+  session's signalGroups also say where in the decoy it stood); empty for a signal with no placement.
+  """
+  placementLabel: String!
+  "True when the placement was a lure or snippet in the customer's own pages rather than in a decoy."
+  lure: Boolean!
 }
 
 extend type Session {
@@ -4067,6 +4126,10 @@ func (ec *executionContext) childFields_Signal(ctx context.Context, field graphq
 		return ec.fieldContext_Signal_createdAt(ctx, field)
 	case "session":
 		return ec.fieldContext_Signal_session(ctx, field)
+	case "placementLabel":
+		return ec.fieldContext_Signal_placementLabel(ctx, field)
+	case "lure":
+		return ec.fieldContext_Signal_lure(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Signal", field.Name)
 }
@@ -4189,6 +4252,8 @@ func (ec *executionContext) childFields_Trap(ctx context.Context, field graphql.
 		return ec.fieldContext_Trap_type(ctx, field)
 	case "description":
 		return ec.fieldContext_Trap_description(ctx, field)
+	case "publicTitle":
+		return ec.fieldContext_Trap_publicTitle(ctx, field)
 	case "active":
 		return ec.fieldContext_Trap_active(ctx, field)
 	case "createdAt":
@@ -4233,6 +4298,10 @@ func (ec *executionContext) childFields_TrapPreview(ctx context.Context, field g
 		return ec.fieldContext_TrapPreview_body(ctx, field)
 	case "path":
 		return ec.fieldContext_TrapPreview_path(ctx, field)
+	case "publicTitle":
+		return ec.fieldContext_TrapPreview_publicTitle(ctx, field)
+	case "publicTitleGenerated":
+		return ec.fieldContext_TrapPreview_publicTitleGenerated(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TrapPreview", field.Name)
 }
@@ -9430,6 +9499,52 @@ func (ec *executionContext) fieldContext_Signal_session(_ context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _Signal_placementLabel(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Signal_placementLabel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Signal().PlacementLabel(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Signal_placementLabel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Signal", field, true, true, "field of type String does not have child fields")
+}
+
+func (ec *executionContext) _Signal_lure(ctx context.Context, field graphql.CollectedField, obj *ent.Signal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Signal_lure(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Signal().Lure(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Signal_lure(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Signal", field, true, true, "field of type Boolean does not have child fields")
+}
+
 func (ec *executionContext) _SignalGroup_signal(ctx context.Context, field graphql.CollectedField, obj *model.SignalGroup) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_SignalGroup_signal, obj.Signal, ec.marshalNString2string)
 }
@@ -9890,6 +10005,13 @@ func (ec *executionContext) fieldContext_Trap_description(_ context.Context, fie
 	return scalarFieldContext("Trap", field, false, false, "field of type String does not have child fields")
 }
 
+func (ec *executionContext) _Trap_publicTitle(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_publicTitle, obj.PublicTitle, ec.marshalNString2string)
+}
+func (ec *executionContext) fieldContext_Trap_publicTitle(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Trap", field, false, false, "field of type String does not have child fields")
+}
+
 func (ec *executionContext) _Trap_active(ctx context.Context, field graphql.CollectedField, obj *ent.Trap) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Trap_active, obj.Active, ec.marshalNBoolean2bool)
 }
@@ -10079,6 +10201,20 @@ func (ec *executionContext) _TrapPreview_path(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_TrapPreview_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TrapPreview", field, false, false, "field of type String does not have child fields")
+}
+
+func (ec *executionContext) _TrapPreview_publicTitle(ctx context.Context, field graphql.CollectedField, obj *model.TrapPreview) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapPreview_publicTitle, obj.PublicTitle, ec.marshalNString2string)
+}
+func (ec *executionContext) fieldContext_TrapPreview_publicTitle(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("TrapPreview", field, false, false, "field of type String does not have child fields")
+}
+
+func (ec *executionContext) _TrapPreview_publicTitleGenerated(ctx context.Context, field graphql.CollectedField, obj *model.TrapPreview) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TrapPreview_publicTitleGenerated, obj.PublicTitleGenerated, ec.marshalNBoolean2bool)
+}
+func (ec *executionContext) fieldContext_TrapPreview_publicTitleGenerated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("TrapPreview", field, false, false, "field of type Boolean does not have child fields")
 }
 
 func (ec *executionContext) _TrapRef_id(ctx context.Context, field graphql.CollectedField, obj *app.TrapRef) (ret graphql.Marshaler) {
@@ -12543,7 +12679,7 @@ func (ec *executionContext) unmarshalInputCreateTrapInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "path", "type", "description", "active", "siteID"}
+	fieldsInOrder := [...]string{"name", "path", "type", "description", "publicTitle", "active", "siteID"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -12578,6 +12714,13 @@ func (ec *executionContext) unmarshalInputCreateTrapInput(ctx context.Context, o
 				return it, err
 			}
 			it.Description = data
+		case "publicTitle":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("publicTitle"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PublicTitle = data
 		case "active":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("active"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -18471,7 +18614,7 @@ func (ec *executionContext) unmarshalInputUpdateTrapInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "description", "active"}
+	fieldsInOrder := [...]string{"name", "description", "publicTitle", "active"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -18492,6 +18635,13 @@ func (ec *executionContext) unmarshalInputUpdateTrapInput(ctx context.Context, o
 				return it, err
 			}
 			it.Description = data
+		case "publicTitle":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("publicTitle"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PublicTitle = data
 		case "active":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("active"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -23118,6 +23268,88 @@ func (ec *executionContext) _Signal(ctx context.Context, sel ast.SelectionSet, o
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "placementLabel":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Signal_placementLabel(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet, deferLabelToView = graphql.NewFieldSet(nil), map[string]*graphql.FieldSetView{}
+				}
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "lure":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Signal_lure(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet, deferLabelToView = graphql.NewFieldSet(nil), map[string]*graphql.FieldSetView{}
+				}
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -23597,6 +23829,11 @@ func (ec *executionContext) _Trap(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "publicTitle":
+			out.Values[i] = ec._Trap_publicTitle(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "active":
 			out.Values[i] = ec._Trap_active(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -23797,6 +24034,16 @@ func (ec *executionContext) _TrapPreview(ctx context.Context, sel ast.SelectionS
 			}
 		case "path":
 			out.Values[i] = ec._TrapPreview_path(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "publicTitle":
+			out.Values[i] = ec._TrapPreview_publicTitle(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "publicTitleGenerated":
+			out.Values[i] = ec._TrapPreview_publicTitleGenerated(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

@@ -53,7 +53,7 @@ var signalMeaning = func() map[string]string {
 
 // explainSession runs detect.Explain on the evidence the engine judged the session on.
 func explainSession(s *ent.Session) *model.VerdictExplanation {
-	x := detect.Explain(detect.Evidence{Signals: s.State.Signals, Agent: detect.LookupUA(s.UserAgent), Hits: s.HitCount})
+	x := detect.Explain(detect.Evidence{Signals: s.State.Signals, Agent: detect.LookupUA(s.UserAgent), Hits: s.HitCount, Sent: s.State.Sent})
 	v := x.Verdict
 	out := &model.VerdictExplanation{
 		Classification: session.Classification(v.Classification), Score: v.Score, Confidence: v.Confidence,

@@ -52,10 +52,16 @@ func (r *queryResolver) TrapPreview(ctx context.Context, id string) (*model.Trap
 	if status == 0 {
 		status = 200
 	}
+	title, err := publicTitle(ctx, t)
+	if err != nil {
+		return nil, err
+	}
 	return &model.TrapPreview{
-		Status:      status,
-		ContentType: out.ContentType,
-		Body:        strings.ToValidUTF8(string(out.Body), "\uFFFD"),
-		Path:        t.Path,
+		Status:               status,
+		ContentType:          out.ContentType,
+		Body:                 strings.ToValidUTF8(string(out.Body), "\uFFFD"),
+		Path:                 t.Path,
+		PublicTitle:          title,
+		PublicTitleGenerated: t.PublicTitle == "",
 	}, nil
 }

@@ -67,6 +67,8 @@ type Engine interface {
 	http.Handler
 	Route(*http.Request) trap.Route
 	Key() decoy.Key
+	// Lure renders one page's lures (decoy.Lure) and remembers which page carried them.
+	Lure(spec decoy.LureSpec, now time.Time) ([]byte, []decoy.Placement)
 }
 
 // Proxy is the trap listener's handler in front of an application.
@@ -167,7 +169,7 @@ func (p *Proxy) lurePlan(r *http.Request, rt trap.Route) *plan {
 	if c.Rate < 1 && rand.Float64() >= c.Rate {
 		return nil
 	}
-	return &plan{spec: decoy.LureSpec{SiteID: rt.Site, Targets: rt.Targets, Count: c.Count}, gzip: acceptsGzip(r.Header.Values("Accept-Encoding"))}
+	return &plan{spec: decoy.LureSpec{SiteID: rt.Site, Page: r.URL.Path, Targets: rt.Targets, Count: c.Count}, gzip: acceptsGzip(r.Header.Values("Accept-Encoding"))}
 }
 
 func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
@@ -282,10 +284,9 @@ func (p *Proxy) modify(resp *http.Response) error {
 	default:
 		return nil // the application encoded it although asked not to: untouched
 	}
-	key := p.engine.Key()
 	now := p.now()
 	fragment := func() []byte {
-		b, _ := decoy.Lure(key, pl.spec, now)
+		b, _ := p.engine.Lure(pl.spec, now)
 		return b
 	}
 	resp.Body = newLureBody(resp.Body, pl.gzip, p.cfg.MaxLureBytes, fragment)

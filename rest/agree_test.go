@@ -41,7 +41,7 @@ func gqlTrapAsREST(n map[string]any) map[string]any {
 	}
 	return map[string]any{
 		"id": n["id"], "name": n["name"], "path": n["path"], "type": n["type"], "description": n["description"],
-		"active": active, "created_at": gqlTime(n["createdAt"], millisLayout), "org_id": n["orgID"], "site_id": n["siteID"],
+		"public_title": n["publicTitle"], "active": active, "created_at": gqlTime(n["createdAt"], millisLayout), "org_id": n["orgID"], "site_id": n["siteID"],
 	}
 }
 
@@ -182,6 +182,9 @@ func startAgreeFixture(t *testing.T, b ft.Backend) *agreeFixture {
 		if i%2 == 0 {
 			body["description"] = fmt.Sprintf("description %d", i)
 		}
+		if i%3 == 0 {
+			body["public_title"] = fmt.Sprintf("Public title %d", i)
+		}
 		if typ == "page" || typ == "api" || typ == "credential" {
 			body["path"] = fmt.Sprintf("/agree/%s", typ)
 		}
@@ -230,7 +233,7 @@ func startAgreeFixture(t *testing.T, b ft.Backend) *agreeFixture {
 // agreeTraps: GET /dashboard/api/traps is the GraphQL traps connection, oldest first.
 func agreeTraps(t *testing.T, fx *agreeFixture) {
 	d := gqlData(t, fx.env, fx.a.ReadOnly, `{ traps(first: 100, orderBy: {field: CREATED_AT, direction: ASC}) {
-		edges { node { id name path type description active createdAt orgID siteID } } } }`, nil)
+		edges { node { id name path type description publicTitle active createdAt orgID siteID } } } }`, nil)
 	var gql []any
 	for _, n := range gqlNodes(d, "traps") {
 		gql = append(gql, gqlTrapAsREST(n))

@@ -156,8 +156,8 @@ func check(t *testing.T, r reply, named bool, statuses ...int) {
 		t.Fatalf("%s: %d with Content-Type %q", r.what, r.status, ct)
 	}
 	var m map[string]any
-	if err := json.Unmarshal(r.body, &m); err != nil || len(m) != 2 || m["success"] != false {
-		t.Fatalf("%s: %d body %s, want exactly {\"success\": false, \"error\": \"…\"}", r.what, r.status, clipText(string(r.body), 1000))
+	if err := json.Unmarshal(r.body, &m); err != nil || len(m) != 2+len(conflictID(r.status, m)) || m["success"] != false {
+		t.Fatalf("%s: %d body %s, want exactly {\"success\": false, \"error\": \"…\"} (and a 409's conflict_id)", r.what, r.status, clipText(string(r.body), 1000))
 	}
 	msg, _ := m["error"].(string)
 	switch {

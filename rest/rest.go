@@ -71,7 +71,7 @@ func (a *API) serve(h HandlerFunc) http.Handler {
 		if wait := apperr.RetryAfterSeconds(err); wait > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(wait))
 		}
-		Error(w, e.Status(), e.Message(FieldName))
+		writeJSON(w, e.Status(), wire.Failure{Error: e.Message(FieldName), ConflictID: e.ConflictID})
 	})
 }
 

@@ -138,8 +138,8 @@ func wantError(t testing.TB, r apiReply, statuses []int, mention ...string) {
 	}
 	m := r.obj()
 	msg, isString := m["error"].(string)
-	if m == nil || len(m) != 2 || m["success"] != false || !isString {
-		t.Errorf("%s: body %s, want exactly {\"success\": false, \"error\": \"…\"}", r.What, clipText(string(r.Raw), 500))
+	if m == nil || len(m) != 2+len(conflictID(r.Status, m)) || m["success"] != false || !isString {
+		t.Errorf("%s: body %s, want exactly {\"success\": false, \"error\": \"…\"} (and a 409's conflict_id)", r.What, clipText(string(r.Raw), 500))
 		return
 	}
 	if strings.TrimSpace(msg) == "" {
@@ -150,6 +150,16 @@ func wantError(t testing.TB, r apiReply, statuses []int, mention ...string) {
 			t.Errorf("%s: error %q does not name %q", r.What, msg, s)
 		}
 	}
+}
+
+// conflictID is a 409 body's conflict_id as a one-item list (none: empty), so that the
+// error body's key count can allow for it.
+func conflictID(status int, m map[string]any) []string {
+	id, ok := m["conflict_id"].(string)
+	if status != http.StatusConflict || !ok || id == "" {
+		return nil
+	}
+	return []string{id}
 }
 
 // keysOf returns the sorted keys of an object.
@@ -853,9 +863,43 @@ func TestRESTTrapWrites(t *testing.T) {
 		}
 
 		// A duplicate active path on the same site is a conflict; an inactive trap may share it.
-		restNewTrap(t, env, a.ReadWrite, map[string]any{"name": "dup", "type": "page", "path": "/dup"})
+		holder := restNewTrap(t, env, a.ReadWrite, map[string]any{"name": "dup", "type": "page", "path": "/dup"})
 		dup := restCall(t, env, a.ReadWrite, "POST", "/dashboard/api/traps", map[string]any{"name": "dup2", "type": "api", "path": "/dup"})
-		wantError(t, dup, []int{http.StatusConflict})
+		wantError(t, dup, []int{http.StatusConflict}, holder["id"].(string))
+		if got := dup.obj()["conflict_id"]; got != holder["id"] {
+			t.Errorf("409 conflict_id %v, want the trap holding the path, %v", got, holder["id"])
+		}
+		// The list filters: by path, by type, by site, by active; an unknown value is a 400.
+		for q, want := range map[string]int{"?path=/dup": 1, "?path=/dup&type=api": 0, "?site_id=" + holder["site_id"].(string) + "&path=/dup&active=true": 1, "?active=false&path=/dup": 0} {
+			got := restCall(t, env, a.ReadOnly, "GET", "/dashboard/api/traps"+q, nil)
+			mustOK(t, got, http.StatusOK)
+			if l, _ := got.data().([]any); len(l) != want {
+				t.Errorf("GET /dashboard/api/traps%s: %d traps, want %d", q, len(l), want)
+			}
+		}
+		wantError(t, restCall(t, env, a.ReadOnly, "GET", "/dashboard/api/traps?type=nope", nil), []int{http.StatusBadRequest}, "type")
+
+		// Idempotency-Key: a retry of the same create answers the first trap again and makes
+		// none; the key with another request, or a second key header, is refused; a failed
+		// create keeps nothing.
+		idem := map[string]any{"name": "idem", "type": "page", "path": "/idem"}
+		once := restCall(t, env, a.ReadWrite, "POST", "/dashboard/api/traps", idem, "Idempotency-Key", "k-1")
+		mustOK(t, once, http.StatusCreated)
+		again := restCall(t, env, a.ReadWrite, "POST", "/dashboard/api/traps", `{ "path": "/idem", "type": "page", "name": "idem" }`, "Idempotency-Key", "k-1")
+		mustOK(t, again, http.StatusCreated)
+		if string(again.Raw) != string(once.Raw) || once.Header.Get("Idempotent-Replayed") != "false" || again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("replay: %s (%s), first %s (%s)", again.Raw, again.Header.Get("Idempotent-Replayed"), once.Raw, once.Header.Get("Idempotent-Replayed"))
+		}
+		if l, _ := mustOK(t, restCall(t, env, a.ReadOnly, "GET", "/dashboard/api/traps?path=/idem", nil), http.StatusOK).data().([]any); len(l) != 1 {
+			t.Errorf("after a replayed create: %d traps at /idem, want 1", len(l))
+		}
+		wantError(t, restCall(t, env, a.ReadWrite, "POST", "/dashboard/api/traps", map[string]any{"name": "other", "type": "page", "path": "/idem-2"}, "Idempotency-Key", "k-1"),
+			[]int{http.StatusConflict}, "Idempotency-Key", "different request")
+		wantError(t, restCall(t, env, a.ReadWrite, "POST", "/dashboard/api/traps", idem, "Idempotency-Key", strings.Repeat("k", 256)), []int{http.StatusBadRequest}, "Idempotency-Key")
+		// A create that fails (the path is held) keeps no key: once the path is free, the same key creates.
+		wantError(t, restCall(t, env, a.ReadWrite, "POST", "/dashboard/api/traps", map[string]any{"name": "held", "type": "page", "path": "/idem"}, "Idempotency-Key", "k-2"), []int{http.StatusConflict}, "active trap")
+		mustOK(t, restCall(t, env, a.ReadWrite, "POST", "/dashboard/api/traps", map[string]any{"name": "held", "type": "page", "path": "/idem-free"}, "Idempotency-Key", "k-2"), http.StatusCreated)
+		wantError(t, restCall(t, env, a.ReadOnly, "GET", "/dashboard/api/traps?active=maybe", nil), []int{http.StatusBadRequest}, "active")
 		first := restNewTrap(t, env, a.ReadWrite, map[string]any{"name": "shared", "type": "page", "path": "/shared"})
 		mustOK(t, restCall(t, env, a.ReadWrite, "PATCH", "/dashboard/api/traps/"+first["id"].(string), `{"active":0}`), http.StatusOK)
 		restNewTrap(t, env, a.ReadWrite, map[string]any{"name": "shared again", "type": "page", "path": "/shared"})

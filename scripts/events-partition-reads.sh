@@ -16,7 +16,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 psql -X -q "$base/postgres" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"
 url="$base/$db?sslmode=disable"
-go run ./cmd/flytrap stats --db "$url" >/dev/null # migrates: events partitioned, today and 7 days ahead
+go run ./cmd/flytrap admin stats --db "$url" >/dev/null # migrates: events partitioned, today and 7 days ahead
 psql -X -q -v ON_ERROR_STOP=1 "$url" <<SQL
 DO \$\$ DECLARE d date; BEGIN
 FOR d IN SELECT generate_series(current_date - 31, current_date - 1, '1 day')::date LOOP

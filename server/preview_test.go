@@ -47,8 +47,10 @@ func TestTrapPreview(t *testing.T) {
 		if _, err := env.DB.Client.Site.UpdateOne(a.Site).SetHost("alpha.example").SetHostVerified(true).Save(sys); err != nil {
 			t.Fatal(err)
 		}
+		// The preview is what a visitor gets: the public title, escaped, never the (private) name.
 		const name = `Payroll <b>"exports"</b> & co`
-		page := str(createTrap(t, env, a.ReadWrite, map[string]any{"name": name, "type": "page", "path": "/internal/payroll"})["id"])
+		const private = "Zebulon private payroll name"
+		page := str(createTrap(t, env, a.ReadWrite, map[string]any{"name": private, "publicTitle": name, "type": "page", "path": "/internal/payroll"})["id"])
 		mcp := str(createTrap(t, env, a.ReadWrite, map[string]any{"name": "Tools", "type": "mcp", "path": "/mcp"})["id"])
 		api := str(createTrap(t, env, a.ReadWrite, map[string]any{"name": "Orders API", "type": "api", "path": "/api/v1/orders"})["id"])
 		bTrap := str(createTrap(t, env, bt.ReadWrite, map[string]any{"name": "B docs", "type": "page", "path": "/b"})["id"])
@@ -67,7 +69,7 @@ func TestTrapPreview(t *testing.T) {
 		}
 		hits0, sessions0 := countRows()
 
-		const q = `query($id: ID!) { trapPreview(id: $id) { status contentType body path } }`
+		const q = `query($id: ID!) { trapPreview(id: $id) { status contentType body path publicTitle publicTitleGenerated } }`
 		preview := func(token, id string) map[string]any {
 			t.Helper()
 			p, _ := ft.Dig(env.MustGraphQL(token, q, map[string]any{"id": id}), "trapPreview").(map[string]any)
@@ -78,8 +80,14 @@ func TestTrapPreview(t *testing.T) {
 		if num(p["status"]) != 200 || !strings.HasPrefix(str(p["contentType"]), "text/html") || str(p["path"]) != "/internal/payroll" {
 			t.Errorf("page preview: status %v, content type %v, path %v", p["status"], p["contentType"], p["path"])
 		}
-		if !strings.Contains(body, html.EscapeString(name)) || strings.Contains(body, "<b>") {
-			t.Errorf("page preview does not carry the trap's name escaped: %.400s", body)
+		if !strings.Contains(body, html.EscapeString(name)) || strings.Contains(body, "<b>") || strings.Contains(body, private) {
+			t.Errorf("page preview does not carry the trap's public title escaped, or carries its name: %.400s", body)
+		}
+		if p["publicTitle"] != name || p["publicTitleGenerated"] != false {
+			t.Errorf("page preview's title: %v (generated %v)", p["publicTitle"], p["publicTitleGenerated"])
+		}
+		if p := preview(a.ReadOnly, api); p["publicTitleGenerated"] != true || str(p["publicTitle"]) == "" || strings.Contains(str(p["body"]), "Orders API") {
+			t.Errorf("api preview: generated title %v (%v), or the name in its body", p["publicTitle"], p["publicTitleGenerated"])
 		}
 		// Its tokens are ours but name a hit that is never stored.
 		refs := decoy.FindTokens(env.Server.Engine().Key(), body)

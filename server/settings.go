@@ -177,7 +177,7 @@ func (c *Config) declareMetrics(s *settings.Set) {
 func (c *Config) declareStorage(s *settings.Set) {
 	c.Retention.Declare(s)
 	s.Bool(&c.PGPartitions, "pg-partitions", true, "PostgreSQL: partition hits and events by day on a new database and create each day's partition ahead (false: plain tables, no partitions made)").
-		Doc("PostgreSQL: a new database gets `hits` and `events` partitioned by day, and the service creates each day's partition a week ahead so retention drops whole days; `false` makes plain tables and no partitions. An existing table keeps its layout either way (`flytrap partition-hits` and `flytrap partition-events` convert one) ([operations](docs/operations.md#hits-partitioned-by-day))")
+		Doc("PostgreSQL: a new database gets `hits` and `events` partitioned by day, and the service creates each day's partition a week ahead so retention drops whole days; `false` makes plain tables and no partitions. An existing table keeps its layout either way (`flytrap admin partition-hits` and `flytrap admin partition-events` convert one) ([operations](docs/operations.md#hits-partitioned-by-day))")
 	s.Int64(&c.DiskLowBytes, "disk-low-bytes", 1<<30, "free space on the SQLite database's file system below which the log warns (0: never)").
 		Doc("Free space on the SQLite file's file system below which the log warns, hourly (0: never)").DefaultDoc("`1073741824` (1 GiB)").
 		Valid(func(v int64) bool { return v >= 0 }, "must not be negative")

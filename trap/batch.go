@@ -84,7 +84,8 @@ func (e *Engine) observation(rec *hitRecord, sources map[string]sourceHit) detec
 		if !ok {
 			continue
 		}
-		t := detect.TokenUse{SourceHit: src.hit, SourceAt: src.at, Placement: fmt.Sprintf("%s#%d", src.placement, ref.Index), Visible: src.visible}
+		t := detect.TokenUse{SourceHit: src.hit, SourceAt: src.at, Placement: fmt.Sprintf("%s#%d", src.placement, ref.Index), Visible: src.visible,
+			Lure: src.lure, Carrier: src.carrier}
 		switch ref.Purpose {
 		case decoy.Callback:
 			t.Use = detect.UseCallback

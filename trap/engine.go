@@ -65,13 +65,15 @@ type Engine struct {
 	key     decoy.Key
 	now     func() time.Time
 
-	queue   chan *job
-	routes  *siteCache
-	visits  *visitorCache
-	recent  *lru.Cache[string, *sess] // sessions this instance wrote lately, as it wrote them
-	mcp     *mcpStreams               // open legacy MCP (HTTP+SSE) streams
-	stopped atomic.Bool
-	done    chan struct{}
+	queue  chan *job
+	routes *siteCache
+	visits *visitorCache
+	recent *lru.Cache[string, *sess] // sessions this instance wrote lately, as it wrote them
+	// lurePages are the pages this instance put lures into lately, by site and page tag.
+	lurePages *lru.Cache[lurePageKey, string]
+	mcp       *mcpStreams // open legacy MCP (HTTP+SSE) streams
+	stopped   atomic.Bool
+	done      chan struct{}
 
 	// inflight counts requests from their body's read until their answer is written (a
 	// legacy MCP stream's: until it opens). While the writer lingers over a batch, waitingWith is
@@ -99,20 +101,22 @@ func New(ctx context.Context, cfg Config, client *ent.Client, dia string, log *s
 		return nil, err
 	}
 	recent, _ := lru.New[string, *sess](20_000) // only fails for a size < 1
+	lurePages, _ := lru.New[lurePageKey, string](lurePagesSize)
 	e := &Engine{
-		cfg:     cfg,
-		client:  client,
-		dialect: dia,
-		log:     log,
-		key:     key,
-		now:     time.Now,
-		queue:   make(chan *job, cfg.QueueSize),
-		routes:  &siteCache{client: client, maxAge: cfg.RoutesMaxAge, timeout: cmp.Or(cfg.RoutesTimeout, 5*time.Second), log: log},
-		visits:  newVisitorCache(100_000),
-		recent:  recent,
-		mcp:     newMCPStreams(),
-		settled: make(chan struct{}, 1),
-		done:    make(chan struct{}),
+		cfg:       cfg,
+		client:    client,
+		lurePages: lurePages,
+		dialect:   dia,
+		log:       log,
+		key:       key,
+		now:       time.Now,
+		queue:     make(chan *job, cfg.QueueSize),
+		routes:    &siteCache{client: client, maxAge: cfg.RoutesMaxAge, timeout: cmp.Or(cfg.RoutesTimeout, 5*time.Second), log: log},
+		visits:    newVisitorCache(100_000),
+		recent:    recent,
+		mcp:       newMCPStreams(),
+		settled:   make(chan struct{}, 1),
+		done:      make(chan struct{}),
 
 		recorder: record.NewWriter(dia),
 	}

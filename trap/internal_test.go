@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/ids"
@@ -35,7 +38,7 @@ func TestLinkedPathsStablePerTrap(t *testing.T) {
 	}()
 	for i := range 40 {
 		for _, typ := range decoy.Names() {
-			spec := decoy.Spec{TrapID: ids.New(ids.Trap), Name: fmt.Sprintf("Trap %d", i), Type: typ, Path: "/internal/docs", Host: "example.com"}
+			spec := decoy.Spec{TrapID: ids.New(ids.Trap), Title: fmt.Sprintf("Trap %d", i), Type: typ, Path: "/internal/docs", Host: "example.com"}
 			first := decoy.Render(key, spec, ids.New(ids.Hit))
 			again := decoy.Render(key, spec, ids.New(ids.Hit))
 			a, b := decoy.LinkedPaths(first.Body, first.Placements), decoy.LinkedPaths(again.Body, again.Placements)
@@ -74,5 +77,49 @@ func TestClientIP(t *testing.T) {
 		if got := clientIP(r, proxies).String(); got != c.want {
 			t.Errorf("clientIP(%s, %q) = %s, want %s", c.remote, c.xff, got, c.want)
 		}
+	}
+}
+
+// The page that carried a lure: the one this engine remembers serving it in, else a
+// Referer on the same host that the token's page tag confirms; a Referer naming another
+// page, or another host, is not believed.
+func TestLureCarrier(t *testing.T) {
+	key := decoy.Key(strings.Repeat("k", 32))
+	pages, _ := lru.New[lurePageKey, string](16)
+	e := &Engine{key: key, lurePages: pages}
+	_, places := e.Lure(decoy.LureSpec{SiteID: "site_a", Page: "/pricing", Targets: []decoy.LureTarget{{Path: "/t"}}, Count: 1}, time.Now())
+	refs := decoy.FindTokens(key, places[0].URL)
+	if len(refs) != 1 {
+		t.Fatalf("tokens of %s: %v", places[0].URL, refs)
+	}
+	rec := func(host string, referer ...string) *hitRecord {
+		r := &hitRecord{}
+		r.Site, r.Host = "site_a", host
+		r.Headers = map[string][]string{"Referer": referer}
+		return r
+	}
+	if got := e.lureCarrier(rec("shop.test"), refs[0]); got != "/pricing" {
+		t.Errorf("remembered page: %q", got)
+	}
+	pages.Purge() // served before a restart, or by another instance
+	for _, c := range []struct {
+		rec  *hitRecord
+		want string
+	}{
+		{rec("shop.test"), ""},
+		{rec("shop.test", "https://shop.test/pricing?x=1"), "/pricing"},
+		{rec("shop.test", "/pricing"), "/pricing"},
+		{rec("shop.test", "https://shop.test/about"), ""},
+		{rec("shop.test", "https://evil.test/pricing"), ""},
+		{rec("shop.test", "%zz"), ""},
+	} {
+		if got := e.lureCarrier(c.rec, refs[0]); got != c.want {
+			t.Errorf("Referer %v: %q, want %q", c.rec.Headers["Referer"], got, c.want)
+		}
+	}
+	other := *rec("shop.test", "https://shop.test/pricing")
+	other.Site = "site_b"
+	if got := e.lureCarrier(&other, refs[0]); got != "" {
+		t.Errorf("another site's: %q", got)
 	}
 }

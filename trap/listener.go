@@ -291,7 +291,7 @@ func (e *Engine) settle(v *visit) {
 }
 
 func (e *Engine) spec(t *trapRoute, r *http.Request, sr *siteRoutes) decoy.Spec {
-	s := decoy.Spec{TrapID: t.ID, Name: t.Name, Type: string(t.Type), Path: t.Path, Description: t.Description, Host: r.Host}
+	s := SpecOf(t.Trap, r.Host)
 	if t.kind.Disallows() {
 		s.Disallow = sr.disallow(t.Path)
 		if s.Disallow == nil {

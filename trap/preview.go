@@ -16,7 +16,7 @@ import (
 // ctx carries the caller, whose organization's rules apply to the reads, which go through
 // t's own client (the API's pool, never the trap listener's).
 func (e *Engine) Preview(ctx context.Context, t *ent.Trap) (decoy.Rendered, error) {
-	s := decoy.Spec{TrapID: t.ID, Name: t.Name, Type: string(t.Type), Path: t.Path, Description: t.Description}
+	s := SpecOf(t, "")
 	if t.SiteID != "" {
 		site, err := t.QuerySite().Only(ctx)
 		if err != nil {
@@ -39,6 +39,16 @@ func (e *Engine) Preview(ctx context.Context, t *ent.Trap) (decoy.Rendered, erro
 	}
 	return decoy.Render(e.key, s, ids.New(ids.Hit)), nil
 }
+
+// SpecOf is what t's decoy is rendered from, answering a request for host: never its
+// name or description (the operator's words), only its public title.
+func SpecOf(t *ent.Trap, host string) decoy.Spec {
+	return decoy.Spec{TrapID: t.ID, Type: string(t.Type), Path: t.Path, Title: t.PublicTitle, Host: host}
+}
+
+// PublicTitle is the title t's visitors read (its decoy's and its lures'), on a site
+// reached at host ("" when it has none).
+func PublicTitle(t *ent.Trap, host string) string { return decoy.PublicTitle(SpecOf(t, host)) }
 
 // unlistedKinds are the trap types a robots.txt does not list.
 func unlistedKinds() []trap.Type {

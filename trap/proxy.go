@@ -2,6 +2,7 @@ package trap
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -79,13 +80,56 @@ func (e *Engine) carriesToken(r *http.Request) bool {
 	return false
 }
 
+// Lure renders the lures of one proxied page (decoy.Lure), remembering the page: a lure
+// followed later is shown with the page of the site that carried it (lureCarrier).
+func (e *Engine) Lure(spec decoy.LureSpec, now time.Time) ([]byte, []decoy.Placement) {
+	b, places := decoy.Lure(e.key, spec, now)
+	if len(places) > 0 && spec.Page != "" {
+		e.lurePages.Add(lurePageKey{spec.SiteID, decoy.LurePageTagOf(e.key, spec.SiteID, spec.Page)}, bound(spec.Page, maxCarrier))
+	}
+	return b, places
+}
+
+// lurePageKey finds a page that carried lures: its site and the tag its lure tokens bear.
+type lurePageKey struct {
+	site string
+	tag  [4]byte
+}
+
+// maxCarrier bounds a remembered page's path.
+const maxCarrier = 512
+
+// lurePagesSize is how many pages that carried lures an engine remembers (a path each).
+const lurePagesSize = 8192
+
+// lureCarrier is the page of site that carried lure token ref: the one this engine
+// remembers serving it in, else the follow-up's Referer (when on the same host), each
+// confirmed against the token's page tag; "" when neither tells (the page was served
+// before a restart or by another instance, and no Referer names it).
+func (e *Engine) lureCarrier(rec *hitRecord, ref decoy.TokenRef) string {
+	if p, ok := e.lurePages.Get(lurePageKey{rec.Site, decoy.LurePageTag(ref)}); ok && decoy.LurePage(e.key, ref, rec.Site, p) {
+		return p
+	}
+	for _, v := range rec.Headers["Referer"] {
+		u, err := url.Parse(v)
+		if err != nil || u.Path == "" || (u.Host != "" && !strings.EqualFold(u.Host, rec.Host)) {
+			continue
+		}
+		if p := bound(u.Path, maxCarrier); decoy.LurePage(e.key, ref, rec.Site, p) {
+			return p
+		}
+	}
+	return ""
+}
+
 // lureTargets are the traps a lure links to, by path: those whose kind is a page an agent
 // reads (robots.txt is not a lure's destination; an mcp trap answers a GET with its description).
-func lureTargets(traps map[string]*trapRoute) []decoy.LureTarget {
+// A lure's text is its target's public title, never the trap's name.
+func lureTargets(traps map[string]*trapRoute, host string) []decoy.LureTarget {
 	var out []decoy.LureTarget
 	for p, t := range traps {
 		if t.kind.LureTarget() {
-			out = append(out, decoy.LureTarget{Path: p, Name: t.Name})
+			out = append(out, decoy.LureTarget{Path: p, Title: PublicTitle(t.Trap, host)})
 		}
 	}
 	slices.SortFunc(out, func(a, b decoy.LureTarget) int { return strings.Compare(a.Path, b.Path) })
@@ -126,9 +170,9 @@ func (e *Engine) tokenSource(rec *hitRecord, ref decoy.TokenRef, sources map[str
 	switch ref.Origin {
 	case decoy.OriginLure:
 		at, ok := decoy.LureServed(e.key, ref, rec.Site)
-		return tokenOrigin{at: at, placement: "lure_" + ref.Purpose.String()}, ok
+		return tokenOrigin{at: at, placement: decoy.LurePlacement(ref.Purpose), lure: true, carrier: e.lureCarrier(rec, ref)}, ok
 	case decoy.OriginSnippet:
-		return tokenOrigin{placement: "snippet"}, true
+		return tokenOrigin{placement: decoy.SnippetPlacement, lure: true}, true
 	}
 	src, ok := sources[ref.HitID]
 	if !ok || src.org != rec.Org {
@@ -141,5 +185,7 @@ type tokenOrigin struct {
 	hit       string
 	at        time.Time // zero: no follow-up timing
 	placement string
-	visible   bool // the serving page showed it to people (llms.txt, robots.txt): opening it is no callback
+	visible   bool   // the serving page showed it to people (llms.txt, robots.txt): opening it is no callback
+	lure      bool   // it came from a lure or snippet in the customer's own pages
+	carrier   string // a lure's: the page of the site that carried it, "" when not known
 }

@@ -166,7 +166,11 @@ func (c *siteCache) load(ctx context.Context) (*routes, error) {
 		}
 	}
 	for _, sr := range bySite {
-		sr.lures = lureTargets(sr.traps)
+		host := ""
+		if sr.site.Host != nil {
+			host = *sr.site.Host
+		}
+		sr.lures = lureTargets(sr.traps, host)
 	}
 	// A request whose Host names no verified site goes to the instance's default site: the
 	// only site, else the oldest without a host (the first start's). Sites are read oldest

@@ -49,8 +49,10 @@ type Success[T any] struct {
 
 // Failure is every REST error: {"success": false, "error": "…"}.
 type Failure struct {
-	Error   string `json:"error"`
-	Success bool   `json:"success"` // always false
+	Error string `json:"error"`
+	// ConflictID is the id of the record in the way of a 409, when known.
+	ConflictID string `json:"conflict_id,omitempty"`
+	Success    bool   `json:"success"` // always false
 }
 
 // Page is a paginated dashboard list.
@@ -81,6 +83,7 @@ type Trap struct {
 	Name        string `json:"name"`
 	OrgID       string `json:"org_id"`
 	Path        string `json:"path"`
+	PublicTitle string `json:"public_title"` // what visitors read; "" when generated
 	SiteID      string `json:"site_id"`
 	Type        string `json:"type"`
 }
@@ -92,7 +95,7 @@ func TrapOf(t *ent.Trap) Trap {
 		active = 1
 	}
 	return Trap{Active: active, CreatedAt: Millis(t.CreatedAt), Description: t.Description, ID: t.ID, Name: t.Name,
-		OrgID: t.OrgID, Path: t.Path, SiteID: t.SiteID, Type: string(t.Type)}
+		OrgID: t.OrgID, Path: t.Path, PublicTitle: t.PublicTitle, SiteID: t.SiteID, Type: string(t.Type)}
 }
 
 // Session is a session as the document lists it.

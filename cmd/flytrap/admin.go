@@ -225,7 +225,7 @@ func verifySite(ctx context.Context, client *ent.Client, id string, verified boo
 		other, err := tx.Site.Query().
 			Where(entsite.Host(*s.Host), entsite.HostVerified(true), entsite.IDNEQ(id)).First(ctx)
 		if err == nil {
-			return nil, apperr.Conflict("host %s is already verified for site %s of organization %s; run flytrap sites unverify %s first",
+			return nil, apperr.Conflict("host %s is already verified for site %s of organization %s; run flytrap admin sites unverify %s first",
 				*s.Host, other.ID, other.OrgID, other.ID)
 		}
 		if !ent.IsNotFound(err) {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -30,6 +31,9 @@ type command struct {
 	// own is a command that parses its arguments itself (serve: its flags are the
 	// service's settings); flags, id and db are unused then.
 	own func(ctx context.Context, args []string, stdout, stderr io.Writer, env server.Env) error
+	// client is a command of the API client (client.go): help lists it apart from the
+	// database commands.
+	client bool
 }
 
 // action is how a command runs once its flags are parsed.
@@ -60,25 +64,25 @@ var (
 // commands is every subcommand, in the order help lists them.
 var commands = []*command{
 	{name: "serve", synopsis: "[serve] [flags]", summary: []string{"run the service"}, own: serve},
-	{name: "orgs create", synopsis: "orgs create --name NAME", summary: []string{"create an organization; prints its id"}, db: true, flags: orgsCreate},
-	{name: "orgs list", synopsis: "orgs list", summary: []string{"list organizations with their webhook network"}, db: true, flags: orgsList},
-	{name: "orgs set-webhook-network",
-		synopsis: "orgs set-webhook-network --org ORG_ID [--allow-cidrs CIDR,…] [--allow-private=true|false]\n[--show-private-responses=true|false]",
+	{name: "admin orgs create", synopsis: "admin orgs create --name NAME", summary: []string{"create an organization; prints its id"}, db: true, flags: orgsCreate},
+	{name: "admin orgs list", synopsis: "admin orgs list", summary: []string{"list organizations with their webhook network"}, db: true, flags: orgsList},
+	{name: "admin orgs set-webhook-network",
+		synopsis: "admin orgs set-webhook-network --org ORG_ID [--allow-cidrs CIDR,…] [--allow-private=true|false]\n[--show-private-responses=true|false]",
 		summary:  []string{"let one organization's webhooks reach private networks"}, db: true, flags: orgsSetWebhookNetwork},
-	{name: "sites list", synopsis: "sites list [--org ORG_ID]", summary: []string{"list sites with their host and whether it is verified"}, db: true, flags: sitesList},
-	{name: "sites verify", synopsis: "sites verify SITE_ID", summary: []string{"route the site's host to it (after checking who owns it)"}, id: siteID, db: true, flags: sitesVerify(true)},
-	{name: "sites unverify", synopsis: "sites unverify SITE_ID", summary: []string{"stop routing the site's host to it"}, id: siteID, db: true, flags: sitesVerify(false)},
-	{name: "sites lures", synopsis: "sites lures SITE_ID [--off] [--paths /docs/,…] [--rate 0.5] [--count 1-3] [--reset]",
+	{name: "admin sites list", synopsis: "admin sites list [--org ORG_ID]", summary: []string{"list sites with their host and whether it is verified"}, db: true, flags: sitesList},
+	{name: "admin sites verify", synopsis: "admin sites verify SITE_ID", summary: []string{"route the site's host to it (after checking who owns it)"}, id: siteID, db: true, flags: sitesVerify(true)},
+	{name: "admin sites unverify", synopsis: "admin sites unverify SITE_ID", summary: []string{"stop routing the site's host to it"}, id: siteID, db: true, flags: sitesVerify(false)},
+	{name: "admin sites lures", synopsis: "admin sites lures SITE_ID [--off] [--paths /docs/,…] [--rate 0.5] [--count 1-3] [--reset]",
 		summary: []string{"which of the site's pages the lure proxy (serve --upstream)", "puts lures into, and how many"}, id: siteID, db: true, flags: siteLures},
-	{name: "keys create", synopsis: "keys create --org ORG_ID --name NAME --scope read-only|read-write|admin",
+	{name: "admin keys create", synopsis: "admin keys create --org ORG_ID --name NAME --scope read-only|read-write|admin",
 		summary: []string{"create an API key; prints the key once"}, db: true, flags: keysCreate},
-	{name: "keys list", synopsis: "keys list --org ORG_ID", summary: []string{"list an organization's keys"}, db: true, flags: keysList},
-	{name: "keys revoke", synopsis: "keys revoke KEY_ID", summary: []string{"revoke a key at once"}, id: keyID, db: true, flags: keysRevoke},
-	{name: "stats", synopsis: "stats [--estimate] [--json]", summary: []string{"database size, free disk, rows and oldest row per table"}, db: true, flags: stats},
-	{name: "vacuum", synopsis: "vacuum", summary: []string{"compact a SQLite file (once for files made before", "incremental auto-vacuum; stop the service first)"}, db: true, flags: vacuum},
-	{name: "backup", synopsis: "backup --to FILE", summary: []string{"copy a SQLite database while the service runs"}, db: true, flags: backup},
-	{name: "partition-hits", synopsis: "partition-hits [--retain-hits 30d]", summary: []string{"PostgreSQL: turn a plain hits table into one partitioned", "by day (stop the service first)"}, db: true, flags: partitionTable("hits", retention.DefaultConfig().Hits)},
-	{name: "partition-events", synopsis: "partition-events [--retain-events 30d]", summary: []string{"the same for the events table"}, db: true, flags: partitionTable("events", retention.DefaultConfig().Events)},
+	{name: "admin keys list", synopsis: "admin keys list --org ORG_ID", summary: []string{"list an organization's keys"}, db: true, flags: keysList},
+	{name: "admin keys revoke", synopsis: "admin keys revoke KEY_ID", summary: []string{"revoke a key at once"}, id: keyID, db: true, flags: keysRevoke},
+	{name: "admin stats", synopsis: "admin stats [--estimate] [--json]", summary: []string{"database size, free disk, rows and oldest row per table"}, db: true, flags: stats},
+	{name: "admin vacuum", synopsis: "admin vacuum", summary: []string{"compact a SQLite file (once for files made before", "incremental auto-vacuum; stop the service first)"}, db: true, flags: vacuum},
+	{name: "admin backup", synopsis: "admin backup --to FILE", summary: []string{"copy a SQLite database while the service runs"}, db: true, flags: backup},
+	{name: "admin partition-hits", synopsis: "admin partition-hits [--retain-hits 30d]", summary: []string{"PostgreSQL: turn a plain hits table into one partitioned", "by day (stop the service first)"}, db: true, flags: partitionTable("hits", retention.DefaultConfig().Hits)},
+	{name: "admin partition-events", synopsis: "admin partition-events [--retain-events 30d]", summary: []string{"the same for the events table"}, db: true, flags: partitionTable("events", retention.DefaultConfig().Events)},
 }
 
 // summaryColumn is where help's summaries start.
@@ -89,9 +93,17 @@ func usage() string {
 	var b strings.Builder
 	b.WriteString("Usage:\n")
 	for _, c := range commands {
-		c.writeLine(&b)
+		if !c.client {
+			c.writeLine(&b)
+		}
 	}
-	b.WriteString("\nEvery command takes --db (FLYTRAP_DB). \"flytrap help COMMAND\" or \"flytrap COMMAND -h\" describes one;\n" +
+	b.WriteString("\nAPI client commands (FLYTRAP_URL and FLYTRAP_API_KEY, or a profile: flytrap help api):\n")
+	for _, c := range commands {
+		if c.client {
+			c.writeLine(&b)
+		}
+	}
+	b.WriteString("\nThe commands above the API client's open the database: they take --db (FLYTRAP_DB).\n\"flytrap help COMMAND\" or \"flytrap COMMAND -h\" describes one;\n" +
 		"\"flytrap serve -h\" lists the service's flags.\n")
 	return b.String()
 }
@@ -137,36 +149,77 @@ func group(word string) []*command {
 	return out
 }
 
-// find is the command args name, and the arguments after its name.
-func find(args []string, stderr io.Writer) (*command, []string, error) {
-	for _, c := range commands {
-		if c.name == args[0] {
-			return c, args[1:], nil
+// lookup is the command whose name is the longest run of args' first words, and how
+// many words its name has.
+func lookup(args []string) (*command, int) {
+	for n := min(len(args), 3); n > 0; n-- {
+		name := strings.Join(args[:n], " ")
+		for _, c := range commands {
+			if c.name == name {
+				return c, n
+			}
 		}
 	}
-	g := group(args[0])
+	return nil, 0
+}
+
+// legacyDB says whether args of a keys command are the database command's, from before
+// it moved under admin: they name --org or --db.
+func legacyDB(args []string) bool {
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && (name == "org" || name == "db") {
+			return true
+		}
+	}
+	return false
+}
+
+// find is the command args name, and the arguments after its name. A database command
+// spelled as before it moved under admin ("flytrap orgs list") is found, with a hint on
+// stderr; so is "flytrap keys create --org …", whose --org or --db says it is the
+// database's keys command and not the API client's.
+func find(args []string, stderr io.Writer) (*command, []string, error) {
+	c, n := lookup(args)
+	if c != nil && !(c.client && legacyDB(args[n:])) {
+		return c, args[n:], nil
+	}
+	if args[0] != "admin" {
+		if old, m := lookup(append([]string{"admin"}, args...)); old != nil && m > 1 {
+			fmt.Fprintf(stderr, "flytrap: %q is deprecated: the database commands moved under admin, use \"flytrap %s\"\n",
+				"flytrap "+strings.Join(args[:m-1], " "), old.name)
+			return old, args[m-1:], nil
+		}
+	}
+	// A group: "keys", "admin", "admin orgs".
+	prefix := args[0]
+	if len(args) > 1 && !strings.HasPrefix(args[1], "-") && len(group(prefix+" "+args[1])) > 0 {
+		prefix, args = prefix+" "+args[1], append([]string{prefix + " " + args[1]}, args[2:]...)
+	}
+	g := group(prefix)
 	if len(g) == 0 {
 		fmt.Fprint(stderr, usage())
 		return nil, nil, fmt.Errorf("unknown command %q", args[0])
 	}
-	subs := make([]string, len(g))
-	for i, c := range g {
-		subs[i] = strings.TrimPrefix(c.name, args[0]+" ")
+	var subs []string
+	for _, c := range g {
+		sub, _, _ := strings.Cut(strings.TrimPrefix(c.name, prefix+" "), " ")
+		if !slices.Contains(subs, sub) {
+			subs = append(subs, sub)
+		}
 	}
 	if len(args) == 1 {
-		return nil, nil, fmt.Errorf("usage: flytrap %s %s …", args[0], strings.Join(subs, "|"))
+		return nil, nil, fmt.Errorf("usage: flytrap %s %s …", prefix, strings.Join(subs, "|"))
 	}
 	if isHelp(args[1]) { // flytrap keys -h: the group's lines of the usage
 		fmt.Fprint(stderr, groupUsage(g))
 		return nil, nil, flag.ErrHelp
 	}
-	for _, c := range g {
-		if c.name == args[0]+" "+args[1] {
-			return c, args[2:], nil
-		}
-	}
 	want := strings.Join(subs[:len(subs)-1], ", ") + " or " + subs[len(subs)-1]
-	return nil, nil, fmt.Errorf("unknown %s command %q (want %s)", args[0], args[1], want)
+	if len(subs) == 1 {
+		want = subs[0]
+	}
+	return nil, nil, fmt.Errorf("unknown %s command %q (want %s)", prefix, args[1], want)
 }
 
 func groupUsage(g []*command) string {
@@ -188,12 +241,16 @@ func help(ctx context.Context, args []string, stdout io.Writer, env server.Env) 
 		fmt.Fprint(stdout, usage())
 		return nil
 	}
+	if len(args) == 1 && args[0] == "api" {
+		fmt.Fprint(stdout, apiHelp)
+		return nil
+	}
 	c, _, err := find(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
 	if err != nil {
-		if g := group(args[0]); len(g) > 0 && len(args) == 1 {
+		if g := group(strings.Join(args, " ")); len(g) > 0 && len(args) <= 2 {
 			fmt.Fprint(stdout, groupUsage(g))
 			return nil
 		}

@@ -135,7 +135,7 @@ func TestFirstStartWithPortTaken(t *testing.T) {
 	}
 
 	// Lost the key: the documented recovery makes a new admin key on the same database.
-	orgs, stderr, err := runToEnd(t, bin, dir, "orgs", "list")
+	orgs, stderr, err := runToEnd(t, bin, dir, "admin", "orgs", "list")
 	if err != nil {
 		t.Fatalf("orgs list: %v\n%s", err, stderr)
 	}
@@ -144,7 +144,7 @@ func TestFirstStartWithPortTaken(t *testing.T) {
 		t.Fatalf("orgs list after the first start: want one organization:\n%s", orgs)
 	}
 	org := strings.Fields(lines[1])[0]
-	newKey, stderr, err := runToEnd(t, bin, dir, "keys", "create", "--org", org, "--name", "recovered", "--scope", "admin")
+	newKey, stderr, err := runToEnd(t, bin, dir, "admin", "keys", "create", "--org", org, "--name", "recovered", "--scope", "admin")
 	if err != nil {
 		t.Fatalf("keys create: %v\n%s", err, stderr)
 	}
@@ -238,7 +238,7 @@ func TestBannerNamesDashboard(t *testing.T) {
 	if m == nil || m[1] != "http://"+s.addr+"/" {
 		t.Fatalf("banner names dashboard %v, want http://%s/:\n%s", m, s.addr, out)
 	}
-	if !strings.Contains(out, "flytrap keys create --org ORG_ID") || !strings.Contains(out, "flytrap orgs list") {
+	if !strings.Contains(out, "flytrap admin keys create --org ORG_ID") || !strings.Contains(out, "flytrap admin orgs list") {
 		t.Errorf("banner does not say how to recover a lost key:\n%s", out)
 	}
 	res, err := http.Get(m[1])

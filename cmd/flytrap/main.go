@@ -28,7 +28,7 @@ func main() {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 	default:
 		fmt.Fprintln(os.Stderr, "flytrap:", err)
-		os.Exit(2)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -117,7 +117,7 @@ func printBootstrap(w io.Writer, b *bootstrapped, api, traps net.Addr) {
             -d '{"query":"{ organization { id name } }"}' http://%s/graphql
 
  Traps you create answer on http://%s
- Lost the key? "flytrap orgs list", then "flytrap keys create --org ORG_ID
+ Lost the key? "flytrap admin orgs list", then "flytrap admin keys create --org ORG_ID
  --name NAME --scope admin" on the same --db.
 ================================================================================
 

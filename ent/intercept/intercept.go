@@ -15,6 +15,7 @@ import (
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/hithour"
+	"github.com/flytrap/flytrap/ent/idempotencykey"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/predicate"
 	"github.com/flytrap/flytrap/ent/prompt"
@@ -272,6 +273,33 @@ func (f TraverseHitHour) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.HitHourQuery", q)
+}
+
+// The IdempotencyKeyFunc type is an adapter to allow the use of ordinary function as a Querier.
+type IdempotencyKeyFunc func(context.Context, *ent.IdempotencyKeyQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f IdempotencyKeyFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.IdempotencyKeyQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.IdempotencyKeyQuery", q)
+}
+
+// The TraverseIdempotencyKey type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseIdempotencyKey func(context.Context, *ent.IdempotencyKeyQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseIdempotencyKey) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseIdempotencyKey) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.IdempotencyKeyQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.IdempotencyKeyQuery", q)
 }
 
 // The OrganizationFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -588,6 +616,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.HitQuery, predicate.Hit, hit.OrderOption]{typ: ent.TypeHit, tq: q}, nil
 	case *ent.HitHourQuery:
 		return &query[*ent.HitHourQuery, predicate.HitHour, hithour.OrderOption]{typ: ent.TypeHitHour, tq: q}, nil
+	case *ent.IdempotencyKeyQuery:
+		return &query[*ent.IdempotencyKeyQuery, predicate.IdempotencyKey, idempotencykey.OrderOption]{typ: ent.TypeIdempotencyKey, tq: q}, nil
 	case *ent.OrganizationQuery:
 		return &query[*ent.OrganizationQuery, predicate.Organization, organization.OrderOption]{typ: ent.TypeOrganization, tq: q}, nil
 	case *ent.PromptQuery:

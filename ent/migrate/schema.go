@@ -267,6 +267,34 @@ var (
 			},
 		},
 	}
+	// IdempotencyKeysColumns holds the columns for the "idempotency_keys" table.
+	IdempotencyKeysColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "org_id", Type: field.TypeString},
+		{Name: "key", Type: field.TypeString, Size: 255},
+		{Name: "request_hash", Type: field.TypeString, Size: 64},
+		{Name: "response", Type: field.TypeBytes, Size: 65536},
+		{Name: "status", Type: field.TypeInt},
+		{Name: "created_at", Type: field.TypeTime},
+	}
+	// IdempotencyKeysTable holds the schema information for the "idempotency_keys" table.
+	IdempotencyKeysTable = &schema.Table{
+		Name:       "idempotency_keys",
+		Columns:    IdempotencyKeysColumns,
+		PrimaryKey: []*schema.Column{IdempotencyKeysColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "idempotencykey_org_id_key",
+				Unique:  true,
+				Columns: []*schema.Column{IdempotencyKeysColumns[1], IdempotencyKeysColumns[2]},
+			},
+			{
+				Name:    "idempotencykey_org_id_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{IdempotencyKeysColumns[1], IdempotencyKeysColumns[6]},
+			},
+		},
+	}
 	// OrganizationsColumns holds the columns for the "organizations" table.
 	OrganizationsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 40},
@@ -518,6 +546,7 @@ var (
 		{Name: "path", Type: field.TypeString, Nullable: true, Size: 512},
 		{Name: "type", Type: field.TypeEnum, Enums: []string{"page", "api", "llms_txt", "robots", "credential", "mcp"}},
 		{Name: "description", Type: field.TypeString, Size: 2000, Default: ""},
+		{Name: "public_title", Type: field.TypeString, Size: 120, Default: ""},
 		{Name: "active", Type: field.TypeBool, Default: true},
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "updated_at", Type: field.TypeTime},
@@ -532,13 +561,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "traps_organizations_traps",
-				Columns:    []*schema.Column{TrapsColumns[8]},
+				Columns:    []*schema.Column{TrapsColumns[9]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "traps_sites_traps",
-				Columns:    []*schema.Column{TrapsColumns[9]},
+				Columns:    []*schema.Column{TrapsColumns[10]},
 				RefColumns: []*schema.Column{SitesColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
@@ -547,12 +576,12 @@ var (
 			{
 				Name:    "trap_org_id_created_at",
 				Unique:  false,
-				Columns: []*schema.Column{TrapsColumns[8], TrapsColumns[6]},
+				Columns: []*schema.Column{TrapsColumns[9], TrapsColumns[7]},
 			},
 			{
 				Name:    "trap_site_id_path",
 				Unique:  true,
-				Columns: []*schema.Column{TrapsColumns[9], TrapsColumns[2]},
+				Columns: []*schema.Column{TrapsColumns[10], TrapsColumns[2]},
 				Annotation: &entsql.IndexAnnotation{
 					Where: "active",
 				},
@@ -688,6 +717,7 @@ var (
 		EventsTable,
 		HitsTable,
 		HitHoursTable,
+		IdempotencyKeysTable,
 		OrganizationsTable,
 		PromptsTable,
 		SecretsTable,

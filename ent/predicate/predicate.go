@@ -27,6 +27,9 @@ type Hit func(*sql.Selector)
 // HitHour is the predicate function for hithour builders.
 type HitHour func(*sql.Selector)
 
+// IdempotencyKey is the predicate function for idempotencykey builders.
+type IdempotencyKey func(*sql.Selector)
+
 // Organization is the predicate function for organization builders.
 type Organization func(*sql.Selector)
 

@@ -279,6 +279,30 @@ func (f HitHourMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutatio
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.HitHourMutation", m)
 }
 
+// The IdempotencyKeyQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type IdempotencyKeyQueryRuleFunc func(context.Context, *ent.IdempotencyKeyQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f IdempotencyKeyQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.IdempotencyKeyQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.IdempotencyKeyQuery", q)
+}
+
+// The IdempotencyKeyMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type IdempotencyKeyMutationRuleFunc func(context.Context, *ent.IdempotencyKeyMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f IdempotencyKeyMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.IdempotencyKeyMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.IdempotencyKeyMutation", m)
+}
+
 // The OrganizationQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type OrganizationQueryRuleFunc func(context.Context, *ent.OrganizationQuery) error
@@ -592,6 +616,8 @@ func queryFilter(q ent.Query) (Filter, error) {
 		return q.Filter(), nil
 	case *ent.HitHourQuery:
 		return q.Filter(), nil
+	case *ent.IdempotencyKeyQuery:
+		return q.Filter(), nil
 	case *ent.OrganizationQuery:
 		return q.Filter(), nil
 	case *ent.PromptQuery:
@@ -634,6 +660,8 @@ func mutationFilter(m ent.Mutation) (Filter, error) {
 	case *ent.HitMutation:
 		return m.Filter(), nil
 	case *ent.HitHourMutation:
+		return m.Filter(), nil
+	case *ent.IdempotencyKeyMutation:
 		return m.Filter(), nil
 	case *ent.OrganizationMutation:
 		return m.Filter(), nil

@@ -13,6 +13,7 @@ import (
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/hithour"
+	"github.com/flytrap/flytrap/ent/idempotencykey"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/schema"
@@ -438,6 +439,54 @@ func init() {
 	hithourDescHits := hithourFields[2].Descriptor()
 	// hithour.DefaultHits holds the default value on creation for the hits field.
 	hithour.DefaultHits = hithourDescHits.Default.(int64)
+	idempotencykeyMixin := schema.IdempotencyKey{}.Mixin()
+	idempotencykey.Policy = privacy.NewPolicies(schema.IdempotencyKey{})
+	idempotencykey.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := idempotencykey.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	idempotencykeyMixinFields0 := idempotencykeyMixin[0].Fields()
+	_ = idempotencykeyMixinFields0
+	idempotencykeyFields := schema.IdempotencyKey{}.Fields()
+	_ = idempotencykeyFields
+	// idempotencykeyDescOrgID is the schema descriptor for org_id field.
+	idempotencykeyDescOrgID := idempotencykeyMixinFields0[0].Descriptor()
+	// idempotencykey.OrgIDValidator is a validator for the "org_id" field. It is called by the builders before save.
+	idempotencykey.OrgIDValidator = idempotencykeyDescOrgID.Validators[0].(func(string) error)
+	// idempotencykeyDescKey is the schema descriptor for key field.
+	idempotencykeyDescKey := idempotencykeyFields[0].Descriptor()
+	// idempotencykey.KeyValidator is a validator for the "key" field. It is called by the builders before save.
+	idempotencykey.KeyValidator = func() func(string) error {
+		validators := idempotencykeyDescKey.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(key string) error {
+			for _, fn := range fns {
+				if err := fn(key); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// idempotencykeyDescRequestHash is the schema descriptor for request_hash field.
+	idempotencykeyDescRequestHash := idempotencykeyFields[1].Descriptor()
+	// idempotencykey.RequestHashValidator is a validator for the "request_hash" field. It is called by the builders before save.
+	idempotencykey.RequestHashValidator = idempotencykeyDescRequestHash.Validators[0].(func(string) error)
+	// idempotencykeyDescResponse is the schema descriptor for response field.
+	idempotencykeyDescResponse := idempotencykeyFields[2].Descriptor()
+	// idempotencykey.ResponseValidator is a validator for the "response" field. It is called by the builders before save.
+	idempotencykey.ResponseValidator = idempotencykeyDescResponse.Validators[0].(func([]byte) error)
+	// idempotencykeyDescCreatedAt is the schema descriptor for created_at field.
+	idempotencykeyDescCreatedAt := idempotencykeyFields[4].Descriptor()
+	// idempotencykey.DefaultCreatedAt holds the default value on creation for the created_at field.
+	idempotencykey.DefaultCreatedAt = idempotencykeyDescCreatedAt.Default.(func() time.Time)
 	organizationMixin := schema.Organization{}.Mixin()
 	organization.Policy = privacy.NewPolicies(schema.Organization{})
 	organization.Hooks[0] = func(next ent.Mutator) ent.Mutator {
@@ -988,16 +1037,36 @@ func init() {
 			return nil
 		}
 	}()
+	// trapDescPublicTitle is the schema descriptor for public_title field.
+	trapDescPublicTitle := trapFields[5].Descriptor()
+	// trap.DefaultPublicTitle holds the default value on creation for the public_title field.
+	trap.DefaultPublicTitle = trapDescPublicTitle.Default.(string)
+	// trap.PublicTitleValidator is a validator for the "public_title" field. It is called by the builders before save.
+	trap.PublicTitleValidator = func() func(string) error {
+		validators := trapDescPublicTitle.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(public_title string) error {
+			for _, fn := range fns {
+				if err := fn(public_title); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
 	// trapDescActive is the schema descriptor for active field.
-	trapDescActive := trapFields[5].Descriptor()
+	trapDescActive := trapFields[6].Descriptor()
 	// trap.DefaultActive holds the default value on creation for the active field.
 	trap.DefaultActive = trapDescActive.Default.(bool)
 	// trapDescCreatedAt is the schema descriptor for created_at field.
-	trapDescCreatedAt := trapFields[6].Descriptor()
+	trapDescCreatedAt := trapFields[7].Descriptor()
 	// trap.DefaultCreatedAt holds the default value on creation for the created_at field.
 	trap.DefaultCreatedAt = trapDescCreatedAt.Default.(func() time.Time)
 	// trapDescUpdatedAt is the schema descriptor for updated_at field.
-	trapDescUpdatedAt := trapFields[7].Descriptor()
+	trapDescUpdatedAt := trapFields[8].Descriptor()
 	// trap.DefaultUpdatedAt holds the default value on creation for the updated_at field.
 	trap.DefaultUpdatedAt = trapDescUpdatedAt.Default.(func() time.Time)
 	// trap.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.

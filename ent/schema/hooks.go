@@ -50,14 +50,30 @@ func trapDefaults(next ent.Mutator) ent.Mutator {
 			}
 			m.SetSiteID(s.ID)
 		}
-		if p, _ := m.Path(); !validPath(p) {
+		p, _ := m.Path()
+		if !ValidPath(p) {
 			return nil, apperr.Invalid("path", "must start with / and contain no spaces, control characters, ? or #")
+		}
+		// One active trap a path per site: the unique index says so too, without naming the
+		// trap in the way; this names it (REST's conflict_id), for a client to adopt or report.
+		if active, set := m.Active(); !set || active {
+			site, _ := m.SiteID()
+			holder, err := m.Client().Trap.Query().Where(trap.SiteID(site), trap.Path(p), trap.Active(true)).FirstID(sys)
+			if err == nil {
+				return nil, &apperr.Error{Kind: apperr.KindConflict, Field: "path", ConflictID: holder,
+					Msg: "the active trap " + holder + " already has this path on this site"}
+			}
+			if !gen.IsNotFound(err) {
+				return nil, err
+			}
 		}
 		return next.Mutate(ctx, m)
 	})
 }
 
-func validPath(p string) bool {
+// ValidPath says whether p may be a trap's path (the API's rule, which flytrap validate
+// applies to a trap file too).
+func ValidPath(p string) bool {
 	if !strings.HasPrefix(p, "/") || strings.Contains(p, "//") {
 		return false
 	}

@@ -31,6 +31,11 @@ func (Trap) Fields() []ent.Field {
 		field.Enum("type").Values(trapKinds...).
 			Annotations(entgql.OrderField("TYPE"), entgql.Type("TrapType"), entgql.Skip(entgql.SkipMutationUpdateInput)),
 		field.String("description").Default("").MaxLen(2000).Validate(cleanText),
+		// PublicTitle is the title visitors read in the decoy and in lures linking to it;
+		// empty, one is generated for the trap's kind and site. Name and description are
+		// the operator's and never leave the dashboard.
+		field.String("public_title").Default("").MaxLen(120).Validate(oneLine).
+			Annotations(entgql.Skip(entgql.SkipWhereInput)),
 		field.Bool("active").Default(true),
 		createdAt(),
 		field.Time("updated_at").Default(nowUTC).UpdateDefault(nowUTC).

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"entgo.io/contrib/entgql"
@@ -56,6 +57,20 @@ func cleanText(s string) error {
 	}
 	if strings.ContainsRune(s, 0) {
 		return errors.New("must not contain NUL characters")
+	}
+	return nil
+}
+
+// oneLine refuses what cleanText does and any control character: text shown on one line
+// to visitors (a trap's public title).
+func oneLine(s string) error {
+	if err := cleanText(s); err != nil {
+		return err
+	}
+	for _, c := range s {
+		if unicode.IsControl(c) || c == '\u2028' || c == '\u2029' {
+			return errors.New("must be one line without control characters")
+		}
 	}
 	return nil
 }

@@ -18,6 +18,10 @@ type SessionState struct {
 	// ProbeAt is when each of ProbePaths was asked for (Unix seconds), to forget those
 	// outside detect.ProbeWindow; sessions stored before it have none.
 	ProbeAt []int64 `json:"probe_at,omitempty"`
+	// Sent counts the requests that sent something (a method other than GET and HEAD) with
+	// a token of hidden content, a sink's most of all: more than opening a link, so never
+	// mere curiosity (detect.Curious).
+	Sent int `json:"sent,omitempty"`
 	// Detected is set once the session crossed the detection threshold; Severity is the severity it was last reported with.
 	Detected bool   `json:"detected,omitempty"`
 	Severity string `json:"severity,omitempty"`

@@ -30,6 +30,8 @@ const (
 	FieldType = "type"
 	// FieldDescription holds the string denoting the description field in the database.
 	FieldDescription = "description"
+	// FieldPublicTitle holds the string denoting the public_title field in the database.
+	FieldPublicTitle = "public_title"
 	// FieldActive holds the string denoting the active field in the database.
 	FieldActive = "active"
 	// FieldCreatedAt holds the string denoting the created_at field in the database.
@@ -67,6 +69,7 @@ var Columns = []string{
 	FieldPath,
 	FieldType,
 	FieldDescription,
+	FieldPublicTitle,
 	FieldActive,
 	FieldCreatedAt,
 	FieldUpdatedAt,
@@ -100,6 +103,10 @@ var (
 	DefaultDescription string
 	// DescriptionValidator is a validator for the "description" field. It is called by the builders before save.
 	DescriptionValidator func(string) error
+	// DefaultPublicTitle holds the default value on creation for the "public_title" field.
+	DefaultPublicTitle string
+	// PublicTitleValidator is a validator for the "public_title" field. It is called by the builders before save.
+	PublicTitleValidator func(string) error
 	// DefaultActive holds the default value on creation for the "active" field.
 	DefaultActive bool
 	// DefaultCreatedAt holds the default value on creation for the "created_at" field.
@@ -177,6 +184,11 @@ func ByType(opts ...sql.OrderTermOption) OrderOption {
 // ByDescription orders the results by the description field.
 func ByDescription(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldDescription, opts...).ToFunc()
+}
+
+// ByPublicTitle orders the results by the public_title field.
+func ByPublicTitle(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldPublicTitle, opts...).ToFunc()
 }
 
 // ByActive orders the results by the active field.

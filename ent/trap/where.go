@@ -90,6 +90,11 @@ func Description(v string) predicate.Trap {
 	return predicate.Trap(sql.FieldEQ(FieldDescription, v))
 }
 
+// PublicTitle applies equality check predicate on the "public_title" field. It's identical to PublicTitleEQ.
+func PublicTitle(v string) predicate.Trap {
+	return predicate.Trap(sql.FieldEQ(FieldPublicTitle, v))
+}
+
 // Active applies equality check predicate on the "active" field. It's identical to ActiveEQ.
 func Active(v bool) predicate.Trap {
 	return predicate.Trap(sql.FieldEQ(FieldActive, v))
@@ -468,6 +473,71 @@ func DescriptionEqualFold(v string) predicate.Trap {
 // DescriptionContainsFold applies the ContainsFold predicate on the "description" field.
 func DescriptionContainsFold(v string) predicate.Trap {
 	return predicate.Trap(sql.FieldContainsFold(FieldDescription, v))
+}
+
+// PublicTitleEQ applies the EQ predicate on the "public_title" field.
+func PublicTitleEQ(v string) predicate.Trap {
+	return predicate.Trap(sql.FieldEQ(FieldPublicTitle, v))
+}
+
+// PublicTitleNEQ applies the NEQ predicate on the "public_title" field.
+func PublicTitleNEQ(v string) predicate.Trap {
+	return predicate.Trap(sql.FieldNEQ(FieldPublicTitle, v))
+}
+
+// PublicTitleIn applies the In predicate on the "public_title" field.
+func PublicTitleIn(vs ...string) predicate.Trap {
+	return predicate.Trap(sql.FieldIn(FieldPublicTitle, vs...))
+}
+
+// PublicTitleNotIn applies the NotIn predicate on the "public_title" field.
+func PublicTitleNotIn(vs ...string) predicate.Trap {
+	return predicate.Trap(sql.FieldNotIn(FieldPublicTitle, vs...))
+}
+
+// PublicTitleGT applies the GT predicate on the "public_title" field.
+func PublicTitleGT(v string) predicate.Trap {
+	return predicate.Trap(sql.FieldGT(FieldPublicTitle, v))
+}
+
+// PublicTitleGTE applies the GTE predicate on the "public_title" field.
+func PublicTitleGTE(v string) predicate.Trap {
+	return predicate.Trap(sql.FieldGTE(FieldPublicTitle, v))
+}
+
+// PublicTitleLT applies the LT predicate on the "public_title" field.
+func PublicTitleLT(v string) predicate.Trap {
+	return predicate.Trap(sql.FieldLT(FieldPublicTitle, v))
+}
+
+// PublicTitleLTE applies the LTE predicate on the "public_title" field.
+func PublicTitleLTE(v string) predicate.Trap {
+	return predicate.Trap(sql.FieldLTE(FieldPublicTitle, v))
+}
+
+// PublicTitleContains applies the Contains predicate on the "public_title" field.
+func PublicTitleContains(v string) predicate.Trap {
+	return predicate.Trap(sql.FieldContains(FieldPublicTitle, v))
+}
+
+// PublicTitleHasPrefix applies the HasPrefix predicate on the "public_title" field.
+func PublicTitleHasPrefix(v string) predicate.Trap {
+	return predicate.Trap(sql.FieldHasPrefix(FieldPublicTitle, v))
+}
+
+// PublicTitleHasSuffix applies the HasSuffix predicate on the "public_title" field.
+func PublicTitleHasSuffix(v string) predicate.Trap {
+	return predicate.Trap(sql.FieldHasSuffix(FieldPublicTitle, v))
+}
+
+// PublicTitleEqualFold applies the EqualFold predicate on the "public_title" field.
+func PublicTitleEqualFold(v string) predicate.Trap {
+	return predicate.Trap(sql.FieldEqualFold(FieldPublicTitle, v))
+}
+
+// PublicTitleContainsFold applies the ContainsFold predicate on the "public_title" field.
+func PublicTitleContainsFold(v string) predicate.Trap {
+	return predicate.Trap(sql.FieldContainsFold(FieldPublicTitle, v))
 }
 
 // ActiveEQ applies the EQ predicate on the "active" field.

@@ -146,6 +146,12 @@ type TrapPreview struct {
 	Body string `json:"body"`
 	// The trap's path, where visitors receive this response.
 	Path string `json:"path"`
+	// The title visitors read in this decoy and in the lures that link to it: the trap's publicTitle, or,
+	// when that is empty, one generated for its kind and site (stable for the trap). The trap's name and
+	// description are never shown to visitors.
+	PublicTitle string `json:"publicTitle"`
+	// True when publicTitle was generated (the trap sets none).
+	PublicTitleGenerated bool `json:"publicTitleGenerated"`
 }
 
 // How the detection engine judged a session.

@@ -207,6 +207,7 @@ test('sign in, traps, live threat, sessions, keys: attacker text stays inert', a
   await page.getByLabel('Type').selectOption('page');
   await page.getByLabel(/^Path/).fill(TRAP_PATH);
   await page.getByLabel(/^Description/).fill('bait <i>for</i> agents');
+  await page.getByLabel(/^Public title/).fill('E2E title <b>bold</b>');
   await page.getByRole('button', { name: 'Create trap' }).click();
   const trapItem = page.getByTestId('trap').filter({ hasText: TRAP_PATH });
   await trapItem.waitFor();
@@ -224,7 +225,9 @@ test('sign in, traps, live threat, sessions, keys: attacker text stays inert', a
   assert.match(await preview.getByTestId('trap-preview-type').textContent(), /^text\/html/);
   const raw = preview.locator('pre');
   const rawText = await raw.textContent();
-  assert.ok(rawText.includes('E2E wiki &lt;b&gt;bold&lt;/b&gt;'), 'the preview shows the trap name as the decoy escapes it');
+  assert.ok(rawText.includes('E2E title &lt;b&gt;bold&lt;/b&gt;'), 'the preview shows the public title as the decoy escapes it');
+  assert.ok(!rawText.includes('E2E wiki') && !rawText.includes('agents</i>') && !rawText.includes('&lt;i&gt;for'), 'the preview shows the private name or description');
+  assert.match(await preview.getByTestId('trap-preview-title').textContent(), /E2E title <b>bold<\/b> \(set by you\)/);
   assert.match(rawText, /<(!doctype|html)/i, 'the decoy markup is shown as text');
   assert.equal(await raw.evaluate((el) => el.childElementCount), 0, 'the preview has no elements inside its <pre>');
   assert.equal(await page.locator('main meta, main style, main link, main title').count(), 0, 'no decoy element reached the DOM');

@@ -102,6 +102,10 @@ export interface Signal {
   hitID: string;
   sourceHitID: string;
   createdAt: string;
+  /** The placement in words, from the API ("lure in a page of your site: hidden link in …"). */
+  placementLabel: string;
+  /** The placement was a lure or snippet in the customer's own pages, not a decoy's. */
+  lure: boolean;
 }
 export interface Prompt {
   text: string;
@@ -131,7 +135,7 @@ export function sessionDetail(d: SessionDetailData): SessionDetail {
 }
 export const SESSION = `query Session($id: ID!) { sessionDetail(id: $id) { session { ${SESSION_FIELDS} } hitsTruncated
   hits { id trapID method path query headers body bodyTruncated sourceIP userAgent receivedAt kind status signals }
-  signals { name tripwire placement delayMs detail hitID sourceHitID createdAt }
+  signals { name tripwire placement delayMs detail hitID sourceHitID createdAt placementLabel lure }
   prompts { text model operator source hitID createdAt } } }`;
 
 export interface OlderHitsData {
@@ -157,11 +161,13 @@ export interface Trap {
   path: string | null;
   type: string;
   description: string;
+  /** What visitors read; empty: one generated for the trap's kind and site (see the preview). */
+  publicTitle: string;
   active: boolean;
   createdAt: string;
   updatedAt: string;
 }
-const TRAP_FIELDS = 'id name path type description active createdAt updatedAt';
+const TRAP_FIELDS = 'id name path type description publicTitle active createdAt updatedAt';
 export const TRAP_TYPES = TRAP_KINDS.map((k) => k.name);
 export interface TrapsData {
   traps: { totalCount: number; edges: { node: Trap }[] };
@@ -177,8 +183,10 @@ export interface TrapPreview {
   contentType: string;
   body: string;
   path: string;
+  publicTitle: string;
+  publicTitleGenerated: boolean;
 }
-export const TRAP_PREVIEW = `query TrapPreview($id: ID!) { trapPreview(id: $id) { status contentType body path } }`;
+export const TRAP_PREVIEW = `query TrapPreview($id: ID!) { trapPreview(id: $id) { status contentType body path publicTitle publicTitleGenerated } }`;
 
 export interface ApiKey {
   id: string;

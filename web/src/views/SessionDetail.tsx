@@ -2,7 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { formatClassification, formatDelay, formatHeaders, formatNumber, formatSignal, formatTime } from '../format';
 import { hitListTitle, loadOlderHits, prependOlder } from '../olderhits';
-import { SESSION, SESSION_INSIGHT, sessionDetail, type Hit, type SessionDetailData, type SessionInsight, type SignalGroup, type TrapRef, type VerdictExplanation } from '../queries';
+import { SESSION, SESSION_INSIGHT, sessionDetail, type Hit, type SessionDetailData, type SessionInsight, type Signal, type SignalGroup, type TrapRef, type VerdictExplanation } from '../queries';
 import { Badge, Empty, ErrorBox, Inert, Link, Loading, useQuery } from '../ui';
 import { TrapName } from './Campaigns';
 
@@ -114,11 +114,14 @@ export function SessionDetailView({ id }: { id: string }) {
           <HitList
             title="Callbacks"
             traps={insight?.traps ?? []}
-            hits={older.hits.filter((h) => h.kind === 'callback')}
+            signals={s.signals ?? []}
+            hits={older.hits.filter(isCallback)}
             empty="No callback: no hidden link was followed."
+            testid="callbacks"
           />
           <HitList
             traps={insight?.traps ?? []}
+            signals={s.signals ?? []}
             title={hitListTitle(older.hits.length, s.hitCount, older.more)}
             hits={older.hits}
             empty="No hit recorded."
@@ -176,9 +179,39 @@ function useOlderHits(session: string, detail: SessionDetailData | null): OlderH
   return { hits: cur?.hits ?? [], more: cur?.more ?? false, loading: cur?.loading ?? false, error: cur?.error ?? null, showOlder };
 }
 
-function HitList({ title, hits, empty, traps, children }: { title: string; hits: Hit[]; empty: string; traps: TrapRef[]; children?: ComponentChildren }) {
+/**
+ * A hit that brought back a token of hidden content: a callback URL (kind callback), or a
+ * trap's own path reached through a lure in the customer's pages, whose hit served a decoy
+ * and fired CALLBACK_HIT (the signal is what the signals table shows).
+ */
+function isCallback(h: Hit): boolean {
+  return h.kind === 'callback' || h.signals.includes('CALLBACK_HIT');
+}
+
+/** The hit's firings that followed hidden content (CALLBACK_HIT), as the API names them. */
+function followed(h: Hit, signals: Signal[]): Signal[] {
+  return signals.filter((x) => x.hitID === h.id && x.name === 'CALLBACK_HIT');
+}
+
+function HitList({
+  title,
+  hits,
+  empty,
+  traps,
+  signals,
+  testid,
+  children,
+}: {
+  title: string;
+  hits: Hit[];
+  empty: string;
+  traps: TrapRef[];
+  signals: Signal[];
+  testid?: string;
+  children?: ComponentChildren;
+}) {
   return (
-    <div class="card">
+    <div class="card" data-testid={testid}>
       <h2>
         {title} ({hits.length})
       </h2>
@@ -186,41 +219,52 @@ function HitList({ title, hits, empty, traps, children }: { title: string; hits:
         <Empty>{empty}</Empty>
       ) : (
         <ol class="hits">
-          {hits.map((h) => (
-            <li key={h.id} class="hit" data-testid="hit">
-              <details>
-                <summary>
-                  <span class="hit-method">{h.method}</span> <Inert text={h.path + (h.query ? `?${h.query}` : '')} />{' '}
-                  <span class="muted">
-                    · {h.status} · {h.kind.replace('_', ' ')} · {formatTime(h.receivedAt)}
-                  </span>
-                  {h.signals.length ? <span class="muted"> · {h.signals.map(formatSignal).join(', ')}</span> : null}
-                </summary>
-                <dl class="facts">
-                  <dt>Hit</dt>
-                  <dd>
-                    <code>{h.id}</code>
-                  </dd>
-                  <dt>Trap</dt>
-                  <dd>{h.trapID ? <HitTrap id={h.trapID} traps={traps} /> : <span class="muted">–</span>}</dd>
-                  <dt>Source IP</dt>
-                  <dd>
-                    <Inert text={h.sourceIP} />
-                  </dd>
-                  <dt>User agent</dt>
-                  <dd>
-                    <Inert text={h.userAgent || '(none)'} block />
-                  </dd>
-                  <dt>Headers</dt>
-                  <dd>
-                    <Inert text={formatHeaders(h.headers)} block />
-                  </dd>
-                  <dt>Body{h.bodyTruncated ? ' (truncated)' : ''}</dt>
-                  <dd>{h.body ? <Inert text={h.body} block /> : <span class="muted">empty</span>}</dd>
-                </dl>
-              </details>
-            </li>
-          ))}
+          {hits.map((h) => {
+            const via = followed(h, signals);
+            const lure = via.some((x) => x.lure);
+            return (
+              <li key={h.id} class="hit" data-testid="hit">
+                <details>
+                  <summary>
+                    <span class="hit-method">{h.method}</span> <Inert text={h.path + (h.query ? `?${h.query}` : '')} />{' '}
+                    {lure ? <Badge kind="high">lure</Badge> : null}
+                    <span class="muted">
+                      {' '}· {h.status} · {lure ? 'lure followed' : h.kind.replace('_', ' ')} · {formatTime(h.receivedAt)}
+                    </span>
+                    {h.signals.length ? <span class="muted"> · {h.signals.map(formatSignal).join(', ')}</span> : null}
+                    {via.map((x, i) => (
+                      <span class="hit-via" data-testid="hit-via" key={i}>
+                        <br />
+                        {x.placementLabel || x.placement} — <Inert text={x.detail} />
+                      </span>
+                    ))}
+                  </summary>
+                  <dl class="facts">
+                    <dt>Hit</dt>
+                    <dd>
+                      <code>{h.id}</code>
+                    </dd>
+                    <dt>Trap</dt>
+                    <dd>{h.trapID ? <HitTrap id={h.trapID} traps={traps} /> : <span class="muted">–</span>}</dd>
+                    <dt>Source IP</dt>
+                    <dd>
+                      <Inert text={h.sourceIP} />
+                    </dd>
+                    <dt>User agent</dt>
+                    <dd>
+                      <Inert text={h.userAgent || '(none)'} block />
+                    </dd>
+                    <dt>Headers</dt>
+                    <dd>
+                      <Inert text={formatHeaders(h.headers)} block />
+                    </dd>
+                    <dt>Body{h.bodyTruncated ? ' (truncated)' : ''}</dt>
+                    <dd>{h.body ? <Inert text={h.body} block /> : <span class="muted">empty</span>}</dd>
+                  </dl>
+                </details>
+              </li>
+            );
+          })}
         </ol>
       )}
       {children}

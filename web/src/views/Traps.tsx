@@ -99,6 +99,7 @@ function CreateTrap({ onCreated }: { onCreated: (t: Trap) => void }) {
   const [type, setType] = useState<string>('page');
   const [path, setPath] = useState('');
   const [description, setDescription] = useState('');
+  const [publicTitle, setPublicTitle] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState('');
   return (
@@ -113,10 +114,12 @@ function CreateTrap({ onCreated }: { onCreated: (t: Trap) => void }) {
           const input: Record<string, unknown> = { name: name.trim(), type };
           if (path.trim()) input.path = path.trim();
           if (description.trim()) input.description = description.trim();
+          if (publicTitle.trim()) input.publicTitle = publicTitle.trim();
           const d = await gql<{ createTrap: Trap }>(CREATE_TRAP, { input });
           setName('');
           setPath('');
           setDescription('');
+          setPublicTitle('');
           onCreated(d.createTrap);
         } catch (err) {
           setError(describeError(err));
@@ -126,9 +129,12 @@ function CreateTrap({ onCreated }: { onCreated: (t: Trap) => void }) {
       }}
     >
       <h2 id="create-trap-title">New trap</h2>
+      <p class="muted small" data-testid="trap-privacy-note">
+        Name and description are private: only your organization sees them. Visitors read the public title.
+      </p>
       <div class="form-row">
         <label>
-          Name
+          Name <span class="muted">(private)</span>
           <input required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} name="name" />
         </label>
         <label>
@@ -147,8 +153,12 @@ function CreateTrap({ onCreated }: { onCreated: (t: Trap) => void }) {
         </label>
       </div>
       <label>
-        Description <span class="muted">(optional)</span>
+        Description <span class="muted">(optional, private)</span>
         <input value={description} maxLength={1000} onInput={(e) => setDescription(e.currentTarget.value)} name="description" />
+      </label>
+      <label>
+        Public title <span class="muted">(optional, shown to visitors in the decoy and its lures; empty: Flytrap writes one that fits)</span>
+        <input value={publicTitle} maxLength={120} onInput={(e) => setPublicTitle(e.currentTarget.value)} name="publicTitle" />
       </label>
       {error && (
         <p class="state error" role="alert">
@@ -166,6 +176,7 @@ function TrapItem({ trap: t, base, canWrite, onChanged }: { trap: Trap; base: st
   const [editing, setEditing] = useState(false);
   const [name, setName] = useState(t.name);
   const [description, setDescription] = useState(t.description);
+  const [publicTitle, setPublicTitle] = useState(t.publicTitle);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState('');
   const url = trapURL(base, t.path);
@@ -211,6 +222,14 @@ function TrapItem({ trap: t, base, canWrite, onChanged }: { trap: Trap; base: st
         <dd>{t.path ? <Inert text={t.path} /> : <span class="muted">none</span>}</dd>
         <dt>Description</dt>
         <dd>{t.description ? <Inert text={t.description} /> : <span class="muted">none</span>}</dd>
+        <dt>Visibility</dt>
+        <dd class="muted small" data-testid="trap-visibility">
+          Name and description are private. Visitors read the public title, never these.
+        </dd>
+        <dt>Public title</dt>
+        <dd data-testid="trap-public-title">
+          {t.publicTitle ? <Inert text={t.publicTitle} /> : <span class="muted">generated for its kind and site (see the preview)</span>}
+        </dd>
         <dt>Created</dt>
         <dd>{formatTime(t.createdAt)}</dd>
         <dt>Preview</dt>
@@ -251,6 +270,7 @@ function TrapItem({ trap: t, base, canWrite, onChanged }: { trap: Trap; base: st
             onClick={() => {
               setName(t.name);
               setDescription(t.description);
+              setPublicTitle(t.publicTitle);
               setEditing(true);
             }}
           >
@@ -273,17 +293,21 @@ function TrapItem({ trap: t, base, canWrite, onChanged }: { trap: Trap; base: st
           aria-label={`Edit trap ${t.id}`}
           onSubmit={async (e) => {
             e.preventDefault();
-            if (await run(() => gql(UPDATE_TRAP, { id: t.id, input: { name: name.trim(), description } }))) setEditing(false);
+            if (await run(() => gql(UPDATE_TRAP, { id: t.id, input: { name: name.trim(), description, publicTitle: publicTitle.trim() } }))) setEditing(false);
           }}
           onKeyDown={(e) => e.key === 'Escape' && setEditing(false)}
         >
           <label>
-            Name
+            Name <span class="muted">(private)</span>
             <input required value={name} onInput={(e) => setName(e.currentTarget.value)} />
           </label>
           <label>
-            Description
+            Description <span class="muted">(private)</span>
             <input value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+          </label>
+          <label>
+            Public title <span class="muted">(shown to visitors; empty: generated)</span>
+            <input value={publicTitle} maxLength={120} onInput={(e) => setPublicTitle(e.currentTarget.value)} />
           </label>
           <div class="actions">
             <button type="submit" disabled={busy || !name.trim()}>
@@ -320,6 +344,9 @@ function PreviewPanel({ state }: { state: PreviewState }) {
       <p class="muted small">
         <span data-testid="trap-preview-status">HTTP {p.status}</span> · <code data-testid="trap-preview-type">{p.contentType}</code> · as served at{' '}
         <Inert text={p.path} /> — raw response, shown as text; nothing was recorded and its tokens are inert.
+      </p>
+      <p class="small" data-testid="trap-preview-title">
+        Visitors read the title <Inert text={p.publicTitle} /> {p.publicTitleGenerated ? '(generated)' : '(set by you)'}.
       </p>
       <Inert text={p.body} block />
     </div>
