@@ -19,6 +19,7 @@ import (
 
 // Defines values for EventType.
 const (
+	EventTypeSessionTriaged  EventType = "session.triaged"
 	EventTypeThreatDetected  EventType = "threat.detected"
 	EventTypeThreatEscalated EventType = "threat.escalated"
 	EventTypeTrapCreated     EventType = "trap.created"
@@ -29,6 +30,8 @@ const (
 // Valid indicates whether the value is a known member of the EventType enum.
 func (e EventType) Valid() bool {
 	switch e {
+	case EventTypeSessionTriaged:
+		return true
 	case EventTypeThreatDetected:
 		return true
 	case EventTypeThreatEscalated:
@@ -38,6 +41,30 @@ func (e EventType) Valid() bool {
 	case EventTypeTrapDeleted:
 		return true
 	case EventTypeTrapUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GateAnswerDataSeverities.
+const (
+	GateAnswerDataSeveritiesCritical GateAnswerDataSeverities = "critical"
+	GateAnswerDataSeveritiesHigh     GateAnswerDataSeverities = "high"
+	GateAnswerDataSeveritiesLow      GateAnswerDataSeverities = "low"
+	GateAnswerDataSeveritiesMedium   GateAnswerDataSeverities = "medium"
+)
+
+// Valid indicates whether the value is a known member of the GateAnswerDataSeverities enum.
+func (e GateAnswerDataSeverities) Valid() bool {
+	switch e {
+	case GateAnswerDataSeveritiesCritical:
+		return true
+	case GateAnswerDataSeveritiesHigh:
+		return true
+	case GateAnswerDataSeveritiesLow:
+		return true
+	case GateAnswerDataSeveritiesMedium:
 		return true
 	default:
 		return false
@@ -125,6 +152,30 @@ func (e SessionSeverity) Valid() bool {
 	}
 }
 
+// Defines values for SessionTriageState.
+const (
+	SessionTriageStateAcknowledged SessionTriageState = "acknowledged"
+	SessionTriageStateIgnored      SessionTriageState = "ignored"
+	SessionTriageStateOpen         SessionTriageState = "open"
+	SessionTriageStateResolved     SessionTriageState = "resolved"
+)
+
+// Valid indicates whether the value is a known member of the SessionTriageState enum.
+func (e SessionTriageState) Valid() bool {
+	switch e {
+	case SessionTriageStateAcknowledged:
+		return true
+	case SessionTriageStateIgnored:
+		return true
+	case SessionTriageStateOpen:
+		return true
+	case SessionTriageStateResolved:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionDetailClassification.
 const (
 	SessionDetailClassificationAIAGENT          SessionDetailClassification = "AI_AGENT"
@@ -179,6 +230,30 @@ func (e SessionDetailSeverity) Valid() bool {
 	case SessionDetailSeverityLow:
 		return true
 	case SessionDetailSeverityMedium:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionDetailTriageState.
+const (
+	SessionDetailTriageStateAcknowledged SessionDetailTriageState = "acknowledged"
+	SessionDetailTriageStateIgnored      SessionDetailTriageState = "ignored"
+	SessionDetailTriageStateOpen         SessionDetailTriageState = "open"
+	SessionDetailTriageStateResolved     SessionDetailTriageState = "resolved"
+)
+
+// Valid indicates whether the value is a known member of the SessionDetailTriageState enum.
+func (e SessionDetailTriageState) Valid() bool {
+	switch e {
+	case SessionDetailTriageStateAcknowledged:
+		return true
+	case SessionDetailTriageStateIgnored:
+		return true
+	case SessionDetailTriageStateOpen:
+		return true
+	case SessionDetailTriageStateResolved:
 		return true
 	default:
 		return false
@@ -281,6 +356,30 @@ func (e TrapUpdateActive0) Valid() bool {
 	}
 }
 
+// Defines values for TriageRequestState.
+const (
+	TriageRequestStateAcknowledged TriageRequestState = "acknowledged"
+	TriageRequestStateIgnored      TriageRequestState = "ignored"
+	TriageRequestStateOpen         TriageRequestState = "open"
+	TriageRequestStateResolved     TriageRequestState = "resolved"
+)
+
+// Valid indicates whether the value is a known member of the TriageRequestState enum.
+func (e TriageRequestState) Valid() bool {
+	switch e {
+	case TriageRequestStateAcknowledged:
+		return true
+	case TriageRequestStateIgnored:
+		return true
+	case TriageRequestStateOpen:
+		return true
+	case TriageRequestStateResolved:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FlytrapVersion.
 const (
 	N20261122 FlytrapVersion = "2026-11-22"
@@ -296,54 +395,24 @@ func (e FlytrapVersion) Valid() bool {
 	}
 }
 
-// Defines values for ListEventsParamsType.
+// Defines values for GateParamsFailOn.
 const (
-	ListEventsParamsTypeThreatDetected  ListEventsParamsType = "threat.detected"
-	ListEventsParamsTypeThreatEscalated ListEventsParamsType = "threat.escalated"
-	ListEventsParamsTypeTrapCreated     ListEventsParamsType = "trap.created"
-	ListEventsParamsTypeTrapDeleted     ListEventsParamsType = "trap.deleted"
-	ListEventsParamsTypeTrapUpdated     ListEventsParamsType = "trap.updated"
+	GateParamsFailOnCritical GateParamsFailOn = "critical"
+	GateParamsFailOnHigh     GateParamsFailOn = "high"
+	GateParamsFailOnLow      GateParamsFailOn = "low"
+	GateParamsFailOnMedium   GateParamsFailOn = "medium"
 )
 
-// Valid indicates whether the value is a known member of the ListEventsParamsType enum.
-func (e ListEventsParamsType) Valid() bool {
+// Valid indicates whether the value is a known member of the GateParamsFailOn enum.
+func (e GateParamsFailOn) Valid() bool {
 	switch e {
-	case ListEventsParamsTypeThreatDetected:
+	case GateParamsFailOnCritical:
 		return true
-	case ListEventsParamsTypeThreatEscalated:
+	case GateParamsFailOnHigh:
 		return true
-	case ListEventsParamsTypeTrapCreated:
+	case GateParamsFailOnLow:
 		return true
-	case ListEventsParamsTypeTrapDeleted:
-		return true
-	case ListEventsParamsTypeTrapUpdated:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for StreamEventsParamsType.
-const (
-	StreamEventsParamsTypeThreatDetected  StreamEventsParamsType = "threat.detected"
-	StreamEventsParamsTypeThreatEscalated StreamEventsParamsType = "threat.escalated"
-	StreamEventsParamsTypeTrapCreated     StreamEventsParamsType = "trap.created"
-	StreamEventsParamsTypeTrapDeleted     StreamEventsParamsType = "trap.deleted"
-	StreamEventsParamsTypeTrapUpdated     StreamEventsParamsType = "trap.updated"
-)
-
-// Valid indicates whether the value is a known member of the StreamEventsParamsType enum.
-func (e StreamEventsParamsType) Valid() bool {
-	switch e {
-	case StreamEventsParamsTypeThreatDetected:
-		return true
-	case StreamEventsParamsTypeThreatEscalated:
-		return true
-	case StreamEventsParamsTypeTrapCreated:
-		return true
-	case StreamEventsParamsTypeTrapDeleted:
-		return true
-	case StreamEventsParamsTypeTrapUpdated:
+	case GateParamsFailOnMedium:
 		return true
 	default:
 		return false
@@ -404,6 +473,30 @@ func (e ListSessionsParamsSeverity) Valid() bool {
 	case ListSessionsParamsSeverityLow:
 		return true
 	case ListSessionsParamsSeverityMedium:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListSessionsParamsTriageState.
+const (
+	ListSessionsParamsTriageStateAcknowledged ListSessionsParamsTriageState = "acknowledged"
+	ListSessionsParamsTriageStateIgnored      ListSessionsParamsTriageState = "ignored"
+	ListSessionsParamsTriageStateOpen         ListSessionsParamsTriageState = "open"
+	ListSessionsParamsTriageStateResolved     ListSessionsParamsTriageState = "resolved"
+)
+
+// Valid indicates whether the value is a known member of the ListSessionsParamsTriageState enum.
+func (e ListSessionsParamsTriageState) Valid() bool {
+	switch e {
+	case ListSessionsParamsTriageStateAcknowledged:
+		return true
+	case ListSessionsParamsTriageStateIgnored:
+		return true
+	case ListSessionsParamsTriageStateOpen:
+		return true
+	case ListSessionsParamsTriageStateResolved:
 		return true
 	default:
 		return false
@@ -476,7 +569,7 @@ type Error struct {
 	Success interface{} `json:"success"`
 }
 
-// Event An entry of the organization's event log, as the list and the stream carry it. `data` is a `Trap` for `trap.*` events (for `trap.deleted`, the trap as it was) and a `ThreatData` for `threat.*` events.
+// Event An entry of the organization's event log, as the list and the stream carry it. `data` is a `Trap` for `trap.*` events (for `trap.deleted`, the trap as it was) a `ThreatData` for `threat.*` events and a `TriagedData` for `session.triaged`.
 type Event struct {
 	// ApiVersion Version of the shapes this event was written in (YYYY-MM-DD).
 	ApiVersion string `json:"api_version"`
@@ -505,6 +598,33 @@ type EventList struct {
 	// NextCursor Always present: pass it as `cursor` to continue. With `has_more: false` it points after the last event, so polling with it later returns only newer events.
 	NextCursor string `json:"next_cursor"`
 }
+
+// GateAnswer defines model for GateAnswer.
+type GateAnswer struct {
+	Data struct {
+		// Count Matching sessions, counted up to 1,000 (1001: more).
+		Count int `json:"count"`
+
+		// CountExact False when more than 1,000 sessions match.
+		CountExact bool `json:"count_exact"`
+
+		// Failed True when at least one session matches.
+		Failed bool `json:"failed"`
+
+		// Sessions The most recently seen matching sessions, newest first.
+		Sessions []Session `json:"sessions"`
+
+		// Severities The severities that count: `fail_on` and above.
+		Severities []GateAnswerDataSeverities `json:"severities"`
+
+		// Since The start of the window as applied; null for all time.
+		Since time.Time `json:"since"`
+	} `json:"data"`
+	Success interface{} `json:"success"`
+}
+
+// GateAnswerDataSeverities defines model for GateAnswer.Data.Severities.
+type GateAnswerDataSeverities string
 
 // Hit One request a visitor made to a trap.
 type Hit struct {
@@ -594,6 +714,18 @@ type Session struct {
 	// TrapsTriggered Identifiers of the traps the visitor touched.
 	TrapsTriggered []string `json:"traps_triggered"`
 
+	// TriageState What a person or a pipeline made of the session: `open` until someone triages it (POST /dashboard/api/triage). `resolved` and `ignored` sessions no longer fail a gate.
+	TriageState SessionTriageState `json:"triage_state"`
+
+	// TriagedAt When the triage state was last changed; null while never triaged.
+	TriagedAt time.Time `json:"triaged_at"`
+
+	// TriagedBy Who set the triage state: the API key's id, or the identity provider's subject; empty while never triaged.
+	TriagedBy string `json:"triaged_by"`
+
+	// TriagedByName The API key's name (or the subject) at the time; empty while never triaged.
+	TriagedByName string `json:"triaged_by_name"`
+
 	// UserAgent Visitor user-agent string (empty when none was sent).
 	UserAgent string `json:"user_agent"`
 }
@@ -603,6 +735,9 @@ type SessionClassification string
 
 // SessionSeverity defines model for Session.Severity.
 type SessionSeverity string
+
+// SessionTriageState What a person or a pipeline made of the session: `open` until someone triages it (POST /dashboard/api/triage). `resolved` and `ignored` sessions no longer fail a gate.
+type SessionTriageState string
 
 // SessionDetail A session with all its hits, extracted data and callback payloads.
 type SessionDetail struct {
@@ -673,6 +808,18 @@ type SessionDetail struct {
 	// TrapsTriggered Identifiers of the traps the visitor touched.
 	TrapsTriggered []string `json:"traps_triggered"`
 
+	// TriageState What a person or a pipeline made of the session: `open` until someone triages it (POST /dashboard/api/triage). `resolved` and `ignored` sessions no longer fail a gate.
+	TriageState SessionDetailTriageState `json:"triage_state"`
+
+	// TriagedAt When the triage state was last changed; null while never triaged.
+	TriagedAt time.Time `json:"triaged_at"`
+
+	// TriagedBy Who set the triage state: the API key's id, or the identity provider's subject; empty while never triaged.
+	TriagedBy string `json:"triaged_by"`
+
+	// TriagedByName The API key's name (or the subject) at the time; empty while never triaged.
+	TriagedByName string `json:"triaged_by_name"`
+
 	// UserAgent Visitor user-agent string (empty when none was sent).
 	UserAgent string `json:"user_agent"`
 }
@@ -682,6 +829,9 @@ type SessionDetailClassification string
 
 // SessionDetailSeverity defines model for SessionDetail.Severity.
 type SessionDetailSeverity string
+
+// SessionDetailTriageState What a person or a pipeline made of the session: `open` until someone triages it (POST /dashboard/api/triage). `resolved` and `ignored` sessions no longer fail a gate.
+type SessionDetailTriageState string
 
 // SessionDetailResponse One session in detail.
 type SessionDetailResponse struct {
@@ -846,6 +996,28 @@ type TrapUpdate_Active struct {
 	union json.RawMessage
 }
 
+// TriageRequest defines model for TriageRequest.
+type TriageRequest struct {
+	// Ids The sessions to triage (duplicates count once).
+	Ids []string `json:"ids"`
+
+	// State The new triage state (matched case-insensitively).
+	State TriageRequestState `json:"state"`
+}
+
+// TriageRequestState The new triage state (matched case-insensitively).
+type TriageRequestState string
+
+// TriageResponse defines model for TriageResponse.
+type TriageResponse struct {
+	Data struct {
+		// Changed How many sessions changed state (each got a `session.triaged` event).
+		Changed  int       `json:"changed"`
+		Sessions []Session `json:"sessions"`
+	} `json:"data"`
+	Success interface{} `json:"success"`
+}
+
 // CampaignID defines model for CampaignID.
 type CampaignID = string
 
@@ -855,8 +1027,14 @@ type DeliveryID = string
 // EventCursor defines model for EventCursor.
 type EventCursor = string
 
+// EventSince defines model for EventSince.
+type EventSince = time.Time
+
 // EventTypeFilter defines model for EventType.
 type EventTypeFilter = []string
+
+// EventUntil defines model for EventUntil.
+type EventUntil = time.Time
 
 // FlytrapVersion defines model for FlytrapVersion.
 type FlytrapVersion string
@@ -911,26 +1089,32 @@ type ListEventsParams struct {
 	// Limit Page size, 1–100 (default 50). Outside that range, or not an integer: 400.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// EventTypeFilter Only events of these types: one type or a comma-separated list. An unknown type is a 400.
+	// EventTypeFilter Only events of these types: one entry or a comma-separated list, each an event type, `*` (every type) or a prefix such as `threat.*` (every type under it), as a webhook endpoint's `eventTypes` takes them. An unknown type, or a prefix no type has, is a 400.
 	EventTypeFilter *EventTypeFilter `form:"type,omitempty" json:"type,omitempty"`
 
 	// Cursor Opaque cursor: the `next_cursor` of a previous page (or the `id:` of a stream message). Continue after it. A cursor this API did not issue is a 400.
 	Cursor *EventCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
+	// Since Only events created at or after this time; RFC 3339, e.g. `2026-11-22T09:00:00Z`. Read by an index: it costs what the first page does.
+	Since *EventSince `form:"since,omitempty" json:"since,omitempty"`
+
+	// Until Only events created before this time; RFC 3339. When the page reaches it, `has_more` is false.
+	Until *EventUntil `form:"until,omitempty" json:"until,omitempty"`
+
 	// FlytrapVersion The API version the client was written against (YYYY-MM-DD); default the current one. An unknown version is a 400. The response's `Flytrap-Version` header states the version that answered. See docs/versioning.md.
 	FlytrapVersion *FlytrapVersion `json:"Flytrap-Version,omitempty"`
 }
-
-// ListEventsParamsType defines parameters for ListEvents.
-type ListEventsParamsType string
 
 // StreamEventsParams defines parameters for StreamEvents.
 type StreamEventsParams struct {
 	// Cursor Opaque cursor: the `next_cursor` of a previous page (or the `id:` of a stream message). Continue after it. A cursor this API did not issue is a 400.
 	Cursor *EventCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
-	// EventTypeFilter Only events of these types: one type or a comma-separated list. An unknown type is a 400.
+	// EventTypeFilter Only events of these types: one entry or a comma-separated list, each an event type, `*` (every type) or a prefix such as `threat.*` (every type under it), as a webhook endpoint's `eventTypes` takes them. An unknown type, or a prefix no type has, is a 400.
 	EventTypeFilter *EventTypeFilter `form:"type,omitempty" json:"type,omitempty"`
+
+	// Since Without `Last-Event-ID` or `cursor`: replay the events created at or after this time (RFC 3339) first, then follow. Without it a new stream starts at the newest event.
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
 
 	// LastEventID Resume right after this event: the `id:` of the last message received. Takes precedence over `cursor`. A value this API did not issue is a 400.
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
@@ -939,14 +1123,26 @@ type StreamEventsParams struct {
 	FlytrapVersion *FlytrapVersion `json:"Flytrap-Version,omitempty"`
 }
 
-// StreamEventsParamsType defines parameters for StreamEvents.
-type StreamEventsParamsType string
-
 // GetCampaignStixParams defines parameters for GetCampaignStix.
 type GetCampaignStixParams struct {
 	// FlytrapVersion The API version the client was written against (YYYY-MM-DD); default the current one. An unknown version is a 400. The response's `Flytrap-Version` header states the version that answered. See docs/versioning.md.
 	FlytrapVersion *FlytrapVersion `json:"Flytrap-Version,omitempty"`
 }
+
+// GateParams defines parameters for Gate.
+type GateParams struct {
+	// FailOn The lowest severity that fails the gate (matched case-insensitively).
+	FailOn GateParamsFailOn `form:"fail_on" json:"fail_on"`
+
+	// Since The start of the window: an RFC 3339 time, or a duration back from now such as `30m`, `1h` or `7d` (at most 366 days). Without it, all time.
+	Since *string `form:"since,omitempty" json:"since,omitempty"`
+
+	// FlytrapVersion The API version the client was written against (YYYY-MM-DD); default the current one. An unknown version is a 400. The response's `Flytrap-Version` header states the version that answered. See docs/versioning.md.
+	FlytrapVersion *FlytrapVersion `json:"Flytrap-Version,omitempty"`
+}
+
+// GateParamsFailOn defines parameters for Gate.
+type GateParamsFailOn string
 
 // ListSessionsParams defines parameters for ListSessions.
 type ListSessionsParams struct {
@@ -968,6 +1164,9 @@ type ListSessionsParams struct {
 	// Until Only sessions that began before this time (`first_seen` < until); ISO 8601.
 	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
 
+	// TriageState Only sessions in these triage states: one or a comma-separated list (`open,acknowledged` are the unresolved ones). An unknown value is a 400.
+	TriageState *[]ListSessionsParamsTriageState `form:"triage_state,omitempty" json:"triage_state,omitempty"`
+
 	// Limit Page size, 1–100 (default 50). Outside that range, or not an integer: 400.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -983,6 +1182,9 @@ type ListSessionsParamsClassification string
 
 // ListSessionsParamsSeverity defines parameters for ListSessions.
 type ListSessionsParamsSeverity string
+
+// ListSessionsParamsTriageState defines parameters for ListSessions.
+type ListSessionsParamsTriageState string
 
 // GetSessionParams defines parameters for GetSession.
 type GetSessionParams struct {
@@ -1041,11 +1243,20 @@ type UpdateTrapParams struct {
 	FlytrapVersion *FlytrapVersion `json:"Flytrap-Version,omitempty"`
 }
 
+// TriageSessionsParams defines parameters for TriageSessions.
+type TriageSessionsParams struct {
+	// FlytrapVersion The API version the client was written against (YYYY-MM-DD); default the current one. An unknown version is a 400. The response's `Flytrap-Version` header states the version that answered. See docs/versioning.md.
+	FlytrapVersion *FlytrapVersion `json:"Flytrap-Version,omitempty"`
+}
+
 // CreateTrapJSONRequestBody defines body for CreateTrap for application/json ContentType.
 type CreateTrapJSONRequestBody = TrapCreate
 
 // UpdateTrapJSONRequestBody defines body for UpdateTrap for application/json ContentType.
 type UpdateTrapJSONRequestBody = TrapUpdate
+
+// TriageSessionsJSONRequestBody defines body for TriageSessions for application/json ContentType.
+type TriageSessionsJSONRequestBody = TriageRequest
 
 // AsTrapUpdateActive0 returns the union data inside the TrapUpdate_Active as a TrapUpdateActive0
 func (t TrapUpdate_Active) AsTrapUpdateActive0() (TrapUpdateActive0, error) {
@@ -1185,7 +1396,7 @@ type ClientInterface interface {
 
 	// ListEvents List events
 	//
-	// The organization's event log, oldest first, so an integration can tail it: pass `next_cursor` as `cursor` until `has_more` is false, then keep polling with the last `next_cursor` to get only newer events. No event is ever skipped, even one that commits after a later one was read. Events are kept for the retention period (`--retain-events`, default 30 days); a cursor older than the oldest event kept is a 410, never a silent gap. A parameter not listed here, or given twice, is a 400.
+	// The organization's event log, oldest first, so an integration can tail it: pass `next_cursor` as `cursor` until `has_more` is false, then keep polling with the last `next_cursor` to get only newer events. No event is ever skipped, even one that commits after a later one was read. Events are kept for the retention period (`--retain-events`, default 30 days); a cursor older than the oldest event kept is a 410, never a silent gap. `since` and `until` bound the events by their `created_at`; with `cursor` both apply. A parameter not listed here, or given twice, is a 400.
 	//
 	// Required scope: `read-only` (API key or JWT).
 	//
@@ -1209,6 +1420,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /dashboard/api/campaigns/{id}/stix (the `GetCampaignStix` operationId).
 	GetCampaignStix(ctx context.Context, id CampaignID, params *GetCampaignStixParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Gate Deployment gate
+	//
+	// Is there an unresolved session (triage state `open` or `acknowledged`) at severity `fail_on` or above, last seen at or after `since`? `failed` says so; `count` counts them up to 1,000 and `sessions` holds the ten most recently seen. One indexed range read per severity and state: the answer costs the same at any number of sessions. What `flytrap gate --fail-on high --since 1h` asks.
+	//
+	// Required scope: `read-only`.
+	//
+	// Corresponds with GET /dashboard/api/gate (the `Gate` operationId).
+	Gate(ctx context.Context, params *GateParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSessions List sessions
 	//
@@ -1302,11 +1522,33 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /dashboard/api/traps/{id} (the `UpdateTrap` operationId).
 	UpdateTrap(ctx context.Context, id TrapID, params *UpdateTrapParams, body UpdateTrapJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TriageSessionsWithBody Triage sessions
+	//
+	// Sets the triage state of 1 to 100 sessions at once. Each session whose state changes records who (the API key's id and name, or the identity provider's subject) and when, and gets a `session.triaged` event, delivered through the events list, the stream, GraphQL subscriptions and webhooks; a session already in that state is left as it is, with no event. An id that is not one of the organization's sessions is a 404 and nothing changes. A deploy key (limited to one site's traps) gets 403.
+	//
+	// Required scope: `read-write`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /dashboard/api/triage (the `TriageSessions` operationId).
+	TriageSessionsWithBody(ctx context.Context, params *TriageSessionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TriageSessions Triage sessions
+	//
+	// Sets the triage state of 1 to 100 sessions at once. Each session whose state changes records who (the API key's id and name, or the identity provider's subject) and when, and gets a `session.triaged` event, delivered through the events list, the stream, GraphQL subscriptions and webhooks; a session already in that state is left as it is, with no event. An id that is not one of the organization's sessions is a 404 and nothing changes. A deploy key (limited to one site's traps) gets 403.
+	//
+	// Required scope: `read-write`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /dashboard/api/triage (the `TriageSessions` operationId).
+	TriageSessions(ctx context.Context, params *TriageSessionsParams, body TriageSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // ListEvents List events
 //
-// The organization's event log, oldest first, so an integration can tail it: pass `next_cursor` as `cursor` until `has_more` is false, then keep polling with the last `next_cursor` to get only newer events. No event is ever skipped, even one that commits after a later one was read. Events are kept for the retention period (`--retain-events`, default 30 days); a cursor older than the oldest event kept is a 410, never a silent gap. A parameter not listed here, or given twice, is a 400.
+// The organization's event log, oldest first, so an integration can tail it: pass `next_cursor` as `cursor` until `has_more` is false, then keep polling with the last `next_cursor` to get only newer events. No event is ever skipped, even one that commits after a later one was read. Events are kept for the retention period (`--retain-events`, default 30 days); a cursor older than the oldest event kept is a 410, never a silent gap. `since` and `until` bound the events by their `created_at`; with `cursor` both apply. A parameter not listed here, or given twice, is a 400.
 //
 // Required scope: `read-only` (API key or JWT).
 //
@@ -1351,6 +1593,25 @@ func (c *Client) StreamEvents(ctx context.Context, params *StreamEventsParams, r
 // Corresponds with GET /dashboard/api/campaigns/{id}/stix (the `GetCampaignStix` operationId).
 func (c *Client) GetCampaignStix(ctx context.Context, id CampaignID, params *GetCampaignStixParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetCampaignStixRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Gate Deployment gate
+//
+// Is there an unresolved session (triage state `open` or `acknowledged`) at severity `fail_on` or above, last seen at or after `since`? `failed` says so; `count` counts them up to 1,000 and `sessions` holds the ten most recently seen. One indexed range read per severity and state: the answer costs the same at any number of sessions. What `flytrap gate --fail-on high --since 1h` asks.
+//
+// Required scope: `read-only`.
+//
+// Corresponds with GET /dashboard/api/gate (the `Gate` operationId).
+func (c *Client) Gate(ctx context.Context, params *GateParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGateRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1544,6 +1805,48 @@ func (c *Client) UpdateTrap(ctx context.Context, id TrapID, params *UpdateTrapPa
 	return c.Client.Do(req)
 }
 
+// TriageSessionsWithBody Triage sessions
+//
+// Sets the triage state of 1 to 100 sessions at once. Each session whose state changes records who (the API key's id and name, or the identity provider's subject) and when, and gets a `session.triaged` event, delivered through the events list, the stream, GraphQL subscriptions and webhooks; a session already in that state is left as it is, with no event. An id that is not one of the organization's sessions is a 404 and nothing changes. A deploy key (limited to one site's traps) gets 403.
+//
+// Required scope: `read-write`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /dashboard/api/triage (the `TriageSessions` operationId).
+func (c *Client) TriageSessionsWithBody(ctx context.Context, params *TriageSessionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTriageSessionsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TriageSessions Triage sessions
+//
+// Sets the triage state of 1 to 100 sessions at once. Each session whose state changes records who (the API key's id and name, or the identity provider's subject) and when, and gets a `session.triaged` event, delivered through the events list, the stream, GraphQL subscriptions and webhooks; a session already in that state is left as it is, with no event. An id that is not one of the organization's sessions is a 404 and nothing changes. A deploy key (limited to one site's traps) gets 403.
+//
+// Required scope: `read-write`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /dashboard/api/triage (the `TriageSessions` operationId).
+func (c *Client) TriageSessions(ctx context.Context, params *TriageSessionsParams, body TriageSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTriageSessionsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // NewListEventsRequest constructs an http.Request for the ListEvents method
 func NewListEventsRequest(server string, params *ListEventsParams) (*http.Request, error) {
 	var err error
@@ -1599,6 +1902,30 @@ func NewListEventsRequest(server string, params *ListEventsParams) (*http.Reques
 		if params.Cursor != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "until", *params.Until, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -1689,6 +2016,18 @@ func NewStreamEventsRequest(server string, params *StreamEventsParams) (*http.Re
 
 		}
 
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -1753,6 +2092,83 @@ func NewGetCampaignStixRequest(server string, id CampaignID, params *GetCampaign
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.FlytrapVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Flytrap-Version", *params.FlytrapVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Flytrap-Version", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGateRequest constructs an http.Request for the Gate method
+func NewGateRequest(server string, params *GateParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/dashboard/api/gate")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "fail_on", params.FailOn, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -1869,6 +2285,18 @@ func NewListSessionsRequest(server string, params *ListSessionsParams) (*http.Re
 		if params.Until != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "until", *params.Until, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TriageState != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "triage_state", *params.TriageState, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -2311,6 +2739,61 @@ func NewUpdateTrapRequestWithBody(server string, id TrapID, params *UpdateTrapPa
 	return req, nil
 }
 
+// NewTriageSessionsRequest calls the generic TriageSessions builder with application/json body
+func NewTriageSessionsRequest(server string, params *TriageSessionsParams, body TriageSessionsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTriageSessionsRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewTriageSessionsRequestWithBody constructs an http.Request for the TriageSessions method, with any body, and a specified content type
+func NewTriageSessionsRequestWithBody(server string, params *TriageSessionsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/dashboard/api/triage")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.FlytrapVersion != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Flytrap-Version", *params.FlytrapVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Flytrap-Version", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -2357,7 +2840,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListEventsWithResponse List events
 	//
-	// The organization's event log, oldest first, so an integration can tail it: pass `next_cursor` as `cursor` until `has_more` is false, then keep polling with the last `next_cursor` to get only newer events. No event is ever skipped, even one that commits after a later one was read. Events are kept for the retention period (`--retain-events`, default 30 days); a cursor older than the oldest event kept is a 410, never a silent gap. A parameter not listed here, or given twice, is a 400.
+	// The organization's event log, oldest first, so an integration can tail it: pass `next_cursor` as `cursor` until `has_more` is false, then keep polling with the last `next_cursor` to get only newer events. No event is ever skipped, even one that commits after a later one was read. Events are kept for the retention period (`--retain-events`, default 30 days); a cursor older than the oldest event kept is a 410, never a silent gap. `since` and `until` bound the events by their `created_at`; with `cursor` both apply. A parameter not listed here, or given twice, is a 400.
 	//
 	// Required scope: `read-only` (API key or JWT).
 	//
@@ -2387,6 +2870,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /dashboard/api/campaigns/{id}/stix (the `GetCampaignStix` operationId).
 	GetCampaignStixWithResponse(ctx context.Context, id CampaignID, params *GetCampaignStixParams, reqEditors ...RequestEditorFn) (*GetCampaignStixResponse, error)
+
+	// GateWithResponse Deployment gate
+	//
+	// Is there an unresolved session (triage state `open` or `acknowledged`) at severity `fail_on` or above, last seen at or after `since`? `failed` says so; `count` counts them up to 1,000 and `sessions` holds the ten most recently seen. One indexed range read per severity and state: the answer costs the same at any number of sessions. What `flytrap gate --fail-on high --since 1h` asks.
+	//
+	// Required scope: `read-only`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /dashboard/api/gate (the `Gate` operationId).
+	GateWithResponse(ctx context.Context, params *GateParams, reqEditors ...RequestEditorFn) (*GateResponse, error)
 
 	// ListSessionsWithResponse List sessions
 	//
@@ -2490,6 +2984,28 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /dashboard/api/traps/{id} (the `UpdateTrap` operationId).
 	UpdateTrapWithResponse(ctx context.Context, id TrapID, params *UpdateTrapParams, body UpdateTrapJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateTrapResponse, error)
+
+	// TriageSessionsWithBodyWithResponse Triage sessions
+	//
+	// Sets the triage state of 1 to 100 sessions at once. Each session whose state changes records who (the API key's id and name, or the identity provider's subject) and when, and gets a `session.triaged` event, delivered through the events list, the stream, GraphQL subscriptions and webhooks; a session already in that state is left as it is, with no event. An id that is not one of the organization's sessions is a 404 and nothing changes. A deploy key (limited to one site's traps) gets 403.
+	//
+	// Required scope: `read-write`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /dashboard/api/triage (the `TriageSessions` operationId).
+	TriageSessionsWithBodyWithResponse(ctx context.Context, params *TriageSessionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TriageSessionsResponse, error)
+
+	// TriageSessionsWithResponse Triage sessions
+	//
+	// Sets the triage state of 1 to 100 sessions at once. Each session whose state changes records who (the API key's id and name, or the identity provider's subject) and when, and gets a `session.triaged` event, delivered through the events list, the stream, GraphQL subscriptions and webhooks; a session already in that state is left as it is, with no event. An id that is not one of the organization's sessions is a 404 and nothing changes. A deploy key (limited to one site's traps) gets 403.
+	//
+	// Required scope: `read-write`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /dashboard/api/triage (the `TriageSessions` operationId).
+	TriageSessionsWithResponse(ctx context.Context, params *TriageSessionsParams, body TriageSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*TriageSessionsResponse, error)
 }
 
 // ListEventsResponse200Headers the declared response headers of an HTTP 200 response for ListEvents
@@ -2931,6 +3447,156 @@ func (r GetCampaignStixResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetCampaignStixResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GateResponse200Headers the declared response headers of an HTTP 200 response for Gate
+type GateResponse200Headers struct {
+	FlytrapVersion      string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+}
+
+// GateResponse400Headers the declared response headers of an HTTP 400 response for Gate
+type GateResponse400Headers struct {
+	FlytrapVersion      *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// GateResponse401Headers the declared response headers of an HTTP 401 response for Gate
+type GateResponse401Headers struct {
+	FlytrapVersion  string
+	WWWAuthenticate string
+}
+
+// GateResponse403Headers the declared response headers of an HTTP 403 response for Gate
+type GateResponse403Headers struct {
+	FlytrapVersion      string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+}
+
+// GateResponse405Headers the declared response headers of an HTTP 405 response for Gate
+type GateResponse405Headers struct {
+	Allow          string
+	FlytrapVersion string
+}
+
+// GateResponse429Headers the declared response headers of an HTTP 429 response for Gate
+type GateResponse429Headers struct {
+	FlytrapVersion      string
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+}
+
+// GateResponse500Headers the declared response headers of an HTTP 500 response for Gate
+type GateResponse500Headers struct {
+	FlytrapVersion      *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type GateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GateAnswer
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GateResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GateResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GateResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GateResponse403Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *GateResponse405Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GateResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GateResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GateResponse) GetJSON200() *GateAnswer {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GateResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GateResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r GateResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GateResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GateResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GateResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4050,9 +4716,190 @@ func (r UpdateTrapResponse) ContentType() string {
 	return ""
 }
 
+// TriageSessionsResponse200Headers the declared response headers of an HTTP 200 response for TriageSessions
+type TriageSessionsResponse200Headers struct {
+	FlytrapVersion      string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+}
+
+// TriageSessionsResponse400Headers the declared response headers of an HTTP 400 response for TriageSessions
+type TriageSessionsResponse400Headers struct {
+	FlytrapVersion      *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// TriageSessionsResponse401Headers the declared response headers of an HTTP 401 response for TriageSessions
+type TriageSessionsResponse401Headers struct {
+	FlytrapVersion  string
+	WWWAuthenticate string
+}
+
+// TriageSessionsResponse403Headers the declared response headers of an HTTP 403 response for TriageSessions
+type TriageSessionsResponse403Headers struct {
+	FlytrapVersion      string
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+}
+
+// TriageSessionsResponse404Headers the declared response headers of an HTTP 404 response for TriageSessions
+type TriageSessionsResponse404Headers struct {
+	FlytrapVersion      string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+// TriageSessionsResponse405Headers the declared response headers of an HTTP 405 response for TriageSessions
+type TriageSessionsResponse405Headers struct {
+	Allow          string
+	FlytrapVersion string
+}
+
+// TriageSessionsResponse413Headers the declared response headers of an HTTP 413 response for TriageSessions
+type TriageSessionsResponse413Headers struct {
+	FlytrapVersion string
+}
+
+// TriageSessionsResponse429Headers the declared response headers of an HTTP 429 response for TriageSessions
+type TriageSessionsResponse429Headers struct {
+	FlytrapVersion      string
+	RetryAfter          int
+	XRateLimitLimit     int
+	XRateLimitRemaining int
+	XRateLimitReset     int
+}
+
+// TriageSessionsResponse500Headers the declared response headers of an HTTP 500 response for TriageSessions
+type TriageSessionsResponse500Headers struct {
+	FlytrapVersion      *string
+	XRateLimitLimit     *int
+	XRateLimitRemaining *int
+	XRateLimitReset     *int
+}
+
+type TriageSessionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TriageResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *TriageSessionsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *TriageSessionsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TriageSessionsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *TriageSessionsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *TriageSessionsResponse404Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *TriageSessionsResponse405Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *TriageSessionsResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TriageSessionsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *TriageSessionsResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TriageSessionsResponse) GetJSON200() *TriageResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TriageSessionsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TriageSessionsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TriageSessionsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TriageSessionsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r TriageSessionsResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r TriageSessionsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TriageSessionsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r TriageSessionsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r TriageSessionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TriageSessionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TriageSessionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TriageSessionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListEventsWithResponse List events
 //
-// The organization's event log, oldest first, so an integration can tail it: pass `next_cursor` as `cursor` until `has_more` is false, then keep polling with the last `next_cursor` to get only newer events. No event is ever skipped, even one that commits after a later one was read. Events are kept for the retention period (`--retain-events`, default 30 days); a cursor older than the oldest event kept is a 410, never a silent gap. A parameter not listed here, or given twice, is a 400.
+// The organization's event log, oldest first, so an integration can tail it: pass `next_cursor` as `cursor` until `has_more` is false, then keep polling with the last `next_cursor` to get only newer events. No event is ever skipped, even one that commits after a later one was read. Events are kept for the retention period (`--retain-events`, default 30 days); a cursor older than the oldest event kept is a 410, never a silent gap. `since` and `until` bound the events by their `created_at`; with `cursor` both apply. A parameter not listed here, or given twice, is a 400.
 //
 // Required scope: `read-only` (API key or JWT).
 //
@@ -4099,6 +4946,23 @@ func (c *ClientWithResponses) GetCampaignStixWithResponse(ctx context.Context, i
 		return nil, err
 	}
 	return ParseGetCampaignStixResponse(rsp)
+}
+
+// GateWithResponse Deployment gate
+//
+// Is there an unresolved session (triage state `open` or `acknowledged`) at severity `fail_on` or above, last seen at or after `since`? `failed` says so; `count` counts them up to 1,000 and `sessions` holds the ten most recently seen. One indexed range read per severity and state: the answer costs the same at any number of sessions. What `flytrap gate --fail-on high --since 1h` asks.
+//
+// Required scope: `read-only`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /dashboard/api/gate (the `Gate` operationId).
+func (c *ClientWithResponses) GateWithResponse(ctx context.Context, params *GateParams, reqEditors ...RequestEditorFn) (*GateResponse, error) {
+	rsp, err := c.Gate(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGateResponse(rsp)
 }
 
 // ListSessionsWithResponse List sessions
@@ -4256,6 +5120,40 @@ func (c *ClientWithResponses) UpdateTrapWithResponse(ctx context.Context, id Tra
 		return nil, err
 	}
 	return ParseUpdateTrapResponse(rsp)
+}
+
+// TriageSessionsWithBodyWithResponse Triage sessions
+//
+// Sets the triage state of 1 to 100 sessions at once. Each session whose state changes records who (the API key's id and name, or the identity provider's subject) and when, and gets a `session.triaged` event, delivered through the events list, the stream, GraphQL subscriptions and webhooks; a session already in that state is left as it is, with no event. An id that is not one of the organization's sessions is a 404 and nothing changes. A deploy key (limited to one site's traps) gets 403.
+//
+// Required scope: `read-write`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /dashboard/api/triage (the `TriageSessions` operationId).
+func (c *ClientWithResponses) TriageSessionsWithBodyWithResponse(ctx context.Context, params *TriageSessionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TriageSessionsResponse, error) {
+	rsp, err := c.TriageSessionsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTriageSessionsResponse(rsp)
+}
+
+// TriageSessionsWithResponse Triage sessions
+//
+// Sets the triage state of 1 to 100 sessions at once. Each session whose state changes records who (the API key's id and name, or the identity provider's subject) and when, and gets a `session.triaged` event, delivered through the events list, the stream, GraphQL subscriptions and webhooks; a session already in that state is left as it is, with no event. An id that is not one of the organization's sessions is a 404 and nothing changes. A deploy key (limited to one site's traps) gets 403.
+//
+// Required scope: `read-write`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /dashboard/api/triage (the `TriageSessions` operationId).
+func (c *ClientWithResponses) TriageSessionsWithResponse(ctx context.Context, params *TriageSessionsParams, body TriageSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*TriageSessionsResponse, error) {
+	rsp, err := c.TriageSessions(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTriageSessionsResponse(rsp)
 }
 
 // ParseListEventsResponse parses an HTTP response from a ListEventsWithResponse call
@@ -5032,6 +5930,273 @@ func ParseGetCampaignStixResponse(rsp *http.Response) (*GetCampaignStixResponse,
 		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers GetCampaignStixResponse500Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGateResponse parses an HTTP response from a GateWithResponse call
+func ParseGateResponse(rsp *http.Response) (*GateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GateAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GateResponse200Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GateResponse400Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GateResponse401Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GateResponse403Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 405:
+		var headers GateResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = value
+		}
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 429:
+		var headers GateResponse429Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GateResponse500Headers
 		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -7018,6 +8183,328 @@ func ParseUpdateTrapResponse(rsp *http.Response) (*UpdateTrapResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers UpdateTrapResponse500Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTriageSessionsResponse parses an HTTP response from a TriageSessionsWithResponse call
+func ParseTriageSessionsResponse(rsp *http.Response) (*TriageSessionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TriageSessionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TriageResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers TriageSessionsResponse200Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers TriageSessionsResponse400Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers TriageSessionsResponse401Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers TriageSessionsResponse403Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers TriageSessionsResponse404Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 405:
+		var headers TriageSessionsResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = value
+		}
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 413:
+		var headers TriageSessionsResponse413Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers TriageSessionsResponse429Headers
+		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.FlytrapVersion = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitReset = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers TriageSessionsResponse500Headers
 		if values := rsp.Header.Values("Flytrap-Version"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Flytrap-Version", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -95,6 +95,9 @@ type TimelineBucket struct {
 // Overview is the organization's hits of the past 24 hours, detected agents, tripwires fired,
 // prompts captured and active traps.
 func (a *App) Overview(ctx context.Context) (*Overview, error) {
+	if err := CheckSiteScope(ctx, "read analytics"); err != nil {
+		return nil, err
+	}
 	var o Overview
 	buckets, err := a.Timeline(ctx)
 	if err != nil {
@@ -117,6 +120,9 @@ func (a *App) Overview(ctx context.Context) (*Overview, error) {
 
 // Severity is the organization's stored sessions by severity.
 func (a *App) Severity(ctx context.Context) (*SeverityCounts, error) {
+	if err := CheckSiteScope(ctx, "read analytics"); err != nil {
+		return nil, err
+	}
 	sc, err := a.sessionCounters(ctx)
 	if err != nil {
 		return nil, err
@@ -132,6 +138,9 @@ func HourOf(t time.Time) int64 { return t.Unix() / 3600 }
 
 // Timeline is the organization's hits per hour for the past 24 hours, the current one last.
 func (a *App) Timeline(ctx context.Context) ([]*TimelineBucket, error) {
+	if err := CheckSiteScope(ctx, "read analytics"); err != nil {
+		return nil, err
+	}
 	return a.hourly(ctx, tally.AllTraps)
 }
 

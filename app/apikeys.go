@@ -8,6 +8,7 @@ import (
 	"github.com/flytrap/flytrap/apikey"
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
+	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/viewer"
 )
@@ -17,6 +18,22 @@ import (
 func (a *App) CreateAPIKey(ctx context.Context, name string, scope viewer.Scope) (string, *ent.APIKey, error) {
 	v, _ := viewer.FromContext(ctx)
 	return CreateAPIKey(ctx, a.ent(ctx), v.OrgID, name, scope)
+}
+
+// KeyInput is a new API key: its name and scope, and optionally when it expires and the one
+// site it is limited to (a deploy key).
+type KeyInput struct {
+	Name      string
+	Scope     viewer.Scope
+	ExpiresAt *time.Time
+	SiteID    *string
+}
+
+// CreateAPIKeyWith makes an API key of the caller's organization from in (admin scope, as
+// every key), returned in full once.
+func (a *App) CreateAPIKeyWith(ctx context.Context, in KeyInput) (string, *ent.APIKey, error) {
+	v, _ := viewer.FromContext(ctx)
+	return CreateKey(ctx, a.ent(ctx), v.OrgID, in, a.now())
 }
 
 // RevokeAPIKey revokes one of the caller's keys (see the function RevokeAPIKey).
@@ -39,6 +56,46 @@ func CreateAPIKey(ctx context.Context, c *ent.Client, org, name string, scope vi
 	}
 	k, err := c.APIKey.Create().SetOrgID(org).SetName(name).SetScope(scope).
 		SetPrefix(key.DisplayPrefix).SetHash(key.Hash).Save(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	return key.Plaintext, k, nil
+}
+
+// CreateKey is CreateAPIKey with an expiry and a site (KeyInput); now is the clock the expiry
+// is checked against: it must be in the future.
+func CreateKey(ctx context.Context, c *ent.Client, org string, in KeyInput, now time.Time) (string, *ent.APIKey, error) {
+	if !in.Scope.Valid() {
+		return "", nil, apperr.Invalid("scope", "must be READ_ONLY, READ_WRITE or ADMIN")
+	}
+	if in.ExpiresAt != nil && !in.ExpiresAt.After(now) {
+		return "", nil, apperr.Invalid("expiresAt", "must be in the future")
+	}
+	if in.SiteID != nil {
+		if in.Scope == viewer.Admin {
+			return "", nil, apperr.Invalid("scope", "a deploy key (siteID) is READ_WRITE or READ_ONLY: it may only manage its site's traps")
+		}
+		if err := checkID(*in.SiteID, ids.Site, "siteID"); err != nil {
+			return "", nil, err
+		}
+		n, err := c.Site.Query().Where(site.ID(*in.SiteID), site.OrgID(org)).Count(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		if n == 0 {
+			return "", nil, apperr.NotFound("site " + *in.SiteID)
+		}
+	}
+	key, err := apikey.Generate()
+	if err != nil {
+		return "", nil, fmt.Errorf("generate key: %w", err)
+	}
+	create := c.APIKey.Create().SetOrgID(org).SetName(in.Name).SetScope(in.Scope).
+		SetPrefix(key.DisplayPrefix).SetHash(key.Hash).SetNillableSiteID(in.SiteID)
+	if in.ExpiresAt != nil {
+		create.SetExpiresAt(in.ExpiresAt.UTC().Truncate(time.Millisecond))
+	}
+	k, err := create.Save(ctx)
 	if err != nil {
 		return "", nil, err
 	}

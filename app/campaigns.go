@@ -52,6 +52,9 @@ type CampaignEdge struct {
 // Campaigns is a page of the caller's campaigns, most recently active first: first of them
 // (50 when nil) after the cursor of an earlier page's campaign.
 func (a *App) Campaigns(ctx context.Context, first *int, after *entgql.Cursor[string]) (*CampaignConnection, error) {
+	if err := CheckSiteScope(ctx, "read campaigns"); err != nil {
+		return nil, err
+	}
 	n := 50
 	if first != nil {
 		n = *first

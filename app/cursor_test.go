@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"entgo.io/contrib/entgql"
 
 	"github.com/flytrap/flytrap/apperr"
+	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/graph/scalar"
 	"github.com/flytrap/flytrap/ids"
 )
@@ -158,22 +160,27 @@ func FuzzEventCursor(f *testing.F) {
 	})
 }
 
-// FuzzCheckEventTypes: the event type filter of subscriptions refuses unknown types
-// with a bounded message.
-func FuzzCheckEventTypes(f *testing.F) {
+// FuzzEventTypes: the event type filter of the list, stream and subscriptions refuses
+// unknown types with a bounded message, and what it accepts expands to known types only.
+func FuzzEventTypes(f *testing.F) {
 	for _, s := range []string{"trap.created", "", "threat.*", "*", strings.Repeat("x", 5000), "trap.created\x00"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		err := CheckEventTypes("types", strings.Split(s, ","))
+		types, err := EventTypes("types", strings.Split(s, ","))
 		if err == nil {
+			for _, typ := range types {
+				if !slices.Contains(event.Types, typ) {
+					t.Fatalf("EventTypes(%q) = %q, not an event type", s, typ)
+				}
+			}
 			return
 		}
 		if ae, ok := apperr.As(err); !ok || ae.Kind != apperr.KindInvalid {
-			t.Fatalf("CheckEventTypes(%q): %v", s, err)
+			t.Fatalf("EventTypes(%q): %v", s, err)
 		}
 		if len(err.Error()) > 600 {
-			t.Fatalf("CheckEventTypes: a message of %d bytes", len(err.Error()))
+			t.Fatalf("EventTypes: a message of %d bytes", len(err.Error()))
 		}
 	})
 }

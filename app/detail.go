@@ -77,6 +77,9 @@ type SessionDetail struct {
 // the newest DetailLimit items that fit DetailBytes, oldest first, ties broken by id. An id
 // of another kind of object is a missing session, as REST has always answered.
 func (a *App) SessionDetail(ctx context.Context, id string) (*SessionDetail, error) {
+	if err := CheckSiteScope(ctx, "read sessions"); err != nil {
+		return nil, err
+	}
 	s, err := a.detailSession(ctx, id)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"entgo.io/contrib/entgql"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/event"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/internal/clip"
 	"github.com/flytrap/flytrap/viewer"
 )
 
@@ -27,13 +29,36 @@ type EventPage struct {
 	Next int64
 }
 
-// EventsAfter returns up to limit of the caller's events with a position above after,
-// of the given types (all when empty). It reads by keyset, so a page deep in the log
-// costs what the first one does.
-func (a *App) EventsAfter(ctx context.Context, after int64, limit int, types []string) (*EventPage, error) {
+// EventFilter selects events: of some types (all when empty; already expanded by
+// EventTypes, so no wildcard), created at or after Since and before Until (zero: unbounded).
+type EventFilter struct {
+	Types        []string
+	Since, Until time.Time
+}
+
+// EventsAfter returns up to limit of the caller's events with a position above after
+// that f selects. It reads by keyset, so a page deep in the log costs what the first one
+// does; a time bound becomes a position bound first (EventPositionAt), since the event
+// clock never goes back within a log.
+func (a *App) EventsAfter(ctx context.Context, after int64, limit int, f EventFilter) (*EventPage, error) {
+	if err := CheckSiteScope(ctx, "read events"); err != nil {
+		return nil, err
+	}
 	q := a.ent(ctx).Event.Query().Where(entevent.PositionGT(after))
-	if len(types) > 0 {
-		q = q.Where(entevent.TypeIn(types...))
+	if len(f.Types) > 0 {
+		q = q.Where(entevent.TypeIn(f.Types...))
+	}
+	if !f.Since.IsZero() {
+		from, err := a.EventPositionAt(ctx, f.Since)
+		if err != nil {
+			return nil, err
+		}
+		if from > after {
+			q = q.Where(entevent.PositionGT(from))
+		}
+	}
+	if !f.Until.IsZero() {
+		q = q.Where(entevent.CreatedAtLT(f.Until))
 	}
 	evs, err := q.Order(ent.Asc(entevent.FieldPosition)).Limit(limit + 1).All(ctx)
 	if err != nil {
@@ -125,6 +150,32 @@ func (a *App) CheckEventCursor(ctx context.Context, field string, after int64, r
 		return ErrEventsGone(field, 0, restart)
 	}
 	return nil
+}
+
+// EventPositionAt is the position of the caller's last event created before at (0 when
+// there is none): reading after it starts at the first event created at or after at. It
+// reads one row by the (org_id, created_at) index.
+func (a *App) EventPositionAt(ctx context.Context, at time.Time) (int64, error) {
+	ev, err := a.ent(ctx).Event.Query().Where(entevent.CreatedAtGTE(at)).
+		Order(ent.Asc(entevent.FieldCreatedAt), ent.Asc(entevent.FieldPosition)).First(ctx)
+	switch {
+	case ent.IsNotFound(err):
+		return a.EventHead(ctx)
+	case err != nil:
+		return 0, fmt.Errorf("read the first event since %s: %w", at.Format(time.RFC3339), err)
+	}
+	return ev.Position - 1, nil
+}
+
+// EventTypes checks a type filter (event types, "*" or "prefix.*" as webhook endpoints
+// take) and returns the event types it takes: nil for all. field names it in errors.
+func EventTypes(field string, filter []string) ([]string, error) {
+	for _, t := range filter {
+		if !event.ValidFilter(t) {
+			return nil, apperr.Invalid(field, "%q is not an event type or a prefix like threat.* (known: %s)", clip.Mark(t, 64), strings.Join(event.Types, ", "))
+		}
+	}
+	return event.Expand(filter), nil
 }
 
 // EventHead is the position of the caller's newest event (0 when there is none).

@@ -4,24 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/event"
-	"github.com/flytrap/flytrap/internal/clip"
 	"github.com/flytrap/flytrap/viewer"
 )
 
 // Follow is a reader tailing the caller's event log live: the SSE stream and the
 // GraphQL subscriptions both are one.
 type Follow struct {
-	Types []string
-	After int64 // the position to continue after
+	Types []string // event types, as EventTypes returns them (nil: all)
+	After int64    // the position to continue after
 	// Heartbeat, when set, calls Beat at that interval; an error from Beat ends the follow.
 	Heartbeat time.Duration
 	Beat      func() error
@@ -65,6 +61,9 @@ var ErrNoBroker = errors.New("live delivery is not configured")
 func (a *App) FollowEvents(ctx context.Context, f Follow, send func(*ent.Event) error, end func(error)) error {
 	if a.broker == nil {
 		return ErrNoBroker
+	}
+	if err := CheckSiteScope(ctx, "read events"); err != nil {
+		return err
 	}
 	v, _ := viewer.FromContext(ctx)
 	open := a.openCount(f.Kind)
@@ -142,7 +141,7 @@ func (p *follower) step() (done bool, err error) {
 	}
 	if !p.caught {
 		for {
-			page, err := p.a.EventsAfter(p.ctx, p.last, 100, p.f.Types)
+			page, err := p.a.EventsAfter(p.ctx, p.last, 100, EventFilter{Types: p.f.Types})
 			if err != nil {
 				return true, err
 			}
@@ -199,16 +198,6 @@ func (p *follower) finish(err error) {
 		p.beat.Stop()
 	}
 	p.end(err)
-}
-
-// CheckEventTypes refuses event types the service does not write.
-func CheckEventTypes(field string, types []string) error {
-	for _, t := range types {
-		if !slices.Contains(event.Types, t) {
-			return apperr.Invalid(field, "%q is not an event type (known: %s)", clip.Mark(t, 64), strings.Join(event.Types, ", "))
-		}
-	}
-	return nil
 }
 
 // CredentialStillValid returns event.ErrRevoked when the caller's API key has been

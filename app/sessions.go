@@ -13,12 +13,13 @@ import (
 
 // SessionFilter selects sessions; an empty field selects any.
 type SessionFilter struct {
-	Classification string     // a Classification value
-	Severity       string     // a Severity value
-	TrapID         string     // sessions with a stored hit on this trap
-	SourceIP       string     // an address as net/netip prints it
-	Since          *time.Time // last seen at or after
-	Until          *time.Time // first seen before
+	Classification string                // a Classification value
+	Severity       string                // a Severity value
+	TrapID         string                // sessions with a stored hit on this trap
+	SourceIP       string                // an address as net/netip prints it
+	Since          *time.Time            // last seen at or after
+	Until          *time.Time            // first seen before
+	TriageStates   []session.TriageState // in any of these triage states
 }
 
 // Where is the filter as the sessions connection's where input, the one GraphQL callers
@@ -36,6 +37,14 @@ func (f SessionFilter) Where() *ent.SessionWhereInput {
 	if f.SourceIP != "" {
 		ip := f.SourceIP
 		w.SourceIP = &ip
+	}
+	switch len(f.TriageStates) {
+	case 0:
+	case 1:
+		st := f.TriageStates[0]
+		w.TriageState = &st
+	default:
+		w.TriageStateIn = f.TriageStates
 	}
 	if f.TrapID != "" {
 		id := f.TrapID
@@ -64,6 +73,9 @@ func (a *App) ListSessions(ctx context.Context, f SessionFilter, p Page) (*Paged
 // page costs little (sessionsOnTrap). GraphQL passes its arguments as they are; ListSessions
 // a SessionFilter and a Page.
 func (a *App) Sessions(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.SessionOrder, where *ent.SessionWhereInput) (*ent.SessionConnection, error) {
+	if err := CheckSiteScope(ctx, "read sessions"); err != nil {
+		return nil, err
+	}
 	if orderBy == nil {
 		orderBy = &ent.SessionOrder{Field: ent.SessionOrderFieldLastSeen, Direction: entgql.OrderDirectionDesc}
 	}

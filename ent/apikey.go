@@ -35,6 +35,10 @@ type APIKey struct {
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 	// RevokedAt holds the value of the "revoked_at" field.
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	// ExpiresAt holds the value of the "expires_at" field.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// SiteID holds the value of the "site_id" field.
+	SiteID *string `json:"site_id,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the APIKeyQuery when eager-loading is set.
 	Edges        APIKeyEdges `json:"edges"`
@@ -66,9 +70,9 @@ func (*APIKey) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case apikey.FieldID, apikey.FieldOrgID, apikey.FieldName, apikey.FieldScope, apikey.FieldPrefix, apikey.FieldHash:
+		case apikey.FieldID, apikey.FieldOrgID, apikey.FieldName, apikey.FieldScope, apikey.FieldPrefix, apikey.FieldHash, apikey.FieldSiteID:
 			values[i] = new(sql.NullString)
-		case apikey.FieldCreatedAt, apikey.FieldLastUsedAt, apikey.FieldRevokedAt:
+		case apikey.FieldCreatedAt, apikey.FieldLastUsedAt, apikey.FieldRevokedAt, apikey.FieldExpiresAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -141,6 +145,20 @@ func (_m *APIKey) assignValues(columns []string, values []any) error {
 				_m.RevokedAt = new(time.Time)
 				*_m.RevokedAt = value.Time
 			}
+		case apikey.FieldExpiresAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field expires_at", values[i])
+			} else if value.Valid {
+				_m.ExpiresAt = new(time.Time)
+				*_m.ExpiresAt = value.Time
+			}
+		case apikey.FieldSiteID:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field site_id", values[i])
+			} else if value.Valid {
+				_m.SiteID = new(string)
+				*_m.SiteID = value.String
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -207,6 +225,16 @@ func (_m *APIKey) String() string {
 	if v := _m.RevokedAt; v != nil {
 		builder.WriteString("revoked_at=")
 		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.ExpiresAt; v != nil {
+		builder.WriteString("expires_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.SiteID; v != nil {
+		builder.WriteString("site_id=")
+		builder.WriteString(*v)
 	}
 	builder.WriteByte(')')
 	return builder.String()

@@ -97,6 +97,34 @@ func (_c *APIKeyCreate) SetNillableRevokedAt(v *time.Time) *APIKeyCreate {
 	return _c
 }
 
+// SetExpiresAt sets the "expires_at" field.
+func (_c *APIKeyCreate) SetExpiresAt(v time.Time) *APIKeyCreate {
+	_c.mutation.SetExpiresAt(v)
+	return _c
+}
+
+// SetNillableExpiresAt sets the "expires_at" field if the given value is not nil.
+func (_c *APIKeyCreate) SetNillableExpiresAt(v *time.Time) *APIKeyCreate {
+	if v != nil {
+		_c.SetExpiresAt(*v)
+	}
+	return _c
+}
+
+// SetSiteID sets the "site_id" field.
+func (_c *APIKeyCreate) SetSiteID(v string) *APIKeyCreate {
+	_c.mutation.SetSiteID(v)
+	return _c
+}
+
+// SetNillableSiteID sets the "site_id" field if the given value is not nil.
+func (_c *APIKeyCreate) SetNillableSiteID(v *string) *APIKeyCreate {
+	if v != nil {
+		_c.SetSiteID(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *APIKeyCreate) SetID(v string) *APIKeyCreate {
 	_c.mutation.SetID(v)
@@ -288,6 +316,14 @@ func (_c *APIKeyCreate) createSpec() (*APIKey, *sqlgraph.CreateSpec) {
 		_spec.SetField(apikey.FieldRevokedAt, field.TypeTime, value)
 		_node.RevokedAt = &value
 	}
+	if value, ok := _c.mutation.ExpiresAt(); ok {
+		_spec.SetField(apikey.FieldExpiresAt, field.TypeTime, value)
+		_node.ExpiresAt = &value
+	}
+	if value, ok := _c.mutation.SiteID(); ok {
+		_spec.SetField(apikey.FieldSiteID, field.TypeString, value)
+		_node.SiteID = &value
+	}
 	if nodes := _c.mutation.OrganizationIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.M2O,
@@ -436,6 +472,12 @@ func (u *APIKeyUpsertOne) UpdateNewValues() *APIKeyUpsertOne {
 		}
 		if _, exists := u.create.mutation.CreatedAt(); exists {
 			s.SetIgnore(apikey.FieldCreatedAt)
+		}
+		if _, exists := u.create.mutation.ExpiresAt(); exists {
+			s.SetIgnore(apikey.FieldExpiresAt)
+		}
+		if _, exists := u.create.mutation.SiteID(); exists {
+			s.SetIgnore(apikey.FieldSiteID)
 		}
 	}))
 	return u
@@ -721,6 +763,12 @@ func (u *APIKeyUpsertBulk) UpdateNewValues() *APIKeyUpsertBulk {
 			}
 			if _, exists := b.mutation.CreatedAt(); exists {
 				s.SetIgnore(apikey.FieldCreatedAt)
+			}
+			if _, exists := b.mutation.ExpiresAt(); exists {
+				s.SetIgnore(apikey.FieldExpiresAt)
+			}
+			if _, exists := b.mutation.SiteID(); exists {
+				s.SetIgnore(apikey.FieldSiteID)
 			}
 		}
 	}))

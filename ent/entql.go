@@ -52,6 +52,8 @@ var schemaGraph = func() *sqlgraph.Schema {
 			apikey.FieldCreatedAt:  {Type: field.TypeTime, Column: apikey.FieldCreatedAt},
 			apikey.FieldLastUsedAt: {Type: field.TypeTime, Column: apikey.FieldLastUsedAt},
 			apikey.FieldRevokedAt:  {Type: field.TypeTime, Column: apikey.FieldRevokedAt},
+			apikey.FieldExpiresAt:  {Type: field.TypeTime, Column: apikey.FieldExpiresAt},
+			apikey.FieldSiteID:     {Type: field.TypeString, Column: apikey.FieldSiteID},
 		},
 	}
 	graph.Nodes[1] = &sqlgraph.Node{
@@ -293,6 +295,10 @@ var schemaGraph = func() *sqlgraph.Schema {
 			session.FieldExtractedModel:    {Type: field.TypeString, Column: session.FieldExtractedModel},
 			session.FieldExtractedOperator: {Type: field.TypeString, Column: session.FieldExtractedOperator},
 			session.FieldTrapsTriggered:    {Type: field.TypeJSON, Column: session.FieldTrapsTriggered},
+			session.FieldTriageState:       {Type: field.TypeEnum, Column: session.FieldTriageState},
+			session.FieldTriagedBy:         {Type: field.TypeString, Column: session.FieldTriagedBy},
+			session.FieldTriagedByName:     {Type: field.TypeString, Column: session.FieldTriagedByName},
+			session.FieldTriagedAt:         {Type: field.TypeTime, Column: session.FieldTriagedAt},
 			session.FieldState:             {Type: field.TypeJSON, Column: session.FieldState},
 		},
 	}
@@ -880,6 +886,16 @@ func (f *APIKeyFilter) WhereLastUsedAt(p entql.TimeP) {
 // WhereRevokedAt applies the entql time.Time predicate on the revoked_at field.
 func (f *APIKeyFilter) WhereRevokedAt(p entql.TimeP) {
 	f.Where(p.Field(apikey.FieldRevokedAt))
+}
+
+// WhereExpiresAt applies the entql time.Time predicate on the expires_at field.
+func (f *APIKeyFilter) WhereExpiresAt(p entql.TimeP) {
+	f.Where(p.Field(apikey.FieldExpiresAt))
+}
+
+// WhereSiteID applies the entql string predicate on the site_id field.
+func (f *APIKeyFilter) WhereSiteID(p entql.StringP) {
+	f.Where(p.Field(apikey.FieldSiteID))
 }
 
 // WhereHasOrganization applies a predicate to check if query has an edge organization.
@@ -1995,6 +2011,26 @@ func (f *SessionFilter) WhereExtractedOperator(p entql.StringP) {
 // WhereTrapsTriggered applies the entql json.RawMessage predicate on the traps_triggered field.
 func (f *SessionFilter) WhereTrapsTriggered(p entql.BytesP) {
 	f.Where(p.Field(session.FieldTrapsTriggered))
+}
+
+// WhereTriageState applies the entql string predicate on the triage_state field.
+func (f *SessionFilter) WhereTriageState(p entql.StringP) {
+	f.Where(p.Field(session.FieldTriageState))
+}
+
+// WhereTriagedBy applies the entql string predicate on the triaged_by field.
+func (f *SessionFilter) WhereTriagedBy(p entql.StringP) {
+	f.Where(p.Field(session.FieldTriagedBy))
+}
+
+// WhereTriagedByName applies the entql string predicate on the triaged_by_name field.
+func (f *SessionFilter) WhereTriagedByName(p entql.StringP) {
+	f.Where(p.Field(session.FieldTriagedByName))
+}
+
+// WhereTriagedAt applies the entql time.Time predicate on the triaged_at field.
+func (f *SessionFilter) WhereTriagedAt(p entql.TimeP) {
+	f.Where(p.Field(session.FieldTriagedAt))
 }
 
 // WhereState applies the entql json.RawMessage predicate on the state field.

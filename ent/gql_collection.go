@@ -79,6 +79,16 @@ func (_q *APIKeyQuery) collectField(ctx context.Context, oneNode bool, opCtx *gr
 				selectedFields = append(selectedFields, apikey.FieldRevokedAt)
 				fieldSeen[apikey.FieldRevokedAt] = struct{}{}
 			}
+		case "expiresAt":
+			if _, ok := fieldSeen[apikey.FieldExpiresAt]; !ok {
+				selectedFields = append(selectedFields, apikey.FieldExpiresAt)
+				fieldSeen[apikey.FieldExpiresAt] = struct{}{}
+			}
+		case "siteID":
+			if _, ok := fieldSeen[apikey.FieldSiteID]; !ok {
+				selectedFields = append(selectedFields, apikey.FieldSiteID)
+				fieldSeen[apikey.FieldSiteID] = struct{}{}
+			}
 		case "id":
 		case "__typename":
 		default:
@@ -866,6 +876,26 @@ func (_q *SessionQuery) collectField(ctx context.Context, oneNode bool, opCtx *g
 			if _, ok := fieldSeen[session.FieldTrapsTriggered]; !ok {
 				selectedFields = append(selectedFields, session.FieldTrapsTriggered)
 				fieldSeen[session.FieldTrapsTriggered] = struct{}{}
+			}
+		case "triageState":
+			if _, ok := fieldSeen[session.FieldTriageState]; !ok {
+				selectedFields = append(selectedFields, session.FieldTriageState)
+				fieldSeen[session.FieldTriageState] = struct{}{}
+			}
+		case "triagedBy":
+			if _, ok := fieldSeen[session.FieldTriagedBy]; !ok {
+				selectedFields = append(selectedFields, session.FieldTriagedBy)
+				fieldSeen[session.FieldTriagedBy] = struct{}{}
+			}
+		case "triagedByName":
+			if _, ok := fieldSeen[session.FieldTriagedByName]; !ok {
+				selectedFields = append(selectedFields, session.FieldTriagedByName)
+				fieldSeen[session.FieldTriagedByName] = struct{}{}
+			}
+		case "triagedAt":
+			if _, ok := fieldSeen[session.FieldTriagedAt]; !ok {
+				selectedFields = append(selectedFields, session.FieldTriagedAt)
+				fieldSeen[session.FieldTriagedAt] = struct{}{}
 			}
 		case "id":
 		case "__typename":

@@ -110,6 +110,35 @@ type ApiKeyWhereInput struct {
 	RevokedAtLTE    *time.Time  `json:"revokedAtLTE,omitempty"`
 	RevokedAtIsNil  bool        `json:"revokedAtIsNil,omitempty"`
 	RevokedAtNotNil bool        `json:"revokedAtNotNil,omitempty"`
+
+	// "expires_at" field predicates.
+	ExpiresAt       *time.Time  `json:"expiresAt,omitempty"`
+	ExpiresAtNEQ    *time.Time  `json:"expiresAtNEQ,omitempty"`
+	ExpiresAtIn     []time.Time `json:"expiresAtIn,omitempty"`
+	ExpiresAtNotIn  []time.Time `json:"expiresAtNotIn,omitempty"`
+	ExpiresAtGT     *time.Time  `json:"expiresAtGT,omitempty"`
+	ExpiresAtGTE    *time.Time  `json:"expiresAtGTE,omitempty"`
+	ExpiresAtLT     *time.Time  `json:"expiresAtLT,omitempty"`
+	ExpiresAtLTE    *time.Time  `json:"expiresAtLTE,omitempty"`
+	ExpiresAtIsNil  bool        `json:"expiresAtIsNil,omitempty"`
+	ExpiresAtNotNil bool        `json:"expiresAtNotNil,omitempty"`
+
+	// "site_id" field predicates.
+	SiteID             *string  `json:"siteID,omitempty"`
+	SiteIDNEQ          *string  `json:"siteIDNEQ,omitempty"`
+	SiteIDIn           []string `json:"siteIDIn,omitempty"`
+	SiteIDNotIn        []string `json:"siteIDNotIn,omitempty"`
+	SiteIDGT           *string  `json:"siteIDGT,omitempty"`
+	SiteIDGTE          *string  `json:"siteIDGTE,omitempty"`
+	SiteIDLT           *string  `json:"siteIDLT,omitempty"`
+	SiteIDLTE          *string  `json:"siteIDLTE,omitempty"`
+	SiteIDContains     *string  `json:"siteIDContains,omitempty"`
+	SiteIDHasPrefix    *string  `json:"siteIDHasPrefix,omitempty"`
+	SiteIDHasSuffix    *string  `json:"siteIDHasSuffix,omitempty"`
+	SiteIDIsNil        bool     `json:"siteIDIsNil,omitempty"`
+	SiteIDNotNil       bool     `json:"siteIDNotNil,omitempty"`
+	SiteIDEqualFold    *string  `json:"siteIDEqualFold,omitempty"`
+	SiteIDContainsFold *string  `json:"siteIDContainsFold,omitempty"`
 }
 
 // AddPredicates adds custom predicates to the where input to be used during the filtering phase.
@@ -386,6 +415,81 @@ func (i *ApiKeyWhereInput) P() (predicate.APIKey, error) {
 	}
 	if i.RevokedAtNotNil {
 		predicates = append(predicates, apikey.RevokedAtNotNil())
+	}
+	if i.ExpiresAt != nil {
+		predicates = append(predicates, apikey.ExpiresAtEQ(*i.ExpiresAt))
+	}
+	if i.ExpiresAtNEQ != nil {
+		predicates = append(predicates, apikey.ExpiresAtNEQ(*i.ExpiresAtNEQ))
+	}
+	if len(i.ExpiresAtIn) > 0 {
+		predicates = append(predicates, apikey.ExpiresAtIn(i.ExpiresAtIn...))
+	}
+	if len(i.ExpiresAtNotIn) > 0 {
+		predicates = append(predicates, apikey.ExpiresAtNotIn(i.ExpiresAtNotIn...))
+	}
+	if i.ExpiresAtGT != nil {
+		predicates = append(predicates, apikey.ExpiresAtGT(*i.ExpiresAtGT))
+	}
+	if i.ExpiresAtGTE != nil {
+		predicates = append(predicates, apikey.ExpiresAtGTE(*i.ExpiresAtGTE))
+	}
+	if i.ExpiresAtLT != nil {
+		predicates = append(predicates, apikey.ExpiresAtLT(*i.ExpiresAtLT))
+	}
+	if i.ExpiresAtLTE != nil {
+		predicates = append(predicates, apikey.ExpiresAtLTE(*i.ExpiresAtLTE))
+	}
+	if i.ExpiresAtIsNil {
+		predicates = append(predicates, apikey.ExpiresAtIsNil())
+	}
+	if i.ExpiresAtNotNil {
+		predicates = append(predicates, apikey.ExpiresAtNotNil())
+	}
+	if i.SiteID != nil {
+		predicates = append(predicates, apikey.SiteIDEQ(*i.SiteID))
+	}
+	if i.SiteIDNEQ != nil {
+		predicates = append(predicates, apikey.SiteIDNEQ(*i.SiteIDNEQ))
+	}
+	if len(i.SiteIDIn) > 0 {
+		predicates = append(predicates, apikey.SiteIDIn(i.SiteIDIn...))
+	}
+	if len(i.SiteIDNotIn) > 0 {
+		predicates = append(predicates, apikey.SiteIDNotIn(i.SiteIDNotIn...))
+	}
+	if i.SiteIDGT != nil {
+		predicates = append(predicates, apikey.SiteIDGT(*i.SiteIDGT))
+	}
+	if i.SiteIDGTE != nil {
+		predicates = append(predicates, apikey.SiteIDGTE(*i.SiteIDGTE))
+	}
+	if i.SiteIDLT != nil {
+		predicates = append(predicates, apikey.SiteIDLT(*i.SiteIDLT))
+	}
+	if i.SiteIDLTE != nil {
+		predicates = append(predicates, apikey.SiteIDLTE(*i.SiteIDLTE))
+	}
+	if i.SiteIDContains != nil {
+		predicates = append(predicates, apikey.SiteIDContains(*i.SiteIDContains))
+	}
+	if i.SiteIDHasPrefix != nil {
+		predicates = append(predicates, apikey.SiteIDHasPrefix(*i.SiteIDHasPrefix))
+	}
+	if i.SiteIDHasSuffix != nil {
+		predicates = append(predicates, apikey.SiteIDHasSuffix(*i.SiteIDHasSuffix))
+	}
+	if i.SiteIDIsNil {
+		predicates = append(predicates, apikey.SiteIDIsNil())
+	}
+	if i.SiteIDNotNil {
+		predicates = append(predicates, apikey.SiteIDNotNil())
+	}
+	if i.SiteIDEqualFold != nil {
+		predicates = append(predicates, apikey.SiteIDEqualFold(*i.SiteIDEqualFold))
+	}
+	if i.SiteIDContainsFold != nil {
+		predicates = append(predicates, apikey.SiteIDContainsFold(*i.SiteIDContainsFold))
 	}
 
 	switch len(predicates) {
@@ -2360,6 +2464,24 @@ type SessionWhereInput struct {
 	ExtractedOperatorEqualFold    *string  `json:"extractedOperatorEqualFold,omitempty"`
 	ExtractedOperatorContainsFold *string  `json:"extractedOperatorContainsFold,omitempty"`
 
+	// "triage_state" field predicates.
+	TriageState      *session.TriageState  `json:"triageState,omitempty"`
+	TriageStateNEQ   *session.TriageState  `json:"triageStateNEQ,omitempty"`
+	TriageStateIn    []session.TriageState `json:"triageStateIn,omitempty"`
+	TriageStateNotIn []session.TriageState `json:"triageStateNotIn,omitempty"`
+
+	// "triaged_at" field predicates.
+	TriagedAt       *time.Time  `json:"triagedAt,omitempty"`
+	TriagedAtNEQ    *time.Time  `json:"triagedAtNEQ,omitempty"`
+	TriagedAtIn     []time.Time `json:"triagedAtIn,omitempty"`
+	TriagedAtNotIn  []time.Time `json:"triagedAtNotIn,omitempty"`
+	TriagedAtGT     *time.Time  `json:"triagedAtGT,omitempty"`
+	TriagedAtGTE    *time.Time  `json:"triagedAtGTE,omitempty"`
+	TriagedAtLT     *time.Time  `json:"triagedAtLT,omitempty"`
+	TriagedAtLTE    *time.Time  `json:"triagedAtLTE,omitempty"`
+	TriagedAtIsNil  bool        `json:"triagedAtIsNil,omitempty"`
+	TriagedAtNotNil bool        `json:"triagedAtNotNil,omitempty"`
+
 	// "hits" edge predicates.
 	HasHits     *bool            `json:"hasHits,omitempty"`
 	HasHitsWith []*HitWhereInput `json:"hasHitsWith,omitempty"`
@@ -2866,6 +2988,48 @@ func (i *SessionWhereInput) P() (predicate.Session, error) {
 	}
 	if i.ExtractedOperatorContainsFold != nil {
 		predicates = append(predicates, session.ExtractedOperatorContainsFold(*i.ExtractedOperatorContainsFold))
+	}
+	if i.TriageState != nil {
+		predicates = append(predicates, session.TriageStateEQ(*i.TriageState))
+	}
+	if i.TriageStateNEQ != nil {
+		predicates = append(predicates, session.TriageStateNEQ(*i.TriageStateNEQ))
+	}
+	if len(i.TriageStateIn) > 0 {
+		predicates = append(predicates, session.TriageStateIn(i.TriageStateIn...))
+	}
+	if len(i.TriageStateNotIn) > 0 {
+		predicates = append(predicates, session.TriageStateNotIn(i.TriageStateNotIn...))
+	}
+	if i.TriagedAt != nil {
+		predicates = append(predicates, session.TriagedAtEQ(*i.TriagedAt))
+	}
+	if i.TriagedAtNEQ != nil {
+		predicates = append(predicates, session.TriagedAtNEQ(*i.TriagedAtNEQ))
+	}
+	if len(i.TriagedAtIn) > 0 {
+		predicates = append(predicates, session.TriagedAtIn(i.TriagedAtIn...))
+	}
+	if len(i.TriagedAtNotIn) > 0 {
+		predicates = append(predicates, session.TriagedAtNotIn(i.TriagedAtNotIn...))
+	}
+	if i.TriagedAtGT != nil {
+		predicates = append(predicates, session.TriagedAtGT(*i.TriagedAtGT))
+	}
+	if i.TriagedAtGTE != nil {
+		predicates = append(predicates, session.TriagedAtGTE(*i.TriagedAtGTE))
+	}
+	if i.TriagedAtLT != nil {
+		predicates = append(predicates, session.TriagedAtLT(*i.TriagedAtLT))
+	}
+	if i.TriagedAtLTE != nil {
+		predicates = append(predicates, session.TriagedAtLTE(*i.TriagedAtLTE))
+	}
+	if i.TriagedAtIsNil {
+		predicates = append(predicates, session.TriagedAtIsNil())
+	}
+	if i.TriagedAtNotNil {
+		predicates = append(predicates, session.TriagedAtNotNil())
 	}
 
 	if i.HasHits != nil {

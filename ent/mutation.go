@@ -78,6 +78,8 @@ type APIKeyMutation struct {
 	created_at          *time.Time
 	last_used_at        *time.Time
 	revoked_at          *time.Time
+	expires_at          *time.Time
+	site_id             *string
 	clearedFields       map[string]struct{}
 	organization        *string
 	clearedorganization bool
@@ -504,6 +506,104 @@ func (m *APIKeyMutation) ResetRevokedAt() {
 	delete(m.clearedFields, apikey.FieldRevokedAt)
 }
 
+// SetExpiresAt sets the "expires_at" field.
+func (m *APIKeyMutation) SetExpiresAt(t time.Time) {
+	m.expires_at = &t
+}
+
+// ExpiresAt returns the value of the "expires_at" field in the mutation.
+func (m *APIKeyMutation) ExpiresAt() (r time.Time, exists bool) {
+	v := m.expires_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldExpiresAt returns the old "expires_at" field's value of the APIKey entity.
+// If the APIKey object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *APIKeyMutation) OldExpiresAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldExpiresAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldExpiresAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldExpiresAt: %w", err)
+	}
+	return oldValue.ExpiresAt, nil
+}
+
+// ClearExpiresAt clears the value of the "expires_at" field.
+func (m *APIKeyMutation) ClearExpiresAt() {
+	m.expires_at = nil
+	m.clearedFields[apikey.FieldExpiresAt] = struct{}{}
+}
+
+// ExpiresAtCleared returns if the "expires_at" field was cleared in this mutation.
+func (m *APIKeyMutation) ExpiresAtCleared() bool {
+	_, ok := m.clearedFields[apikey.FieldExpiresAt]
+	return ok
+}
+
+// ResetExpiresAt resets all changes to the "expires_at" field.
+func (m *APIKeyMutation) ResetExpiresAt() {
+	m.expires_at = nil
+	delete(m.clearedFields, apikey.FieldExpiresAt)
+}
+
+// SetSiteID sets the "site_id" field.
+func (m *APIKeyMutation) SetSiteID(s string) {
+	m.site_id = &s
+}
+
+// SiteID returns the value of the "site_id" field in the mutation.
+func (m *APIKeyMutation) SiteID() (r string, exists bool) {
+	v := m.site_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSiteID returns the old "site_id" field's value of the APIKey entity.
+// If the APIKey object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *APIKeyMutation) OldSiteID(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSiteID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSiteID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSiteID: %w", err)
+	}
+	return oldValue.SiteID, nil
+}
+
+// ClearSiteID clears the value of the "site_id" field.
+func (m *APIKeyMutation) ClearSiteID() {
+	m.site_id = nil
+	m.clearedFields[apikey.FieldSiteID] = struct{}{}
+}
+
+// SiteIDCleared returns if the "site_id" field was cleared in this mutation.
+func (m *APIKeyMutation) SiteIDCleared() bool {
+	_, ok := m.clearedFields[apikey.FieldSiteID]
+	return ok
+}
+
+// ResetSiteID resets all changes to the "site_id" field.
+func (m *APIKeyMutation) ResetSiteID() {
+	m.site_id = nil
+	delete(m.clearedFields, apikey.FieldSiteID)
+}
+
 // SetOrganizationID sets the "organization" edge to the Organization entity by id.
 func (m *APIKeyMutation) SetOrganizationID(id string) {
 	m.organization = &id
@@ -578,7 +678,7 @@ func (m *APIKeyMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *APIKeyMutation) Fields() []string {
-	fields := make([]string, 0, 8)
+	fields := make([]string, 0, 10)
 	if m.organization != nil {
 		fields = append(fields, apikey.FieldOrgID)
 	}
@@ -602,6 +702,12 @@ func (m *APIKeyMutation) Fields() []string {
 	}
 	if m.revoked_at != nil {
 		fields = append(fields, apikey.FieldRevokedAt)
+	}
+	if m.expires_at != nil {
+		fields = append(fields, apikey.FieldExpiresAt)
+	}
+	if m.site_id != nil {
+		fields = append(fields, apikey.FieldSiteID)
 	}
 	return fields
 }
@@ -627,6 +733,10 @@ func (m *APIKeyMutation) Field(name string) (ent.Value, bool) {
 		return m.LastUsedAt()
 	case apikey.FieldRevokedAt:
 		return m.RevokedAt()
+	case apikey.FieldExpiresAt:
+		return m.ExpiresAt()
+	case apikey.FieldSiteID:
+		return m.SiteID()
 	}
 	return nil, false
 }
@@ -652,6 +762,10 @@ func (m *APIKeyMutation) OldField(ctx context.Context, name string) (ent.Value, 
 		return m.OldLastUsedAt(ctx)
 	case apikey.FieldRevokedAt:
 		return m.OldRevokedAt(ctx)
+	case apikey.FieldExpiresAt:
+		return m.OldExpiresAt(ctx)
+	case apikey.FieldSiteID:
+		return m.OldSiteID(ctx)
 	}
 	return nil, fmt.Errorf("unknown APIKey field %s", name)
 }
@@ -717,6 +831,20 @@ func (m *APIKeyMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetRevokedAt(v)
 		return nil
+	case apikey.FieldExpiresAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetExpiresAt(v)
+		return nil
+	case apikey.FieldSiteID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSiteID(v)
+		return nil
 	}
 	return fmt.Errorf("unknown APIKey field %s", name)
 }
@@ -753,6 +881,12 @@ func (m *APIKeyMutation) ClearedFields() []string {
 	if m.FieldCleared(apikey.FieldRevokedAt) {
 		fields = append(fields, apikey.FieldRevokedAt)
 	}
+	if m.FieldCleared(apikey.FieldExpiresAt) {
+		fields = append(fields, apikey.FieldExpiresAt)
+	}
+	if m.FieldCleared(apikey.FieldSiteID) {
+		fields = append(fields, apikey.FieldSiteID)
+	}
 	return fields
 }
 
@@ -772,6 +906,12 @@ func (m *APIKeyMutation) ClearField(name string) error {
 		return nil
 	case apikey.FieldRevokedAt:
 		m.ClearRevokedAt()
+		return nil
+	case apikey.FieldExpiresAt:
+		m.ClearExpiresAt()
+		return nil
+	case apikey.FieldSiteID:
+		m.ClearSiteID()
 		return nil
 	}
 	return fmt.Errorf("unknown APIKey nullable field %s", name)
@@ -804,6 +944,12 @@ func (m *APIKeyMutation) ResetField(name string) error {
 		return nil
 	case apikey.FieldRevokedAt:
 		m.ResetRevokedAt()
+		return nil
+	case apikey.FieldExpiresAt:
+		m.ResetExpiresAt()
+		return nil
+	case apikey.FieldSiteID:
+		m.ResetSiteID()
 		return nil
 	}
 	return fmt.Errorf("unknown APIKey field %s", name)
@@ -9156,6 +9302,10 @@ type SessionMutation struct {
 	extracted_operator          *string
 	traps_triggered             *[]string
 	appendtraps_triggered       []string
+	triage_state                *session.TriageState
+	triaged_by                  *string
+	triaged_by_name             *string
+	triaged_at                  *time.Time
 	state                       *schematype.SessionState
 	clearedFields               map[string]struct{}
 	organization                *string
@@ -10039,6 +10189,163 @@ func (m *SessionMutation) ResetTrapsTriggered() {
 	m.appendtraps_triggered = nil
 }
 
+// SetTriageState sets the "triage_state" field.
+func (m *SessionMutation) SetTriageState(ss session.TriageState) {
+	m.triage_state = &ss
+}
+
+// TriageState returns the value of the "triage_state" field in the mutation.
+func (m *SessionMutation) TriageState() (r session.TriageState, exists bool) {
+	v := m.triage_state
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTriageState returns the old "triage_state" field's value of the Session entity.
+// If the Session object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SessionMutation) OldTriageState(ctx context.Context) (v session.TriageState, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTriageState is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTriageState requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTriageState: %w", err)
+	}
+	return oldValue.TriageState, nil
+}
+
+// ResetTriageState resets all changes to the "triage_state" field.
+func (m *SessionMutation) ResetTriageState() {
+	m.triage_state = nil
+}
+
+// SetTriagedBy sets the "triaged_by" field.
+func (m *SessionMutation) SetTriagedBy(s string) {
+	m.triaged_by = &s
+}
+
+// TriagedBy returns the value of the "triaged_by" field in the mutation.
+func (m *SessionMutation) TriagedBy() (r string, exists bool) {
+	v := m.triaged_by
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTriagedBy returns the old "triaged_by" field's value of the Session entity.
+// If the Session object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SessionMutation) OldTriagedBy(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTriagedBy is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTriagedBy requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTriagedBy: %w", err)
+	}
+	return oldValue.TriagedBy, nil
+}
+
+// ResetTriagedBy resets all changes to the "triaged_by" field.
+func (m *SessionMutation) ResetTriagedBy() {
+	m.triaged_by = nil
+}
+
+// SetTriagedByName sets the "triaged_by_name" field.
+func (m *SessionMutation) SetTriagedByName(s string) {
+	m.triaged_by_name = &s
+}
+
+// TriagedByName returns the value of the "triaged_by_name" field in the mutation.
+func (m *SessionMutation) TriagedByName() (r string, exists bool) {
+	v := m.triaged_by_name
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTriagedByName returns the old "triaged_by_name" field's value of the Session entity.
+// If the Session object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SessionMutation) OldTriagedByName(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTriagedByName is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTriagedByName requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTriagedByName: %w", err)
+	}
+	return oldValue.TriagedByName, nil
+}
+
+// ResetTriagedByName resets all changes to the "triaged_by_name" field.
+func (m *SessionMutation) ResetTriagedByName() {
+	m.triaged_by_name = nil
+}
+
+// SetTriagedAt sets the "triaged_at" field.
+func (m *SessionMutation) SetTriagedAt(t time.Time) {
+	m.triaged_at = &t
+}
+
+// TriagedAt returns the value of the "triaged_at" field in the mutation.
+func (m *SessionMutation) TriagedAt() (r time.Time, exists bool) {
+	v := m.triaged_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTriagedAt returns the old "triaged_at" field's value of the Session entity.
+// If the Session object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SessionMutation) OldTriagedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTriagedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTriagedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTriagedAt: %w", err)
+	}
+	return oldValue.TriagedAt, nil
+}
+
+// ClearTriagedAt clears the value of the "triaged_at" field.
+func (m *SessionMutation) ClearTriagedAt() {
+	m.triaged_at = nil
+	m.clearedFields[session.FieldTriagedAt] = struct{}{}
+}
+
+// TriagedAtCleared returns if the "triaged_at" field was cleared in this mutation.
+func (m *SessionMutation) TriagedAtCleared() bool {
+	_, ok := m.clearedFields[session.FieldTriagedAt]
+	return ok
+}
+
+// ResetTriagedAt resets all changes to the "triaged_at" field.
+func (m *SessionMutation) ResetTriagedAt() {
+	m.triaged_at = nil
+	delete(m.clearedFields, session.FieldTriagedAt)
+}
+
 // SetState sets the "state" field.
 func (m *SessionMutation) SetState(ss schematype.SessionState) {
 	m.state = &ss
@@ -10432,7 +10739,7 @@ func (m *SessionMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *SessionMutation) Fields() []string {
-	fields := make([]string, 0, 18)
+	fields := make([]string, 0, 22)
 	if m.organization != nil {
 		fields = append(fields, session.FieldOrgID)
 	}
@@ -10484,6 +10791,18 @@ func (m *SessionMutation) Fields() []string {
 	if m.traps_triggered != nil {
 		fields = append(fields, session.FieldTrapsTriggered)
 	}
+	if m.triage_state != nil {
+		fields = append(fields, session.FieldTriageState)
+	}
+	if m.triaged_by != nil {
+		fields = append(fields, session.FieldTriagedBy)
+	}
+	if m.triaged_by_name != nil {
+		fields = append(fields, session.FieldTriagedByName)
+	}
+	if m.triaged_at != nil {
+		fields = append(fields, session.FieldTriagedAt)
+	}
 	if m.state != nil {
 		fields = append(fields, session.FieldState)
 	}
@@ -10529,6 +10848,14 @@ func (m *SessionMutation) Field(name string) (ent.Value, bool) {
 		return m.ExtractedOperator()
 	case session.FieldTrapsTriggered:
 		return m.TrapsTriggered()
+	case session.FieldTriageState:
+		return m.TriageState()
+	case session.FieldTriagedBy:
+		return m.TriagedBy()
+	case session.FieldTriagedByName:
+		return m.TriagedByName()
+	case session.FieldTriagedAt:
+		return m.TriagedAt()
 	case session.FieldState:
 		return m.State()
 	}
@@ -10574,6 +10901,14 @@ func (m *SessionMutation) OldField(ctx context.Context, name string) (ent.Value,
 		return m.OldExtractedOperator(ctx)
 	case session.FieldTrapsTriggered:
 		return m.OldTrapsTriggered(ctx)
+	case session.FieldTriageState:
+		return m.OldTriageState(ctx)
+	case session.FieldTriagedBy:
+		return m.OldTriagedBy(ctx)
+	case session.FieldTriagedByName:
+		return m.OldTriagedByName(ctx)
+	case session.FieldTriagedAt:
+		return m.OldTriagedAt(ctx)
 	case session.FieldState:
 		return m.OldState(ctx)
 	}
@@ -10704,6 +11039,34 @@ func (m *SessionMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetTrapsTriggered(v)
 		return nil
+	case session.FieldTriageState:
+		v, ok := value.(session.TriageState)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTriageState(v)
+		return nil
+	case session.FieldTriagedBy:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTriagedBy(v)
+		return nil
+	case session.FieldTriagedByName:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTriagedByName(v)
+		return nil
+	case session.FieldTriagedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTriagedAt(v)
+		return nil
 	case session.FieldState:
 		v, ok := value.(schematype.SessionState)
 		if !ok {
@@ -10807,6 +11170,9 @@ func (m *SessionMutation) ClearedFields() []string {
 	if m.FieldCleared(session.FieldSiteID) {
 		fields = append(fields, session.FieldSiteID)
 	}
+	if m.FieldCleared(session.FieldTriagedAt) {
+		fields = append(fields, session.FieldTriagedAt)
+	}
 	if m.FieldCleared(session.FieldState) {
 		fields = append(fields, session.FieldState)
 	}
@@ -10826,6 +11192,9 @@ func (m *SessionMutation) ClearField(name string) error {
 	switch name {
 	case session.FieldSiteID:
 		m.ClearSiteID()
+		return nil
+	case session.FieldTriagedAt:
+		m.ClearTriagedAt()
 		return nil
 	case session.FieldState:
 		m.ClearState()
@@ -10888,6 +11257,18 @@ func (m *SessionMutation) ResetField(name string) error {
 		return nil
 	case session.FieldTrapsTriggered:
 		m.ResetTrapsTriggered()
+		return nil
+	case session.FieldTriageState:
+		m.ResetTriageState()
+		return nil
+	case session.FieldTriagedBy:
+		m.ResetTriagedBy()
+		return nil
+	case session.FieldTriagedByName:
+		m.ResetTriagedByName()
+		return nil
+	case session.FieldTriagedAt:
+		m.ResetTriagedAt()
 		return nil
 	case session.FieldState:
 		m.ResetState()

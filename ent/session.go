@@ -54,6 +54,14 @@ type Session struct {
 	ExtractedOperator string `json:"extracted_operator,omitempty"`
 	// TrapsTriggered holds the value of the "traps_triggered" field.
 	TrapsTriggered []string `json:"traps_triggered,omitempty"`
+	// TriageState holds the value of the "triage_state" field.
+	TriageState session.TriageState `json:"triage_state,omitempty"`
+	// TriagedBy holds the value of the "triaged_by" field.
+	TriagedBy string `json:"triaged_by,omitempty"`
+	// TriagedByName holds the value of the "triaged_by_name" field.
+	TriagedByName string `json:"triaged_by_name,omitempty"`
+	// TriagedAt holds the value of the "triaged_at" field.
+	TriagedAt *time.Time `json:"triaged_at,omitempty"`
 	// State holds the value of the "state" field.
 	State schematype.SessionState `json:"state,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -154,9 +162,9 @@ func (*Session) scanValues(columns []string) ([]any, error) {
 			values[i] = new([]byte)
 		case session.FieldScore, session.FieldConfidence, session.FieldHitCount, session.FieldTripwiresFired, session.FieldPromptsCaptured:
 			values[i] = new(sql.NullInt64)
-		case session.FieldID, session.FieldOrgID, session.FieldSiteID, session.FieldSourceIP, session.FieldUserAgent, session.FieldClassification, session.FieldSeverity, session.FieldExtractedModel, session.FieldExtractedOperator:
+		case session.FieldID, session.FieldOrgID, session.FieldSiteID, session.FieldSourceIP, session.FieldUserAgent, session.FieldClassification, session.FieldSeverity, session.FieldExtractedModel, session.FieldExtractedOperator, session.FieldTriageState, session.FieldTriagedBy, session.FieldTriagedByName:
 			values[i] = new(sql.NullString)
-		case session.FieldFirstSeen, session.FieldLastSeen:
+		case session.FieldFirstSeen, session.FieldLastSeen, session.FieldTriagedAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -285,6 +293,31 @@ func (_m *Session) assignValues(columns []string, values []any) error {
 					return fmt.Errorf("unmarshal field traps_triggered: %w", err)
 				}
 			}
+		case session.FieldTriageState:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field triage_state", values[i])
+			} else if value.Valid {
+				_m.TriageState = session.TriageState(value.String)
+			}
+		case session.FieldTriagedBy:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field triaged_by", values[i])
+			} else if value.Valid {
+				_m.TriagedBy = value.String
+			}
+		case session.FieldTriagedByName:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field triaged_by_name", values[i])
+			} else if value.Valid {
+				_m.TriagedByName = value.String
+			}
+		case session.FieldTriagedAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field triaged_at", values[i])
+			} else if value.Valid {
+				_m.TriagedAt = new(time.Time)
+				*_m.TriagedAt = value.Time
+			}
 		case session.FieldState:
 			if value, ok := values[i].(*[]byte); !ok {
 				return fmt.Errorf("unexpected type %T for field state", values[i])
@@ -409,6 +442,20 @@ func (_m *Session) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("traps_triggered=")
 	builder.WriteString(fmt.Sprintf("%v", _m.TrapsTriggered))
+	builder.WriteString(", ")
+	builder.WriteString("triage_state=")
+	builder.WriteString(fmt.Sprintf("%v", _m.TriageState))
+	builder.WriteString(", ")
+	builder.WriteString("triaged_by=")
+	builder.WriteString(_m.TriagedBy)
+	builder.WriteString(", ")
+	builder.WriteString("triaged_by_name=")
+	builder.WriteString(_m.TriagedByName)
+	builder.WriteString(", ")
+	if v := _m.TriagedAt; v != nil {
+		builder.WriteString("triaged_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
 	builder.WriteString(", ")
 	builder.WriteString("state=")
 	builder.WriteString(fmt.Sprintf("%v", _m.State))

@@ -236,6 +236,62 @@ func (_c *SessionCreate) SetTrapsTriggered(v []string) *SessionCreate {
 	return _c
 }
 
+// SetTriageState sets the "triage_state" field.
+func (_c *SessionCreate) SetTriageState(v session.TriageState) *SessionCreate {
+	_c.mutation.SetTriageState(v)
+	return _c
+}
+
+// SetNillableTriageState sets the "triage_state" field if the given value is not nil.
+func (_c *SessionCreate) SetNillableTriageState(v *session.TriageState) *SessionCreate {
+	if v != nil {
+		_c.SetTriageState(*v)
+	}
+	return _c
+}
+
+// SetTriagedBy sets the "triaged_by" field.
+func (_c *SessionCreate) SetTriagedBy(v string) *SessionCreate {
+	_c.mutation.SetTriagedBy(v)
+	return _c
+}
+
+// SetNillableTriagedBy sets the "triaged_by" field if the given value is not nil.
+func (_c *SessionCreate) SetNillableTriagedBy(v *string) *SessionCreate {
+	if v != nil {
+		_c.SetTriagedBy(*v)
+	}
+	return _c
+}
+
+// SetTriagedByName sets the "triaged_by_name" field.
+func (_c *SessionCreate) SetTriagedByName(v string) *SessionCreate {
+	_c.mutation.SetTriagedByName(v)
+	return _c
+}
+
+// SetNillableTriagedByName sets the "triaged_by_name" field if the given value is not nil.
+func (_c *SessionCreate) SetNillableTriagedByName(v *string) *SessionCreate {
+	if v != nil {
+		_c.SetTriagedByName(*v)
+	}
+	return _c
+}
+
+// SetTriagedAt sets the "triaged_at" field.
+func (_c *SessionCreate) SetTriagedAt(v time.Time) *SessionCreate {
+	_c.mutation.SetTriagedAt(v)
+	return _c
+}
+
+// SetNillableTriagedAt sets the "triaged_at" field if the given value is not nil.
+func (_c *SessionCreate) SetNillableTriagedAt(v *time.Time) *SessionCreate {
+	if v != nil {
+		_c.SetTriagedAt(*v)
+	}
+	return _c
+}
+
 // SetState sets the "state" field.
 func (_c *SessionCreate) SetState(v schematype.SessionState) *SessionCreate {
 	_c.mutation.SetState(v)
@@ -449,6 +505,18 @@ func (_c *SessionCreate) defaults() error {
 		v := session.DefaultTrapsTriggered
 		_c.mutation.SetTrapsTriggered(v)
 	}
+	if _, ok := _c.mutation.TriageState(); !ok {
+		v := session.DefaultTriageState
+		_c.mutation.SetTriageState(v)
+	}
+	if _, ok := _c.mutation.TriagedBy(); !ok {
+		v := session.DefaultTriagedBy
+		_c.mutation.SetTriagedBy(v)
+	}
+	if _, ok := _c.mutation.TriagedByName(); !ok {
+		v := session.DefaultTriagedByName
+		_c.mutation.SetTriagedByName(v)
+	}
 	if _, ok := _c.mutation.ID(); !ok {
 		if session.DefaultID == nil {
 			return fmt.Errorf("ent: uninitialized session.DefaultID (forgotten import ent/runtime?)")
@@ -569,6 +637,30 @@ func (_c *SessionCreate) check() error {
 	if _, ok := _c.mutation.TrapsTriggered(); !ok {
 		return &ValidationError{Name: "traps_triggered", err: errors.New(`ent: missing required field "Session.traps_triggered"`)}
 	}
+	if _, ok := _c.mutation.TriageState(); !ok {
+		return &ValidationError{Name: "triage_state", err: errors.New(`ent: missing required field "Session.triage_state"`)}
+	}
+	if v, ok := _c.mutation.TriageState(); ok {
+		if err := session.TriageStateValidator(v); err != nil {
+			return &ValidationError{Name: "triage_state", err: fmt.Errorf(`ent: validator failed for field "Session.triage_state": %w`, err)}
+		}
+	}
+	if _, ok := _c.mutation.TriagedBy(); !ok {
+		return &ValidationError{Name: "triaged_by", err: errors.New(`ent: missing required field "Session.triaged_by"`)}
+	}
+	if v, ok := _c.mutation.TriagedBy(); ok {
+		if err := session.TriagedByValidator(v); err != nil {
+			return &ValidationError{Name: "triaged_by", err: fmt.Errorf(`ent: validator failed for field "Session.triaged_by": %w`, err)}
+		}
+	}
+	if _, ok := _c.mutation.TriagedByName(); !ok {
+		return &ValidationError{Name: "triaged_by_name", err: errors.New(`ent: missing required field "Session.triaged_by_name"`)}
+	}
+	if v, ok := _c.mutation.TriagedByName(); ok {
+		if err := session.TriagedByNameValidator(v); err != nil {
+			return &ValidationError{Name: "triaged_by_name", err: fmt.Errorf(`ent: validator failed for field "Session.triaged_by_name": %w`, err)}
+		}
+	}
 	if v, ok := _c.mutation.ID(); ok {
 		if err := session.IDValidator(v); err != nil {
 			return &ValidationError{Name: "id", err: fmt.Errorf(`ent: validator failed for field "Session.id": %w`, err)}
@@ -676,6 +768,22 @@ func (_c *SessionCreate) createSpec() (*Session, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.TrapsTriggered(); ok {
 		_spec.SetField(session.FieldTrapsTriggered, field.TypeJSON, value)
 		_node.TrapsTriggered = value
+	}
+	if value, ok := _c.mutation.TriageState(); ok {
+		_spec.SetField(session.FieldTriageState, field.TypeEnum, value)
+		_node.TriageState = value
+	}
+	if value, ok := _c.mutation.TriagedBy(); ok {
+		_spec.SetField(session.FieldTriagedBy, field.TypeString, value)
+		_node.TriagedBy = value
+	}
+	if value, ok := _c.mutation.TriagedByName(); ok {
+		_spec.SetField(session.FieldTriagedByName, field.TypeString, value)
+		_node.TriagedByName = value
+	}
+	if value, ok := _c.mutation.TriagedAt(); ok {
+		_spec.SetField(session.FieldTriagedAt, field.TypeTime, value)
+		_node.TriagedAt = &value
 	}
 	if value, ok := _c.mutation.State(); ok {
 		_spec.SetField(session.FieldState, field.TypeJSON, value)
@@ -1046,6 +1154,60 @@ func (u *SessionUpsert) UpdateTrapsTriggered() *SessionUpsert {
 	return u
 }
 
+// SetTriageState sets the "triage_state" field.
+func (u *SessionUpsert) SetTriageState(v session.TriageState) *SessionUpsert {
+	u.Set(session.FieldTriageState, v)
+	return u
+}
+
+// UpdateTriageState sets the "triage_state" field to the value that was provided on create.
+func (u *SessionUpsert) UpdateTriageState() *SessionUpsert {
+	u.SetExcluded(session.FieldTriageState)
+	return u
+}
+
+// SetTriagedBy sets the "triaged_by" field.
+func (u *SessionUpsert) SetTriagedBy(v string) *SessionUpsert {
+	u.Set(session.FieldTriagedBy, v)
+	return u
+}
+
+// UpdateTriagedBy sets the "triaged_by" field to the value that was provided on create.
+func (u *SessionUpsert) UpdateTriagedBy() *SessionUpsert {
+	u.SetExcluded(session.FieldTriagedBy)
+	return u
+}
+
+// SetTriagedByName sets the "triaged_by_name" field.
+func (u *SessionUpsert) SetTriagedByName(v string) *SessionUpsert {
+	u.Set(session.FieldTriagedByName, v)
+	return u
+}
+
+// UpdateTriagedByName sets the "triaged_by_name" field to the value that was provided on create.
+func (u *SessionUpsert) UpdateTriagedByName() *SessionUpsert {
+	u.SetExcluded(session.FieldTriagedByName)
+	return u
+}
+
+// SetTriagedAt sets the "triaged_at" field.
+func (u *SessionUpsert) SetTriagedAt(v time.Time) *SessionUpsert {
+	u.Set(session.FieldTriagedAt, v)
+	return u
+}
+
+// UpdateTriagedAt sets the "triaged_at" field to the value that was provided on create.
+func (u *SessionUpsert) UpdateTriagedAt() *SessionUpsert {
+	u.SetExcluded(session.FieldTriagedAt)
+	return u
+}
+
+// ClearTriagedAt clears the value of the "triaged_at" field.
+func (u *SessionUpsert) ClearTriagedAt() *SessionUpsert {
+	u.SetNull(session.FieldTriagedAt)
+	return u
+}
+
 // SetState sets the "state" field.
 func (u *SessionUpsert) SetState(v schematype.SessionState) *SessionUpsert {
 	u.Set(session.FieldState, v)
@@ -1367,6 +1529,69 @@ func (u *SessionUpsertOne) SetTrapsTriggered(v []string) *SessionUpsertOne {
 func (u *SessionUpsertOne) UpdateTrapsTriggered() *SessionUpsertOne {
 	return u.Update(func(s *SessionUpsert) {
 		s.UpdateTrapsTriggered()
+	})
+}
+
+// SetTriageState sets the "triage_state" field.
+func (u *SessionUpsertOne) SetTriageState(v session.TriageState) *SessionUpsertOne {
+	return u.Update(func(s *SessionUpsert) {
+		s.SetTriageState(v)
+	})
+}
+
+// UpdateTriageState sets the "triage_state" field to the value that was provided on create.
+func (u *SessionUpsertOne) UpdateTriageState() *SessionUpsertOne {
+	return u.Update(func(s *SessionUpsert) {
+		s.UpdateTriageState()
+	})
+}
+
+// SetTriagedBy sets the "triaged_by" field.
+func (u *SessionUpsertOne) SetTriagedBy(v string) *SessionUpsertOne {
+	return u.Update(func(s *SessionUpsert) {
+		s.SetTriagedBy(v)
+	})
+}
+
+// UpdateTriagedBy sets the "triaged_by" field to the value that was provided on create.
+func (u *SessionUpsertOne) UpdateTriagedBy() *SessionUpsertOne {
+	return u.Update(func(s *SessionUpsert) {
+		s.UpdateTriagedBy()
+	})
+}
+
+// SetTriagedByName sets the "triaged_by_name" field.
+func (u *SessionUpsertOne) SetTriagedByName(v string) *SessionUpsertOne {
+	return u.Update(func(s *SessionUpsert) {
+		s.SetTriagedByName(v)
+	})
+}
+
+// UpdateTriagedByName sets the "triaged_by_name" field to the value that was provided on create.
+func (u *SessionUpsertOne) UpdateTriagedByName() *SessionUpsertOne {
+	return u.Update(func(s *SessionUpsert) {
+		s.UpdateTriagedByName()
+	})
+}
+
+// SetTriagedAt sets the "triaged_at" field.
+func (u *SessionUpsertOne) SetTriagedAt(v time.Time) *SessionUpsertOne {
+	return u.Update(func(s *SessionUpsert) {
+		s.SetTriagedAt(v)
+	})
+}
+
+// UpdateTriagedAt sets the "triaged_at" field to the value that was provided on create.
+func (u *SessionUpsertOne) UpdateTriagedAt() *SessionUpsertOne {
+	return u.Update(func(s *SessionUpsert) {
+		s.UpdateTriagedAt()
+	})
+}
+
+// ClearTriagedAt clears the value of the "triaged_at" field.
+func (u *SessionUpsertOne) ClearTriagedAt() *SessionUpsertOne {
+	return u.Update(func(s *SessionUpsert) {
+		s.ClearTriagedAt()
 	})
 }
 
@@ -1861,6 +2086,69 @@ func (u *SessionUpsertBulk) SetTrapsTriggered(v []string) *SessionUpsertBulk {
 func (u *SessionUpsertBulk) UpdateTrapsTriggered() *SessionUpsertBulk {
 	return u.Update(func(s *SessionUpsert) {
 		s.UpdateTrapsTriggered()
+	})
+}
+
+// SetTriageState sets the "triage_state" field.
+func (u *SessionUpsertBulk) SetTriageState(v session.TriageState) *SessionUpsertBulk {
+	return u.Update(func(s *SessionUpsert) {
+		s.SetTriageState(v)
+	})
+}
+
+// UpdateTriageState sets the "triage_state" field to the value that was provided on create.
+func (u *SessionUpsertBulk) UpdateTriageState() *SessionUpsertBulk {
+	return u.Update(func(s *SessionUpsert) {
+		s.UpdateTriageState()
+	})
+}
+
+// SetTriagedBy sets the "triaged_by" field.
+func (u *SessionUpsertBulk) SetTriagedBy(v string) *SessionUpsertBulk {
+	return u.Update(func(s *SessionUpsert) {
+		s.SetTriagedBy(v)
+	})
+}
+
+// UpdateTriagedBy sets the "triaged_by" field to the value that was provided on create.
+func (u *SessionUpsertBulk) UpdateTriagedBy() *SessionUpsertBulk {
+	return u.Update(func(s *SessionUpsert) {
+		s.UpdateTriagedBy()
+	})
+}
+
+// SetTriagedByName sets the "triaged_by_name" field.
+func (u *SessionUpsertBulk) SetTriagedByName(v string) *SessionUpsertBulk {
+	return u.Update(func(s *SessionUpsert) {
+		s.SetTriagedByName(v)
+	})
+}
+
+// UpdateTriagedByName sets the "triaged_by_name" field to the value that was provided on create.
+func (u *SessionUpsertBulk) UpdateTriagedByName() *SessionUpsertBulk {
+	return u.Update(func(s *SessionUpsert) {
+		s.UpdateTriagedByName()
+	})
+}
+
+// SetTriagedAt sets the "triaged_at" field.
+func (u *SessionUpsertBulk) SetTriagedAt(v time.Time) *SessionUpsertBulk {
+	return u.Update(func(s *SessionUpsert) {
+		s.SetTriagedAt(v)
+	})
+}
+
+// UpdateTriagedAt sets the "triaged_at" field to the value that was provided on create.
+func (u *SessionUpsertBulk) UpdateTriagedAt() *SessionUpsertBulk {
+	return u.Update(func(s *SessionUpsert) {
+		s.UpdateTriagedAt()
+	})
+}
+
+// ClearTriagedAt clears the value of the "triaged_at" field.
+func (u *SessionUpsertBulk) ClearTriagedAt() *SessionUpsertBulk {
+	return u.Update(func(s *SessionUpsert) {
+		s.ClearTriagedAt()
 	})
 }
 

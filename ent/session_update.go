@@ -283,6 +283,68 @@ func (_u *SessionUpdate) AppendTrapsTriggered(v []string) *SessionUpdate {
 	return _u
 }
 
+// SetTriageState sets the "triage_state" field.
+func (_u *SessionUpdate) SetTriageState(v session.TriageState) *SessionUpdate {
+	_u.mutation.SetTriageState(v)
+	return _u
+}
+
+// SetNillableTriageState sets the "triage_state" field if the given value is not nil.
+func (_u *SessionUpdate) SetNillableTriageState(v *session.TriageState) *SessionUpdate {
+	if v != nil {
+		_u.SetTriageState(*v)
+	}
+	return _u
+}
+
+// SetTriagedBy sets the "triaged_by" field.
+func (_u *SessionUpdate) SetTriagedBy(v string) *SessionUpdate {
+	_u.mutation.SetTriagedBy(v)
+	return _u
+}
+
+// SetNillableTriagedBy sets the "triaged_by" field if the given value is not nil.
+func (_u *SessionUpdate) SetNillableTriagedBy(v *string) *SessionUpdate {
+	if v != nil {
+		_u.SetTriagedBy(*v)
+	}
+	return _u
+}
+
+// SetTriagedByName sets the "triaged_by_name" field.
+func (_u *SessionUpdate) SetTriagedByName(v string) *SessionUpdate {
+	_u.mutation.SetTriagedByName(v)
+	return _u
+}
+
+// SetNillableTriagedByName sets the "triaged_by_name" field if the given value is not nil.
+func (_u *SessionUpdate) SetNillableTriagedByName(v *string) *SessionUpdate {
+	if v != nil {
+		_u.SetTriagedByName(*v)
+	}
+	return _u
+}
+
+// SetTriagedAt sets the "triaged_at" field.
+func (_u *SessionUpdate) SetTriagedAt(v time.Time) *SessionUpdate {
+	_u.mutation.SetTriagedAt(v)
+	return _u
+}
+
+// SetNillableTriagedAt sets the "triaged_at" field if the given value is not nil.
+func (_u *SessionUpdate) SetNillableTriagedAt(v *time.Time) *SessionUpdate {
+	if v != nil {
+		_u.SetTriagedAt(*v)
+	}
+	return _u
+}
+
+// ClearTriagedAt clears the value of the "triaged_at" field.
+func (_u *SessionUpdate) ClearTriagedAt() *SessionUpdate {
+	_u.mutation.ClearTriagedAt()
+	return _u
+}
+
 // SetState sets the "state" field.
 func (_u *SessionUpdate) SetState(v schematype.SessionState) *SessionUpdate {
 	_u.mutation.SetState(v)
@@ -572,6 +634,21 @@ func (_u *SessionUpdate) check() error {
 			return &ValidationError{Name: "extracted_operator", err: fmt.Errorf(`ent: validator failed for field "Session.extracted_operator": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.TriageState(); ok {
+		if err := session.TriageStateValidator(v); err != nil {
+			return &ValidationError{Name: "triage_state", err: fmt.Errorf(`ent: validator failed for field "Session.triage_state": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.TriagedBy(); ok {
+		if err := session.TriagedByValidator(v); err != nil {
+			return &ValidationError{Name: "triaged_by", err: fmt.Errorf(`ent: validator failed for field "Session.triaged_by": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.TriagedByName(); ok {
+		if err := session.TriagedByNameValidator(v); err != nil {
+			return &ValidationError{Name: "triaged_by_name", err: fmt.Errorf(`ent: validator failed for field "Session.triaged_by_name": %w`, err)}
+		}
+	}
 	if _u.mutation.OrganizationCleared() && len(_u.mutation.OrganizationIDs()) > 0 {
 		return errors.New(`ent: clearing a required unique edge "Session.organization"`)
 	}
@@ -668,6 +745,21 @@ func (_u *SessionUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 		_spec.AddModifier(func(u *sql.UpdateBuilder) {
 			sqljson.Append(u, session.FieldTrapsTriggered, value)
 		})
+	}
+	if value, ok := _u.mutation.TriageState(); ok {
+		_spec.SetField(session.FieldTriageState, field.TypeEnum, value)
+	}
+	if value, ok := _u.mutation.TriagedBy(); ok {
+		_spec.SetField(session.FieldTriagedBy, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.TriagedByName(); ok {
+		_spec.SetField(session.FieldTriagedByName, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.TriagedAt(); ok {
+		_spec.SetField(session.FieldTriagedAt, field.TypeTime, value)
+	}
+	if _u.mutation.TriagedAtCleared() {
+		_spec.ClearField(session.FieldTriagedAt, field.TypeTime)
 	}
 	if value, ok := _u.mutation.State(); ok {
 		_spec.SetField(session.FieldState, field.TypeJSON, value)
@@ -1169,6 +1261,68 @@ func (_u *SessionUpdateOne) AppendTrapsTriggered(v []string) *SessionUpdateOne {
 	return _u
 }
 
+// SetTriageState sets the "triage_state" field.
+func (_u *SessionUpdateOne) SetTriageState(v session.TriageState) *SessionUpdateOne {
+	_u.mutation.SetTriageState(v)
+	return _u
+}
+
+// SetNillableTriageState sets the "triage_state" field if the given value is not nil.
+func (_u *SessionUpdateOne) SetNillableTriageState(v *session.TriageState) *SessionUpdateOne {
+	if v != nil {
+		_u.SetTriageState(*v)
+	}
+	return _u
+}
+
+// SetTriagedBy sets the "triaged_by" field.
+func (_u *SessionUpdateOne) SetTriagedBy(v string) *SessionUpdateOne {
+	_u.mutation.SetTriagedBy(v)
+	return _u
+}
+
+// SetNillableTriagedBy sets the "triaged_by" field if the given value is not nil.
+func (_u *SessionUpdateOne) SetNillableTriagedBy(v *string) *SessionUpdateOne {
+	if v != nil {
+		_u.SetTriagedBy(*v)
+	}
+	return _u
+}
+
+// SetTriagedByName sets the "triaged_by_name" field.
+func (_u *SessionUpdateOne) SetTriagedByName(v string) *SessionUpdateOne {
+	_u.mutation.SetTriagedByName(v)
+	return _u
+}
+
+// SetNillableTriagedByName sets the "triaged_by_name" field if the given value is not nil.
+func (_u *SessionUpdateOne) SetNillableTriagedByName(v *string) *SessionUpdateOne {
+	if v != nil {
+		_u.SetTriagedByName(*v)
+	}
+	return _u
+}
+
+// SetTriagedAt sets the "triaged_at" field.
+func (_u *SessionUpdateOne) SetTriagedAt(v time.Time) *SessionUpdateOne {
+	_u.mutation.SetTriagedAt(v)
+	return _u
+}
+
+// SetNillableTriagedAt sets the "triaged_at" field if the given value is not nil.
+func (_u *SessionUpdateOne) SetNillableTriagedAt(v *time.Time) *SessionUpdateOne {
+	if v != nil {
+		_u.SetTriagedAt(*v)
+	}
+	return _u
+}
+
+// ClearTriagedAt clears the value of the "triaged_at" field.
+func (_u *SessionUpdateOne) ClearTriagedAt() *SessionUpdateOne {
+	_u.mutation.ClearTriagedAt()
+	return _u
+}
+
 // SetState sets the "state" field.
 func (_u *SessionUpdateOne) SetState(v schematype.SessionState) *SessionUpdateOne {
 	_u.mutation.SetState(v)
@@ -1471,6 +1625,21 @@ func (_u *SessionUpdateOne) check() error {
 			return &ValidationError{Name: "extracted_operator", err: fmt.Errorf(`ent: validator failed for field "Session.extracted_operator": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.TriageState(); ok {
+		if err := session.TriageStateValidator(v); err != nil {
+			return &ValidationError{Name: "triage_state", err: fmt.Errorf(`ent: validator failed for field "Session.triage_state": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.TriagedBy(); ok {
+		if err := session.TriagedByValidator(v); err != nil {
+			return &ValidationError{Name: "triaged_by", err: fmt.Errorf(`ent: validator failed for field "Session.triaged_by": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.TriagedByName(); ok {
+		if err := session.TriagedByNameValidator(v); err != nil {
+			return &ValidationError{Name: "triaged_by_name", err: fmt.Errorf(`ent: validator failed for field "Session.triaged_by_name": %w`, err)}
+		}
+	}
 	if _u.mutation.OrganizationCleared() && len(_u.mutation.OrganizationIDs()) > 0 {
 		return errors.New(`ent: clearing a required unique edge "Session.organization"`)
 	}
@@ -1584,6 +1753,21 @@ func (_u *SessionUpdateOne) sqlSave(ctx context.Context) (_node *Session, err er
 		_spec.AddModifier(func(u *sql.UpdateBuilder) {
 			sqljson.Append(u, session.FieldTrapsTriggered, value)
 		})
+	}
+	if value, ok := _u.mutation.TriageState(); ok {
+		_spec.SetField(session.FieldTriageState, field.TypeEnum, value)
+	}
+	if value, ok := _u.mutation.TriagedBy(); ok {
+		_spec.SetField(session.FieldTriagedBy, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.TriagedByName(); ok {
+		_spec.SetField(session.FieldTriagedByName, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.TriagedAt(); ok {
+		_spec.SetField(session.FieldTriagedAt, field.TypeTime, value)
+	}
+	if _u.mutation.TriagedAtCleared() {
+		_spec.ClearField(session.FieldTriagedAt, field.TypeTime)
 	}
 	if value, ok := _u.mutation.State(); ok {
 		_spec.SetField(session.FieldState, field.TypeJSON, value)

@@ -32,12 +32,14 @@ const (
 	TrapCreated     = "trap.created"
 	TrapUpdated     = "trap.updated"
 	TrapDeleted     = "trap.deleted"
+	// SessionTriaged says a person or a pipeline changed a session's triage state.
+	SessionTriaged = "session.triaged"
 	// WebhookEndpointDisabled says the service turned a webhook endpoint off (410 Gone, or failing for days).
 	WebhookEndpointDisabled = "webhook.endpoint_disabled"
 )
 
 // Types lists every event type, for validating filters.
-var Types = []string{ThreatDetected, ThreatEscalated, TrapCreated, TrapUpdated, TrapDeleted, WebhookEndpointDisabled}
+var Types = []string{ThreatDetected, ThreatEscalated, TrapCreated, TrapUpdated, TrapDeleted, WebhookEndpointDisabled, SessionTriaged}
 
 // ErrNoTx is returned when an event would be written outside a transaction,
 // where it could commit without its change or the change without it.

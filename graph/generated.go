@@ -66,6 +66,7 @@ type ComplexityRoot struct {
 
 	ApiKey struct {
 		CreatedAt  func(childComplexity int) int
+		ExpiresAt  func(childComplexity int) int
 		ID         func(childComplexity int) int
 		LastUsedAt func(childComplexity int) int
 		Name       func(childComplexity int) int
@@ -73,6 +74,7 @@ type ComplexityRoot struct {
 		Prefix     func(childComplexity int) int
 		RevokedAt  func(childComplexity int) int
 		Scope      func(childComplexity int) int
+		SiteID     func(childComplexity int) int
 	}
 
 	ApiKeyConnection struct {
@@ -156,6 +158,15 @@ type ComplexityRoot struct {
 		Type       func(childComplexity int) int
 	}
 
+	GateResult struct {
+		Count      func(childComplexity int) int
+		CountExact func(childComplexity int) int
+		Failed     func(childComplexity int) int
+		Sessions   func(childComplexity int) int
+		Severities func(childComplexity int) int
+		Since      func(childComplexity int) int
+	}
+
 	Hit struct {
 		Body          func(childComplexity int) int
 		BodyTruncated func(childComplexity int) int
@@ -205,6 +216,7 @@ type ComplexityRoot struct {
 		RedeliverWebhook      func(childComplexity int, deliveryID string, endpointID *string) int
 		RevokeAPIKey          func(childComplexity int, id string) int
 		RotateWebhookSecret   func(childComplexity int, id string) int
+		TriageSessions        func(childComplexity int, input app.TriageInput) int
 		UpdateOrganization    func(childComplexity int, input ent.UpdateOrganizationInput) int
 		UpdateSite            func(childComplexity int, id string, input ent.UpdateSiteInput) int
 		UpdateTrap            func(childComplexity int, id string, input app.TrapChanges) int
@@ -252,6 +264,7 @@ type ComplexityRoot struct {
 		CampaignStix      func(childComplexity int, id string) int
 		Campaigns         func(childComplexity int, first *int, after *entgql.Cursor[string]) int
 		Events            func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.EventOrder, where *ent.EventWhereInput) int
+		Gate              func(childComplexity int, failOn session.Severity, since *time.Time) int
 		LureSnippet       func(childComplexity int, trapID string) int
 		Node              func(childComplexity int, id string) int
 		Nodes             func(childComplexity int, ids []string) int
@@ -317,6 +330,10 @@ type ComplexityRoot struct {
 		SourceIP          func(childComplexity int) int
 		Traps             func(childComplexity int) int
 		TrapsTriggered    func(childComplexity int) int
+		TriageState       func(childComplexity int) int
+		TriagedAt         func(childComplexity int) int
+		TriagedBy         func(childComplexity int) int
+		TriagedByName     func(childComplexity int) int
 		TripwiresFired    func(childComplexity int) int
 		UserAgent         func(childComplexity int) int
 	}
@@ -414,7 +431,7 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
-		Events         func(childComplexity int, types []string, after *entgql.Cursor[string]) int
+		Events         func(childComplexity int, types []string, after *entgql.Cursor[string], since *time.Time) int
 		ThreatDetected func(childComplexity int) int
 	}
 
@@ -465,6 +482,11 @@ type ComplexityRoot struct {
 		Name    func(childComplexity int) int
 		Path    func(childComplexity int) int
 		Type    func(childComplexity int) int
+	}
+
+	TriageSessionsPayload struct {
+		Changed  func(childComplexity int) int
+		Sessions func(childComplexity int) int
 	}
 
 	VerdictExplanation struct {
@@ -586,6 +608,7 @@ type MutationResolver interface {
 	RotateWebhookSecret(ctx context.Context, id string) (*app.WebhookWithSecret, error)
 	RedeliverWebhook(ctx context.Context, deliveryID string, endpointID *string) (*ent.WebhookDelivery, error)
 	PingWebhookEndpoint(ctx context.Context, id string) (*ent.WebhookDelivery, error)
+	TriageSessions(ctx context.Context, input app.TriageInput) (*app.TriageResult, error)
 }
 type QueryResolver interface {
 	Node(ctx context.Context, id string) (ent.Noder, error)
@@ -607,6 +630,7 @@ type QueryResolver interface {
 	Campaigns(ctx context.Context, first *int, after *entgql.Cursor[string]) (*app.CampaignConnection, error)
 	SessionStix(ctx context.Context, id string) (map[string]any, error)
 	CampaignStix(ctx context.Context, id string) (map[string]any, error)
+	Gate(ctx context.Context, failOn session.Severity, since *time.Time) (*app.GateResult, error)
 }
 type SessionResolver interface {
 	Explanation(ctx context.Context, obj *ent.Session) (*model.VerdictExplanation, error)
@@ -621,7 +645,7 @@ type SignalResolver interface {
 	Lure(ctx context.Context, obj *ent.Signal) (bool, error)
 }
 type SubscriptionResolver interface {
-	Events(ctx context.Context, types []string, after *entgql.Cursor[string]) (<-chan *model.EventMessage, error)
+	Events(ctx context.Context, types []string, after *entgql.Cursor[string], since *time.Time) (<-chan *model.EventMessage, error)
 	ThreatDetected(ctx context.Context) (<-chan *ent.Session, error)
 }
 type TrapResolver interface {
@@ -671,6 +695,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ApiKey.CreatedAt(childComplexity), true
+	case "ApiKey.expiresAt":
+		if e.ComplexityRoot.ApiKey.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiKey.ExpiresAt(childComplexity), true
 	case "ApiKey.id":
 		if e.ComplexityRoot.ApiKey.ID == nil {
 			break
@@ -713,6 +743,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ApiKey.Scope(childComplexity), true
+	case "ApiKey.siteID":
+		if e.ComplexityRoot.ApiKey.SiteID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiKey.SiteID(childComplexity), true
 
 	case "ApiKeyConnection.edges":
 		if e.ComplexityRoot.ApiKeyConnection.Edges == nil {
@@ -1006,6 +1042,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.EventMessage.Type(childComplexity), true
 
+	case "GateResult.count":
+		if e.ComplexityRoot.GateResult.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GateResult.Count(childComplexity), true
+	case "GateResult.countExact":
+		if e.ComplexityRoot.GateResult.CountExact == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GateResult.CountExact(childComplexity), true
+	case "GateResult.failed":
+		if e.ComplexityRoot.GateResult.Failed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GateResult.Failed(childComplexity), true
+	case "GateResult.sessions":
+		if e.ComplexityRoot.GateResult.Sessions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GateResult.Sessions(childComplexity), true
+	case "GateResult.severities":
+		if e.ComplexityRoot.GateResult.Severities == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GateResult.Severities(childComplexity), true
+	case "GateResult.since":
+		if e.ComplexityRoot.GateResult.Since == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GateResult.Since(childComplexity), true
+
 	case "Hit.body":
 		if e.ComplexityRoot.Hit.Body == nil {
 			break
@@ -1281,6 +1354,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RotateWebhookSecret(childComplexity, args["id"].(string)), true
+	case "Mutation.triageSessions":
+		if e.ComplexityRoot.Mutation.TriageSessions == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_triageSessions_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.TriageSessions(childComplexity, args["input"].(app.TriageInput)), true
 	case "Mutation.updateOrganization":
 		if e.ComplexityRoot.Mutation.UpdateOrganization == nil {
 			break
@@ -1518,6 +1602,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Events(childComplexity, args["after"].(*entgql.Cursor[string]), args["first"].(*int), args["before"].(*entgql.Cursor[string]), args["last"].(*int), args["orderBy"].(*ent.EventOrder), args["where"].(*ent.EventWhereInput)), true
+	case "Query.gate":
+		if e.ComplexityRoot.Query.Gate == nil {
+			break
+		}
+
+		args, err := ec.field_Query_gate_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Gate(childComplexity, args["failOn"].(session.Severity), args["since"].(*time.Time)), true
 
 	case "Query.lureSnippet":
 		if e.ComplexityRoot.Query.LureSnippet == nil {
@@ -1901,6 +1996,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Session.TrapsTriggered(childComplexity), true
+	case "Session.triageState":
+		if e.ComplexityRoot.Session.TriageState == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.TriageState(childComplexity), true
+	case "Session.triagedAt":
+		if e.ComplexityRoot.Session.TriagedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.TriagedAt(childComplexity), true
+	case "Session.triagedBy":
+		if e.ComplexityRoot.Session.TriagedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.TriagedBy(childComplexity), true
+	case "Session.triagedByName":
+		if e.ComplexityRoot.Session.TriagedByName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.TriagedByName(childComplexity), true
 	case "Session.tripwiresFired":
 		if e.ComplexityRoot.Session.TripwiresFired == nil {
 			break
@@ -2289,7 +2408,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.Events(childComplexity, args["types"].([]string), args["after"].(*entgql.Cursor[string])), true
+		return e.ComplexityRoot.Subscription.Events(childComplexity, args["types"].([]string), args["after"].(*entgql.Cursor[string]), args["since"].(*time.Time)), true
 	case "Subscription.threatDetected":
 		if e.ComplexityRoot.Subscription.ThreatDetected == nil {
 			break
@@ -2488,6 +2607,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TrapRef.Type(childComplexity), true
+
+	case "TriageSessionsPayload.changed":
+		if e.ComplexityRoot.TriageSessionsPayload.Changed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TriageSessionsPayload.Changed(childComplexity), true
+	case "TriageSessionsPayload.sessions":
+		if e.ComplexityRoot.TriageSessionsPayload.Sessions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TriageSessionsPayload.Sessions(childComplexity), true
 
 	case "VerdictExplanation.ceiling":
 		if e.ComplexityRoot.VerdictExplanation.Ceiling == nil {
@@ -2874,6 +3006,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputSiteWhereInput,
 		ec.unmarshalInputTrapOrder,
 		ec.unmarshalInputTrapWhereInput,
+		ec.unmarshalInputTriageSessionsInput,
 		ec.unmarshalInputUpdateOrganizationInput,
 		ec.unmarshalInputUpdateSiteInput,
 		ec.unmarshalInputUpdateTrapInput,
@@ -3178,6 +3311,14 @@ type TimelineBucket {
 input CreateApiKeyInput {
   name: String!
   scope: ApiKeyScope!
+  "When set, the key stops working at this time (requests with it get 401); it must be in the future."
+  expiresAt: Time
+  """
+  When set, a deploy key: it may only read and write the traps of this site (least privilege for a
+  pipeline). Its scope must be READ_WRITE or READ_ONLY. Everything else answers FORBIDDEN (docs/api.md,
+  "Deploy-scoped keys").
+  """
+  siteID: ID
 }
 
 type CreateApiKeyPayload {
@@ -3223,10 +3364,12 @@ type EventMessage {
 type Subscription {
   """
   The caller's events as they are written, oldest first, optionally of some types only.
+  types takes event types and prefixes such as threat.* (as webhook endpoints' eventTypes do).
   With after (a cursor of this subscription or of the events connection ordered by POSITION)
-  it first replays what came after it: no gap, no repeat.
+  it first replays what came after it: no gap, no repeat. Without after, since replays the
+  events created at or after that time first.
   """
-  events(types: [String!], after: Cursor): EventMessage!
+  events(types: [String!], after: Cursor, since: Time): EventMessage!
   "Sessions as they are first detected as threats (threat.detected)."
   threatDetected: Session!
 }
@@ -3446,6 +3589,58 @@ extend type Trap {
   "Hits this trap has received (all time, from the hourly counters: a hit stays counted after retention deletes it)."
   hitCount: Int! @cost(weight: 2)
 }
+
+"""
+What a person or a pipeline made of a session: OPEN until someone triages it; ACKNOWLEDGED (being
+looked at), RESOLVED (dealt with) and IGNORED (not worth acting on) are set through triageSessions.
+RESOLVED and IGNORED sessions no longer fail a gate.
+"""
+input TriageSessionsInput {
+  "The sessions, 1 to 100 distinct ids of the caller's organization."
+  ids: [ID!]!
+  state: TriageState!
+}
+
+type TriageSessionsPayload {
+  "The sessions as they are now, in the order of ids."
+  sessions: [Session!]! @listSize(assumedSize: 100)
+  "How many of them changed state (a session.triaged event was written for each)."
+  changed: Int!
+}
+
+extend type Mutation {
+  """
+  Sets the triage state of up to 100 sessions (read-write scope). Each session whose state
+  changes gets triagedBy (the API key's id or the identity provider's subject), triagedAt, and a
+  session.triaged event; setting the state a session already has changes nothing.
+  """
+  triageSessions(input: TriageSessionsInput!): TriageSessionsPayload!
+}
+
+"The answer to a deployment gate: is there an unresolved session at or above a severity since a time?"
+type GateResult {
+  "True when at least one session matches: the gate fails."
+  failed: Boolean!
+  "The severities that count (failOn and above)."
+  severities: [Severity!]! @listSize(assumedSize: 4)
+  "The start of the window: sessions last seen at or after it count."
+  since: Time
+  "Matching sessions, counted up to 1,000."
+  count: Int!
+  "False when more than 1,000 sessions match (count is then 1001)."
+  countExact: Boolean!
+  "The most recently seen matching sessions, at most 10, newest first."
+  sessions: [Session!]! @listSize(assumedSize: 10)
+}
+
+extend type Query {
+  """
+  A deployment gate: the caller's sessions at severity failOn or above whose triage state is OPEN
+  or ACKNOWLEDGED (not RESOLVED or IGNORED), last seen at or after since (all time without it).
+  One indexed range read per severity and state, at any number of sessions (docs/api.md, "Triage and gates").
+  """
+  gate(failOn: Severity!, since: Time): GateResult! @cost(weight: 20)
+}
 `, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
@@ -3484,6 +3679,10 @@ func (ec *executionContext) childFields_ApiKey(ctx context.Context, field graphq
 		return ec.fieldContext_ApiKey_lastUsedAt(ctx, field)
 	case "revokedAt":
 		return ec.fieldContext_ApiKey_revokedAt(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_ApiKey_expiresAt(ctx, field)
+	case "siteID":
+		return ec.fieldContext_ApiKey_siteID(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ApiKey", field.Name)
 }
@@ -3648,6 +3847,24 @@ func (ec *executionContext) childFields_EventMessage(ctx context.Context, field 
 		return ec.fieldContext_EventMessage_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type EventMessage", field.Name)
+}
+
+func (ec *executionContext) childFields_GateResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "failed":
+		return ec.fieldContext_GateResult_failed(ctx, field)
+	case "severities":
+		return ec.fieldContext_GateResult_severities(ctx, field)
+	case "since":
+		return ec.fieldContext_GateResult_since(ctx, field)
+	case "count":
+		return ec.fieldContext_GateResult_count(ctx, field)
+	case "countExact":
+		return ec.fieldContext_GateResult_countExact(ctx, field)
+	case "sessions":
+		return ec.fieldContext_GateResult_sessions(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type GateResult", field.Name)
 }
 
 func (ec *executionContext) childFields_Hit(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3884,6 +4101,14 @@ func (ec *executionContext) childFields_Session(ctx context.Context, field graph
 		return ec.fieldContext_Session_extractedOperator(ctx, field)
 	case "trapsTriggered":
 		return ec.fieldContext_Session_trapsTriggered(ctx, field)
+	case "triageState":
+		return ec.fieldContext_Session_triageState(ctx, field)
+	case "triagedBy":
+		return ec.fieldContext_Session_triagedBy(ctx, field)
+	case "triagedByName":
+		return ec.fieldContext_Session_triagedByName(ctx, field)
+	case "triagedAt":
+		return ec.fieldContext_Session_triagedAt(ctx, field)
 	case "hits":
 		return ec.fieldContext_Session_hits(ctx, field)
 	case "signals":
@@ -4180,6 +4405,16 @@ func (ec *executionContext) childFields_TrapRef(ctx context.Context, field graph
 		return ec.fieldContext_TrapRef_deleted(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TrapRef", field.Name)
+}
+
+func (ec *executionContext) childFields_TriageSessionsPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "sessions":
+		return ec.fieldContext_TriageSessionsPayload_sessions(ctx, field)
+	case "changed":
+		return ec.fieldContext_TriageSessionsPayload_changed(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TriageSessionsPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_VerdictExplanation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4658,6 +4893,20 @@ func (ec *executionContext) field_Mutation_rotateWebhookSecret_args(ctx context.
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_triageSessions_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (app.TriageInput, error) {
+			return ec.unmarshalNTriageSessionsInput2githubᚗcomᚋflytrapᚋflytrapᚋappᚐTriageInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_updateOrganization_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4893,6 +5142,28 @@ func (ec *executionContext) field_Query_events_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["where"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_gate_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "failOn",
+		func(ctx context.Context, v any) (session.Severity, error) {
+			return ec.unmarshalNSeverity2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐSeverity(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["failOn"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "since",
+		func(ctx context.Context, v any) (*time.Time, error) {
+			return ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["since"] = arg1
 	return args, nil
 }
 
@@ -5323,6 +5594,14 @@ func (ec *executionContext) field_Subscription_events_args(ctx context.Context, 
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "since",
+		func(ctx context.Context, v any) (*time.Time, error) {
+			return ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["since"] = arg2
 	return args, nil
 }
 
@@ -5536,6 +5815,20 @@ func (ec *executionContext) _ApiKey_revokedAt(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_ApiKey_revokedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("ApiKey", field, false, false, "field of type Time does not have child fields")
+}
+
+func (ec *executionContext) _ApiKey_expiresAt(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKey_expiresAt, obj.ExpiresAt, ec.marshalOTime2ᚖtimeᚐTime)
+}
+func (ec *executionContext) fieldContext_ApiKey_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("ApiKey", field, false, false, "field of type Time does not have child fields")
+}
+
+func (ec *executionContext) _ApiKey_siteID(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ApiKey_siteID, obj.SiteID, ec.marshalOString2ᚖstring)
+}
+func (ec *executionContext) fieldContext_ApiKey_siteID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("ApiKey", field, false, false, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _ApiKeyConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.ApiKeyConnection) (ret graphql.Marshaler) {
@@ -6225,6 +6518,73 @@ func (ec *executionContext) _EventMessage_cursor(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_EventMessage_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("EventMessage", field, false, false, "field of type Cursor does not have child fields")
+}
+
+func (ec *executionContext) _GateResult_failed(ctx context.Context, field graphql.CollectedField, obj *app.GateResult) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_GateResult_failed, obj.Failed, ec.marshalNBoolean2bool)
+}
+func (ec *executionContext) fieldContext_GateResult_failed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("GateResult", field, false, false, "field of type Boolean does not have child fields")
+}
+
+func (ec *executionContext) _GateResult_severities(ctx context.Context, field graphql.CollectedField, obj *app.GateResult) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_GateResult_severities, obj.Severities, ec.marshalNSeverity2ᚕgithubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐSeverityᚄ)
+}
+func (ec *executionContext) fieldContext_GateResult_severities(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("GateResult", field, false, false, "field of type Severity does not have child fields")
+}
+
+func (ec *executionContext) _GateResult_since(ctx context.Context, field graphql.CollectedField, obj *app.GateResult) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_GateResult_since, obj.Since, ec.marshalOTime2ᚖtimeᚐTime)
+}
+func (ec *executionContext) fieldContext_GateResult_since(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("GateResult", field, false, false, "field of type Time does not have child fields")
+}
+
+func (ec *executionContext) _GateResult_count(ctx context.Context, field graphql.CollectedField, obj *app.GateResult) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_GateResult_count, obj.Count, ec.marshalNInt2int)
+}
+func (ec *executionContext) fieldContext_GateResult_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("GateResult", field, false, false, "field of type Int does not have child fields")
+}
+
+func (ec *executionContext) _GateResult_countExact(ctx context.Context, field graphql.CollectedField, obj *app.GateResult) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_GateResult_countExact, obj.CountExact, ec.marshalNBoolean2bool)
+}
+func (ec *executionContext) fieldContext_GateResult_countExact(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("GateResult", field, false, false, "field of type Boolean does not have child fields")
+}
+
+func (ec *executionContext) _GateResult_sessions(ctx context.Context, field graphql.CollectedField, obj *app.GateResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GateResult_sessions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Sessions, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Session) graphql.Marshaler {
+			return ec.marshalNSession2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSessionᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GateResult_sessions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "GateResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Session(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Hit_id(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
@@ -7172,6 +7532,50 @@ func (ec *executionContext) fieldContext_Mutation_pingWebhookEndpoint(ctx contex
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_pingWebhookEndpoint_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_triageSessions(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_triageSessions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().TriageSessions(ctx, fc.Args["input"].(app.TriageInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *app.TriageResult) graphql.Marshaler {
+			return ec.marshalNTriageSessionsPayload2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐTriageResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_triageSessions(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TriageSessionsPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_triageSessions_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -8256,6 +8660,50 @@ func (ec *executionContext) fieldContext_Query_campaignStix(ctx context.Context,
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_gate(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_gate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Gate(ctx, fc.Args["failOn"].(session.Severity), fc.Args["since"].(*time.Time))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *app.GateResult) graphql.Marshaler {
+			return ec.marshalNGateResult2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐGateResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_gate(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GateResult(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_gate_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8600,6 +9048,34 @@ func (ec *executionContext) _Session_trapsTriggered(ctx context.Context, field g
 }
 func (ec *executionContext) fieldContext_Session_trapsTriggered(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("Session", field, false, false, "field of type String does not have child fields")
+}
+
+func (ec *executionContext) _Session_triageState(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_triageState, obj.TriageState, ec.marshalNTriageState2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐTriageState)
+}
+func (ec *executionContext) fieldContext_Session_triageState(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Session", field, false, false, "field of type TriageState does not have child fields")
+}
+
+func (ec *executionContext) _Session_triagedBy(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_triagedBy, obj.TriagedBy, ec.marshalNString2string)
+}
+func (ec *executionContext) fieldContext_Session_triagedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Session", field, false, false, "field of type String does not have child fields")
+}
+
+func (ec *executionContext) _Session_triagedByName(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_triagedByName, obj.TriagedByName, ec.marshalNString2string)
+}
+func (ec *executionContext) fieldContext_Session_triagedByName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Session", field, false, false, "field of type String does not have child fields")
+}
+
+func (ec *executionContext) _Session_triagedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Session_triagedAt, obj.TriagedAt, ec.marshalOTime2ᚖtimeᚐTime)
+}
+func (ec *executionContext) fieldContext_Session_triagedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Session", field, false, false, "field of type Time does not have child fields")
 }
 
 func (ec *executionContext) _Session_hits(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
@@ -9615,7 +10091,7 @@ func (ec *executionContext) _Subscription_events(ctx context.Context, field grap
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().Events(ctx, fc.Args["types"].([]string), fc.Args["after"].(*entgql.Cursor[string]))
+			return ec.Resolvers.Subscription().Events(ctx, fc.Args["types"].([]string), fc.Args["after"].(*entgql.Cursor[string]), fc.Args["since"].(*time.Time))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.EventMessage) graphql.Marshaler {
@@ -10012,6 +10488,45 @@ func (ec *executionContext) _TrapRef_deleted(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_TrapRef_deleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return scalarFieldContext("TrapRef", field, false, false, "field of type Boolean does not have child fields")
+}
+
+func (ec *executionContext) _TriageSessionsPayload_sessions(ctx context.Context, field graphql.CollectedField, obj *app.TriageResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TriageSessionsPayload_sessions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Sessions, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Session) graphql.Marshaler {
+			return ec.marshalNSession2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSessionᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TriageSessionsPayload_sessions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TriageSessionsPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Session(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TriageSessionsPayload_changed(ctx context.Context, field graphql.CollectedField, obj *app.TriageResult) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_TriageSessionsPayload_changed, obj.Changed, ec.marshalNInt2int)
+}
+func (ec *executionContext) fieldContext_TriageSessionsPayload_changed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("TriageSessionsPayload", field, false, false, "field of type Int does not have child fields")
 }
 
 func (ec *executionContext) _VerdictExplanation_classification(ctx context.Context, field graphql.CollectedField, obj *model.VerdictExplanation) (ret graphql.Marshaler) {
@@ -11619,7 +12134,7 @@ func (ec *executionContext) unmarshalInputApiKeyWhereInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "scope", "scopeNEQ", "scopeIn", "scopeNotIn", "prefix", "prefixNEQ", "prefixIn", "prefixNotIn", "prefixGT", "prefixGTE", "prefixLT", "prefixLTE", "prefixContains", "prefixHasPrefix", "prefixHasSuffix", "prefixEqualFold", "prefixContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "lastUsedAt", "lastUsedAtNEQ", "lastUsedAtIn", "lastUsedAtNotIn", "lastUsedAtGT", "lastUsedAtGTE", "lastUsedAtLT", "lastUsedAtLTE", "lastUsedAtIsNil", "lastUsedAtNotNil", "revokedAt", "revokedAtNEQ", "revokedAtIn", "revokedAtNotIn", "revokedAtGT", "revokedAtGTE", "revokedAtLT", "revokedAtLTE", "revokedAtIsNil", "revokedAtNotNil"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "scope", "scopeNEQ", "scopeIn", "scopeNotIn", "prefix", "prefixNEQ", "prefixIn", "prefixNotIn", "prefixGT", "prefixGTE", "prefixLT", "prefixLTE", "prefixContains", "prefixHasPrefix", "prefixHasSuffix", "prefixEqualFold", "prefixContainsFold", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "lastUsedAt", "lastUsedAtNEQ", "lastUsedAtIn", "lastUsedAtNotIn", "lastUsedAtGT", "lastUsedAtGTE", "lastUsedAtLT", "lastUsedAtLTE", "lastUsedAtIsNil", "lastUsedAtNotNil", "revokedAt", "revokedAtNEQ", "revokedAtIn", "revokedAtNotIn", "revokedAtGT", "revokedAtGTE", "revokedAtLT", "revokedAtLTE", "revokedAtIsNil", "revokedAtNotNil", "expiresAt", "expiresAtNEQ", "expiresAtIn", "expiresAtNotIn", "expiresAtGT", "expiresAtGTE", "expiresAtLT", "expiresAtLTE", "expiresAtIsNil", "expiresAtNotNil", "siteID", "siteIDNEQ", "siteIDIn", "siteIDNotIn", "siteIDGT", "siteIDGTE", "siteIDLT", "siteIDLTE", "siteIDContains", "siteIDHasPrefix", "siteIDHasSuffix", "siteIDIsNil", "siteIDNotNil", "siteIDEqualFold", "siteIDContainsFold"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -12123,6 +12638,181 @@ func (ec *executionContext) unmarshalInputApiKeyWhereInput(ctx context.Context, 
 				return it, err
 			}
 			it.RevokedAtNotNil = data
+		case "expiresAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresAt = data
+		case "expiresAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresAtNEQ = data
+		case "expiresAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresAtIn = data
+		case "expiresAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresAtNotIn = data
+		case "expiresAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresAtGT = data
+		case "expiresAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresAtGTE = data
+		case "expiresAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresAtLT = data
+		case "expiresAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresAtLTE = data
+		case "expiresAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresAtIsNil = data
+		case "expiresAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresAtNotNil = data
+		case "siteID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("siteID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SiteID = data
+		case "siteIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("siteIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SiteIDNEQ = data
+		case "siteIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("siteIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SiteIDIn = data
+		case "siteIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("siteIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SiteIDNotIn = data
+		case "siteIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("siteIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SiteIDGT = data
+		case "siteIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("siteIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SiteIDGTE = data
+		case "siteIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("siteIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SiteIDLT = data
+		case "siteIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("siteIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SiteIDLTE = data
+		case "siteIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("siteIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SiteIDContains = data
+		case "siteIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("siteIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SiteIDHasPrefix = data
+		case "siteIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("siteIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SiteIDHasSuffix = data
+		case "siteIDIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("siteIDIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SiteIDIsNil = data
+		case "siteIDNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("siteIDNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SiteIDNotNil = data
+		case "siteIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("siteIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SiteIDEqualFold = data
+		case "siteIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("siteIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SiteIDContainsFold = data
 		}
 	}
 	return it, nil
@@ -12139,7 +12829,7 @@ func (ec *executionContext) unmarshalInputCreateApiKeyInput(ctx context.Context,
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "scope"}
+	fieldsInOrder := [...]string{"name", "scope", "expiresAt", "siteID"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -12160,6 +12850,20 @@ func (ec *executionContext) unmarshalInputCreateApiKeyInput(ctx context.Context,
 				return it, err
 			}
 			it.Scope = data
+		case "expiresAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresAt = data
+		case "siteID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("siteID"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SiteID = data
 		}
 	}
 	return it, nil
@@ -15035,7 +15739,7 @@ func (ec *executionContext) unmarshalInputSessionWhereInput(ctx context.Context,
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "siteID", "siteIDNEQ", "siteIDIn", "siteIDNotIn", "siteIDGT", "siteIDGTE", "siteIDLT", "siteIDLTE", "siteIDContains", "siteIDHasPrefix", "siteIDHasSuffix", "siteIDIsNil", "siteIDNotNil", "siteIDEqualFold", "siteIDContainsFold", "sourceIP", "sourceIPNEQ", "sourceIPIn", "sourceIPNotIn", "sourceIPGT", "sourceIPGTE", "sourceIPLT", "sourceIPLTE", "sourceIPContains", "sourceIPHasPrefix", "sourceIPHasSuffix", "sourceIPEqualFold", "sourceIPContainsFold", "userAgent", "userAgentNEQ", "userAgentIn", "userAgentNotIn", "userAgentGT", "userAgentGTE", "userAgentLT", "userAgentLTE", "userAgentContains", "userAgentHasPrefix", "userAgentHasSuffix", "userAgentEqualFold", "userAgentContainsFold", "classification", "classificationNEQ", "classificationIn", "classificationNotIn", "score", "scoreNEQ", "scoreIn", "scoreNotIn", "scoreGT", "scoreGTE", "scoreLT", "scoreLTE", "confidence", "confidenceNEQ", "confidenceIn", "confidenceNotIn", "confidenceGT", "confidenceGTE", "confidenceLT", "confidenceLTE", "severity", "severityNEQ", "severityIn", "severityNotIn", "firstSeen", "firstSeenNEQ", "firstSeenIn", "firstSeenNotIn", "firstSeenGT", "firstSeenGTE", "firstSeenLT", "firstSeenLTE", "lastSeen", "lastSeenNEQ", "lastSeenIn", "lastSeenNotIn", "lastSeenGT", "lastSeenGTE", "lastSeenLT", "lastSeenLTE", "hitCount", "hitCountNEQ", "hitCountIn", "hitCountNotIn", "hitCountGT", "hitCountGTE", "hitCountLT", "hitCountLTE", "tripwiresFired", "tripwiresFiredNEQ", "tripwiresFiredIn", "tripwiresFiredNotIn", "tripwiresFiredGT", "tripwiresFiredGTE", "tripwiresFiredLT", "tripwiresFiredLTE", "promptsCaptured", "promptsCapturedNEQ", "promptsCapturedIn", "promptsCapturedNotIn", "promptsCapturedGT", "promptsCapturedGTE", "promptsCapturedLT", "promptsCapturedLTE", "extractedModel", "extractedModelNEQ", "extractedModelIn", "extractedModelNotIn", "extractedModelGT", "extractedModelGTE", "extractedModelLT", "extractedModelLTE", "extractedModelContains", "extractedModelHasPrefix", "extractedModelHasSuffix", "extractedModelEqualFold", "extractedModelContainsFold", "extractedOperator", "extractedOperatorNEQ", "extractedOperatorIn", "extractedOperatorNotIn", "extractedOperatorGT", "extractedOperatorGTE", "extractedOperatorLT", "extractedOperatorLTE", "extractedOperatorContains", "extractedOperatorHasPrefix", "extractedOperatorHasSuffix", "extractedOperatorEqualFold", "extractedOperatorContainsFold", "hasHits", "hasHitsWith", "hasSignals", "hasSignalsWith", "hasPrompts", "hasPromptsWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "siteID", "siteIDNEQ", "siteIDIn", "siteIDNotIn", "siteIDGT", "siteIDGTE", "siteIDLT", "siteIDLTE", "siteIDContains", "siteIDHasPrefix", "siteIDHasSuffix", "siteIDIsNil", "siteIDNotNil", "siteIDEqualFold", "siteIDContainsFold", "sourceIP", "sourceIPNEQ", "sourceIPIn", "sourceIPNotIn", "sourceIPGT", "sourceIPGTE", "sourceIPLT", "sourceIPLTE", "sourceIPContains", "sourceIPHasPrefix", "sourceIPHasSuffix", "sourceIPEqualFold", "sourceIPContainsFold", "userAgent", "userAgentNEQ", "userAgentIn", "userAgentNotIn", "userAgentGT", "userAgentGTE", "userAgentLT", "userAgentLTE", "userAgentContains", "userAgentHasPrefix", "userAgentHasSuffix", "userAgentEqualFold", "userAgentContainsFold", "classification", "classificationNEQ", "classificationIn", "classificationNotIn", "score", "scoreNEQ", "scoreIn", "scoreNotIn", "scoreGT", "scoreGTE", "scoreLT", "scoreLTE", "confidence", "confidenceNEQ", "confidenceIn", "confidenceNotIn", "confidenceGT", "confidenceGTE", "confidenceLT", "confidenceLTE", "severity", "severityNEQ", "severityIn", "severityNotIn", "firstSeen", "firstSeenNEQ", "firstSeenIn", "firstSeenNotIn", "firstSeenGT", "firstSeenGTE", "firstSeenLT", "firstSeenLTE", "lastSeen", "lastSeenNEQ", "lastSeenIn", "lastSeenNotIn", "lastSeenGT", "lastSeenGTE", "lastSeenLT", "lastSeenLTE", "hitCount", "hitCountNEQ", "hitCountIn", "hitCountNotIn", "hitCountGT", "hitCountGTE", "hitCountLT", "hitCountLTE", "tripwiresFired", "tripwiresFiredNEQ", "tripwiresFiredIn", "tripwiresFiredNotIn", "tripwiresFiredGT", "tripwiresFiredGTE", "tripwiresFiredLT", "tripwiresFiredLTE", "promptsCaptured", "promptsCapturedNEQ", "promptsCapturedIn", "promptsCapturedNotIn", "promptsCapturedGT", "promptsCapturedGTE", "promptsCapturedLT", "promptsCapturedLTE", "extractedModel", "extractedModelNEQ", "extractedModelIn", "extractedModelNotIn", "extractedModelGT", "extractedModelGTE", "extractedModelLT", "extractedModelLTE", "extractedModelContains", "extractedModelHasPrefix", "extractedModelHasSuffix", "extractedModelEqualFold", "extractedModelContainsFold", "extractedOperator", "extractedOperatorNEQ", "extractedOperatorIn", "extractedOperatorNotIn", "extractedOperatorGT", "extractedOperatorGTE", "extractedOperatorLT", "extractedOperatorLTE", "extractedOperatorContains", "extractedOperatorHasPrefix", "extractedOperatorHasSuffix", "extractedOperatorEqualFold", "extractedOperatorContainsFold", "triageState", "triageStateNEQ", "triageStateIn", "triageStateNotIn", "triagedAt", "triagedAtNEQ", "triagedAtIn", "triagedAtNotIn", "triagedAtGT", "triagedAtGTE", "triagedAtLT", "triagedAtLTE", "triagedAtIsNil", "triagedAtNotNil", "hasHits", "hasHitsWith", "hasSignals", "hasSignalsWith", "hasPrompts", "hasPromptsWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -16050,6 +16754,104 @@ func (ec *executionContext) unmarshalInputSessionWhereInput(ctx context.Context,
 				return it, err
 			}
 			it.ExtractedOperatorContainsFold = data
+		case "triageState":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("triageState"))
+			data, err := ec.unmarshalOTriageState2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐTriageState(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TriageState = data
+		case "triageStateNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("triageStateNEQ"))
+			data, err := ec.unmarshalOTriageState2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐTriageState(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TriageStateNEQ = data
+		case "triageStateIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("triageStateIn"))
+			data, err := ec.unmarshalOTriageState2ᚕgithubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐTriageStateᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TriageStateIn = data
+		case "triageStateNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("triageStateNotIn"))
+			data, err := ec.unmarshalOTriageState2ᚕgithubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐTriageStateᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TriageStateNotIn = data
+		case "triagedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("triagedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TriagedAt = data
+		case "triagedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("triagedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TriagedAtNEQ = data
+		case "triagedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("triagedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TriagedAtIn = data
+		case "triagedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("triagedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TriagedAtNotIn = data
+		case "triagedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("triagedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TriagedAtGT = data
+		case "triagedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("triagedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TriagedAtGTE = data
+		case "triagedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("triagedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TriagedAtLT = data
+		case "triagedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("triagedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TriagedAtLTE = data
+		case "triagedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("triagedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TriagedAtIsNil = data
+		case "triagedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("triagedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TriagedAtNotNil = data
 		case "hasHits":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasHits"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -17928,6 +18730,43 @@ func (ec *executionContext) unmarshalInputTrapWhereInput(ctx context.Context, ob
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputTriageSessionsInput(ctx context.Context, obj any) (app.TriageInput, error) {
+	var it app.TriageInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"ids", "state"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "ids":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ids"))
+			data, err := ec.unmarshalNID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDs = data
+		case "state":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("state"))
+			data, err := ec.unmarshalNTriageState2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐTriageState(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.State = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputUpdateOrganizationInput(ctx context.Context, obj any) (ent.UpdateOrganizationInput, error) {
 	var it ent.UpdateOrganizationInput
 	if obj == nil {
@@ -19672,6 +20511,16 @@ func (ec *executionContext) _ApiKey(ctx context.Context, sel ast.SelectionSet, o
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "expiresAt":
+			out.Values[i] = ec._ApiKey_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "siteID":
+			out.Values[i] = ec._ApiKey_siteID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -20435,6 +21284,70 @@ func (ec *executionContext) _EventMessage(ctx context.Context, sel ast.Selection
 	return marshalObject(fields, out)
 }
 
+var gateResultImplementors = []string{"GateResult"}
+
+func (ec *executionContext) _GateResult(ctx context.Context, sel ast.SelectionSet, obj *app.GateResult) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, gateResultImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	var deferredFieldSet *graphql.FieldSet // gqlpatch: made for the first deferred field
+	var deferLabelToView map[string]*graphql.FieldSetView
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("GateResult")
+		case "failed":
+			out.Values[i] = ec._GateResult_failed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "severities":
+			out.Values[i] = ec._GateResult_severities(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "since":
+			out.Values[i] = ec._GateResult_since(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._GateResult_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "countExact":
+			out.Values[i] = ec._GateResult_countExact(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sessions":
+			out.Values[i] = ec._GateResult_sessions(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if len(deferLabelToView) > 0 { // gqlpatch: GetPath is a slice per object, and nothing is deferred
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
+
+	return marshalObject(fields, out)
+}
+
 var hitImplementors = []string{"Hit", "Node"}
 
 func (ec *executionContext) _Hit(ctx context.Context, sel ast.SelectionSet, obj *ent.Hit) graphql.Marshaler {
@@ -20889,6 +21802,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "pingWebhookEndpoint":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_pingWebhookEndpoint(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "triageSessions":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_triageSessions(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -21640,6 +22560,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "gate":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_gate(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -21963,6 +22905,26 @@ func (ec *executionContext) _Session(ctx context.Context, sel ast.SelectionSet, 
 		case "trapsTriggered":
 			out.Values[i] = ec._Session_trapsTriggered(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "triageState":
+			out.Values[i] = ec._Session_triageState(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "triagedBy":
+			out.Values[i] = ec._Session_triagedBy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "triagedByName":
+			out.Values[i] = ec._Session_triagedByName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "triagedAt":
+			out.Values[i] = ec._Session_triagedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "hits":
@@ -23499,6 +24461,50 @@ func (ec *executionContext) _TrapRef(ctx context.Context, sel ast.SelectionSet, 
 	return marshalObject(fields, out)
 }
 
+var triageSessionsPayloadImplementors = []string{"TriageSessionsPayload"}
+
+func (ec *executionContext) _TriageSessionsPayload(ctx context.Context, sel ast.SelectionSet, obj *app.TriageResult) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, triageSessionsPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	var deferredFieldSet *graphql.FieldSet // gqlpatch: made for the first deferred field
+	var deferLabelToView map[string]*graphql.FieldSetView
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TriageSessionsPayload")
+		case "sessions":
+			out.Values[i] = ec._TriageSessionsPayload_sessions(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "changed":
+			out.Values[i] = ec._TriageSessionsPayload_changed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if len(deferLabelToView) > 0 { // gqlpatch: GetPath is a slice per object, and nothing is deferred
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
+
+	return marshalObject(fields, out)
+}
+
 var verdictExplanationImplementors = []string{"VerdictExplanation"}
 
 func (ec *executionContext) _VerdictExplanation(ctx context.Context, sel ast.SelectionSet, obj *model.VerdictExplanation) graphql.Marshaler {
@@ -24733,6 +25739,16 @@ func (ec *executionContext) unmarshalNEventWhereInput2ᚖgithubᚗcomᚋflytrap�
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNGateResult2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐGateResult(ctx context.Context, sel ast.SelectionSet, v *app.GateResult) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._GateResult(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNHit2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐHitᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Hit) graphql.Marshaler {
 	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -25138,6 +26154,36 @@ func (ec *executionContext) marshalNSeverity2githubᚗcomᚋflytrapᚋflytrapᚋ
 	return v
 }
 
+func (ec *executionContext) unmarshalNSeverity2ᚕgithubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐSeverityᚄ(ctx context.Context, v any) ([]session.Severity, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]session.Severity, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNSeverity2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐSeverity(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNSeverity2ᚕgithubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐSeverityᚄ(ctx context.Context, sel ast.SelectionSet, v []session.Severity) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSeverity2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐSeverity(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNSeverityCounts2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐSeverityCounts(ctx context.Context, sel ast.SelectionSet, v *app.SeverityCounts) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -25454,6 +26500,31 @@ func (ec *executionContext) marshalNTrapType2githubᚗcomᚋflytrapᚋflytrapᚋ
 func (ec *executionContext) unmarshalNTrapWhereInput2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐTrapWhereInput(ctx context.Context, v any) (*ent.TrapWhereInput, error) {
 	res, err := ec.unmarshalInputTrapWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNTriageSessionsInput2githubᚗcomᚋflytrapᚋflytrapᚋappᚐTriageInput(ctx context.Context, v any) (app.TriageInput, error) {
+	res, err := ec.unmarshalInputTriageSessionsInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTriageSessionsPayload2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐTriageResult(ctx context.Context, sel ast.SelectionSet, v *app.TriageResult) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._TriageSessionsPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNTriageState2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐTriageState(ctx context.Context, v any) (session.TriageState, error) {
+	var res session.TriageState
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTriageState2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐTriageState(ctx context.Context, sel ast.SelectionSet, v session.TriageState) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNUpdateOrganizationInput2githubᚗcomᚋflytrapᚋflytrapᚋentᚐUpdateOrganizationInput(ctx context.Context, v any) (ent.UpdateOrganizationInput, error) {
@@ -26833,6 +27904,58 @@ func (ec *executionContext) unmarshalOTrapWhereInput2ᚖgithubᚗcomᚋflytrap�
 	}
 	res, err := ec.unmarshalInputTrapWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOTriageState2ᚕgithubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐTriageStateᚄ(ctx context.Context, v any) ([]session.TriageState, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]session.TriageState, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNTriageState2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐTriageState(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOTriageState2ᚕgithubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐTriageStateᚄ(ctx context.Context, sel ast.SelectionSet, v []session.TriageState) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTriageState2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐTriageState(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalOTriageState2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐTriageState(ctx context.Context, v any) (*session.TriageState, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(session.TriageState)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOTriageState2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐTriageState(ctx context.Context, sel ast.SelectionSet, v *session.TriageState) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) marshalOWebhookDelivery2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐWebhookDelivery(ctx context.Context, sel ast.SelectionSet, v *ent.WebhookDelivery) graphql.Marshaler {

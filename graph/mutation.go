@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 
+	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/graph/model"
 )
 
@@ -14,7 +15,7 @@ func deleted(id string, err error) (*model.DeletePayload, error) {
 }
 
 func (r *Resolver) createAPIKey(ctx context.Context, in model.CreateAPIKeyInput) (*model.CreateAPIKeyPayload, error) {
-	key, k, err := r.app.CreateAPIKey(ctx, in.Name, in.Scope)
+	key, k, err := r.app.CreateAPIKeyWith(ctx, app.KeyInput{Name: in.Name, Scope: in.Scope, ExpiresAt: in.ExpiresAt, SiteID: in.SiteID})
 	if err != nil {
 		return nil, err
 	}

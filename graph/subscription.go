@@ -19,8 +19,8 @@ func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionRes
 type subscriptionResolver struct{ *Resolver }
 
 // Events follows the caller's event log.
-func (r *subscriptionResolver) Events(ctx context.Context, types []string, after *entgql.Cursor[string]) (<-chan *model.EventMessage, error) {
-	f, err := r.follow(ctx, types, after)
+func (r *subscriptionResolver) Events(ctx context.Context, types []string, after *entgql.Cursor[string], since *time.Time) (<-chan *model.EventMessage, error) {
+	f, err := r.follow(ctx, types, after, since)
 	if err != nil {
 		return stopped[*model.EventMessage](ctx, err)
 	}
@@ -29,7 +29,7 @@ func (r *subscriptionResolver) Events(ctx context.Context, types []string, after
 
 // ThreatDetected yields each session as it is first detected as a threat.
 func (r *subscriptionResolver) ThreatDetected(ctx context.Context) (<-chan *ent.Session, error) {
-	f, err := r.follow(ctx, []string{event.ThreatDetected}, nil)
+	f, err := r.follow(ctx, []string{event.ThreatDetected}, nil, nil)
 	if err != nil {
 		return stopped[*ent.Session](ctx, err)
 	}
@@ -39,8 +39,9 @@ func (r *subscriptionResolver) ThreatDetected(ctx context.Context) (<-chan *ent.
 	})
 }
 
-func (r *Resolver) follow(ctx context.Context, types []string, after *entgql.Cursor[string]) (app.Follow, error) {
-	if err := app.CheckEventTypes("types", types); err != nil {
+func (r *Resolver) follow(ctx context.Context, filter []string, after *entgql.Cursor[string], since *time.Time) (app.Follow, error) {
+	types, err := app.EventTypes("types", filter)
+	if err != nil {
 		return app.Follow{}, err
 	}
 	// Revocations made outside a server (the command line on SQLite) are caught here.
@@ -49,12 +50,14 @@ func (r *Resolver) follow(ctx context.Context, types []string, after *entgql.Cur
 		heartbeat = 15 * time.Second
 	}
 	f := app.Follow{Kind: app.FollowSubscription, Types: types, Heartbeat: heartbeat, Beat: func() error { return r.app.CredentialStillValid(ctx) }}
-	var err error
-	if after != nil {
+	switch {
+	case after != nil:
 		if f.After, err = app.EventPosition(after); err == nil {
 			err = r.app.CheckEventCursor(ctx, "after", f.After, app.RestartGraph)
 		}
-	} else {
+	case since != nil:
+		f.After, err = r.app.EventPositionAt(ctx, *since)
+	default:
 		f.After, err = r.app.EventHead(ctx)
 	}
 	return f, err

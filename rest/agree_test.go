@@ -51,7 +51,8 @@ func gqlSessionAsREST(n map[string]any) map[string]any {
 		"score": n["score"], "confidence": n["confidence"], "severity": n["severity"], "signals_fired": n["signalsFired"],
 		"first_seen": gqlTime(n["firstSeen"], millisLayout), "last_seen": gqlTime(n["lastSeen"], millisLayout),
 		"hit_count": n["hitCount"], "extracted_model": n["extractedModel"], "extracted_operator": n["extractedOperator"],
-		"traps_triggered": n["trapsTriggered"],
+		"traps_triggered": n["trapsTriggered"], "triage_state": n["triageState"], "triaged_by": n["triagedBy"],
+		"triaged_by_name": n["triagedByName"], "triaged_at": gqlTime(n["triagedAt"], millisLayout),
 	}
 }
 
@@ -111,7 +112,46 @@ func TestAgreeRESTGraphQL(t *testing.T) {
 		t.Run("session detail", func(t *testing.T) { agreeSessionDetail(t, fx) })
 		t.Run("analytics", func(t *testing.T) { agreeAnalytics(t, fx) })
 		t.Run("events", func(t *testing.T) { agreeEvents(t, fx) })
+		t.Run("gate", func(t *testing.T) { agreeGate(t, fx) })
 	})
+}
+
+// agreeGate: GET /dashboard/api/gate is the GraphQL gate query, and both see the fixture's
+// triage: the resolved and ignored sessions do not count.
+func agreeGate(t *testing.T, fx *agreeFixture) {
+	since := fx.base.Add(-2 * time.Hour).Format(time.RFC3339Nano)
+	for _, sev := range []string{"critical", "high", "medium", "low"} {
+		for _, win := range []string{"", since} {
+			q := url.Values{"fail_on": {sev}}
+			vars := map[string]any{"failOn": sev}
+			if win != "" {
+				q.Set("since", win)
+				vars["since"] = win
+			}
+			r := mustOK(t, restCall(t, fx.env, fx.a.ReadOnly, http.MethodGet, "/dashboard/api/gate?"+q.Encode(), nil), http.StatusOK)
+			rest, _ := ft.Dig(r.plain(t), "data").(map[string]any)
+			d := gqlData(t, fx.env, fx.a.ReadOnly, `query($failOn: Severity!, $since: Time) { gate(failOn: $failOn, since: $since) {
+				failed count countExact severities since sessions { id sourceIP userAgent classification score confidence severity
+				signalsFired firstSeen lastSeen hitCount extractedModel extractedOperator trapsTriggered triageState triagedBy
+				triagedByName triagedAt } } }`, vars)
+			g, _ := ft.Dig(d, "gate").(map[string]any)
+			sessions := []any{}
+			for _, n := range g["sessions"].([]any) {
+				sessions = append(sessions, gqlSessionAsREST(n.(map[string]any)))
+			}
+			gql := map[string]any{"failed": g["failed"], "count": g["count"], "count_exact": g["countExact"],
+				"severities": g["severities"], "since": gqlTime(g["since"], millisLayout), "sessions": sessions}
+			sameJSONValue(t, "gate?"+q.Encode(), rest, gql)
+			for _, s := range rest["sessions"].([]any) {
+				if st := s.(map[string]any)["triage_state"]; st != "open" && st != "acknowledged" {
+					t.Errorf("gate?%s counts a session in state %v", q.Encode(), st)
+				}
+			}
+			if sev == "low" && win == "" && rest["failed"] != true {
+				t.Errorf("gate?%s: not failed, yet the fixture has open sessions", q.Encode())
+			}
+		}
+	}
 }
 
 // gqlData runs a GraphQL operation and fails t (not the fixture's test) on any error.
@@ -171,6 +211,13 @@ func startAgreeFixture(t *testing.T, b ft.Backend) *agreeFixture {
 		{Session: detail, Method: "GET", Path: "/y", At: at, Truncated: true},
 		{Session: detail, TrapID: fx.traps[0], Method: "GET", Path: "/z", At: at.Add(-time.Hour)},
 	})
+	// Triage states through both APIs: resolved and ignored by REST, acknowledged by GraphQL.
+	mustOK(t, restCall(t, env, fx.a.ReadWrite, http.MethodPost, "/dashboard/api/triage",
+		map[string]any{"ids": fx.sessions[0:6], "state": "resolved"}), http.StatusOK)
+	mustOK(t, restCall(t, env, fx.a.ReadWrite, http.MethodPost, "/dashboard/api/triage",
+		map[string]any{"ids": fx.sessions[6:9], "state": "ignored"}), http.StatusOK)
+	gqlData(t, env, fx.a.ReadWrite, `mutation($ids: [ID!]!) { triageSessions(input: {ids: $ids, state: acknowledged}) { changed } }`,
+		map[string]any{"ids": fx.sessions[9:12]})
 	theirs := seedSessions(t, env, other.Org.ID, variedSessions(15, fx.base, otherTrap, otherTrap))
 	seedHits(t, env, hitsForTraps(theirs))
 	appendEvent(t, env, fx.a.Org.ID, event.ThreatDetected, map[string]any{
@@ -216,6 +263,8 @@ func agreeSessions(t *testing.T, fx *agreeFixture) {
 		{url.Values{"trap_id": {fx.traps[0]}}, map[string]any{"hasHitsWith": []any{map[string]any{"trapID": fx.traps[0]}}}},
 		{url.Values{"since": {since}}, map[string]any{"lastSeenGTE": since}},
 		{url.Values{"until": {until}}, map[string]any{"firstSeenLT": until}},
+		{url.Values{"triage_state": {"open"}}, map[string]any{"triageState": "open"}},
+		{url.Values{"triage_state": {"resolved,ignored"}}, map[string]any{"triageStateIn": []any{"resolved", "ignored"}}},
 		{url.Values{"severity": {"medium"}, "since": {fx.base.Add(-3 * time.Hour).Format(time.RFC3339)}},
 			map[string]any{"severity": "medium", "lastSeenGTE": fx.base.Add(-3 * time.Hour).Format(time.RFC3339)}},
 	}
@@ -243,7 +292,7 @@ func agreeSessions(t *testing.T, fx *agreeFixture) {
 			d := gqlData(t, fx.env, fx.a.ReadOnly, `query($first: Int, $after: Cursor, $where: SessionWhereInput) {
 				sessions(first: $first, after: $after, where: $where, orderBy: {field: LAST_SEEN, direction: DESC}) {
 					edges { node { id sourceIP userAgent classification score confidence severity signalsFired
-						firstSeen lastSeen hitCount extractedModel extractedOperator trapsTriggered } }
+						firstSeen lastSeen hitCount extractedModel extractedOperator trapsTriggered triageState triagedBy triagedByName triagedAt } }
 					pageInfo { hasNextPage endCursor } } }`, vars)
 			var nodes []any
 			for _, n := range gqlNodes(d, "sessions") {
@@ -271,7 +320,7 @@ func agreeSessionDetail(t *testing.T, fx *agreeFixture) {
 		// The dashboard's query: one resolver serves it and REST.
 		d := gqlData(t, fx.env, fx.a.ReadOnly, `query($id: ID!) { sessionDetail(id: $id) { session {
 			id sourceIP userAgent classification score confidence severity signalsFired
-			firstSeen lastSeen hitCount extractedModel extractedOperator trapsTriggered }
+			firstSeen lastSeen hitCount extractedModel extractedOperator trapsTriggered triageState triagedBy triagedByName triagedAt }
 			hits { id trapID method path query headers body bodyTruncated sourceIP userAgent receivedAt kind status signals }
 			signals { name tripwire hitID placement sourceHitID delayMs detail createdAt }
 			prompts { text } hitsTruncated signalsTruncated promptsTruncated } }`,

@@ -6,32 +6,26 @@ import (
 	"strings"
 
 	"github.com/flytrap/flytrap/app"
-	"github.com/flytrap/flytrap/apperr"
-	"github.com/flytrap/flytrap/event"
-	"github.com/flytrap/flytrap/internal/clip"
 	"github.com/flytrap/flytrap/wire"
 )
 
-// typesParam reads the type filter: one event type or a comma-separated list.
+// typesParam reads the type filter: a comma-separated list of event types or prefixes
+// such as threat.* (a webhook endpoint's filter), as the event types it takes.
 func typesParam(v string) ([]string, error) {
 	if v == "" {
 		return nil, nil
 	}
-	var types []string
+	var filter []string
 	for _, t := range strings.Split(v, ",") {
-		t = strings.TrimSpace(t)
-		if !slices.Contains(event.Types, t) {
-			return nil, apperr.Invalid("type", "%q is not an event type (known: %s)", clip.Mark(t, maxEcho), strings.Join(event.Types, ", "))
-		}
-		if !slices.Contains(types, t) {
-			types = append(types, t)
+		if t = strings.TrimSpace(t); !slices.Contains(filter, t) {
+			filter = append(filter, t)
 		}
 	}
-	return types, nil
+	return app.EventTypes("type", filter)
 }
 
 func (a *API) listEvents(w http.ResponseWriter, r *http.Request) error {
-	q, err := query(r, "limit", "type", "cursor")
+	q, err := query(r, "limit", "type", "cursor", "since", "until")
 	if err != nil {
 		return err
 	}
@@ -49,7 +43,22 @@ func (a *API) listEvents(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	page, err := a.app.EventsAfter(r.Context(), after, limit, types)
+	f := app.EventFilter{Types: types}
+	since, err := timeParam(q, "since")
+	if err != nil {
+		return err
+	}
+	until, err := timeParam(q, "until")
+	if err != nil {
+		return err
+	}
+	if since != nil {
+		f.Since = *since
+	}
+	if until != nil {
+		f.Until = *until
+	}
+	page, err := a.app.EventsAfter(r.Context(), after, limit, f)
 	if err != nil {
 		return err
 	}

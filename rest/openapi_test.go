@@ -537,6 +537,27 @@ func TestOpenAPIMatchesLiveResponses(t *testing.T) {
 		c.call(env, http.StatusNotFound, get(sessionID, sessions+"/"+theirs.ID, a.ReadOnly))
 		c.call(env, http.StatusBadRequest, get(sessionID, sessions+"/not-an-id", a.ReadOnly))
 
+		// Triage and the gate.
+		const triage, gate = "/dashboard/api/triage", "/dashboard/api/gate"
+		c.call(env, http.StatusOK, get(gate, gate+"?fail_on=high&since=1h", a.ReadOnly))
+		c.call(env, http.StatusOK, request{method: "POST", tmpl: triage, path: triage, token: a.ReadWrite,
+			body: `{"ids":["` + s1.ID + `"],"state":"acknowledged"}`})
+		c.call(env, http.StatusOK, get(sessions, sessions+"?triage_state=acknowledged,open", a.ReadOnly))
+		c.call(env, http.StatusOK, get(sessionID, sessions+"/"+s1.ID, a.ReadOnly))
+		c.call(env, http.StatusOK, get(events, events+"?type=session.*&since="+url.QueryEscape(now.Add(-time.Hour).Format(time.RFC3339)), a.ReadOnly))
+		c.call(env, http.StatusNotFound, request{method: "POST", tmpl: triage, path: triage, token: a.ReadWrite,
+			body: `{"ids":["` + theirs.ID + `"],"state":"resolved"}`})
+		c.call(env, http.StatusForbidden, request{method: "POST", tmpl: triage, path: triage, token: a.ReadOnly,
+			body: `{"ids":["` + s1.ID + `"],"state":"resolved"}`})
+		c.call(env, http.StatusRequestEntityTooLarge, request{method: "POST", tmpl: triage, path: triage, token: a.ReadWrite,
+			body: `{"ids":["` + strings.Repeat("a", int(env.Config.MaxBodyBytes)) + `"],"state":"resolved"}`})
+		for _, body := range []string{`{"ids":[],"state":"resolved"}`, `{"ids":["x"],"state":"resolved"}`, `{"ids":["` + s1.ID + `"]}`, `{"ids":["` + s1.ID + `"],"state":"closed"}`} {
+			c.call(env, http.StatusBadRequest, request{method: "POST", tmpl: triage, path: triage, token: a.ReadWrite, body: body})
+		}
+		c.call(env, http.StatusBadRequest, get(gate, gate+"?fail_on=extreme", a.ReadOnly))
+		deploy := deployKey(t, env, a)
+		c.call(env, http.StatusForbidden, get(gate, gate+"?fail_on=high", deploy))
+
 		// Analytics.
 		for _, p := range []string{"overview", "severity", "timeline"} {
 			c.call(env, http.StatusOK, get("/dashboard/api/analytics/"+p, "/dashboard/api/analytics/"+p, a.ReadOnly))
@@ -818,4 +839,12 @@ func TestOpenAPIServed(t *testing.T) {
 	if !bytes.Equal(body, rest.OpenAPI) {
 		t.Fatal("the served document differs from the embedded rest.OpenAPI")
 	}
+}
+
+// deployKey makes a deploy key of a's default site (read-write, its traps only).
+func deployKey(t testing.TB, env *ft.Env, a ft.Tenant) string {
+	t.Helper()
+	d := env.MustGraphQL(a.Admin, `mutation($site: ID) { createApiKey(input: {name: "deploy", scope: READ_WRITE, siteID: $site}) { key } }`,
+		map[string]any{"site": a.Site.ID})
+	return ft.Dig(d, "createApiKey", "key").(string)
 }

@@ -25,6 +25,8 @@ func (a *API) Routes() []Route {
 		{"GET /dashboard/api/sessions/{id}", a.serve(a.getSession)},
 		{"GET /dashboard/api/sessions/{id}/stix", a.serve(a.sessionSTIX)},
 		{"GET /dashboard/api/campaigns/{id}/stix", a.serve(a.campaignSTIX)},
+		{"POST /dashboard/api/triage", a.serve(a.triageSessions)},
+		{"GET /dashboard/api/gate", a.serve(a.gate)},
 		{"GET /dashboard/api/analytics/overview", a.serve(a.overview)},
 		{"GET /dashboard/api/analytics/severity", a.serve(a.severity)},
 		{"GET /dashboard/api/analytics/timeline", a.serve(a.timeline)},

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,7 +73,7 @@ func timeParam(q url.Values, name string) (*time.Time, error) {
 }
 
 func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
-	q, err := query(r, "classification", "severity", "trap_id", "source_ip", "since", "until", "limit", "cursor")
+	q, err := query(r, "classification", "severity", "trap_id", "source_ip", "since", "until", "limit", "cursor", "triage_state")
 	if err != nil {
 		return err
 	}
@@ -109,6 +110,17 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
 	}
 	if f.Until, err = timeParam(q, "until"); err != nil {
 		return err
+	}
+	if v := q.Get("triage_state"); v != "" {
+		for _, s := range strings.Split(v, ",") {
+			st, err := app.ParseTriageState("triage_state", s)
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(f.TriageStates, st) {
+				f.TriageStates = append(f.TriageStates, st)
+			}
+		}
 	}
 	p, err := a.app.ListSessions(r.Context(), f, app.Page{Limit: limit, Cursor: q.Get("cursor")})
 	if err != nil {

@@ -22,7 +22,7 @@ const streamRetry = 3 * time.Second
 // streamEvents is GET /api/v1/events/stream: the caller's events as Server-Sent
 // Events, resuming after Last-Event-ID (or ?cursor=) with no gap and no repeat.
 func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
-	q, err := query(r, "type", "cursor")
+	q, err := query(r, "type", "cursor", "since")
 	if err != nil {
 		return err
 	}
@@ -42,6 +42,13 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		// Before the stream starts, so the client gets a 410 and not a stream with a hole.
 		if err := a.app.CheckEventCursor(r.Context(), field, last, app.RestartStream); err != nil {
+			return err
+		}
+	} else if since, err := timeParam(q, "since"); err != nil {
+		return err
+	} else if since != nil {
+		// A new reader with since replays the events from then on, then follows.
+		if last, err = a.app.EventPositionAt(r.Context(), *since); err != nil {
 			return err
 		}
 	} else {

@@ -79,10 +79,16 @@ type Viewer struct {
 	Scope   Scope
 	KeyID   string // set when authenticated with an API key
 	Subject string // set when authenticated with a JWT
-	// Expires is when the credential stops being valid (a JWT's exp); zero for API keys,
-	// which last until revoked.
+	// Expires is when the credential stops being valid (a JWT's exp, an API key's expiry);
+	// zero for API keys without one, which last until revoked.
 	Expires time.Time
+	// SiteID, set for a deploy key, is the one site whose traps it may read and write; it
+	// may do nothing else.
+	SiteID string
 }
+
+// SiteScoped reports whether the caller is a deploy key, limited to one site's traps.
+func (v Viewer) SiteScoped() bool { return v.SiteID != "" }
 
 // Expired reports whether the credential has expired at now.
 func (v Viewer) Expired(now time.Time) bool { return !v.Expires.IsZero() && !now.Before(v.Expires) }

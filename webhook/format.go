@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -183,6 +184,13 @@ func summarize(p map[string]any) alert {
 		add("Path", str(d, "path"))
 		add("Type", str(d, "type"))
 		add("Trap", str(d, "id"))
+	case typ == "session.triaged":
+		a.title = fmt.Sprintf("Session %s by %s", str(d, "state"), clip.Fit(oneLine(cmp.Or(str(d, "triaged_by_name"), str(d, "triaged_by"))), maxFact))
+		add("Previous state", str(d, "previous_state"))
+		add("Severity", str(d, "severity"))
+		add("Classification", str(d, "classification"))
+		add("Source IP", str(d, "source_ip"))
+		add("Session", str(d, "session_id"))
 	default:
 		a.title = "Flytrap: " + typ
 		keys := make([]string, 0, len(d))

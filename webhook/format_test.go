@@ -183,3 +183,23 @@ func TestAlertBounded(t *testing.T) {
 		}
 	}
 }
+
+// A session.triaged event reads as a sentence in chat formats, with the key's name escaped.
+func TestTriagedAlert(t *testing.T) {
+	p := map[string]any{"id": "evt_01m84y43qrmx4vmrt3a4ae9kqh", "type": "session.triaged", "api_version": "2026-11-22",
+		"created_at": "2026-11-23T10:00:00Z", "data": map[string]any{"session_id": "ses_01m84y43qrmx4vmrt3a4ae9kqh",
+			"state": "resolved", "previous_state": "open", "triaged_by": "key_1", "triaged_by_name": "ci <!here>",
+			"severity": "high", "classification": "ai_agent", "source_ip": "203.0.113.9"}}
+	for _, format := range []string{webhook.FormatSlack, webhook.FormatTeams} {
+		body, err := webhook.Render(format, p, webhook.RenderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(body), "Session resolved by ci") || strings.Contains(string(body), "<!here>") {
+			t.Errorf("%s: %s", format, body)
+		}
+		if !strings.Contains(strings.ReplaceAll(string(body), `\\_`, "_"), "ses_01m84y43qrmx4vmrt3a4ae9kqh") { // Teams escapes Markdown
+			t.Errorf("%s does not name the session: %s", format, body)
+		}
+	}
+}

@@ -165,18 +165,5 @@ func alertContext(ctx context.Context, c *ent.Client, org, id string) (map[strin
 	return wire.Object(ac), nil
 }
 
-// Matches reports whether an endpoint's type filter takes events of type typ.
-func Matches(filter []string, typ string) bool {
-	if len(filter) == 0 {
-		return true
-	}
-	for _, f := range filter {
-		if f == "*" || f == typ {
-			return true
-		}
-		if p, ok := strings.CutSuffix(f, ".*"); ok && strings.HasPrefix(typ, p+".") {
-			return true
-		}
-	}
-	return false
-}
+// Matches reports whether an endpoint's type filter takes events of type typ (event.Matches).
+func Matches(filter []string, typ string) bool { return event.Matches(filter, typ) }

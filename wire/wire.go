@@ -113,7 +113,13 @@ type Session struct {
 	SignalsFired      []string `json:"signals_fired"`
 	SourceIP          string   `json:"source_ip"`
 	TrapsTriggered    []string `json:"traps_triggered"`
-	UserAgent         string   `json:"user_agent"`
+	// Triage (additions to the document's fields): open, acknowledged, resolved or ignored;
+	// who set it (an API key's id, or the identity provider's subject) and when (null while open).
+	TriageState   string  `json:"triage_state"`
+	TriagedAt     *string `json:"triaged_at"`
+	TriagedBy     string  `json:"triaged_by"`
+	TriagedByName string  `json:"triaged_by_name"`
+	UserAgent     string  `json:"user_agent"`
 }
 
 // SessionOf is s's shape.
@@ -121,7 +127,45 @@ func SessionOf(s *ent.Session) Session {
 	return Session{Classification: string(s.Classification), Confidence: s.Confidence, ExtractedModel: s.ExtractedModel,
 		ExtractedOperator: s.ExtractedOperator, FirstSeen: Millis(s.FirstSeen), HitCount: s.HitCount, ID: s.ID,
 		LastSeen: Millis(s.LastSeen), Score: s.Score, Severity: string(s.Severity), SignalsFired: nonNil(s.SignalsFired),
-		SourceIP: s.SourceIP, TrapsTriggered: nonNil(s.TrapsTriggered), UserAgent: s.UserAgent}
+		SourceIP: s.SourceIP, TrapsTriggered: nonNil(s.TrapsTriggered), UserAgent: s.UserAgent,
+		TriageState: string(s.TriageState), TriagedAt: millisOrNil(s.TriagedAt), TriagedBy: s.TriagedBy, TriagedByName: s.TriagedByName}
+}
+
+func millisOrNil(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	v := Millis(*t)
+	return &v
+}
+
+// Triaged is the data of session.triaged events: the session's new and previous triage
+// state, who changed it, and what the session is.
+type Triaged struct {
+	Classification string `json:"classification"` // lower case, as threat events
+	PreviousState  string `json:"previous_state"`
+	SessionID      string `json:"session_id"`
+	Severity       string `json:"severity"`
+	SourceIP       string `json:"source_ip"`
+	State          string `json:"state"`
+	TriagedBy      string `json:"triaged_by"`
+	TriagedByName  string `json:"triaged_by_name"`
+}
+
+// TriageResult is POST /dashboard/api/triage's data.
+type TriageResult struct {
+	Changed  int       `json:"changed"`
+	Sessions []Session `json:"sessions"`
+}
+
+// Gate is GET /dashboard/api/gate's data.
+type Gate struct {
+	Count      int       `json:"count"`
+	CountExact bool      `json:"count_exact"`
+	Failed     bool      `json:"failed"`
+	Sessions   []Session `json:"sessions"`
+	Severities []string  `json:"severities"`
+	Since      *string   `json:"since"`
 }
 
 // SessionDetail is a session with its evidence (GET /dashboard/api/sessions/{id}).

@@ -304,6 +304,12 @@ func (v *CreateApiKeyCreateApiKeyCreateApiKeyPayloadApiKey) __premarshalJSON() (
 type CreateApiKeyInput struct {
 	Name  string      `json:"name"`
 	Scope ApiKeyScope `json:"scope"`
+	// When set, the key stops working at this time (requests with it get 401); it must be in the future.
+	ExpiresAt *time.Time `json:"expiresAt"`
+	// When set, a deploy key: it may only read and write the traps of this site (least privilege for a
+	// pipeline). Its scope must be READ_WRITE or READ_ONLY. Everything else answers FORBIDDEN (docs/api.md,
+	// "Deploy-scoped keys").
+	SiteID *string `json:"siteID"`
 }
 
 // GetName returns CreateApiKeyInput.Name, and is useful for accessing the field via an interface.
@@ -311,6 +317,12 @@ func (v *CreateApiKeyInput) GetName() string { return v.Name }
 
 // GetScope returns CreateApiKeyInput.Scope, and is useful for accessing the field via an interface.
 func (v *CreateApiKeyInput) GetScope() ApiKeyScope { return v.Scope }
+
+// GetExpiresAt returns CreateApiKeyInput.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *CreateApiKeyInput) GetExpiresAt() *time.Time { return v.ExpiresAt }
+
+// GetSiteID returns CreateApiKeyInput.SiteID, and is useful for accessing the field via an interface.
+func (v *CreateApiKeyInput) GetSiteID() *string { return v.SiteID }
 
 // CreateApiKeyResponse is returned by CreateApiKey on success.
 type CreateApiKeyResponse struct {

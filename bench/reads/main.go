@@ -188,6 +188,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		{name: "GraphQL sessions since=24h totalCount", graphql: sessionsSinceCountQuery,
 			vars: map[string]any{"since": time.Now().UTC().Add(-24 * time.Hour).Format(time.RFC3339)}},
 		{name: "REST events type=threat.escalated", path: "/api/v1/events?limit=100&type=threat.escalated"},
+		{name: "REST events type=threat.* since=24h ago", path: "/api/v1/events?limit=100&type=threat.*&since=" + url.QueryEscape(time.Now().UTC().Add(-24*time.Hour).Format(time.RFC3339))},
+		{name: "REST gate fail_on=high since=1h", path: "/dashboard/api/gate?fail_on=high&since=1h"},
+		{name: "REST gate fail_on=low (all time)", path: "/dashboard/api/gate?fail_on=low"},
+		{name: "REST sessions triage_state=open,acknowledged", path: "/dashboard/api/sessions?limit=50&triage_state=open,acknowledged"},
 		{name: "REST webhooks", path: "/dashboard/api/webhooks"},
 		{name: "GraphQL webhookEndpoints(first:50)", graphql: endpointsQuery},
 	}

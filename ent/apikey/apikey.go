@@ -34,6 +34,10 @@ const (
 	FieldLastUsedAt = "last_used_at"
 	// FieldRevokedAt holds the string denoting the revoked_at field in the database.
 	FieldRevokedAt = "revoked_at"
+	// FieldExpiresAt holds the string denoting the expires_at field in the database.
+	FieldExpiresAt = "expires_at"
+	// FieldSiteID holds the string denoting the site_id field in the database.
+	FieldSiteID = "site_id"
 	// EdgeOrganization holds the string denoting the organization edge name in mutations.
 	EdgeOrganization = "organization"
 	// Table holds the table name of the apikey in the database.
@@ -58,6 +62,8 @@ var Columns = []string{
 	FieldCreatedAt,
 	FieldLastUsedAt,
 	FieldRevokedAt,
+	FieldExpiresAt,
+	FieldSiteID,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -148,6 +154,16 @@ func ByLastUsedAt(opts ...sql.OrderTermOption) OrderOption {
 // ByRevokedAt orders the results by the revoked_at field.
 func ByRevokedAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldRevokedAt, opts...).ToFunc()
+}
+
+// ByExpiresAt orders the results by the expires_at field.
+func ByExpiresAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldExpiresAt, opts...).ToFunc()
+}
+
+// BySiteID orders the results by the site_id field.
+func BySiteID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldSiteID, opts...).ToFunc()
 }
 
 // ByOrganizationField orders the results by organization field.

@@ -101,6 +101,16 @@ func RevokedAt(v time.Time) predicate.APIKey {
 	return predicate.APIKey(sql.FieldEQ(FieldRevokedAt, v))
 }
 
+// ExpiresAt applies equality check predicate on the "expires_at" field. It's identical to ExpiresAtEQ.
+func ExpiresAt(v time.Time) predicate.APIKey {
+	return predicate.APIKey(sql.FieldEQ(FieldExpiresAt, v))
+}
+
+// SiteID applies equality check predicate on the "site_id" field. It's identical to SiteIDEQ.
+func SiteID(v string) predicate.APIKey {
+	return predicate.APIKey(sql.FieldEQ(FieldSiteID, v))
+}
+
 // OrgIDEQ applies the EQ predicate on the "org_id" field.
 func OrgIDEQ(v string) predicate.APIKey {
 	return predicate.APIKey(sql.FieldEQ(FieldOrgID, v))
@@ -529,6 +539,131 @@ func RevokedAtIsNil() predicate.APIKey {
 // RevokedAtNotNil applies the NotNil predicate on the "revoked_at" field.
 func RevokedAtNotNil() predicate.APIKey {
 	return predicate.APIKey(sql.FieldNotNull(FieldRevokedAt))
+}
+
+// ExpiresAtEQ applies the EQ predicate on the "expires_at" field.
+func ExpiresAtEQ(v time.Time) predicate.APIKey {
+	return predicate.APIKey(sql.FieldEQ(FieldExpiresAt, v))
+}
+
+// ExpiresAtNEQ applies the NEQ predicate on the "expires_at" field.
+func ExpiresAtNEQ(v time.Time) predicate.APIKey {
+	return predicate.APIKey(sql.FieldNEQ(FieldExpiresAt, v))
+}
+
+// ExpiresAtIn applies the In predicate on the "expires_at" field.
+func ExpiresAtIn(vs ...time.Time) predicate.APIKey {
+	return predicate.APIKey(sql.FieldIn(FieldExpiresAt, vs...))
+}
+
+// ExpiresAtNotIn applies the NotIn predicate on the "expires_at" field.
+func ExpiresAtNotIn(vs ...time.Time) predicate.APIKey {
+	return predicate.APIKey(sql.FieldNotIn(FieldExpiresAt, vs...))
+}
+
+// ExpiresAtGT applies the GT predicate on the "expires_at" field.
+func ExpiresAtGT(v time.Time) predicate.APIKey {
+	return predicate.APIKey(sql.FieldGT(FieldExpiresAt, v))
+}
+
+// ExpiresAtGTE applies the GTE predicate on the "expires_at" field.
+func ExpiresAtGTE(v time.Time) predicate.APIKey {
+	return predicate.APIKey(sql.FieldGTE(FieldExpiresAt, v))
+}
+
+// ExpiresAtLT applies the LT predicate on the "expires_at" field.
+func ExpiresAtLT(v time.Time) predicate.APIKey {
+	return predicate.APIKey(sql.FieldLT(FieldExpiresAt, v))
+}
+
+// ExpiresAtLTE applies the LTE predicate on the "expires_at" field.
+func ExpiresAtLTE(v time.Time) predicate.APIKey {
+	return predicate.APIKey(sql.FieldLTE(FieldExpiresAt, v))
+}
+
+// ExpiresAtIsNil applies the IsNil predicate on the "expires_at" field.
+func ExpiresAtIsNil() predicate.APIKey {
+	return predicate.APIKey(sql.FieldIsNull(FieldExpiresAt))
+}
+
+// ExpiresAtNotNil applies the NotNil predicate on the "expires_at" field.
+func ExpiresAtNotNil() predicate.APIKey {
+	return predicate.APIKey(sql.FieldNotNull(FieldExpiresAt))
+}
+
+// SiteIDEQ applies the EQ predicate on the "site_id" field.
+func SiteIDEQ(v string) predicate.APIKey {
+	return predicate.APIKey(sql.FieldEQ(FieldSiteID, v))
+}
+
+// SiteIDNEQ applies the NEQ predicate on the "site_id" field.
+func SiteIDNEQ(v string) predicate.APIKey {
+	return predicate.APIKey(sql.FieldNEQ(FieldSiteID, v))
+}
+
+// SiteIDIn applies the In predicate on the "site_id" field.
+func SiteIDIn(vs ...string) predicate.APIKey {
+	return predicate.APIKey(sql.FieldIn(FieldSiteID, vs...))
+}
+
+// SiteIDNotIn applies the NotIn predicate on the "site_id" field.
+func SiteIDNotIn(vs ...string) predicate.APIKey {
+	return predicate.APIKey(sql.FieldNotIn(FieldSiteID, vs...))
+}
+
+// SiteIDGT applies the GT predicate on the "site_id" field.
+func SiteIDGT(v string) predicate.APIKey {
+	return predicate.APIKey(sql.FieldGT(FieldSiteID, v))
+}
+
+// SiteIDGTE applies the GTE predicate on the "site_id" field.
+func SiteIDGTE(v string) predicate.APIKey {
+	return predicate.APIKey(sql.FieldGTE(FieldSiteID, v))
+}
+
+// SiteIDLT applies the LT predicate on the "site_id" field.
+func SiteIDLT(v string) predicate.APIKey {
+	return predicate.APIKey(sql.FieldLT(FieldSiteID, v))
+}
+
+// SiteIDLTE applies the LTE predicate on the "site_id" field.
+func SiteIDLTE(v string) predicate.APIKey {
+	return predicate.APIKey(sql.FieldLTE(FieldSiteID, v))
+}
+
+// SiteIDContains applies the Contains predicate on the "site_id" field.
+func SiteIDContains(v string) predicate.APIKey {
+	return predicate.APIKey(sql.FieldContains(FieldSiteID, v))
+}
+
+// SiteIDHasPrefix applies the HasPrefix predicate on the "site_id" field.
+func SiteIDHasPrefix(v string) predicate.APIKey {
+	return predicate.APIKey(sql.FieldHasPrefix(FieldSiteID, v))
+}
+
+// SiteIDHasSuffix applies the HasSuffix predicate on the "site_id" field.
+func SiteIDHasSuffix(v string) predicate.APIKey {
+	return predicate.APIKey(sql.FieldHasSuffix(FieldSiteID, v))
+}
+
+// SiteIDIsNil applies the IsNil predicate on the "site_id" field.
+func SiteIDIsNil() predicate.APIKey {
+	return predicate.APIKey(sql.FieldIsNull(FieldSiteID))
+}
+
+// SiteIDNotNil applies the NotNil predicate on the "site_id" field.
+func SiteIDNotNil() predicate.APIKey {
+	return predicate.APIKey(sql.FieldNotNull(FieldSiteID))
+}
+
+// SiteIDEqualFold applies the EqualFold predicate on the "site_id" field.
+func SiteIDEqualFold(v string) predicate.APIKey {
+	return predicate.APIKey(sql.FieldEqualFold(FieldSiteID, v))
+}
+
+// SiteIDContainsFold applies the ContainsFold predicate on the "site_id" field.
+func SiteIDContainsFold(v string) predicate.APIKey {
+	return predicate.APIKey(sql.FieldContainsFold(FieldSiteID, v))
 }
 
 // HasOrganization applies the HasEdge predicate on the "organization" edge.

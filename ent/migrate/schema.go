@@ -19,6 +19,8 @@ var (
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "last_used_at", Type: field.TypeTime, Nullable: true},
 		{Name: "revoked_at", Type: field.TypeTime, Nullable: true},
+		{Name: "expires_at", Type: field.TypeTime, Nullable: true},
+		{Name: "site_id", Type: field.TypeString, Nullable: true},
 		{Name: "org_id", Type: field.TypeString, Size: 40},
 	}
 	// APIKeysTable holds the schema information for the "api_keys" table.
@@ -29,7 +31,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "api_keys_organizations_api_keys",
-				Columns:    []*schema.Column{APIKeysColumns[8]},
+				Columns:    []*schema.Column{APIKeysColumns[10]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -38,7 +40,7 @@ var (
 			{
 				Name:    "apikey_org_id_created_at",
 				Unique:  false,
-				Columns: []*schema.Column{APIKeysColumns[8], APIKeysColumns[5]},
+				Columns: []*schema.Column{APIKeysColumns[10], APIKeysColumns[5]},
 			},
 		},
 	}
@@ -174,6 +176,11 @@ var (
 				Name:    "event_org_id_type_position",
 				Unique:  false,
 				Columns: []*schema.Column{EventsColumns[7], EventsColumns[3], EventsColumns[1]},
+			},
+			{
+				Name:    "event_org_id_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{EventsColumns[7], EventsColumns[5]},
 			},
 		},
 	}
@@ -394,6 +401,10 @@ var (
 		{Name: "extracted_model", Type: field.TypeString, Size: 100, Default: ""},
 		{Name: "extracted_operator", Type: field.TypeString, Size: 200, Default: ""},
 		{Name: "traps_triggered", Type: field.TypeJSON},
+		{Name: "triage_state", Type: field.TypeEnum, Enums: []string{"open", "acknowledged", "resolved", "ignored"}, Default: "open"},
+		{Name: "triaged_by", Type: field.TypeString, Size: 300, Default: ""},
+		{Name: "triaged_by_name", Type: field.TypeString, Size: 300, Default: ""},
+		{Name: "triaged_at", Type: field.TypeTime, Nullable: true},
 		{Name: "state", Type: field.TypeJSON, Nullable: true},
 		{Name: "org_id", Type: field.TypeString, Size: 40},
 	}
@@ -405,7 +416,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "sessions_organizations_sessions",
-				Columns:    []*schema.Column{SessionsColumns[18]},
+				Columns:    []*schema.Column{SessionsColumns[22]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -414,22 +425,27 @@ var (
 			{
 				Name:    "session_org_id_last_seen",
 				Unique:  false,
-				Columns: []*schema.Column{SessionsColumns[18], SessionsColumns[10]},
+				Columns: []*schema.Column{SessionsColumns[22], SessionsColumns[10]},
 			},
 			{
 				Name:    "session_org_id_classification_last_seen",
 				Unique:  false,
-				Columns: []*schema.Column{SessionsColumns[18], SessionsColumns[4], SessionsColumns[10]},
+				Columns: []*schema.Column{SessionsColumns[22], SessionsColumns[4], SessionsColumns[10]},
 			},
 			{
 				Name:    "session_org_id_severity_last_seen",
 				Unique:  false,
-				Columns: []*schema.Column{SessionsColumns[18], SessionsColumns[7], SessionsColumns[10]},
+				Columns: []*schema.Column{SessionsColumns[22], SessionsColumns[7], SessionsColumns[10]},
 			},
 			{
 				Name:    "session_org_id_source_ip_user_agent_last_seen",
 				Unique:  false,
-				Columns: []*schema.Column{SessionsColumns[18], SessionsColumns[2], SessionsColumns[3], SessionsColumns[10]},
+				Columns: []*schema.Column{SessionsColumns[22], SessionsColumns[2], SessionsColumns[3], SessionsColumns[10]},
+			},
+			{
+				Name:    "session_org_id_severity_triage_state_last_seen",
+				Unique:  false,
+				Columns: []*schema.Column{SessionsColumns[22], SessionsColumns[7], SessionsColumns[17], SessionsColumns[10]},
 			},
 		},
 	}

@@ -775,6 +775,18 @@ func init() {
 	sessionDescTrapsTriggered := sessionFields[15].Descriptor()
 	// session.DefaultTrapsTriggered holds the default value on creation for the traps_triggered field.
 	session.DefaultTrapsTriggered = sessionDescTrapsTriggered.Default.([]string)
+	// sessionDescTriagedBy is the schema descriptor for triaged_by field.
+	sessionDescTriagedBy := sessionFields[17].Descriptor()
+	// session.DefaultTriagedBy holds the default value on creation for the triaged_by field.
+	session.DefaultTriagedBy = sessionDescTriagedBy.Default.(string)
+	// session.TriagedByValidator is a validator for the "triaged_by" field. It is called by the builders before save.
+	session.TriagedByValidator = sessionDescTriagedBy.Validators[0].(func(string) error)
+	// sessionDescTriagedByName is the schema descriptor for triaged_by_name field.
+	sessionDescTriagedByName := sessionFields[18].Descriptor()
+	// session.DefaultTriagedByName holds the default value on creation for the triaged_by_name field.
+	session.DefaultTriagedByName = sessionDescTriagedByName.Default.(string)
+	// session.TriagedByNameValidator is a validator for the "triaged_by_name" field. It is called by the builders before save.
+	session.TriagedByNameValidator = sessionDescTriagedByName.Validators[0].(func(string) error)
 	// sessionDescID is the schema descriptor for id field.
 	sessionDescID := sessionMixinFields0[0].Descriptor()
 	// session.DefaultID holds the default value on creation for the id field.

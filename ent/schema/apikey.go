@@ -30,6 +30,11 @@ func (APIKey) Fields() []ent.Field {
 		createdAt(),
 		field.Time("last_used_at").Optional().Nillable().Annotations(ro),
 		field.Time("revoked_at").Optional().Nillable().Annotations(ro),
+		// ExpiresAt, when set, ends the key: from then on it is refused with 401, as a revoked one.
+		field.Time("expires_at").Optional().Nillable().Immutable().Annotations(ro),
+		// SiteID, when set, makes a deploy key: it may read and write the traps of that site
+		// and nothing else (docs/decisions.md, "Deploy-scoped keys").
+		field.String("site_id").Optional().Nillable().Immutable().Annotations(ro),
 	}
 }
 

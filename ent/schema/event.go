@@ -51,6 +51,8 @@ func (Event) Indexes() []ent.Index {
 	return []ent.Index{
 		index.Fields("org_id", "position").Unique(),
 		index.Fields("org_id", "type", "position"),
+		// since= on the events list and stream: the first event at or after a time.
+		index.Fields("org_id", "created_at"),
 	}
 }
 

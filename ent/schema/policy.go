@@ -21,10 +21,12 @@ import (
 func tenantPolicy(readScope, writeScope viewer.Scope) ent.Policy {
 	return privacy.Policy{
 		Query: privacy.QueryPolicy{
+			notSiteScoped(),
 			requireScope(readScope),
 			filterTenant(),
 		},
 		Mutation: privacy.MutationPolicy{
+			notSiteScoped(),
 			requireScope(writeScope),
 			tenantCreate(),
 			filterTenant(),
@@ -37,6 +39,7 @@ func tenantPolicy(readScope, writeScope viewer.Scope) ent.Policy {
 func systemWritten() ent.Policy {
 	return privacy.Policy{
 		Query: privacy.QueryPolicy{
+			notSiteScoped(),
 			requireScope(viewer.ReadOnly),
 			filterTenant(),
 		},
@@ -58,6 +61,78 @@ func requireScope(need viewer.Scope) privacy.QueryMutationRule {
 		}
 		return privacy.Skip
 	})
+}
+
+// notSiteScoped denies deploy keys (viewer.SiteScoped): they reach their site's traps and
+// that site only (trapPolicy, sitePolicy), nothing else of the organization.
+func notSiteScoped() privacy.QueryMutationRule {
+	return privacy.ContextQueryMutationRule(func(ctx context.Context) error {
+		if v, ok := viewer.FromContext(ctx); ok && v.SiteScoped() {
+			return privacy.Denyf("a deploy key (limited to site %s) may only read and write that site's traps", v.SiteID)
+		}
+		return privacy.Skip
+	})
+}
+
+// siteFilter narrows a deploy key's reads and writes to its site: of traps by site_id, of
+// sites by id.
+func siteFilter() privacy.QueryMutationRule {
+	return privacy.FilterFunc(func(ctx context.Context, f privacy.Filter) error {
+		v, ok := viewer.FromContext(ctx)
+		if !ok || !v.SiteScoped() {
+			return privacy.Skip
+		}
+		switch f := f.(type) {
+		case interface{ WhereSiteID(entql.StringP) }:
+			f.WhereSiteID(entql.StringEQ(v.SiteID))
+		case interface{ WhereID(entql.StringP) }:
+			f.WhereID(entql.StringEQ(v.SiteID))
+		default:
+			return privacy.Denyf("%T has no site", f)
+		}
+		return privacy.Skip
+	})
+}
+
+// siteCreate puts a trap a deploy key creates on its site, and refuses another site.
+func siteCreate() privacy.MutationRule {
+	type siteMutation interface {
+		SiteID() (string, bool)
+		SetSiteID(string)
+	}
+	return privacy.OnMutationOperation(privacy.MutationRuleFunc(func(ctx context.Context, m ent.Mutation) error {
+		v, ok := viewer.FromContext(ctx)
+		if !ok || !v.SiteScoped() {
+			return privacy.Skip
+		}
+		sm, ok := m.(siteMutation)
+		if !ok {
+			return privacy.Denyf("%T has no site", m)
+		}
+		if id, set := sm.SiteID(); set && id != v.SiteID {
+			return privacy.Denyf("a deploy key of site %s cannot create traps on another site", v.SiteID)
+		}
+		sm.SetSiteID(v.SiteID)
+		return privacy.Skip
+	}), ent.OpCreate)
+}
+
+// trapPolicy is the tenant policy of traps, with deploy keys held to their site's.
+func trapPolicy() ent.Policy {
+	return privacy.Policy{
+		Query: privacy.QueryPolicy{
+			requireScope(viewer.ReadOnly),
+			siteFilter(),
+			filterTenant(),
+		},
+		Mutation: privacy.MutationPolicy{
+			requireScope(viewer.ReadWrite),
+			siteCreate(),
+			siteFilter(),
+			tenantCreate(),
+			filterTenant(),
+		},
+	}
 }
 
 // filterTenant adds org_id = viewer's organization to every query, update and delete.
@@ -116,9 +191,10 @@ func organizationPolicy() ent.Policy {
 		return privacy.Skip
 	})
 	return privacy.Policy{
-		Query: privacy.QueryPolicy{requireScope(viewer.ReadOnly), ownOrg},
+		Query: privacy.QueryPolicy{notSiteScoped(), requireScope(viewer.ReadOnly), ownOrg},
 		Mutation: privacy.MutationPolicy{
 			privacy.DenyMutationOperationRule(ent.OpCreate | ent.OpDelete | ent.OpDeleteOne),
+			notSiteScoped(),
 			requireScope(viewer.Admin),
 			ownOrg,
 		},
@@ -126,12 +202,30 @@ func organizationPolicy() ent.Policy {
 }
 
 func (Organization) Policy() ent.Policy { return organizationPolicy() }
-func (Site) Policy() ent.Policy         { return tenantPolicy(viewer.ReadOnly, viewer.Admin) }
-func (Trap) Policy() ent.Policy         { return tenantPolicy(viewer.ReadOnly, viewer.ReadWrite) }
+func (Site) Policy() ent.Policy         { return sitePolicy() }
+func (Trap) Policy() ent.Policy         { return trapPolicy() }
 func (APIKey) Policy() ent.Policy       { return tenantPolicy(viewer.Admin, viewer.Admin) }
 func (Session) Policy() ent.Policy      { return systemWritten() }
 func (Hit) Policy() ent.Policy          { return systemWritten() }
 func (Event) Policy() ent.Policy        { return systemWritten() }
+
+// sitePolicy is the tenant policy of sites (read: read-only, write: admin), a deploy key
+// reading its own site only.
+func sitePolicy() ent.Policy {
+	return privacy.Policy{
+		Query: privacy.QueryPolicy{
+			requireScope(viewer.ReadOnly),
+			siteFilter(),
+			filterTenant(),
+		},
+		Mutation: privacy.MutationPolicy{
+			notSiteScoped(),
+			requireScope(viewer.Admin),
+			tenantCreate(),
+			filterTenant(),
+		},
+	}
+}
 
 // Sequence rows are internal counters: the system alone touches them.
 func (Sequence) Policy() ent.Policy { return systemOnly() }

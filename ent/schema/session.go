@@ -42,6 +42,14 @@ func (Session) Fields() []ent.Field {
 		field.String("extracted_model").Default("").MaxLen(100),
 		field.String("extracted_operator").Default("").MaxLen(200),
 		field.Strings("traps_triggered").Default([]string{}).Annotations(ro),
+		// Triage: what a person or a pipeline made of the session (open until someone
+		// says otherwise), who said it (an API key's id and name, or a JWT's subject) and when.
+		// Written by app.TriageSessions only; the detection engine never touches them.
+		field.Enum("triage_state").Values("open", "acknowledged", "resolved", "ignored").Default("open").
+			Annotations(ro, entgql.Type("TriageState")),
+		field.String("triaged_by").Default("").MaxLen(300).Annotations(ro, entgql.Skip(entgql.SkipWhereInput)),
+		field.String("triaged_by_name").Default("").MaxLen(300).Annotations(ro, entgql.Skip(entgql.SkipWhereInput)),
+		field.Time("triaged_at").Optional().Nillable().Annotations(ro),
 		field.JSON("state", schematype.SessionState{}).Optional().
 			Annotations(entgql.Skip(entgql.SkipAll)),
 	}
@@ -69,6 +77,9 @@ func (Session) Indexes() []ent.Index {
 		index.Fields("org_id", "classification", "last_seen"),
 		index.Fields("org_id", "severity", "last_seen"),
 		index.Fields("org_id", "source_ip", "user_agent", "last_seen"),
+		// The gate's question, "an unresolved session at severity ≥ X seen since T?": one
+		// range of last_seen per severity and state (app.Gate).
+		index.Fields("org_id", "severity", "triage_state", "last_seen"),
 	}
 }
 

@@ -9,4 +9,4 @@ var trapKinds = []string{"page", "api", "llms_txt", "robots", "credential", "mcp
 var classifications = []string{"HUMAN", "BOT", "CRAWLER", "AI_CRAWLER", "AI_ASSISTANT", "AI_AGENT", "AI_AGENT_MALICIOUS", "SCANNER"}
 
 // eventTypes are the types of the event log (event.Types).
-var eventTypes = []string{"threat.detected", "threat.escalated", "trap.created", "trap.updated", "trap.deleted", "webhook.endpoint_disabled"}
+var eventTypes = []string{"threat.detected", "threat.escalated", "trap.created", "trap.updated", "trap.deleted", "webhook.endpoint_disabled", "session.triaged"}

@@ -139,7 +139,7 @@ func (WebhookDelivery) Annotations() []schema.Annotation {
 // Deliveries are written by the outbox and the dispatcher; callers with read-write read them.
 func (WebhookDelivery) Policy() ent.Policy {
 	return privacy.Policy{
-		Query:    privacy.QueryPolicy{requireScope(viewer.ReadWrite), filterTenant()},
+		Query:    privacy.QueryPolicy{notSiteScoped(), requireScope(viewer.ReadWrite), filterTenant()},
 		Mutation: privacy.MutationPolicy{privacy.AlwaysDenyRule()},
 	}
 }

@@ -52,6 +52,14 @@ const (
 	FieldExtractedOperator = "extracted_operator"
 	// FieldTrapsTriggered holds the string denoting the traps_triggered field in the database.
 	FieldTrapsTriggered = "traps_triggered"
+	// FieldTriageState holds the string denoting the triage_state field in the database.
+	FieldTriageState = "triage_state"
+	// FieldTriagedBy holds the string denoting the triaged_by field in the database.
+	FieldTriagedBy = "triaged_by"
+	// FieldTriagedByName holds the string denoting the triaged_by_name field in the database.
+	FieldTriagedByName = "triaged_by_name"
+	// FieldTriagedAt holds the string denoting the triaged_at field in the database.
+	FieldTriagedAt = "triaged_at"
 	// FieldState holds the string denoting the state field in the database.
 	FieldState = "state"
 	// EdgeOrganization holds the string denoting the organization edge name in mutations.
@@ -132,6 +140,10 @@ var Columns = []string{
 	FieldExtractedModel,
 	FieldExtractedOperator,
 	FieldTrapsTriggered,
+	FieldTriageState,
+	FieldTriagedBy,
+	FieldTriagedByName,
+	FieldTriagedAt,
 	FieldState,
 }
 
@@ -197,6 +209,14 @@ var (
 	ExtractedOperatorValidator func(string) error
 	// DefaultTrapsTriggered holds the default value on creation for the "traps_triggered" field.
 	DefaultTrapsTriggered []string
+	// DefaultTriagedBy holds the default value on creation for the "triaged_by" field.
+	DefaultTriagedBy string
+	// TriagedByValidator is a validator for the "triaged_by" field. It is called by the builders before save.
+	TriagedByValidator func(string) error
+	// DefaultTriagedByName holds the default value on creation for the "triaged_by_name" field.
+	DefaultTriagedByName string
+	// TriagedByNameValidator is a validator for the "triaged_by_name" field. It is called by the builders before save.
+	TriagedByNameValidator func(string) error
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() string
 	// IDValidator is a validator for the "id" field. It is called by the builders before save.
@@ -260,6 +280,34 @@ func SeverityValidator(s Severity) error {
 		return nil
 	default:
 		return fmt.Errorf("session: invalid enum value for severity field: %q", s)
+	}
+}
+
+// TriageState defines the type for the "triage_state" enum field.
+type TriageState string
+
+// TriageStateOpen is the default value of the TriageState enum.
+const DefaultTriageState = TriageStateOpen
+
+// TriageState values.
+const (
+	TriageStateOpen         TriageState = "open"
+	TriageStateAcknowledged TriageState = "acknowledged"
+	TriageStateResolved     TriageState = "resolved"
+	TriageStateIgnored      TriageState = "ignored"
+)
+
+func (ts TriageState) String() string {
+	return string(ts)
+}
+
+// TriageStateValidator is a validator for the "triage_state" field enum values. It is called by the builders before save.
+func TriageStateValidator(ts TriageState) error {
+	switch ts {
+	case TriageStateOpen, TriageStateAcknowledged, TriageStateResolved, TriageStateIgnored:
+		return nil
+	default:
+		return fmt.Errorf("session: invalid enum value for triage_state field: %q", ts)
 	}
 }
 
@@ -344,6 +392,26 @@ func ByExtractedModel(opts ...sql.OrderTermOption) OrderOption {
 // ByExtractedOperator orders the results by the extracted_operator field.
 func ByExtractedOperator(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldExtractedOperator, opts...).ToFunc()
+}
+
+// ByTriageState orders the results by the triage_state field.
+func ByTriageState(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldTriageState, opts...).ToFunc()
+}
+
+// ByTriagedBy orders the results by the triaged_by field.
+func ByTriagedBy(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldTriagedBy, opts...).ToFunc()
+}
+
+// ByTriagedByName orders the results by the triaged_by_name field.
+func ByTriagedByName(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldTriagedByName, opts...).ToFunc()
+}
+
+// ByTriagedAt orders the results by the triaged_at field.
+func ByTriagedAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldTriagedAt, opts...).ToFunc()
 }
 
 // ByOrganizationField orders the results by organization field.
@@ -497,6 +565,24 @@ func (e *Severity) UnmarshalGQL(val interface{}) error {
 	*e = Severity(str)
 	if err := SeverityValidator(*e); err != nil {
 		return fmt.Errorf("%s is not a valid Severity", str)
+	}
+	return nil
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (e TriageState) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(e.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (e *TriageState) UnmarshalGQL(val interface{}) error {
+	str, ok := val.(string)
+	if !ok {
+		return fmt.Errorf("enum %T must be a string", val)
+	}
+	*e = TriageState(str)
+	if err := TriageStateValidator(*e); err != nil {
+		return fmt.Errorf("%s is not a valid TriageState", str)
 	}
 	return nil
 }

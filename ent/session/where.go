@@ -130,6 +130,21 @@ func ExtractedOperator(v string) predicate.Session {
 	return predicate.Session(sql.FieldEQ(FieldExtractedOperator, v))
 }
 
+// TriagedBy applies equality check predicate on the "triaged_by" field. It's identical to TriagedByEQ.
+func TriagedBy(v string) predicate.Session {
+	return predicate.Session(sql.FieldEQ(FieldTriagedBy, v))
+}
+
+// TriagedByName applies equality check predicate on the "triaged_by_name" field. It's identical to TriagedByNameEQ.
+func TriagedByName(v string) predicate.Session {
+	return predicate.Session(sql.FieldEQ(FieldTriagedByName, v))
+}
+
+// TriagedAt applies equality check predicate on the "triaged_at" field. It's identical to TriagedAtEQ.
+func TriagedAt(v time.Time) predicate.Session {
+	return predicate.Session(sql.FieldEQ(FieldTriagedAt, v))
+}
+
 // OrgIDEQ applies the EQ predicate on the "org_id" field.
 func OrgIDEQ(v string) predicate.Session {
 	return predicate.Session(sql.FieldEQ(FieldOrgID, v))
@@ -848,6 +863,206 @@ func ExtractedOperatorEqualFold(v string) predicate.Session {
 // ExtractedOperatorContainsFold applies the ContainsFold predicate on the "extracted_operator" field.
 func ExtractedOperatorContainsFold(v string) predicate.Session {
 	return predicate.Session(sql.FieldContainsFold(FieldExtractedOperator, v))
+}
+
+// TriageStateEQ applies the EQ predicate on the "triage_state" field.
+func TriageStateEQ(v TriageState) predicate.Session {
+	return predicate.Session(sql.FieldEQ(FieldTriageState, v))
+}
+
+// TriageStateNEQ applies the NEQ predicate on the "triage_state" field.
+func TriageStateNEQ(v TriageState) predicate.Session {
+	return predicate.Session(sql.FieldNEQ(FieldTriageState, v))
+}
+
+// TriageStateIn applies the In predicate on the "triage_state" field.
+func TriageStateIn(vs ...TriageState) predicate.Session {
+	return predicate.Session(sql.FieldIn(FieldTriageState, vs...))
+}
+
+// TriageStateNotIn applies the NotIn predicate on the "triage_state" field.
+func TriageStateNotIn(vs ...TriageState) predicate.Session {
+	return predicate.Session(sql.FieldNotIn(FieldTriageState, vs...))
+}
+
+// TriagedByEQ applies the EQ predicate on the "triaged_by" field.
+func TriagedByEQ(v string) predicate.Session {
+	return predicate.Session(sql.FieldEQ(FieldTriagedBy, v))
+}
+
+// TriagedByNEQ applies the NEQ predicate on the "triaged_by" field.
+func TriagedByNEQ(v string) predicate.Session {
+	return predicate.Session(sql.FieldNEQ(FieldTriagedBy, v))
+}
+
+// TriagedByIn applies the In predicate on the "triaged_by" field.
+func TriagedByIn(vs ...string) predicate.Session {
+	return predicate.Session(sql.FieldIn(FieldTriagedBy, vs...))
+}
+
+// TriagedByNotIn applies the NotIn predicate on the "triaged_by" field.
+func TriagedByNotIn(vs ...string) predicate.Session {
+	return predicate.Session(sql.FieldNotIn(FieldTriagedBy, vs...))
+}
+
+// TriagedByGT applies the GT predicate on the "triaged_by" field.
+func TriagedByGT(v string) predicate.Session {
+	return predicate.Session(sql.FieldGT(FieldTriagedBy, v))
+}
+
+// TriagedByGTE applies the GTE predicate on the "triaged_by" field.
+func TriagedByGTE(v string) predicate.Session {
+	return predicate.Session(sql.FieldGTE(FieldTriagedBy, v))
+}
+
+// TriagedByLT applies the LT predicate on the "triaged_by" field.
+func TriagedByLT(v string) predicate.Session {
+	return predicate.Session(sql.FieldLT(FieldTriagedBy, v))
+}
+
+// TriagedByLTE applies the LTE predicate on the "triaged_by" field.
+func TriagedByLTE(v string) predicate.Session {
+	return predicate.Session(sql.FieldLTE(FieldTriagedBy, v))
+}
+
+// TriagedByContains applies the Contains predicate on the "triaged_by" field.
+func TriagedByContains(v string) predicate.Session {
+	return predicate.Session(sql.FieldContains(FieldTriagedBy, v))
+}
+
+// TriagedByHasPrefix applies the HasPrefix predicate on the "triaged_by" field.
+func TriagedByHasPrefix(v string) predicate.Session {
+	return predicate.Session(sql.FieldHasPrefix(FieldTriagedBy, v))
+}
+
+// TriagedByHasSuffix applies the HasSuffix predicate on the "triaged_by" field.
+func TriagedByHasSuffix(v string) predicate.Session {
+	return predicate.Session(sql.FieldHasSuffix(FieldTriagedBy, v))
+}
+
+// TriagedByEqualFold applies the EqualFold predicate on the "triaged_by" field.
+func TriagedByEqualFold(v string) predicate.Session {
+	return predicate.Session(sql.FieldEqualFold(FieldTriagedBy, v))
+}
+
+// TriagedByContainsFold applies the ContainsFold predicate on the "triaged_by" field.
+func TriagedByContainsFold(v string) predicate.Session {
+	return predicate.Session(sql.FieldContainsFold(FieldTriagedBy, v))
+}
+
+// TriagedByNameEQ applies the EQ predicate on the "triaged_by_name" field.
+func TriagedByNameEQ(v string) predicate.Session {
+	return predicate.Session(sql.FieldEQ(FieldTriagedByName, v))
+}
+
+// TriagedByNameNEQ applies the NEQ predicate on the "triaged_by_name" field.
+func TriagedByNameNEQ(v string) predicate.Session {
+	return predicate.Session(sql.FieldNEQ(FieldTriagedByName, v))
+}
+
+// TriagedByNameIn applies the In predicate on the "triaged_by_name" field.
+func TriagedByNameIn(vs ...string) predicate.Session {
+	return predicate.Session(sql.FieldIn(FieldTriagedByName, vs...))
+}
+
+// TriagedByNameNotIn applies the NotIn predicate on the "triaged_by_name" field.
+func TriagedByNameNotIn(vs ...string) predicate.Session {
+	return predicate.Session(sql.FieldNotIn(FieldTriagedByName, vs...))
+}
+
+// TriagedByNameGT applies the GT predicate on the "triaged_by_name" field.
+func TriagedByNameGT(v string) predicate.Session {
+	return predicate.Session(sql.FieldGT(FieldTriagedByName, v))
+}
+
+// TriagedByNameGTE applies the GTE predicate on the "triaged_by_name" field.
+func TriagedByNameGTE(v string) predicate.Session {
+	return predicate.Session(sql.FieldGTE(FieldTriagedByName, v))
+}
+
+// TriagedByNameLT applies the LT predicate on the "triaged_by_name" field.
+func TriagedByNameLT(v string) predicate.Session {
+	return predicate.Session(sql.FieldLT(FieldTriagedByName, v))
+}
+
+// TriagedByNameLTE applies the LTE predicate on the "triaged_by_name" field.
+func TriagedByNameLTE(v string) predicate.Session {
+	return predicate.Session(sql.FieldLTE(FieldTriagedByName, v))
+}
+
+// TriagedByNameContains applies the Contains predicate on the "triaged_by_name" field.
+func TriagedByNameContains(v string) predicate.Session {
+	return predicate.Session(sql.FieldContains(FieldTriagedByName, v))
+}
+
+// TriagedByNameHasPrefix applies the HasPrefix predicate on the "triaged_by_name" field.
+func TriagedByNameHasPrefix(v string) predicate.Session {
+	return predicate.Session(sql.FieldHasPrefix(FieldTriagedByName, v))
+}
+
+// TriagedByNameHasSuffix applies the HasSuffix predicate on the "triaged_by_name" field.
+func TriagedByNameHasSuffix(v string) predicate.Session {
+	return predicate.Session(sql.FieldHasSuffix(FieldTriagedByName, v))
+}
+
+// TriagedByNameEqualFold applies the EqualFold predicate on the "triaged_by_name" field.
+func TriagedByNameEqualFold(v string) predicate.Session {
+	return predicate.Session(sql.FieldEqualFold(FieldTriagedByName, v))
+}
+
+// TriagedByNameContainsFold applies the ContainsFold predicate on the "triaged_by_name" field.
+func TriagedByNameContainsFold(v string) predicate.Session {
+	return predicate.Session(sql.FieldContainsFold(FieldTriagedByName, v))
+}
+
+// TriagedAtEQ applies the EQ predicate on the "triaged_at" field.
+func TriagedAtEQ(v time.Time) predicate.Session {
+	return predicate.Session(sql.FieldEQ(FieldTriagedAt, v))
+}
+
+// TriagedAtNEQ applies the NEQ predicate on the "triaged_at" field.
+func TriagedAtNEQ(v time.Time) predicate.Session {
+	return predicate.Session(sql.FieldNEQ(FieldTriagedAt, v))
+}
+
+// TriagedAtIn applies the In predicate on the "triaged_at" field.
+func TriagedAtIn(vs ...time.Time) predicate.Session {
+	return predicate.Session(sql.FieldIn(FieldTriagedAt, vs...))
+}
+
+// TriagedAtNotIn applies the NotIn predicate on the "triaged_at" field.
+func TriagedAtNotIn(vs ...time.Time) predicate.Session {
+	return predicate.Session(sql.FieldNotIn(FieldTriagedAt, vs...))
+}
+
+// TriagedAtGT applies the GT predicate on the "triaged_at" field.
+func TriagedAtGT(v time.Time) predicate.Session {
+	return predicate.Session(sql.FieldGT(FieldTriagedAt, v))
+}
+
+// TriagedAtGTE applies the GTE predicate on the "triaged_at" field.
+func TriagedAtGTE(v time.Time) predicate.Session {
+	return predicate.Session(sql.FieldGTE(FieldTriagedAt, v))
+}
+
+// TriagedAtLT applies the LT predicate on the "triaged_at" field.
+func TriagedAtLT(v time.Time) predicate.Session {
+	return predicate.Session(sql.FieldLT(FieldTriagedAt, v))
+}
+
+// TriagedAtLTE applies the LTE predicate on the "triaged_at" field.
+func TriagedAtLTE(v time.Time) predicate.Session {
+	return predicate.Session(sql.FieldLTE(FieldTriagedAt, v))
+}
+
+// TriagedAtIsNil applies the IsNil predicate on the "triaged_at" field.
+func TriagedAtIsNil() predicate.Session {
+	return predicate.Session(sql.FieldIsNull(FieldTriagedAt))
+}
+
+// TriagedAtNotNil applies the NotNil predicate on the "triaged_at" field.
+func TriagedAtNotNil() predicate.Session {
+	return predicate.Session(sql.FieldNotNull(FieldTriagedAt))
 }
 
 // StateIsNil applies the IsNil predicate on the "state" field.

@@ -24,6 +24,12 @@ type Analytics struct {
 type CreateAPIKeyInput struct {
 	Name  string       `json:"name"`
 	Scope viewer.Scope `json:"scope"`
+	// When set, the key stops working at this time (requests with it get 401); it must be in the future.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// When set, a deploy key: it may only read and write the traps of this site (least privilege for a
+	// pipeline). Its scope must be READ_WRITE or READ_ONLY. Everything else answers FORBIDDEN (docs/api.md,
+	// "Deploy-scoped keys").
+	SiteID *string `json:"siteID,omitempty"`
 }
 
 type CreateAPIKeyPayload struct {

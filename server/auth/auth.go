@@ -103,8 +103,19 @@ func (a *Authenticator) apiKey(ctx context.Context, token string) (viewer.Viewer
 	if k.RevokedAt != nil {
 		return viewer.Viewer{}, unauthenticated("the API key has been revoked")
 	}
-	a.usage.Record(k.ID, a.now())
-	return viewer.Viewer{OrgID: k.OrgID, Scope: k.Scope, KeyID: k.ID}, nil
+	now := a.now()
+	if k.ExpiresAt != nil && !now.Before(*k.ExpiresAt) {
+		return viewer.Viewer{}, unauthenticated("the API key expired at " + k.ExpiresAt.UTC().Format(time.RFC3339) + "; create a new one")
+	}
+	a.usage.Record(k.ID, now)
+	v := viewer.Viewer{OrgID: k.OrgID, Scope: k.Scope, KeyID: k.ID}
+	if k.ExpiresAt != nil {
+		v.Expires = *k.ExpiresAt // a stream or subscription ends when the key expires
+	}
+	if k.SiteID != nil {
+		v.SiteID = *k.SiteID
+	}
+	return v, nil
 }
 
 // orgExists refuses tokens naming an organization this service does not have.

@@ -295,6 +295,45 @@ test('sign in, traps, live threat, sessions, keys: attacker text stays inert', a
   await page.getByRole('button', { name: 'Clear filters' }).click();
   await page.waitForURL((u) => u.search === '');
 
+  // Triage: select the bot's and the attacker's rows, resolve both in one bulk action; the
+  // badges say so, the Triage filter finds them, and each change wrote a session.triaged event.
+  const botRow = table.getByTestId('session-row').filter({ hasText: PY_UA }).first();
+  const evilRow = table.getByTestId('session-row').filter({ hasText: XSS_UA.slice(0, 40) }).first();
+  assert.equal((await botRow.getByTestId('triage-state').innerText()).trim(), 'open');
+  await botRow.getByRole('checkbox').check();
+  await evilRow.getByRole('checkbox').check();
+  await page.getByTestId('bulk-actions').getByText('2 selected').waitFor();
+  await shot('04b-sessions-selected');
+  await page.getByTestId('bulk-actions').getByRole('button', { name: 'Resolve' }).click();
+  await page.getByTestId('triage-result').filter({ hasText: /Resolve: 2 sessions changed/ }).waitFor();
+  await botRow.getByTestId('triage-state').filter({ hasText: /^resolved by/ }).waitFor();
+  await evilRow.getByTestId('triage-state').filter({ hasText: /^resolved/ }).waitFor();
+  await page.getByTestId('bulk-actions').getByText('0 selected').waitFor();
+  await page.getByTestId('triage-filter').selectOption('resolved');
+  await page.waitForURL(/triage=resolved/);
+  await table.getByText(PY_UA).first().waitFor();
+  assert.equal(await table.getByTestId('session-row').count(), (await sessionsWhere({ triageState: 'resolved' })).length);
+  await shot('04c-sessions-resolved');
+  await assertInert('sessions after triage');
+  const triaged = await gqlData(`{ events(where: {type: "session.triaged"}) { edges { node { data } } } }`);
+  const triagedIDs = triaged.events.edges.map((e) => e.node.data.session_id).sort();
+  const resolvedIDs = (await sessionsWhere({ triageState: 'resolved' })).map((x) => x.id).sort();
+  assert.equal(resolvedIDs.length, 2, 'two sessions resolved');
+  assert.deepEqual(triagedIDs, resolvedIDs, 'one session.triaged event per resolved session');
+  await page.getByTestId('triage-filter').selectOption('unresolved');
+  await page.waitForURL(/triage=unresolved/);
+  const unresolved = await sessionsWhere({ triageStateIn: ['open', 'acknowledged'] });
+  if (unresolved.length === 0) {
+    await page.getByText('No session matches these filters.').waitFor();
+  } else {
+    await poll('the unresolved sessions only', async () => {
+      const states = await table.getByTestId('triage-state').allInnerTexts();
+      return states.length === Math.min(25, unresolved.length) && states.every((t) => /^(open|acknowledged)/.test(t.trim()));
+    });
+  }
+  await page.getByRole('button', { name: 'Clear filters' }).click();
+  await page.waitForURL((u) => u.search === '');
+
   // Session detail of the attacker: every hit, signals, prompt, as text.
   await goto(`/sessions/${evil.id}`);
   await page.getByRole('heading', { name: /Session/ }).waitFor();
@@ -330,8 +369,10 @@ test('sign in, traps, live threat, sessions, keys: attacker text stays inert', a
   await assertInert('traps after hits');
 
   // API keys: create (shown once), use, revoke with confirmation, refused afterwards.
+  await gqlData(`mutation { createApiKey(input: {name: "e2e expiring", scope: READ_ONLY, expiresAt: "2099-01-01T00:00:00Z"}) { key } }`);
   await page.getByRole('link', { name: /API keys/ }).click();
   await page.getByRole('heading', { name: 'API keys' }).waitFor();
+  await page.getByTestId('key-row').filter({ hasText: 'e2e expiring' }).getByTestId('key-expires').waitFor();
   await page.getByLabel('Name').fill('E2E <script>window.__xss=9</script> key');
   await page.getByLabel('Scope').selectOption('READ_ONLY');
   await page.getByRole('button', { name: 'Create key' }).click();
@@ -401,6 +442,10 @@ test('a read-only key sees no write controls; a revoked key returns to sign-in',
   assert.equal(await roTrap.getByTestId('trap-preview-status').textContent(), 'HTTP 200');
   await assertInert('trap preview, read-only');
   await shot('11-traps-read-only');
+  await page.getByRole('link', { name: 'Sessions', exact: true }).click();
+  await page.getByTestId('sessions-table').waitFor();
+  assert.equal(await page.getByTestId('bulk-actions').count(), 0, 'no triage actions for read-only');
+  assert.equal(await page.getByTestId('sessions-table').getByRole('checkbox').count(), 0, 'no row selection for read-only');
   await page.getByRole('link', { name: /API keys/ }).click();
   await page.getByText(/needs an admin key/).waitFor();
   assert.equal(await page.getByRole('button', { name: 'Create key' }).count(), 0);

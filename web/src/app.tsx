@@ -247,7 +247,7 @@ function Shell({ id, trapURL, onSignOut }: { id: Identity; trapURL: string | nul
   let view;
   let params: Record<string, string> | null;
   if (route.path === '/' || route.path === '/index.html') view = <OverviewView />;
-  else if (route.path === '/sessions') view = <SessionsView search={route.search} />;
+  else if (route.path === '/sessions') view = <SessionsView search={route.search} canWrite={canWrite(id.scope)} />;
   else if ((params = match('/sessions/:id', route.path))) view = <SessionDetailView id={params.id!} />;
   else if (route.path === '/traps') view = <TrapsView canWrite={canWrite(id.scope)} trapURL={trapURL} />;
   else if (route.path === '/campaigns') view = <CampaignsView />;

@@ -9,25 +9,29 @@ describe('filtersToWhere', () => {
   });
   it('maps every filter to SessionWhereInput', () => {
     expect(
-      filtersToWhere({ classification: 'AI_AGENT', severity: 'high', trapID: 'trp_01abc', window: '24h', sourceIP: ' 10.0. ' }, now),
+      filtersToWhere({ classification: 'AI_AGENT', severity: 'high', trapID: 'trp_01abc', window: '24h', sourceIP: ' 10.0. ', triage: 'resolved' }, now),
     ).toEqual({
       classification: 'AI_AGENT',
       severity: 'high',
       hasHitsWith: [{ trapID: 'trp_01abc' }],
       lastSeenGTE: '2026-11-21T12:00:00.000Z',
       sourceIPHasPrefix: '10.0.',
+      triageState: 'resolved',
     });
   });
+  it('maps unresolved to open or acknowledged', () => {
+    expect(filtersToWhere({ ...emptyFilters, triage: 'unresolved' }, now)).toEqual({ triageStateIn: ['open', 'acknowledged'] });
+  });
   it('drops values the API would refuse', () => {
-    expect(filtersToWhere({ classification: 'ROBOT', severity: 'HIGH', trapID: 'x"}', window: '2y', sourceIP: '' }, now)).toBeNull();
+    expect(filtersToWhere({ classification: 'ROBOT', severity: 'HIGH', trapID: 'x"}', window: '2y', sourceIP: '', triage: 'closed' }, now)).toBeNull();
   });
 });
 
 describe('query string', () => {
   it('round-trips', () => {
-    const f = { classification: 'BOT', severity: 'low', trapID: 'trp_1', window: '7d', sourceIP: '192.' };
+    const f = { classification: 'BOT', severity: 'low', trapID: 'trp_1', window: '7d', sourceIP: '192.', triage: 'unresolved' };
     const s = filtersToSearch(f);
-    expect(s).toBe('?classification=BOT&severity=low&trap=trp_1&window=7d&ip=192.');
+    expect(s).toBe('?classification=BOT&severity=low&trap=trp_1&window=7d&ip=192.&triage=unresolved');
     expect(filtersFromSearch(s)).toEqual(f);
   });
   it('is empty for no filters', () => {

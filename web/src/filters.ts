@@ -5,6 +5,8 @@ import { CLASSIFICATIONS } from './vocab.gen';
 
 export { CLASSIFICATIONS };
 export const SEVERITIES = ['critical', 'high', 'medium', 'low'] as const;
+/** Triage states; "unresolved" in the filter means open or acknowledged. */
+export const TRIAGE_STATES = ['open', 'acknowledged', 'resolved', 'ignored'] as const;
 /** Time windows of the "seen in" filter, in hours. */
 export const WINDOWS: Record<string, number> = { '1h': 1, '24h': 24, '7d': 24 * 7, '30d': 24 * 30 };
 
@@ -14,9 +16,10 @@ export interface SessionFilters {
   trapID: string;
   window: string;
   sourceIP: string;
+  triage: string;
 }
 
-export const emptyFilters: SessionFilters = { classification: '', severity: '', trapID: '', window: '', sourceIP: '' };
+export const emptyFilters: SessionFilters = { classification: '', severity: '', trapID: '', window: '', sourceIP: '', triage: '' };
 
 /** The GraphQL `where` for the filters; unknown values are dropped rather than sent. */
 export function filtersToWhere(f: SessionFilters, now: Date = new Date()): Record<string, unknown> | null {
@@ -28,6 +31,8 @@ export function filtersToWhere(f: SessionFilters, now: Date = new Date()): Recor
   if (hours) where.lastSeenGTE = new Date(now.getTime() - hours * 3600_000).toISOString();
   const ip = f.sourceIP.trim();
   if (ip) where.sourceIPHasPrefix = ip;
+  if (f.triage === 'unresolved') where.triageStateIn = ['open', 'acknowledged'];
+  else if ((TRIAGE_STATES as readonly string[]).includes(f.triage)) where.triageState = f.triage;
   return Object.keys(where).length ? where : null;
 }
 
@@ -40,6 +45,7 @@ export function filtersFromSearch(search: string): SessionFilters {
     trapID: p.get('trap') ?? '',
     window: p.get('window') ?? '',
     sourceIP: p.get('ip') ?? '',
+    triage: p.get('triage') ?? '',
   };
 }
 
@@ -51,6 +57,7 @@ export function filtersToSearch(f: SessionFilters): string {
   if (f.trapID) p.set('trap', f.trapID);
   if (f.window) p.set('window', f.window);
   if (f.sourceIP) p.set('ip', f.sourceIP);
+  if (f.triage) p.set('triage', f.triage);
   const s = p.toString();
   return s ? `?${s}` : '';
 }

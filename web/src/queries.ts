@@ -54,9 +54,17 @@ export interface SessionRow {
   extractedModel: string;
   extractedOperator: string;
   trapsTriggered: string[];
+  triageState: string;
+  triagedBy: string;
+  triagedByName: string;
+  triagedAt: string | null;
 }
 const SESSION_FIELDS = `id sourceIP userAgent classification score confidence severity signalsFired firstSeen lastSeen
-  hitCount tripwiresFired promptsCaptured extractedModel extractedOperator trapsTriggered`;
+  hitCount tripwiresFired promptsCaptured extractedModel extractedOperator trapsTriggered triageState triagedBy triagedByName triagedAt`;
+
+/** Sets the triage state of up to 100 sessions (read-write). */
+export const TRIAGE_SESSIONS = `mutation TriageSessions($ids: [ID!]!, $state: TriageState!) {
+  triageSessions(input: {ids: $ids, state: $state}) { changed sessions { id triageState triagedBy triagedByName triagedAt } } }`;
 
 export interface PageInfo {
   hasNextPage: boolean;
@@ -190,9 +198,13 @@ export interface ApiKey {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+  /** When the key stops working, if it was given an expiry. */
+  expiresAt: string | null;
+  /** The one site a deploy key may manage the traps of. */
+  siteID: string | null;
 }
 export const API_KEY_SCOPES = ['READ_ONLY', 'READ_WRITE', 'ADMIN'] as const;
-const KEY_FIELDS = 'id name scope prefix createdAt lastUsedAt revokedAt';
+const KEY_FIELDS = 'id name scope prefix createdAt lastUsedAt revokedAt expiresAt siteID';
 export interface ApiKeysData {
   apiKeys: { totalCount: number; edges: { node: ApiKey }[] };
 }

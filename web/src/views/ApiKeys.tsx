@@ -106,7 +106,27 @@ function KeyRow({ k, onChanged }: { k: ApiKey; onChanged: () => void }) {
         <time dateTime={k.createdAt}>{formatTime(k.createdAt)}</time>
       </td>
       <td data-label="Last used">{k.lastUsedAt ? <time dateTime={k.lastUsedAt} title={formatTime(k.lastUsedAt)}>{formatAgo(k.lastUsedAt)}</time> : 'never'}</td>
-      <td data-label="Status">{k.revokedAt ? <Badge kind="inactive">revoked {formatTime(k.revokedAt)}</Badge> : <Badge kind="active">active</Badge>}</td>
+      <td data-label="Status">
+        {k.revokedAt ? (
+          <Badge kind="inactive">revoked {formatTime(k.revokedAt)}</Badge>
+        ) : k.expiresAt && new Date(k.expiresAt).getTime() <= Date.now() ? (
+          <Badge kind="inactive">expired {formatTime(k.expiresAt)}</Badge>
+        ) : (
+          <Badge kind="active">active</Badge>
+        )}
+        {!k.revokedAt && k.expiresAt && new Date(k.expiresAt).getTime() > Date.now() && (
+          <span class="muted" data-testid="key-expires">
+            {' '}
+            until <time dateTime={k.expiresAt}>{formatTime(k.expiresAt)}</time>
+          </span>
+        )}
+        {k.siteID && (
+          <span class="muted" data-testid="key-site">
+            {' '}
+            deploy key of <code>{k.siteID}</code>
+          </span>
+        )}
+      </td>
       <td data-label="">
         {!k.revokedAt && (
           <ConfirmButton

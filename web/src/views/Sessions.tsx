@@ -1,13 +1,22 @@
 import { useMemo, useState } from 'preact/hooks';
-import { CLASSIFICATIONS, SEVERITIES, WINDOWS, filtersFromSearch, filtersToSearch, filtersToWhere, type SessionFilters } from '../filters';
+import { describeError, gql } from '../api';
+import { CLASSIFICATIONS, SEVERITIES, TRIAGE_STATES, WINDOWS, filtersFromSearch, filtersToSearch, filtersToWhere, type SessionFilters } from '../filters';
 import { formatAgo, formatClassification, formatNumber, formatTime, truncate } from '../format';
 import { navigate } from '../router';
-import { SESSIONS, TRAPS, type SessionsData, type TrapsData } from '../queries';
+import { SESSIONS, TRAPS, TRIAGE_SESSIONS, type SessionsData, type TrapsData } from '../queries';
 import { Badge, Empty, ErrorBox, Inert, Link, Loading, Pager, useQuery } from '../ui';
 
 const PAGE = 25;
 
-export function SessionsView({ search }: { search: string }) {
+/** The bulk actions on selected sessions: the state each sets, and its button's label. */
+const TRIAGE_ACTIONS: [string, string][] = [
+  ['acknowledged', 'Acknowledge'],
+  ['resolved', 'Resolve'],
+  ['ignored', 'Ignore'],
+  ['open', 'Reopen'],
+];
+
+export function SessionsView({ search, canWrite = false }: { search: string; canWrite?: boolean }) {
   const filters = useMemo(() => filtersFromSearch(search), [search]);
   // A stack of cursors: [null] is the first page; pushing endCursor goes forward.
   const [cursors, setCursors] = useState<(string | null)[]>([null]);
@@ -22,6 +31,38 @@ export function SessionsView({ search }: { search: string }) {
   const traps = useQuery<TrapsData>(TRAPS, undefined, 'traps');
   const conn = q.data?.sessions;
   const set = (patch: Partial<SessionFilters>) => navigate(`/sessions${filtersToSearch({ ...filters, ...patch })}`, true);
+  // Selected rows of the page shown, for the bulk triage actions.
+  const [selected, setSelected] = useState<Set<string>>(new Set());
+  const [forPage, setForPage] = useState(JSON.stringify([search, after]));
+  if (forPage !== JSON.stringify([search, after])) {
+    setForPage(JSON.stringify([search, after]));
+    setSelected(new Set());
+  }
+  const [busy, setBusy] = useState(false);
+  const [triageMsg, setTriageMsg] = useState<{ error: boolean; text: string } | null>(null);
+  const ids = conn?.edges.map((e) => e.node.id) ?? [];
+  const allSelected = ids.length > 0 && ids.every((id) => selected.has(id));
+  const toggle = (id: string) => {
+    const next = new Set(selected);
+    if (next.has(id)) next.delete(id);
+    else next.add(id);
+    setSelected(next);
+  };
+  const triage = async (state: string, label: string) => {
+    setBusy(true);
+    setTriageMsg(null);
+    try {
+      const d = await gql<{ triageSessions: { changed: number } }>(TRIAGE_SESSIONS, { ids: [...selected], state });
+      const n = d.triageSessions.changed;
+      setTriageMsg({ error: false, text: `${label}: ${n} session${n === 1 ? '' : 's'} changed.` });
+      setSelected(new Set());
+      q.reload();
+    } catch (e) {
+      setTriageMsg({ error: true, text: describeError(e) });
+    } finally {
+      setBusy(false);
+    }
+  };
   return (
     <section aria-labelledby="sessions-title">
       <div class="page-head">
@@ -76,6 +117,18 @@ export function SessionsView({ search }: { search: string }) {
           </select>
         </label>
         <label>
+          Triage
+          <select value={filters.triage} onChange={(e) => set({ triage: e.currentTarget.value })} data-testid="triage-filter">
+            <option value="">Any</option>
+            <option value="unresolved">unresolved (open or acknowledged)</option>
+            {TRIAGE_STATES.map((s) => (
+              <option value={s} key={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
           Source IP starts with
           <input
             type="search"
@@ -100,13 +153,39 @@ export function SessionsView({ search }: { search: string }) {
             {conn.totalCountExact ? formatNumber(conn.totalCount) : `more than ${formatNumber(conn.totalCount - 1)}`} session{conn.totalCount === 1 ? '' : 's'}
             {q.loading ? ' (updating…)' : ''}
           </p>
+          {canWrite && (
+            <div class="bulk-actions" role="group" aria-label="Triage the selected sessions" data-testid="bulk-actions">
+              <span class="muted">{selected.size} selected</span>
+              {TRIAGE_ACTIONS.map(([state, label]) => (
+                <button type="button" class="secondary" key={state} disabled={busy || selected.size === 0} onClick={() => triage(state, label)}>
+                  {label}
+                </button>
+              ))}
+            </div>
+          )}
+          {triageMsg && (
+            <p class={triageMsg.error ? 'error' : 'muted'} role={triageMsg.error ? 'alert' : 'status'} data-testid="triage-result">
+              {triageMsg.text}
+            </p>
+          )}
           <div class="table-wrap stack">
             <table class="table" data-testid="sessions-table">
               <thead>
                 <tr>
+                  {canWrite && (
+                    <th scope="col" class="select">
+                      <input
+                        type="checkbox"
+                        aria-label="Select every session of this page"
+                        checked={allSelected}
+                        onChange={() => setSelected(allSelected ? new Set() : new Set(ids))}
+                      />
+                    </th>
+                  )}
                   <th scope="col">Last seen</th>
                   <th scope="col">Classification</th>
                   <th scope="col">Severity</th>
+                  <th scope="col">Triage</th>
                   <th scope="col">Score</th>
                   <th scope="col">Source IP</th>
                   <th scope="col">User agent</th>
@@ -123,10 +202,15 @@ export function SessionsView({ search }: { search: string }) {
                     class="row-link"
                     data-testid="session-row"
                     onClick={(e) => {
-                      if ((e.target as HTMLElement).closest('a, button') || getSelection()?.toString()) return;
+                      if ((e.target as HTMLElement).closest('a, button, input, label') || getSelection()?.toString()) return;
                       navigate(`/sessions/${s.id}`);
                     }}
                   >
+                    {canWrite && (
+                      <td data-label="Select" class="select">
+                        <input type="checkbox" aria-label={`Select the session from ${s.sourceIP}`} checked={selected.has(s.id)} onChange={() => toggle(s.id)} />
+                      </td>
+                    )}
                     <td data-label="Last seen">
                       <Link href={`/sessions/${s.id}`}>
                         <time dateTime={s.lastSeen} title={formatTime(s.lastSeen)}>
@@ -137,6 +221,15 @@ export function SessionsView({ search }: { search: string }) {
                     <td data-label="Classification">{formatClassification(s.classification)}</td>
                     <td data-label="Severity">
                       <Badge kind={s.severity}>{s.severity}</Badge>
+                    </td>
+                    <td data-label="Triage" data-testid="triage-state">
+                      <Badge kind={`triage-${s.triageState}`}>{s.triageState}</Badge>
+                      {s.triagedAt && (
+                        <span class="muted" title={`${s.triagedByName || s.triagedBy} at ${formatTime(s.triagedAt)}`}>
+                          {' '}
+                          by <Inert text={truncate(s.triagedByName || s.triagedBy, 30)} />
+                        </span>
+                      )}
                     </td>
                     <td data-label="Score">
                       {s.score} <span class="muted">({s.confidence}%)</span>
