@@ -24,13 +24,14 @@ import (
 
 // Exit codes of flytrap (docs/cli.md): what a script can tell apart without reading stderr.
 const (
-	exitFailure   = 1 // the API answered an error not listed below, or could not be reached
-	exitUsage     = 2 // bad flags or arguments (and every error of the database commands)
-	exitAuth      = 3 // 401 or 403: no key, a wrong key, or a key without the scope
-	exitNotFound  = 4 // 404
-	exitConflict  = 5 // 409, e.g. a path that an active trap already holds
-	exitInvalid   = 6 // the API refused the input (400, 413, 422), or a trap file does not validate
-	exitRateLimit = 7 // 429
+	exitFailure    = 1 // the API answered an error not listed below, or could not be reached
+	exitUsage      = 2 // bad flags or arguments (and every error of the database commands)
+	exitAuth       = 3 // 401 or 403: no key, a wrong key, or a key without the scope
+	exitNotFound   = 4 // 404
+	exitConflict   = 5 // 409, e.g. a path that an active trap already holds
+	exitInvalid    = 6 // the API refused the input (400, 413, 422), or a trap file does not validate
+	exitRateLimit  = 7 // 429
+	exitGateFailed = 8 // flytrap gate: an unresolved session at or above --fail-on
 )
 
 // exitError is an error with its exit code.
@@ -237,14 +238,15 @@ func apiCommand(name, synopsis string, summary []string, nargs int, flags func(f
 		run := flags(fs, call)
 		// Positional arguments may come before the flags too (flytrap traps get trp_… -o json).
 		var lead []string
-		for len(args) > 0 && !strings.HasPrefix(args[0], "-") && len(lead) < nargs {
+		// A negative nargs is "at least -nargs" (sessions triage ID…).
+		for len(args) > 0 && !strings.HasPrefix(args[0], "-") && (nargs < 0 || len(lead) < nargs) {
 			lead, args = append(lead, args[0]), args[1:]
 		}
 		if err := fs.Parse(args); err != nil {
 			return err
 		}
 		call.args = append(lead, fs.Args()...)
-		if len(call.args) != nargs {
+		if nargs >= 0 && len(call.args) != nargs || nargs < 0 && len(call.args) < -nargs {
 			return fmt.Errorf("usage: flytrap %s", strings.Split(synopsis, "\n")[0])
 		}
 		if err := call.opts.resolve(env); err != nil {

@@ -310,6 +310,30 @@ func TestClientEndToEnd(t *testing.T) {
 			t.Errorf("sessions list --trap: %s", out)
 		}
 
+		// The gate: the open session fails it at its own severity (exit 8, the session listed),
+		// passes above it; resolved, the session no longer fails it.
+		sev := strings.ToLower(sessions[0]["severity"].(string))
+		if r := e.want(exitGateFailed, []string{"gate", "--fail-on", sev, "--since", "1h"}, "gate failed: 1 unresolved session(s) at "+sev); !strings.Contains(r.stdout, sid) {
+			t.Errorf("gate failed without listing %s:\n%s", sid, r.stdout)
+		}
+		if sev != "critical" {
+			e.want(0, []string{"gate", "--fail-on", "critical"}, "gate passed")
+		}
+		var answer map[string]any
+		gr := e.want(exitGateFailed, []string{"gate", "--fail-on", "low", "-o", "json"})
+		if err := json.Unmarshal([]byte(gr.stdout), &answer); err != nil || answer["failed"] != true || answer["count"] != float64(1) {
+			t.Errorf("gate -o json: %v %v", answer, err)
+		}
+		e.want(exitUsage, []string{"gate"}, "--fail-on is required")
+		e.want(exitInvalid, []string{"gate", "--fail-on", "low", "--since", "yesterday"}, "since")
+		e.want(exitUsage, []string{"sessions", "triage", "--state", "resolved"}, "usage")
+		if r := e.want(0, []string{"sessions", "triage", sid, sid, "--state", "resolved"}, "1 of 1 sessions changed to resolved"); !strings.Contains(r.stdout, "resolved") {
+			t.Errorf("sessions triage:\n%s", r.stdout)
+		}
+		e.want(0, []string{"sessions", "triage", "--state", "resolved", sid}, "0 of 1 sessions changed")
+		e.want(0, []string{"gate", "--fail-on", "low", "--since", "1h"}, "gate passed")
+		e.want(exitNotFound, []string{"sessions", "triage", "--state", "open", "ses_00000000000000000000000000"})
+
 		// events list: the trap events of the above, oldest first.
 		evs := e.must("events", "list", "-o", "ndjson", "--type", "trap.created", "--limit", "100")
 		if n := strings.Count(evs, `"type":"trap.created"`); n != 7 { // 3 + /staging + the replaced one + Wiki + Idem

@@ -28,6 +28,10 @@ var clientCommands = []*command{
 	apiCommand("sessions list", "sessions list [--severity S] [--classification C] [--trap TRAP_ID]\n[--source-ip IP] [--since TIME] [--until TIME] [--limit N] [--all]",
 		[]string{"list sessions, newest first (API)"}, 0, sessionsList),
 	apiCommand("sessions show", "sessions show SESSION_ID", []string{"one session with its evidence (API)"}, 1, sessionsShow),
+	apiCommand("sessions triage", "sessions triage --state open|acknowledged|resolved|ignored SESSION_ID…",
+		[]string{"set the triage state of sessions (API)"}, -1, sessionsTriage),
+	apiCommand("gate", "gate --fail-on critical|high|medium|low [--since 1h]",
+		[]string{"exit 8 with a summary when an unresolved session at or above", "a severity was seen (API): a deployment gate"}, 0, gate),
 	apiCommand("events list", "events list [--type TYPE] [--cursor CURSOR] [--limit N]", []string{"the event log, oldest first (API)"}, 0, eventsList),
 	apiCommand("events tail", "events tail [--type TYPE] [--cursor CURSOR]",
 		[]string{"follow the event stream; resumes after a drop (API)"}, 0, eventsTail),
@@ -95,6 +99,10 @@ func statusBody(r any) (int, []byte) {
 	case *apiclient.GetSessionResponse:
 		return v.StatusCode(), v.Body
 	case *apiclient.ListEventsResponse:
+		return v.StatusCode(), v.Body
+	case *apiclient.GateResponse:
+		return v.StatusCode(), v.Body
+	case *apiclient.TriageSessionsResponse:
 		return v.StatusCode(), v.Body
 	}
 	panic(fmt.Sprintf("statusBody: %T", r))
