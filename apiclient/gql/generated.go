@@ -100,6 +100,16 @@ func (v *ApiKeysApiKeysApiKeyConnectionEdgesApiKeyEdgeNodeApiKey) GetRevokedAt()
 	return v.KeyFields.RevokedAt
 }
 
+// GetExpiresAt returns ApiKeysApiKeysApiKeyConnectionEdgesApiKeyEdgeNodeApiKey.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *ApiKeysApiKeysApiKeyConnectionEdgesApiKeyEdgeNodeApiKey) GetExpiresAt() *time.Time {
+	return v.KeyFields.ExpiresAt
+}
+
+// GetSiteID returns ApiKeysApiKeysApiKeyConnectionEdgesApiKeyEdgeNodeApiKey.SiteID, and is useful for accessing the field via an interface.
+func (v *ApiKeysApiKeysApiKeyConnectionEdgesApiKeyEdgeNodeApiKey) GetSiteID() *string {
+	return v.KeyFields.SiteID
+}
+
 func (v *ApiKeysApiKeysApiKeyConnectionEdgesApiKeyEdgeNodeApiKey) UnmarshalJSON(b []byte) error {
 
 	if string(b) == "null" {
@@ -139,6 +149,10 @@ type __premarshalApiKeysApiKeysApiKeyConnectionEdgesApiKeyEdgeNodeApiKey struct 
 	LastUsedAt *time.Time `json:"lastUsedAt"`
 
 	RevokedAt *time.Time `json:"revokedAt"`
+
+	ExpiresAt *time.Time `json:"expiresAt"`
+
+	SiteID *string `json:"siteID"`
 }
 
 func (v *ApiKeysApiKeysApiKeyConnectionEdgesApiKeyEdgeNodeApiKey) MarshalJSON() ([]byte, error) {
@@ -159,6 +173,8 @@ func (v *ApiKeysApiKeysApiKeyConnectionEdgesApiKeyEdgeNodeApiKey) __premarshalJS
 	retval.CreatedAt = v.KeyFields.CreatedAt
 	retval.LastUsedAt = v.KeyFields.LastUsedAt
 	retval.RevokedAt = v.KeyFields.RevokedAt
+	retval.ExpiresAt = v.KeyFields.ExpiresAt
+	retval.SiteID = v.KeyFields.SiteID
 	return &retval, nil
 }
 
@@ -239,6 +255,16 @@ func (v *CreateApiKeyCreateApiKeyCreateApiKeyPayloadApiKey) GetRevokedAt() *time
 	return v.KeyFields.RevokedAt
 }
 
+// GetExpiresAt returns CreateApiKeyCreateApiKeyCreateApiKeyPayloadApiKey.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *CreateApiKeyCreateApiKeyCreateApiKeyPayloadApiKey) GetExpiresAt() *time.Time {
+	return v.KeyFields.ExpiresAt
+}
+
+// GetSiteID returns CreateApiKeyCreateApiKeyCreateApiKeyPayloadApiKey.SiteID, and is useful for accessing the field via an interface.
+func (v *CreateApiKeyCreateApiKeyCreateApiKeyPayloadApiKey) GetSiteID() *string {
+	return v.KeyFields.SiteID
+}
+
 func (v *CreateApiKeyCreateApiKeyCreateApiKeyPayloadApiKey) UnmarshalJSON(b []byte) error {
 
 	if string(b) == "null" {
@@ -278,6 +304,10 @@ type __premarshalCreateApiKeyCreateApiKeyCreateApiKeyPayloadApiKey struct {
 	LastUsedAt *time.Time `json:"lastUsedAt"`
 
 	RevokedAt *time.Time `json:"revokedAt"`
+
+	ExpiresAt *time.Time `json:"expiresAt"`
+
+	SiteID *string `json:"siteID"`
 }
 
 func (v *CreateApiKeyCreateApiKeyCreateApiKeyPayloadApiKey) MarshalJSON() ([]byte, error) {
@@ -298,6 +328,8 @@ func (v *CreateApiKeyCreateApiKeyCreateApiKeyPayloadApiKey) __premarshalJSON() (
 	retval.CreatedAt = v.KeyFields.CreatedAt
 	retval.LastUsedAt = v.KeyFields.LastUsedAt
 	retval.RevokedAt = v.KeyFields.RevokedAt
+	retval.ExpiresAt = v.KeyFields.ExpiresAt
+	retval.SiteID = v.KeyFields.SiteID
 	return &retval, nil
 }
 
@@ -344,6 +376,8 @@ type KeyFields struct {
 	CreatedAt  time.Time   `json:"createdAt"`
 	LastUsedAt *time.Time  `json:"lastUsedAt"`
 	RevokedAt  *time.Time  `json:"revokedAt"`
+	ExpiresAt  *time.Time  `json:"expiresAt"`
+	SiteID     *string     `json:"siteID"`
 }
 
 // GetId returns KeyFields.Id, and is useful for accessing the field via an interface.
@@ -366,6 +400,12 @@ func (v *KeyFields) GetLastUsedAt() *time.Time { return v.LastUsedAt }
 
 // GetRevokedAt returns KeyFields.RevokedAt, and is useful for accessing the field via an interface.
 func (v *KeyFields) GetRevokedAt() *time.Time { return v.RevokedAt }
+
+// GetExpiresAt returns KeyFields.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *KeyFields) GetExpiresAt() *time.Time { return v.ExpiresAt }
+
+// GetSiteID returns KeyFields.SiteID, and is useful for accessing the field via an interface.
+func (v *KeyFields) GetSiteID() *string { return v.SiteID }
 
 // RevokeApiKeyResponse is returned by RevokeApiKey on success.
 type RevokeApiKeyResponse struct {
@@ -401,6 +441,12 @@ func (v *RevokeApiKeyRevokeApiKey) GetLastUsedAt() *time.Time { return v.KeyFiel
 
 // GetRevokedAt returns RevokeApiKeyRevokeApiKey.RevokedAt, and is useful for accessing the field via an interface.
 func (v *RevokeApiKeyRevokeApiKey) GetRevokedAt() *time.Time { return v.KeyFields.RevokedAt }
+
+// GetExpiresAt returns RevokeApiKeyRevokeApiKey.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *RevokeApiKeyRevokeApiKey) GetExpiresAt() *time.Time { return v.KeyFields.ExpiresAt }
+
+// GetSiteID returns RevokeApiKeyRevokeApiKey.SiteID, and is useful for accessing the field via an interface.
+func (v *RevokeApiKeyRevokeApiKey) GetSiteID() *string { return v.KeyFields.SiteID }
 
 func (v *RevokeApiKeyRevokeApiKey) UnmarshalJSON(b []byte) error {
 
@@ -441,6 +487,10 @@ type __premarshalRevokeApiKeyRevokeApiKey struct {
 	LastUsedAt *time.Time `json:"lastUsedAt"`
 
 	RevokedAt *time.Time `json:"revokedAt"`
+
+	ExpiresAt *time.Time `json:"expiresAt"`
+
+	SiteID *string `json:"siteID"`
 }
 
 func (v *RevokeApiKeyRevokeApiKey) MarshalJSON() ([]byte, error) {
@@ -461,6 +511,8 @@ func (v *RevokeApiKeyRevokeApiKey) __premarshalJSON() (*__premarshalRevokeApiKey
 	retval.CreatedAt = v.KeyFields.CreatedAt
 	retval.LastUsedAt = v.KeyFields.LastUsedAt
 	retval.RevokedAt = v.KeyFields.RevokedAt
+	retval.ExpiresAt = v.KeyFields.ExpiresAt
+	retval.SiteID = v.KeyFields.SiteID
 	return &retval, nil
 }
 
@@ -682,6 +734,8 @@ fragment KeyFields on ApiKey {
 	createdAt
 	lastUsedAt
 	revokedAt
+	expiresAt
+	siteID
 }
 `
 
@@ -728,6 +782,8 @@ fragment KeyFields on ApiKey {
 	createdAt
 	lastUsedAt
 	revokedAt
+	expiresAt
+	siteID
 }
 `
 
@@ -771,6 +827,8 @@ fragment KeyFields on ApiKey {
 	createdAt
 	lastUsedAt
 	revokedAt
+	expiresAt
+	siteID
 }
 `
 

@@ -432,6 +432,24 @@ func TestClientEndToEnd(t *testing.T) {
 		}
 		e.must("keys", "revoke", created["id"].(string))
 		ro.want(exitAuth, []string{"traps", "list"}, "401")
+
+		// A deploy key of one site, expiring: it manages that site's traps and reads nothing else.
+		siteID := e.traps()[0]["site_id"].(string)
+		var deploy map[string]any
+		if err := json.Unmarshal([]byte(e.must("keys", "create", "--name", "deploy", "--scope", "read-write", "--site", siteID, "--expires", "30d", "-o", "json")), &deploy); err != nil {
+			t.Fatal(err)
+		}
+		if deploy["siteID"] != siteID || deploy["expiresAt"] == nil {
+			t.Errorf("deploy key: %v", deploy)
+		}
+		dk := &clientEnv{t: t, bin: bin, url: base, key: deploy["key"].(string), config: e.config}
+		dk.must("traps", "list", "--site", siteID)
+		dk.want(exitAuth, []string{"sessions", "list"}, "403")
+		if out := e.must("keys", "list"); !strings.Contains(out, siteID) {
+			t.Errorf("keys list does not show the deploy key's site:\n%s", out)
+		}
+		e.want(exitInvalid, []string{"keys", "create", "--name", "old", "--scope", "read-only", "--expires", "2000-01-01T00:00:00Z"})
+		e.want(exitUsage, []string{"keys", "create", "--name", "old", "--scope", "read-only", "--expires", "soon"}, "duration")
 		(&clientEnv{t: t, bin: bin, url: base, key: "ftk_wrong", config: e.config}).want(exitAuth, []string{"sessions", "list"}, "401")
 		(&clientEnv{t: t, bin: bin, config: e.config}).want(exitUsage, []string{"traps", "list"}, "FLYTRAP_URL")
 		(&clientEnv{t: t, bin: bin, url: "http://" + freeAddr(t), key: key, config: e.config}).want(exitFailure, []string{"traps", "list"}, "API:")

@@ -20,8 +20,8 @@ import (
 // keyCommands are the API client's key commands (client.go's init lists them).
 var keyCommands = []*command{
 	apiCommand("keys list", "keys list [--all]", []string{"the organization's API keys (API, admin scope)"}, 0, keysListAPI),
-	apiCommand("keys create", "keys create --name NAME --scope read-only|read-write|admin",
-		[]string{"create an API key, at most your key's scope;", "prints the key once (API)"}, 0, keysCreateAPI),
+	apiCommand("keys create", "keys create --name NAME --scope read-only|read-write|admin\n[--site SITE_ID] [--expires 30d|TIME]",
+		[]string{"create an API key, at most your key's scope (a deploy key", "of one site with --site); prints the key once (API)"}, 0, keysCreateAPI),
 	apiCommand("keys revoke", "keys revoke KEY_ID", []string{"revoke a key at once (API)"}, 1, keysRevokeAPI),
 }
 
@@ -58,7 +58,7 @@ func gqlFailure(err error) error {
 	return unreachable(err)
 }
 
-var keyCols = []string{"ID", "NAME", "SCOPE", "PREFIX", "CREATED", "LAST USED", "REVOKED"}
+var keyCols = []string{"ID", "NAME", "SCOPE", "SITE", "PREFIX", "CREATED", "LAST USED", "EXPIRES", "REVOKED"}
 
 func keyRow(k gql.KeyFields) []string {
 	at := func(t *time.Time) string {
@@ -67,7 +67,11 @@ func keyRow(k gql.KeyFields) []string {
 		}
 		return t.UTC().Format(time.RFC3339)
 	}
-	return []string{k.Id, k.Name, scopeName(k.Scope), k.Prefix, k.CreatedAt.UTC().Format(time.RFC3339), at(k.LastUsedAt), at(k.RevokedAt)}
+	site := ""
+	if k.SiteID != nil {
+		site = *k.SiteID
+	}
+	return []string{k.Id, k.Name, scopeName(k.Scope), site, k.Prefix, k.CreatedAt.UTC().Format(time.RFC3339), at(k.LastUsedAt), at(k.ExpiresAt), at(k.RevokedAt)}
 }
 
 // scopeName is the CLI's (and REST's) spelling of a scope: read-only, read-write, admin.
@@ -103,6 +107,9 @@ func keysListAPI(fs *flag.FlagSet, c *apiCall) func(context.Context) error {
 func keysCreateAPI(fs *flag.FlagSet, c *apiCall) func(context.Context) error {
 	name := fs.String("name", "", "the key's name (required)")
 	scope := fs.String("scope", "", "read-only, read-write or admin (required)")
+	site := fs.String("site", "", "a deploy key: it may only read and write the traps of this site")
+	var expires expiryFlag
+	fs.Var(&expires, "expires", "the key stops working after this duration (12h, 30d) or at this RFC 3339 time")
 	return func(ctx context.Context) error {
 		s := gql.ApiKeyScope(strings.ReplaceAll(strings.ToUpper(*scope), "-", "_"))
 		switch {
@@ -111,7 +118,11 @@ func keysCreateAPI(fs *flag.FlagSet, c *apiCall) func(context.Context) error {
 		case s != gql.ApiKeyScopeReadOnly && s != gql.ApiKeyScopeReadWrite && s != gql.ApiKeyScopeAdmin:
 			return fmt.Errorf("--scope: %q is not read-only, read-write or admin", *scope)
 		}
-		resp, err := gql.CreateApiKey(ctx, c.graphQL(), gql.CreateApiKeyInput{Name: *name, Scope: s})
+		in := gql.CreateApiKeyInput{Name: *name, Scope: s, ExpiresAt: expires.t}
+		if *site != "" {
+			in.SiteID = site
+		}
+		resp, err := gql.CreateApiKey(ctx, c.graphQL(), in)
 		if err != nil {
 			return gqlFailure(err)
 		}
@@ -159,4 +170,36 @@ func sites(ctx context.Context, c *apiCall) ([]gql.SiteFields, error) {
 		}
 		after = pi.EndCursor
 	}
+}
+
+// expiryFlag is a key's optional expiry: a duration ahead of now (12h, 30d: d is 24 h) or an
+// RFC 3339 time.
+type expiryFlag struct{ t *time.Time }
+
+func (f *expiryFlag) String() string {
+	if f.t == nil {
+		return ""
+	}
+	return f.t.Format(time.RFC3339)
+}
+
+func (f *expiryFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok && err != nil {
+		var n int
+		if _, e := fmt.Sscanf(days, "%d", &n); e == nil && n > 0 && n <= 3660 && fmt.Sprint(n) == days {
+			d, err = time.Duration(n)*24*time.Hour, nil
+		}
+	}
+	if err == nil && d > 0 {
+		t := time.Now().Add(d).UTC().Truncate(time.Second)
+		f.t = &t
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return errors.New("want a duration ahead of now (12h, 30d) or an RFC 3339 time (2027-01-02T15:04:05Z)")
+	}
+	f.t = &t
+	return nil
 }
