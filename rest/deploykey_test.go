@@ -87,6 +87,8 @@ func TestDeployKey(t *testing.T) {
 		try("DELETE", "/dashboard/api/traps/"+mine, "/dashboard/api/traps/{id}", nil, 200)
 		try("GET", "/dashboard/api/sessions", "/dashboard/api/sessions", nil, 403)
 		try("GET", "/dashboard/api/sessions/"+ss[0].ID, "/dashboard/api/sessions/{id}", nil, 403)
+		try("GET", "/dashboard/api/sessions/"+ss[0].ID+"/stix", "/dashboard/api/sessions/{id}/stix", nil, 403)
+		try("GET", "/dashboard/api/campaigns/cmp_00000000000000000000000000000000/stix", "/dashboard/api/campaigns/{id}/stix", nil, 403)
 		try("POST", "/dashboard/api/triage", "/dashboard/api/triage", map[string]any{"ids": []string{ss[0].ID}, "state": "resolved"}, 403)
 		try("GET", "/dashboard/api/gate?fail_on=high", "/dashboard/api/gate", nil, 403)
 		for _, p := range []string{"overview", "severity", "timeline"} {
@@ -146,6 +148,7 @@ func TestDeployKey(t *testing.T) {
 			`{ webhookEndpoints { totalCount } }`, `{ gate(failOn: high) { failed } }`, `{ storage { dialect } }`,
 			`{ sessionDetail(id: "` + ss[0].ID + `") { session { id } } }`, `{ node(id: "` + ss[0].ID + `") { id } }`,
 			`{ node(id: "` + theirs + `") { id } }`,
+			`{ sessionStix(id: "` + ss[0].ID + `") }`, `{ campaignStix(id: "cmp_00000000000000000000000000000000") }`,
 			`mutation { triageSessions(input: {ids: ["` + ss[0].ID + `"], state: resolved}) { changed } }`,
 			`mutation { createTrap(input: {name: "x", type: page, siteID: "` + otherSite + `"}) { id } }`,
 			`mutation { updateTrap(id: "` + theirs + `", input: {name: "x"}) { id } }`,
