@@ -90,28 +90,9 @@ func SessionURL(base, session string) string {
 	return strings.TrimRight(base, "/") + "/sessions/" + url.PathEscape(session)
 }
 
-// ClassLabel names a classification (either case) in words.
-func ClassLabel(class string) string {
-	switch strings.ToUpper(class) {
-	case "HUMAN":
-		return "Human"
-	case "BOT":
-		return "Bot"
-	case "CRAWLER":
-		return "Search crawler"
-	case "AI_CRAWLER":
-		return "AI crawler"
-	case "AI_ASSISTANT":
-		return "AI assistant"
-	case "AI_AGENT":
-		return "AI agent"
-	case "AI_AGENT_MALICIOUS":
-		return "Malicious AI agent"
-	case "SCANNER":
-		return "Vulnerability scanner"
-	}
-	return class
-}
+// ClassLabel names a classification (either case) in words: the ECS, STIX and chat formats say
+// it alike (one table, in package ecs).
+func ClassLabel(class string) string { return ecs.ClassLabel(class) }
 
 func str(m map[string]any, k string) string {
 	switch v := m[k].(type) {
