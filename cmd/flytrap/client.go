@@ -118,16 +118,16 @@ func (o *clientOpts) register(fs *flag.FlagSet, env server.Env) {
 		o.key = env("FLYTRAP_API_KEY") // not as the flag's default: help would show it
 	}
 	fs.StringVar(&o.profile, "profile", env("FLYTRAP_PROFILE"), "a profile of the profile file (default: \"default\", when the file has it) (FLYTRAP_PROFILE)")
-	fs.StringVar(&o.output, "o", "table", "output: table, json or ndjson")
+	fs.StringVar(&o.output, "o", "table", "output: table, json or ndjson (events list and tail: ecs too)")
 }
 
 // resolve fills the URL and key from the profile file where flags and variables left them
 // empty, and checks the output format.
 func (o *clientOpts) resolve(env server.Env) error {
 	switch o.output {
-	case "table", "json", "ndjson":
+	case "table", "json", "ndjson", "ecs":
 	default:
-		return fmt.Errorf("-o: %q is not an output format (want table, json or ndjson)", o.output)
+		return fmt.Errorf("-o: %q is not an output format (want table, json, ndjson, or ecs for events)", o.output)
 	}
 	if o.url != "" && o.key != "" && o.profile == "" {
 		return nil
@@ -272,6 +272,17 @@ func emit[T any](c *apiCall, items []T, cols []string, row func(T) []string) err
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(items)
+	case "ecs":
+		events, ok := any(items).([]apiclient.Event)
+		if !ok {
+			return &exitError{exitUsage, errors.New("-o ecs is an output of events list and events tail only")}
+		}
+		for _, e := range events {
+			if err := writeECS(c, e); err != nil {
+				return err
+			}
+		}
+		return nil
 	case "ndjson":
 		enc := json.NewEncoder(c.stdout)
 		for _, it := range items {

@@ -339,6 +339,19 @@ func TestClientEndToEnd(t *testing.T) {
 		if n := strings.Count(evs, `"type":"trap.created"`); n != 7 { // 3 + /staging + the replaced one + Wiki + Idem
 			t.Errorf("events list --type trap.created: %d, want 7:\n%s", n, evs)
 		}
+		// -o ecs: the same events as ECS-named NDJSON, the webhook format's documents.
+		ecsLines := strings.Split(strings.TrimSpace(e.must("events", "list", "-o", "ecs", "--type", "trap.created", "--limit", "100")), "\n")
+		if len(ecsLines) != 7 {
+			t.Errorf("events list -o ecs: %d lines, want 7", len(ecsLines))
+		}
+		for _, l := range ecsLines {
+			var doc map[string]any
+			if err := json.Unmarshal([]byte(l), &doc); err != nil || ft.Dig(doc, "event", "action") != "trap.created" ||
+				ft.Dig(doc, "ecs", "version") == nil || doc["@timestamp"] == nil || ft.Dig(doc, "event", "id") == nil {
+				t.Errorf("events list -o ecs: %s (%v)", l, err)
+			}
+		}
+		e.want(exitUsage, []string{"traps", "list", "-o", "ecs"}, "-o ecs is an output of events")
 
 		// events tail follows the stream, and resumes after the service restarts: the
 		// events written meanwhile come once each, none repeated.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flytrap/flytrap/apiclient"
+	"github.com/flytrap/flytrap/ecs"
 )
 
 // clientCommands are the API client's commands (FLYTRAP_URL, FLYTRAP_API_KEY or a profile).
@@ -474,6 +475,9 @@ func tailOnce(ctx context.Context, c *apiCall, p *apiclient.StreamEventsParams, 
 }
 
 func writeEvent(c *apiCall, e apiclient.Event) error {
+	if c.opts.output == "ecs" {
+		return writeECS(c, e)
+	}
 	if c.opts.output != "table" {
 		return json.NewEncoder(c.stdout).Encode(e)
 	}
@@ -482,5 +486,24 @@ func writeEvent(c *apiCall, e apiclient.Event) error {
 		row[i] = cell(row[i])
 	}
 	_, err := fmt.Fprintln(c.stdout, strings.Join(row, "  "))
+	return err
+}
+
+// writeECS writes e as one line of ECS-named NDJSON, the document the webhook format "ecs"
+// sends (package ecs maps both), for a SIEM's file or stdin input.
+func writeECS(c *apiCall, e apiclient.Event) error {
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return err
+	}
+	line, err := ecs.Line(m)
+	if err != nil {
+		return err
+	}
+	_, err = c.stdout.Write(line)
 	return err
 }
