@@ -310,13 +310,26 @@ async function follow(trap, s) {
   assert.notEqual(res.status, 404, `${trap.type} ${trap.path}: following the ${s.kind} ${s.url ?? s.phrase} answered 404`);
 }
 
-/** Every followed instruction set fired its own signal in the reader's session. */
+/**
+ * Every followed instruction set fired its own signal in the reader's session. The trap listener
+ * answers a hit once it is journaled and stores it (sessionized, classified) moments later
+ * (docs/architecture.md, "The hit path"), so the session is read until it holds them, up to 10 s.
+ */
 async function checkFollowed(trap, readerUA, sets) {
-  const data = await graphql(
-    `query ($ua: String!) { sessions(where: { userAgent: $ua }) { edges { node { signals { name placement } } } } }`,
-    { ua: readerUA },
-  );
-  const sessions = data.sessions.edges.map((e) => e.node);
+  let sessions;
+  for (const deadline = Date.now() + 10000; ; await new Promise((r) => setTimeout(r, 100))) {
+    const data = await graphql(
+      `query ($ua: String!) { sessions(where: { userAgent: $ua }) { edges { node { signals { name placement } } } } }`,
+      { ua: readerUA },
+    );
+    sessions = data.sessions.edges.map((e) => e.node);
+    const complete = sessions.length === 1 && KINDS.every((kind) => {
+      const signal = kind === 'callback' ? 'CALLBACK_HIT' : 'INJECTION_FOLLOWED';
+      const fired = new Set(sessions[0].signals.filter((g) => g.name === signal && g.placement.startsWith(`${kind}#`)).map((g) => g.placement));
+      return fired.size === sets.filter((s) => s.kind === kind).length;
+    });
+    if (complete || Date.now() > deadline) break;
+  }
   assert.equal(sessions.length, 1, `${trap.path}: sessions of the reader ${JSON.stringify(sessions)}`);
   for (const kind of KINDS) {
     const want = sets.filter((s) => s.kind === kind).length;
