@@ -34,10 +34,16 @@ function withUA(ua) {
   };
 }
 
-async function sessionOf(ua) {
-  const data = await gql(`{ sessions(first: 10) { edges { node {
-    userAgent classification severity signalsFired signals { name tripwire } } } } }`);
-  return data.sessions.edges.map((e) => e.node).filter((s) => s.userAgent === ua);
+// sessionOf is the sessions of ua once done(sessions) holds, or as they are after 10 s: the trap
+// listener answers a hit once it is journaled and stores it (sessionized, classified) moments
+// later (docs/architecture.md, "The hit path"), so a read right after the answer may be early.
+async function sessionOf(ua, done = (ss) => ss.length > 0) {
+  for (const deadline = Date.now() + 10000; ; await new Promise((r) => setTimeout(r, 100))) {
+    const data = await gql(`{ sessions(first: 10) { edges { node {
+      userAgent classification severity signalsFired signals { name tripwire } } } } }`);
+    const ss = data.sessions.edges.map((e) => e.node).filter((s) => s.userAgent === ua);
+    if (done(ss) || Date.now() > deadline) return ss;
+  }
 }
 
 test('setup: an MCP trap', async () => {
@@ -66,7 +72,7 @@ test('legacy HTTP+SSE client (SSEClientTransport) lists and calls the decoy tool
   } finally {
     await client.close();
   }
-  const sessions = await sessionOf(ua);
+  const sessions = await sessionOf(ua, (ss) => ss.length === 1 && ss[0].signalsFired.includes('TOOL_INVOKED'));
   assert.equal(sessions.length, 1, JSON.stringify(sessions));
   const [s] = sessions;
   // A program calling a decoy tool without any AI evidence: a malicious BOT, high.
@@ -89,7 +95,7 @@ test('an AI coding agent on the legacy transport is AI_AGENT_MALICIOUS', async (
   } finally {
     await client.close();
   }
-  const [s] = await sessionOf(ua);
+  const [s] = await sessionOf(ua, (ss) => ss[0]?.classification === 'AI_AGENT_MALICIOUS');
   assert.equal(s.classification, 'AI_AGENT_MALICIOUS');
   assert.equal(s.severity, 'critical');
 });
