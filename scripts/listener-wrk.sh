@@ -31,22 +31,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -o "$tmp/flytrap" ./cmd/flytrap
-go build -o "$tmp/bareserve" ./internal/bareserve
-read -r port trap_port < <(free_ports)
-read -r bare_port _ < <(free_ports)
-db=(--db "$tmp/flytrap.db")
-[[ " $* " == *" --db "* ]] && db=()
-start_flytrap "${db[@]}" --api-addr "127.0.0.1:$port" --trap-addr "127.0.0.1:$trap_port" \
-  --rate-limit 100000000 --rate-burst 100000000 --log-format json "$@"
-wait_for_key
-for _ in $(seq 1 100); do curl -fs -o /dev/null "http://127.0.0.1:$port/readyz" && break; sleep 0.1; done
-curl -fs -o /dev/null -X POST -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
-  -d '{"name":"Docs","type":"page","path":"/internal/docs"}' "http://127.0.0.1:$port/dashboard/api/traps" ||
-  die "could not create the trap"
-curl -fs -o "$tmp/page.html" "http://127.0.0.1:$trap_port/internal/docs" || die "the trap does not answer"
-"$tmp/bareserve" -addr "127.0.0.1:$bare_port" -file "$tmp/page.html" &
-bare_pid=$!
+start_page_trap "$@"
 sleep 0.5
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # the process's user + system CPU, in clock ticks

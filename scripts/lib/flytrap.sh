@@ -1,7 +1,7 @@
 # Shared by the scripts that run a real flytrap for a Node test suite (node-suite.sh,
 # dashboard-tests.sh): source it after setting `name` (the prefix of messages) and `tmp`
 # (a scratch directory the caller removes). It defines die, check_node, free_ports,
-# start_flytrap, stop_server, fail_server and wait_for_key.
+# start_flytrap, stop_server, fail_server, wait_for_key and start_page_trap.
 
 server_pid=""
 
@@ -63,4 +63,28 @@ wait_for_key() {
     sleep 0.1
   done
   fail_server "flytrap printed no admin key within 30 s"
+}
+
+# start_page_trap SERVE-ARGS…: for the listener benchmarks (listener-wrk.sh,
+# listener-vs-beelzebub.sh). Builds flytrap and internal/bareserve into $tmp, starts flytrap
+# on a fresh SQLite database in $tmp (unless the arguments name --db) with its limits off,
+# creates a page trap at /internal/docs, saves one of its responses as $tmp/page.html and
+# starts the bare server writing those bytes. Sets port, trap_port, bare_port, key and bare_pid.
+start_page_trap() {
+  go build -o "$tmp/flytrap" ./cmd/flytrap
+  go build -o "$tmp/bareserve" ./internal/bareserve
+  read -r port trap_port < <(free_ports)
+  read -r bare_port _ < <(free_ports)
+  local db=(--db "$tmp/flytrap.db")
+  [[ " $* " == *" --db "* ]] && db=()
+  start_flytrap "${db[@]}" --api-addr "127.0.0.1:$port" --trap-addr "127.0.0.1:$trap_port" \
+    --rate-limit 100000000 --rate-burst 100000000 --log-format json "$@"
+  wait_for_key
+  for _ in $(seq 1 100); do curl -fs -o /dev/null "http://127.0.0.1:$port/readyz" && break; sleep 0.1; done
+  curl -fs -o /dev/null -X POST -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+    -d '{"name":"Docs","type":"page","path":"/internal/docs"}' "http://127.0.0.1:$port/dashboard/api/traps" ||
+    die "could not create the trap"
+  curl -fs -o "$tmp/page.html" "http://127.0.0.1:$trap_port/internal/docs" || die "the trap does not answer"
+  "$tmp/bareserve" -addr "127.0.0.1:$bare_port" -file "$tmp/page.html" &
+  bare_pid=$!
 }
