@@ -592,14 +592,15 @@ func appendHTML(b []byte, s string) []byte {
 // appendTagText appends s (ASCII) as Unicode tag characters (U+E0020–U+E007E) between
 // zero-width spaces: invisible in a browser, yet kept by text extraction and read by
 // many language models.
-func appendTagText(b []byte, s string) []byte {
+func appendTagText[T string | []byte](b []byte, s T) []byte {
 	b = append(b, "\u200b"...)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < 0x20 || c > 0x7e {
 			c = ' '
 		}
-		b = utf8.AppendRune(b, 0xE0000+rune(c))
+		// U+E0000+c in UTF-8 (what utf8.AppendRune writes), without its per-rune dispatch.
+		b = append(b, 0xF3, 0xA0, 0x80|c>>6, 0x80|c&0x3F)
 	}
 	return append(b, "\u200b"...)
 }

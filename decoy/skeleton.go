@@ -211,6 +211,30 @@ func (sk *skeleton) answerShown(body []byte, spans []int, answer string, n int) 
 	return false
 }
 
+// spliceTag appends a tag's text src with its markers replaced by vals (a tag holds no
+// tag): splice's, without recursion, so a caller's scratch buffer stays on its stack.
+func spliceTag(dst []byte, src string, vals []skelValues) []byte {
+	for {
+		i := strings.IndexByte(src, 0)
+		if i < 0 || i+3 >= len(src) {
+			return append(dst, src...)
+		}
+		dst = append(dst, src[:i]...)
+		kind, n := src[i+1], int(src[i+2])
+		src = src[i+4:]
+		switch kind {
+		case 'T':
+			dst = append(dst, vals[n].tok...)
+		case 'A':
+			dst = append(dst, vals[n].a...)
+		case 'B':
+			dst = append(dst, vals[n].b...)
+		case 'C':
+			dst = append(dst, vals[n].phrase...)
+		}
+	}
+}
+
 // splice appends src with its markers replaced by vals; if track, it appends to spans the
 // start and end in dst of each value it puts in.
 func (sk *skeleton) splice(dst []byte, src string, vals []skelValues, spans []int, track bool) ([]byte, []int) {
@@ -233,8 +257,9 @@ func (sk *skeleton) splice(dst []byte, src string, vals []skelValues, spans []in
 		case 'C':
 			dst = append(dst, vals[n].phrase...)
 		case 'Z':
-			tag, _ := sk.splice(nil, sk.tags[n], vals, nil, false)
-			dst = appendTagText(dst, string(tag))
+			var scratch [256]byte // a tag's text with its token, most of the time: no allocation
+			tag := spliceTag(scratch[:0], sk.tags[n], vals)
+			dst = appendTagText(dst, tag)
 		}
 		if track {
 			spans = append(spans, start, len(dst))
