@@ -91,14 +91,15 @@ func (r *Rendered) Release() {
 // unknown type panics (every stored type is one of Kinds). With a short key or a malformed hit id the decoy still renders
 // but its tokens are random lookalikes and Placements is empty: nothing is attributable.
 func Render(key Key, spec Spec, hitID string) Rendered {
-	return render(MustKind(spec.Type), key, spec, hitID)
+	return render(MustKind(spec.Type), key, spec, hitID, true)
 }
 
-func render(kind *Kind, key Key, spec Spec, hitID string) Rendered {
+// render renders kind's decoy; without places, a skeleton's response has no Placements.
+func render(kind *Kind, key Key, spec Spec, hitID string, places bool) Rendered {
 	r := newRenderer(key, spec, hitID)
 	defer putMacer(r.m)
 	if kind.skeleton && r.ok {
-		return skeletonOf(kind, r).fill(r)
+		return skeletonOf(kind, r).fill(r, places)
 	}
 	var out Rendered
 	for attempt := 0; ; attempt++ {

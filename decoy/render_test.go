@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -698,5 +699,31 @@ func TestTagTextAndHexShapesEncoding(t *testing.T) {
 	}
 	if got, want := encodeShaped(&raw, shapeUUID), h[:8]+"-"+h[8:12]+"-"+h[12:16]+"-"+h[16:20]+"-"+h[20:32]+"-"+h[32:]; got != want {
 		t.Fatalf("uuid %q, want %q", got, want)
+	}
+}
+
+// Serve answers what Render answers, byte for byte, with the links of its placements; only
+// a response that knows its Links leaves its Placements out.
+func TestServeIsRenderWithoutPlacements(t *testing.T) {
+	for _, typ := range Names() {
+		for i := range 4 {
+			spec := testSpec(typ, i)
+			hit := newHitID(t)
+			k := MustKind(typ)
+			want, got := k.Render(testKey, spec, hit), k.Serve(testKey, spec, hit)
+			if !bytes.Equal(got.Body, want.Body) || got.Status != want.Status || got.ContentType != want.ContentType {
+				t.Fatalf("%s: Serve's response differs from Render's", typ)
+			}
+			links := got.Links
+			if links == nil {
+				links = LinkedPaths(got.Body, got.Placements)
+			}
+			if !slices.Equal(links, LinkedPaths(want.Body, want.Placements)) {
+				t.Fatalf("%s: links %q, want %q", typ, links, LinkedPaths(want.Body, want.Placements))
+			}
+			if got.Links == nil && !reflect.DeepEqual(got.Placements, want.Placements) {
+				t.Fatalf("%s: a response without Links must keep its Placements", typ)
+			}
+		}
 	}
 }

@@ -132,7 +132,7 @@ type skelValues struct {
 // fill makes r's response from the skeleton: the values of every placement spliced in,
 // with fresh indices (so fresh tokens and numbers) while a challenge's answer would
 // stand literally in the text, as Render does.
-func (sk *skeleton) fill(r *renderer) Rendered {
+func (sk *skeleton) fill(r *renderer, withPlaces bool) Rendered {
 	var valsOnStack [16]skelValues // a decoy's placements, most of the time: no allocation per response
 	vals := valsOnStack[:0]
 	if len(sk.slots) > len(valsOnStack) {
@@ -177,8 +177,12 @@ func (sk *skeleton) fill(r *renderer) Rendered {
 			}
 		}
 		if !shown || attempt == maxAttempts-1 {
-			places := make([]Placement, len(sk.slots))
-			for n, sl := range sk.slots {
+			var places []Placement
+			if withPlaces || sk.links == nil { // without Links, a caller needs them to find the links
+				places = make([]Placement, len(sk.slots))
+			}
+			for n := range places {
+				sl := sk.slots[n]
 				places[n] = Placement{Index: base + n, Where: sl.where, Purpose: sl.purpose, Token: vals[n].tok}
 				if sl.prefix != "" {
 					places[n].URL = sl.prefix + vals[n].tok

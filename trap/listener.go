@@ -168,7 +168,7 @@ func (e *Engine) answerTrap(v *visit, t *trapRoute) {
 		v.resp = decoy.MethodNotAllowed(t.kind, r.Method)
 	default:
 		spec := e.spec(t, r, v.sr)
-		v.resp = t.kind.Render(e.key, spec, v.rec.ID) // released by leave, after its last write
+		v.resp = t.kind.Serve(e.key, spec, v.rec.ID) // released by leave, after its last write
 		v.rec.Linked = v.resp.Links
 		if v.rec.Linked == nil { // not from a skeleton, which knows its links
 			v.rec.Linked = decoy.LinkedPaths(v.resp.Body, v.resp.Placements)
