@@ -176,7 +176,16 @@ func resolve(t Type, others []*Kind) (*Kind, error) {
 }
 
 // Render produces the kind's decoy of spec for the hit hitID (see the package's Render).
-func (k *Kind) Render(key Key, spec Spec, hitID string) Rendered { return render(k, key, spec, hitID) }
+func (k *Kind) Render(key Key, spec Spec, hitID string) Rendered {
+	return render(k, key, spec, hitID, true)
+}
+
+// Serve is Render for the trap listener: the same response, without Placements when it
+// knows its Links (a skeleton's), which is all the listener reads of them — their slice and
+// URLs were ~1.2 KB and a few allocations of every response (docs/benchmarks.md, "CPU per hit").
+func (k *Kind) Serve(key Key, spec Spec, hitID string) Rendered {
+	return render(k, key, spec, hitID, false)
+}
 
 // Speaks says the kind answers a POST in a protocol of its own (Answer), and its clients
 // may open the protocol's streams.

@@ -91,14 +91,15 @@ func (r *Rendered) Release() {
 // unknown type panics (every stored type is one of Kinds). With a short key or a malformed hit id the decoy still renders
 // but its tokens are random lookalikes and Placements is empty: nothing is attributable.
 func Render(key Key, spec Spec, hitID string) Rendered {
-	return render(MustKind(spec.Type), key, spec, hitID)
+	return render(MustKind(spec.Type), key, spec, hitID, true)
 }
 
-func render(kind *Kind, key Key, spec Spec, hitID string) Rendered {
+// render renders kind's decoy; without places, a skeleton's response has no Placements.
+func render(kind *Kind, key Key, spec Spec, hitID string, places bool) Rendered {
 	r := newRenderer(key, spec, hitID)
 	defer putMacer(r.m)
 	if kind.skeleton && r.ok {
-		return skeletonOf(kind, r).fill(r)
+		return skeletonOf(kind, r).fill(r, places)
 	}
 	var out Rendered
 	for attempt := 0; ; attempt++ {
@@ -592,14 +593,15 @@ func appendHTML(b []byte, s string) []byte {
 // appendTagText appends s (ASCII) as Unicode tag characters (U+E0020–U+E007E) between
 // zero-width spaces: invisible in a browser, yet kept by text extraction and read by
 // many language models.
-func appendTagText(b []byte, s string) []byte {
+func appendTagText[T string | []byte](b []byte, s T) []byte {
 	b = append(b, "\u200b"...)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < 0x20 || c > 0x7e {
 			c = ' '
 		}
-		b = utf8.AppendRune(b, 0xE0000+rune(c))
+		// U+E0000+c in UTF-8 (what utf8.AppendRune writes), without its per-rune dispatch.
+		b = append(b, 0xF3, 0xA0, 0x80|c>>6, 0x80|c&0x3F)
 	}
 	return append(b, "\u200b"...)
 }

@@ -2,9 +2,11 @@ package decoy
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"html"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -663,5 +665,65 @@ func TestPublicTitleStableAndVaried(t *testing.T) {
 	set := Spec{TrapID: "trp_x", Type: "llms_txt", Path: "/llms.txt", Title: "Acme developer docs"}
 	if PublicTitle(set) != "Acme developer docs" || !strings.HasPrefix(string(Render(testKey, set, newHitID(t)).Body), "# Acme developer docs\n") {
 		t.Errorf("an operator's public title is not what llms.txt shows")
+	}
+}
+
+// appendTagText writes each byte as utf8.AppendRune writes its tag character, and the hex
+// and UUID shapes are the raw bytes' hex, the latter cut 8-4-4-4-12-rest.
+func TestTagTextAndHexShapesEncoding(t *testing.T) {
+	var all []byte
+	for c := range 256 {
+		all = append(all, byte(c))
+	}
+	want := []byte("\u200b")
+	for _, c := range all {
+		if c < 0x20 || c > 0x7e {
+			c = ' '
+		}
+		want = utf8.AppendRune(want, 0xE0000+rune(c))
+	}
+	want = append(want, "\u200b"...)
+	if got := appendTagText(nil, all); !bytes.Equal(got, want) {
+		t.Fatalf("tag text %q, want %q", got, want)
+	}
+	if got := appendTagText(nil, string(all)); !bytes.Equal(got, want) {
+		t.Fatalf("tag text of a string %q, want %q", got, want)
+	}
+	var raw [rawLen]byte
+	for i := range raw {
+		raw[i] = byte(i*37 + 11)
+	}
+	h := hex.EncodeToString(raw[:])
+	if got := encodeShaped(&raw, shapeHex); got != h {
+		t.Fatalf("hex %q, want %q", got, h)
+	}
+	if got, want := encodeShaped(&raw, shapeUUID), h[:8]+"-"+h[8:12]+"-"+h[12:16]+"-"+h[16:20]+"-"+h[20:32]+"-"+h[32:]; got != want {
+		t.Fatalf("uuid %q, want %q", got, want)
+	}
+}
+
+// Serve answers what Render answers, byte for byte, with the links of its placements; only
+// a response that knows its Links leaves its Placements out.
+func TestServeIsRenderWithoutPlacements(t *testing.T) {
+	for _, typ := range Names() {
+		for i := range 4 {
+			spec := testSpec(typ, i)
+			hit := newHitID(t)
+			k := MustKind(typ)
+			want, got := k.Render(testKey, spec, hit), k.Serve(testKey, spec, hit)
+			if !bytes.Equal(got.Body, want.Body) || got.Status != want.Status || got.ContentType != want.ContentType {
+				t.Fatalf("%s: Serve's response differs from Render's", typ)
+			}
+			links := got.Links
+			if links == nil {
+				links = LinkedPaths(got.Body, got.Placements)
+			}
+			if !slices.Equal(links, LinkedPaths(want.Body, want.Placements)) {
+				t.Fatalf("%s: links %q, want %q", typ, links, LinkedPaths(want.Body, want.Placements))
+			}
+			if got.Links == nil && !reflect.DeepEqual(got.Placements, want.Placements) {
+				t.Fatalf("%s: a response without Links must keep its Placements", typ)
+			}
+		}
 	}
 }

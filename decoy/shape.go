@@ -47,12 +47,25 @@ var TokenURL = regexp.MustCompile(`(?:/[A-Za-z0-9._~-]+)*/(?:[a-z2-7]{48}|[0-9a-
 func encodeShaped(raw *[rawLen]byte, s shape) string {
 	switch s {
 	case shapeHex:
-		return hex.EncodeToString(raw[:])
+		var h [2 * rawLen]byte
+		hex.Encode(h[:], raw[:])
+		return string(h[:])
 	case shapeBase62:
 		return encodeB62(raw)
 	case shapeUUID:
-		h := hex.EncodeToString(raw[:])
-		return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32] + "-" + h[32:]
+		// The hex digits cut 8-4-4-4-12-rest, in one allocation (the string's).
+		var h [2 * rawLen]byte
+		hex.Encode(h[:], raw[:])
+		var u [2*rawLen + 5]byte
+		n := 0
+		for i, cut := range [...]int{8, 12, 16, 20, 32, 2 * rawLen} {
+			if i > 0 {
+				u[n] = '-'
+				n++
+			}
+			n += copy(u[n:], h[[...]int{0, 8, 12, 16, 20, 32}[i]:cut])
+		}
+		return string(u[:n])
 	}
 	return encodeToken(raw)
 }

@@ -132,7 +132,7 @@ type skelValues struct {
 // fill makes r's response from the skeleton: the values of every placement spliced in,
 // with fresh indices (so fresh tokens and numbers) while a challenge's answer would
 // stand literally in the text, as Render does.
-func (sk *skeleton) fill(r *renderer) Rendered {
+func (sk *skeleton) fill(r *renderer, withPlaces bool) Rendered {
 	var valsOnStack [16]skelValues // a decoy's placements, most of the time: no allocation per response
 	vals := valsOnStack[:0]
 	if len(sk.slots) > len(valsOnStack) {
@@ -177,8 +177,12 @@ func (sk *skeleton) fill(r *renderer) Rendered {
 			}
 		}
 		if !shown || attempt == maxAttempts-1 {
-			places := make([]Placement, len(sk.slots))
-			for n, sl := range sk.slots {
+			var places []Placement
+			if withPlaces || sk.links == nil { // without Links, a caller needs them to find the links
+				places = make([]Placement, len(sk.slots))
+			}
+			for n := range places {
+				sl := sk.slots[n]
 				places[n] = Placement{Index: base + n, Where: sl.where, Purpose: sl.purpose, Token: vals[n].tok}
 				if sl.prefix != "" {
 					places[n].URL = sl.prefix + vals[n].tok
@@ -211,6 +215,30 @@ func (sk *skeleton) answerShown(body []byte, spans []int, answer string, n int) 
 	return false
 }
 
+// spliceTag appends a tag's text src with its markers replaced by vals (a tag holds no
+// tag): splice's, without recursion, so a caller's scratch buffer stays on its stack.
+func spliceTag(dst []byte, src string, vals []skelValues) []byte {
+	for {
+		i := strings.IndexByte(src, 0)
+		if i < 0 || i+3 >= len(src) {
+			return append(dst, src...)
+		}
+		dst = append(dst, src[:i]...)
+		kind, n := src[i+1], int(src[i+2])
+		src = src[i+4:]
+		switch kind {
+		case 'T':
+			dst = append(dst, vals[n].tok...)
+		case 'A':
+			dst = append(dst, vals[n].a...)
+		case 'B':
+			dst = append(dst, vals[n].b...)
+		case 'C':
+			dst = append(dst, vals[n].phrase...)
+		}
+	}
+}
+
 // splice appends src with its markers replaced by vals; if track, it appends to spans the
 // start and end in dst of each value it puts in.
 func (sk *skeleton) splice(dst []byte, src string, vals []skelValues, spans []int, track bool) ([]byte, []int) {
@@ -233,8 +261,9 @@ func (sk *skeleton) splice(dst []byte, src string, vals []skelValues, spans []in
 		case 'C':
 			dst = append(dst, vals[n].phrase...)
 		case 'Z':
-			tag, _ := sk.splice(nil, sk.tags[n], vals, nil, false)
-			dst = appendTagText(dst, string(tag))
+			var scratch [256]byte // a tag's text with its token, most of the time: no allocation
+			tag := spliceTag(scratch[:0], sk.tags[n], vals)
+			dst = appendTagText(dst, tag)
 		}
 		if track {
 			spans = append(spans, start, len(dst))

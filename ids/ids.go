@@ -28,7 +28,22 @@ const (
 func New(prefix string) string {
 	// Make is monotonic within a millisecond, so ids made one after another sort in
 	// that order; ids are names, never secrets (those come from crypto/rand directly).
-	return prefix + "_" + strings.ToLower(ulid.Make().String())
+	// One allocation (the string's): ULID text is Crockford base32, digits and upper-case
+	// letters, lower-cased on the stack.
+	var t [ulid.EncodedSize]byte
+	u := ulid.Make()
+	_ = u.MarshalTextTo(t[:]) // fails only on a short buffer
+	for i, c := range t {
+		if 'A' <= c && c <= 'Z' {
+			t[i] = c + 'a' - 'A'
+		}
+	}
+	var b strings.Builder
+	b.Grow(len(prefix) + 1 + len(t))
+	b.WriteString(prefix)
+	b.WriteByte('_')
+	b.Write(t[:])
+	return b.String()
 }
 
 // NewFunc returns a generator for prefix, for ent's DefaultFunc.

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/oklog/ulid/v2"
 )
 
 func TestNewIsValidPrefixedAndSortable(t *testing.T) {
@@ -40,4 +42,26 @@ func FuzzPrefix(f *testing.F) {
 			t.Fatalf("Prefix(%q) = %q", s, p)
 		}
 	})
+}
+
+// An id is its prefix, '_' and its ULID's text lower-cased, made in one allocation besides ulid.Make's own (ids are
+// made on every hit: docs/benchmarks.md, "CPU per hit").
+func TestNewIsTheLowerCasedULID(t *testing.T) {
+	for range 100 {
+		id := New(Hit)
+		u, err := ulid.ParseStrict(strings.ToUpper(strings.TrimPrefix(id, "hit_")))
+		if err != nil || id != "hit_"+strings.ToLower(u.String()) {
+			t.Fatalf("%q: %v", id, err)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = New(Session) }); n > 2 {
+		t.Fatalf("New allocates %v times, want 2 (the id, and the ULID ulid.Make lets escape)", n)
+	}
+}
+
+func BenchmarkNew(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = New(Hit)
+	}
 }

@@ -21,13 +21,21 @@ type journalEntry struct {
 	Refs []decoy.TokenRef `json:",omitempty"`
 }
 
-func encodeHit(rec *hitRecord) ([]byte, error) {
-	return json.Marshal(journalEntry{Hit: &rec.Hit, Refs: rec.refs})
+// encodeHit appends the hit's journal record to b (journalcodec.go).
+func encodeHit(b []byte, rec *hitRecord) ([]byte, error) {
+	return appendEntry(b, &rec.Hit, rec.refs)
 }
 
+// decodeHit reads a journal record: binary (encodeHit), or JSON as earlier versions wrote.
 func decodeHit(payload []byte) (*hitRecord, error) {
 	var en journalEntry
-	if err := json.Unmarshal(payload, &en); err != nil {
+	if len(payload) > 0 && payload[0] == journalBinary {
+		h, refs, err := readEntry(payload)
+		if err != nil {
+			return nil, err
+		}
+		en = journalEntry{Hit: h, Refs: refs}
+	} else if err := json.Unmarshal(payload, &en); err != nil {
 		return nil, err
 	}
 	if en.Hit == nil || en.Hit.ID == "" {
@@ -49,10 +57,16 @@ func (e *Engine) journalHit(rec *hitRecord) (*job, error) {
 		e.pending.Add(-1)
 		return nil, ErrOverloaded
 	}
-	payload, err := encodeHit(rec)
+	buf := payloads.Get().(*[]byte)
+	payload, err := encodeHit((*buf)[:0], rec)
 	if err == nil {
 		var seg *segment
-		if seg, err = e.journal.append(payload); err == nil {
+		seg, err = e.journal.append(payload) // copies payload before it returns
+		if cap(payload) <= 64<<10 {
+			*buf = payload[:0]
+			payloads.Put(buf)
+		}
+		if err == nil {
 			j := &job{rec: rec, seg: seg}
 			if e.cfg.AckApplied {
 				j.done = make(chan error, 1)

@@ -1,10 +1,12 @@
 package trap
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -87,10 +89,13 @@ func TestJournalEntryRoundTrip(t *testing.T) {
 			Body: "{\"prompt\":\"You are Claude \U0001F600\"}", Headers: map[string][]string{"Cookie": {"a=b", "c=d"}, "X-Api-Key": {"k"}},
 			IP: netip.MustParseAddr("2001:db8::1"), UA: "Claude-User/1.0", Kind: "decoy", TrapID: ids.New(ids.Trap), TrapType: "page",
 			Tool: "read_file", ToolArgs: "{\"path\":\"/etc/passwd\"}", Disallow: []string{}, Linked: []string{"/a", "/b"}, Known: []string{"/x"},
+			Tokens: []detect.TokenUse{{Use: detect.UseChallenge, SourceHit: ids.New(ids.Hit), SourceAt: time.Now().UTC().Add(-time.Minute),
+				Placement: "challenge#2", Answered: true, Answer: "57", Secret: "stripe API key", Visible: true, Lure: true, Carrier: "/pricing"}, {}},
 		},
-	}, refs: []decoy.TokenRef{{HitID: ids.New(ids.Hit), Index: 3, Purpose: decoy.Callback, Origin: decoy.OriginHit}}}
+	}, refs: []decoy.TokenRef{{HitID: ids.New(ids.Hit), Index: 3, Purpose: decoy.Callback, Origin: decoy.OriginHit},
+		{Index: 1 << 40, Purpose: decoy.Canary, Origin: decoy.Origin(7), TrapID: ids.New(ids.Trap)}}}
 	rec.Hit.Prepare()
-	payload, err := encodeHit(rec)
+	payload, err := encodeHit(nil, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,5 +108,61 @@ func TestJournalEntryRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got.refs, rec.refs) {
 		t.Errorf("tokens read back %+v, want %+v", got.refs, rec.refs)
+	}
+}
+
+// A record written as JSON (by the version before the binary records) is still read at
+// replay, and reads back as the binary one does.
+func TestJournalReadsJSONRecords(t *testing.T) {
+	rec := &hitRecord{Hit: record.Hit{ID: ids.New(ids.Hit), Org: ids.New(ids.Org), Status: 404, Observation: detect.Observation{
+		At: time.Now().UTC(), Method: "GET", Path: "/.env", Headers: map[string][]string{"Accept": {"*/*"}},
+		IP: netip.MustParseAddr("203.0.113.9"), UA: "curl/8.5", Kind: "not_found", Known: []string{"/admin"},
+	}}, refs: []decoy.TokenRef{{HitID: ids.New(ids.Hit), Index: 2, Purpose: decoy.Canary}}}
+	rec.Hit.Prepare()
+	legacy, err := json.Marshal(journalEntry{Hit: &rec.Hit, Refs: rec.refs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary, err := encodeHit(nil, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string][]byte{"json": legacy, "binary": binary} {
+		got, err := decodeHit(p)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(got.Hit, rec.Hit) || !reflect.DeepEqual(got.refs, rec.refs) {
+			t.Errorf("%s read back:\n%+v %+v\nwant\n%+v %+v", name, got.Hit, got.refs, rec.Hit, rec.refs)
+		}
+	}
+	// A record cut anywhere, or with bytes past its end, is refused (never a panic, never a
+	// hit made of part of one): the checksum guards the journal's records, this the codec.
+	for n := range len(binary) {
+		if _, err := decodeHit(binary[:n]); err == nil {
+			t.Fatalf("a record cut to %d of %d bytes read back", n, len(binary))
+		}
+	}
+	if _, err := decodeHit(append(binary, 0)); err == nil {
+		t.Fatal("a record with a byte past its end read back")
+	}
+}
+
+// The binary record writes every field of the types it holds (journalcodec.go): a field
+// added to one of them fails here until appendEntry and readEntry carry it.
+func TestJournalCodecCoversEveryField(t *testing.T) {
+	for typ, want := range map[reflect.Type]string{
+		reflect.TypeFor[record.Hit]():         "Observation ID Org Site Status Truncated Session Outcome row err",
+		reflect.TypeFor[detect.Observation](): "At Method Host Path Query Body Headers IP UA Kind TrapID TrapType Tokens Tool ToolArgs Disallow Linked Known",
+		reflect.TypeFor[detect.TokenUse]():    "Use SourceHit SourceAt Placement Answered Answer Secret Visible Lure Carrier",
+		reflect.TypeFor[decoy.TokenRef]():     "HitID Index Purpose Origin TrapID",
+	} {
+		var names []string
+		for f := range typ.Fields() {
+			names = append(names, f.Name)
+		}
+		if got := strings.Join(names, " "); got != want {
+			t.Errorf("%s has fields %q; the journal's codec writes %q (Session, Outcome, row and err are the writer's, made again at apply)", typ, got, want)
+		}
 	}
 }

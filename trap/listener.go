@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flytrap/flytrap/decoy"
@@ -166,7 +168,7 @@ func (e *Engine) answerTrap(v *visit, t *trapRoute) {
 		v.resp = decoy.MethodNotAllowed(t.kind, r.Method)
 	default:
 		spec := e.spec(t, r, v.sr)
-		v.resp = t.kind.Render(e.key, spec, v.rec.ID) // released by leave, after its last write
+		v.resp = t.kind.Serve(e.key, spec, v.rec.ID) // released by leave, after its last write
 		v.rec.Linked = v.resp.Links
 		if v.rec.Linked == nil { // not from a skeleton, which knows its links
 			v.rec.Linked = decoy.LinkedPaths(v.resp.Body, v.resp.Placements)
@@ -392,14 +394,17 @@ func (e *Engine) tokenResponse(r *http.Request) decoy.Rendered {
 
 func writeRendered(w http.ResponseWriter, r *http.Request, resp decoy.Rendered) {
 	h := w.Header()
-	h.Set("Server", decoy.ServerHeader)
+	// Canonical keys and shared values set directly (net/http copies the header when the
+	// response is written, and nothing changes a value in place): no key canonicalized and
+	// no value slice allocated per response for the headers every decoy sends.
+	h["Server"] = serverHeader
 	for k, v := range resp.Header {
 		h.Set(k, v)
 	}
 	if resp.ContentType != "" {
-		h.Set("Content-Type", resp.ContentType)
+		h["Content-Type"] = contentTypeValue(resp.ContentType)
 	}
-	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	h["Content-Length"] = []string{strconv.Itoa(len(resp.Body))}
 	status := resp.Status
 	if status == 0 {
 		status = http.StatusOK
@@ -413,6 +418,29 @@ func writeRendered(w http.ResponseWriter, r *http.Request, resp decoy.Rendered) 
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(resp.Body)
+}
+
+var serverHeader = []string{decoy.ServerHeader}
+
+// contentTypes holds a Content-Type value per type the decoys send (a handful, fixed in
+// their code), shared by every response; at most maxContentTypes are kept, in case a
+// type ever comes from elsewhere.
+var (
+	contentTypes  sync.Map // string → []string
+	contentTypesN atomic.Int32
+)
+
+const maxContentTypes = 64
+
+func contentTypeValue(ct string) []string {
+	if v, ok := contentTypes.Load(ct); ok {
+		return v.([]string)
+	}
+	if contentTypesN.Add(1) > maxContentTypes {
+		return []string{ct}
+	}
+	v, _ := contentTypes.LoadOrStore(ct, []string{ct})
+	return v.([]string)
 }
 
 func unavailable(w http.ResponseWriter) {
