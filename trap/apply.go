@@ -68,7 +68,10 @@ func (e *Engine) journalHit(rec *hitRecord) (*job, error) {
 		}
 		if err == nil {
 			j := &job{rec: rec, seg: seg}
-			if e.cfg.AckApplied {
+			// Past half the queue the writer is behind: the answer waits for its hit to be
+			// applied (as with AckApplied), so a client that keeps a few connections busy slows
+			// down to the writer's pace instead of filling the queue and being shed with 503.
+			if e.cfg.AckApplied || e.pending.Load() > int64(cap(e.queue))/2 {
 				j.done = make(chan error, 1)
 			}
 			e.visits.touch(visitorKey(rec.Org, rec.IP, rec.UA), rec.At)

@@ -376,3 +376,38 @@ func TestJournalAWSKeyOfAnUnappliedHit(t *testing.T) {
 		t.Fatalf("want one session of 2 hits that fired %s", detect.SignalCredentialUsed)
 	}
 }
+
+// Past half its queue the listener answers a journaled hit only once it is applied (the
+// writer is behind: a client slows down to its pace rather than filling the queue and being
+// shed): with the writer stopped, the first half is answered at once, the next waits and,
+// never applied within the write timeout, is answered 503; every journaled hit is stored
+// once the writer runs.
+func TestJournalBackpressurePastHalfTheQueue(t *testing.T) {
+	db, err := store.Open(context.Background(), ft.SQLiteDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	seedTrap(t, db, "/internal/docs/billing")
+	e := journalEngine(t, db, filepath.Join(t.TempDir(), "hits"), func(c *trap.Config) {
+		c.QueueSize, c.WriteTimeout = 8, 300*time.Millisecond
+	})
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	client := trapClient(1)
+	for i := range 5 {
+		st, h, _, err := fetch(client, srv.URL+"/internal/docs/billing", fmt.Sprintf("behind %d", i), "")
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case i < 4 && st != http.StatusOK:
+			t.Fatalf("hit %d with the queue under half full: %d, want 200 at once", i, st)
+		case i == 4 && (st != http.StatusServiceUnavailable || h.Get("Retry-After") == ""):
+			t.Fatalf("hit %d past half the queue, the writer stopped: %d, want 503 after waiting for its apply", i, st)
+		}
+	}
+	runUntil(t, e, func() bool { _, rec, _ := e.Counts(); return rec >= 5 })
+	if n := db.Client.Hit.Query().CountX(ft.System()); n != 5 {
+		t.Errorf("%d hits stored, want the 5 journaled", n)
+	}
+}
