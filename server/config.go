@@ -14,6 +14,7 @@ import (
 	"github.com/flytrap/flytrap/server/gqltransport"
 	"github.com/flytrap/flytrap/settings"
 	"github.com/flytrap/flytrap/trap"
+	"github.com/flytrap/flytrap/traptls"
 	"github.com/flytrap/flytrap/webhook"
 )
 
@@ -23,6 +24,7 @@ type Config struct {
 	APIAddr          string
 	TrapAddr         string
 	Trap             trap.Config
+	TrapTLS          traptls.Config // HTTPS on the trap listener (docs/deployment.md)
 	DB               string
 	LogFormat        string // auto, text or json
 	LogLevel         string
