@@ -60,7 +60,8 @@ type Server struct {
 	// trapHandler answers the trap listener: the engine, or the proxy in front of an upstream.
 	trapHandler http.Handler
 	trapConns   atomic.Pointer[trap.ConnLimiter] // set by TrapListener
-	tlsFiles    *traptls.Files                   // the trap listener's certificate of its own, set by Serve
+	tlsFiles    *traptls.Files                   // the trap listener's certificate of its own, set by TrapServers
+	tlsAuto     *traptls.Auto                    // --trap-tls auto, set by TrapServers
 }
 
 // New builds a server over an open database. ctx bounds background work started
@@ -216,6 +217,9 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 func (s *Server) Stop() {
 	s.stop()
 	s.ws.Close()
+	if s.tlsAuto != nil {
+		s.tlsAuto.Stop()
+	}
 }
 
 // Listeners are the API and trap listeners of an instance, bound before anything

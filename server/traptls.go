@@ -1,8 +1,10 @@
 package server
 
 import (
+	"crypto/tls"
 	"net"
 	"net/http"
+	"strconv"
 
 	"github.com/flytrap/flytrap/trap"
 	"github.com/flytrap/flytrap/traptls"
@@ -18,22 +20,47 @@ func (s *Server) TrapServers(trapLn, httpLn net.Listener) ([]*http.Server, []fun
 	if !c.Enabled() {
 		return []*http.Server{trapSrv}, []func() error{func() error { return trapSrv.Serve(trapLn) }}, nil
 	}
-	f, err := traptls.LoadFiles(c.CertFile, c.KeyFile, s.log)
-	if err != nil {
-		return nil, nil, err
+	var getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	if c.Auto {
+		ports := traptls.AutoPorts{TLS: port(trapLn)}
+		if httpLn != nil {
+			ports.HTTP = port(httpLn)
+		}
+		a, err := traptls.NewAuto(c, ports, s.engine.VerifiedHost)
+		if err != nil {
+			return nil, nil, err
+		}
+		s.tlsAuto, getCert = a, a.GetCertificate
+	} else {
+		f, err := traptls.LoadFiles(c.CertFile, c.KeyFile, s.log)
+		if err != nil {
+			return nil, nil, err
+		}
+		s.tlsFiles, getCert = f, f.GetCertificate
 	}
-	s.tlsFiles = f
-	trapSrv.TLSConfig = traptls.NewConfig(f.GetCertificate)
+	trapSrv.TLSConfig = traptls.NewConfig(getCert, c.Auto)
 	servers := []*http.Server{trapSrv}
 	serves := []func() error{func() error { return trapSrv.ServeTLS(trapLn, "", "") }}
 	if httpLn == nil {
 		return servers, serves, nil
 	}
-	_, port, _ := net.SplitHostPort(trapLn.Addr().String())
 	httpSrv := s.TrapServer()
-	httpSrv.Handler = traptls.Plain(c, port, s.trapHandler)
+	httpSrv.Handler = traptls.Plain(c, strconv.Itoa(port(trapLn)), s.trapHandler)
+	if s.tlsAuto != nil {
+		httpSrv.Handler = s.tlsAuto.HTTPChallenge(httpSrv.Handler)
+	}
 	plainLn := trap.WrapListener(trap.LimitListener(httpLn, s.trapMaxConns(), s.log)) // a cap of its own
 	return append(servers, httpSrv), append(serves, func() error { return httpSrv.Serve(plainLn) }), nil
+}
+
+// port is the port ln is bound to.
+func port(ln net.Listener) int {
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		return a.Port
+	}
+	_, p, _ := net.SplitHostPort(ln.Addr().String())
+	n, _ := strconv.Atoi(p)
+	return n
 }
 
 // TrapTLSFiles is the trap listener's certificate of its own once TrapServers loaded it, or nil.

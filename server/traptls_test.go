@@ -61,10 +61,17 @@ func writeCert(t *testing.T, dir string, serial int64) *x509.Certificate {
 // HTTP on another. It returns both addresses.
 func tlsTrap(t *testing.T, env *ft.Env) (tlsAddr, httpAddr string) {
 	t.Helper()
-	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	tlsAddr, httpAddr = tlsTrapOn(t, env, ln)
+	return tlsAddr, httpAddr
+}
+
+// tlsTrapOn is tlsTrap with the HTTPS listener given.
+func tlsTrapOn(t *testing.T, env *ft.Env, tl net.Listener) (tlsAddr, httpAddr string) {
+	t.Helper()
 	hl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ package traptls
 import (
 	"crypto/tls"
 	"github.com/flytrap/flytrap/decoy"
+	"github.com/mholt/acmez/v3"
 	"io"
 	"net"
 	"net/http"
@@ -16,12 +17,17 @@ import (
 //
 // Every ClientHello passes through one place, GetConfigForClient: a hook for the client's
 // fingerprint (JA4, issue 25 item 2) goes there, returning nil to keep this config.
-func NewConfig(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)) *tls.Config {
-	return &tls.Config{
+// With acme, it also takes ACME's TLS-ALPN-01 challenges ("acme-tls/1").
+func NewConfig(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error), acme bool) *tls.Config {
+	c := &tls.Config{
 		MinVersion:     tls.VersionTLS12,
 		NextProtos:     []string{"h2", "http/1.1"},
 		GetCertificate: getCert,
 	}
+	if acme {
+		c.NextProtos = append(c.NextProtos, acmez.ACMETLS1Protocol)
+	}
+	return c
 }
 
 // Plain is the handler of the plain-HTTP listener beside the TLS one: a host of
