@@ -140,6 +140,15 @@ func (c Config) String() string {
 	if c.Proxy.Upstream != nil {
 		upstream = " upstream=" + c.Proxy.Upstream.String()
 	}
+	switch t := c.TrapTLS; {
+	case t.Auto:
+		upstream += " trap-tls=auto trap-tls-acme-ca=" + t.ACMECA
+	case t.CertFile != "":
+		upstream += " trap-tls=" + t.CertFile
+	}
+	if c.TrapTLS.HTTPAddr != "" {
+		upstream += " trap-http-addr=" + c.TrapTLS.HTTPAddr
+	}
 	return fmt.Sprintf("trap-addr=%s api-addr=%s db=%s introspection=%t jwt=%t max-body-bytes=%d metrics=%t metrics-token=%t retention=[%s]%s",
 		c.TrapAddr, c.APIAddr, RedactDSN(c.DB), c.Introspection, c.JWT.Enabled(), c.MaxBodyBytes, c.Metrics, c.MetricsToken != "", c.Retention, upstream)
 }

@@ -30,7 +30,10 @@ func TestTrapTLSFlags(t *testing.T) {
 	if err != nil || !c.TrapTLS.Auto || c.TrapTLS.ACMECA != traptls.LetsEncrypt || !c.TrapTLS.Serves("plain.example") || !c.TrapTLS.Serves("b.example") || c.TrapTLS.Serves("c.example") {
 		t.Fatalf("auto: %+v %v", c.TrapTLS, err)
 	}
-	if c, err := parse("--trap-tls-cert", "c.pem", "--trap-tls-key", "k.pem"); err != nil || !c.TrapTLS.Enabled() || c.TrapTLS.Auto {
+	if !strings.Contains(c.String(), " trap-tls=auto trap-tls-acme-ca="+traptls.LetsEncrypt+" trap-http-addr=:80") {
+		t.Errorf("the configuration's description: %s", c)
+	}
+	if c, err := parse("--trap-tls-cert", "c.pem", "--trap-tls-key", "k.pem"); err != nil || !c.TrapTLS.Enabled() || c.TrapTLS.Auto || !strings.Contains(c.String(), " trap-tls=c.pem") {
 		t.Fatalf("files: %+v %v", c.TrapTLS, err)
 	}
 	for _, tc := range []struct {
