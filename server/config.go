@@ -14,6 +14,7 @@ import (
 	"github.com/flytrap/flytrap/server/gqltransport"
 	"github.com/flytrap/flytrap/settings"
 	"github.com/flytrap/flytrap/trap"
+	"github.com/flytrap/flytrap/traptls"
 	"github.com/flytrap/flytrap/webhook"
 )
 
@@ -23,6 +24,7 @@ type Config struct {
 	APIAddr          string
 	TrapAddr         string
 	Trap             trap.Config
+	TrapTLS          traptls.Config // HTTPS on the trap listener (docs/deployment.md)
 	DB               string
 	LogFormat        string // auto, text or json
 	LogLevel         string
@@ -137,6 +139,15 @@ func (c Config) String() string {
 	upstream := ""
 	if c.Proxy.Upstream != nil {
 		upstream = " upstream=" + c.Proxy.Upstream.String()
+	}
+	switch t := c.TrapTLS; {
+	case t.Auto:
+		upstream += " trap-tls=auto trap-tls-acme-ca=" + t.ACMECA
+	case t.CertFile != "":
+		upstream += " trap-tls=" + t.CertFile
+	}
+	if c.TrapTLS.HTTPAddr != "" {
+		upstream += " trap-http-addr=" + c.TrapTLS.HTTPAddr
 	}
 	return fmt.Sprintf("trap-addr=%s api-addr=%s db=%s introspection=%t jwt=%t max-body-bytes=%d metrics=%t metrics-token=%t retention=[%s]%s",
 		c.TrapAddr, c.APIAddr, RedactDSN(c.DB), c.Introspection, c.JWT.Enabled(), c.MaxBodyBytes, c.Metrics, c.MetricsToken != "", c.Retention, upstream)

@@ -26,6 +26,7 @@ import (
 	"github.com/flytrap/flytrap/server/httpx"
 	"github.com/flytrap/flytrap/store"
 	"github.com/flytrap/flytrap/trap"
+	"github.com/flytrap/flytrap/traptls"
 	"github.com/flytrap/flytrap/webhook"
 )
 
@@ -59,6 +60,8 @@ type Server struct {
 	// trapHandler answers the trap listener: the engine, or the proxy in front of an upstream.
 	trapHandler http.Handler
 	trapConns   atomic.Pointer[trap.ConnLimiter] // set by TrapListener
+	tlsFiles    *traptls.Files                   // the trap listener's certificate of its own, set by TrapServers
+	tlsAuto     *traptls.Auto                    // --trap-tls auto, set by TrapServers
 }
 
 // New builds a server over an open database. ctx bounds background work started
@@ -214,12 +217,16 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 func (s *Server) Stop() {
 	s.stop()
 	s.ws.Close()
+	if s.tlsAuto != nil {
+		s.tlsAuto.Stop()
+	}
 }
 
 // Listeners are the API and trap listeners of an instance, bound before anything
 // else happens so that a taken port stops a first start before it writes anything.
+// TrapHTTP is the trap listener's plain HTTP beside its TLS (--trap-http-addr), or nil.
 type Listeners struct {
-	API, Trap net.Listener
+	API, Trap, TrapHTTP net.Listener
 }
 
 // Listen binds cfg.APIAddr and cfg.TrapAddr.
@@ -233,13 +240,23 @@ func Listen(cfg Config) (*Listeners, error) {
 		apiLn.Close()
 		return nil, fmt.Errorf("listen on %s (--trap-addr): %w", cfg.TrapAddr, err)
 	}
-	return &Listeners{API: apiLn, Trap: trapLn}, nil
+	l := &Listeners{API: apiLn, Trap: trapLn}
+	if a := cfg.TrapTLS.HTTPAddr; a != "" {
+		if l.TrapHTTP, err = net.Listen("tcp", a); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("listen on %s (--trap-http-addr): %w", a, err)
+		}
+	}
+	return l, nil
 }
 
-// Close closes both listeners (Serve does it when it ends).
+// Close closes the listeners (Serve does it when it ends).
 func (l *Listeners) Close() {
 	l.API.Close()
 	l.Trap.Close()
+	if l.TrapHTTP != nil {
+		l.TrapHTTP.Close()
+	}
 }
 
 // Run serves the API on cfg.APIAddr and the traps on cfg.TrapAddr until ctx ends,
@@ -259,9 +276,16 @@ func (s *Server) Serve(ctx context.Context, ln *Listeners, ready func(api, trap 
 	apiLn, trapLn := ln.API, ln.Trap
 	apiSrv := s.APIServer()
 	apiSrv.RegisterOnShutdown(s.Stop)
-	trapSrv := s.TrapServer()
-	trapLn = s.TrapListener(trapLn)
+	trapSrvs, serveTrap, err := s.TrapServers(trapLn, ln.TrapHTTP)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	servers := append([]*http.Server{apiSrv}, trapSrvs...)
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	if s.tlsFiles != nil {
+		go s.tlsFiles.Watch(bgCtx, s.cfg.TrapTLS.FilesCheck)
+	}
 	wait := s.Start(bgCtx)
 	stopped := false       // a graceful stop: both listeners shut down cleanly
 	var stopping time.Time // when the stop began
@@ -277,9 +301,11 @@ func (s *Server) Serve(ctx context.Context, ln *Listeners, ready func(api, trap 
 		}
 	}()
 
-	errc := make(chan error, 2)
+	errc := make(chan error, len(servers))
 	go func() { errc <- apiSrv.Serve(apiLn) }()
-	go func() { errc <- trapSrv.Serve(trapLn) }()
+	for _, serve := range serveTrap {
+		go func() { errc <- serve() }()
+	}
 	s.log.Info("listening", "api", apiLn.Addr().String(), "traps", trapLn.Addr().String(), "config", s.cfg.String())
 	if ready != nil {
 		ready(apiLn.Addr(), trapLn.Addr())
@@ -294,7 +320,7 @@ func (s *Server) Serve(ctx context.Context, ln *Listeners, ready func(api, trap 
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
-	for _, srv := range []*http.Server{apiSrv, trapSrv} {
+	for _, srv := range servers {
 		wg.Go(func() {
 			if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				s.log.Warn("shutting a listener down", "err", err)
@@ -302,7 +328,7 @@ func (s *Server) Serve(ctx context.Context, ln *Listeners, ready func(api, trap 
 		})
 	}
 	wg.Wait()
-	for range 2 {
+	for range servers {
 		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}

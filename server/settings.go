@@ -66,6 +66,7 @@ func (c *Config) declareListeners(s *settings.Set) {
 		Doc("Comma-separated CIDRs of proxies in front of the trap listener whose `X-Forwarded-For` is believed").DefaultDoc("none")
 	c.Proxy.DeclareUpstream(s)
 	c.Trap.Declare(s)
+	c.TrapTLS.Declare(s)
 }
 
 func (c *Config) declareAPI(s *settings.Set) {
@@ -241,8 +242,8 @@ func (c *Config) declareProxy(s *settings.Set) {
 
 // declareDashboard declares what the dashboard is told at /dashboard/config.json (web.go).
 func (c *Config) declareDashboard(s *settings.Set) {
-	s.Func("trap-public-url", "", "the trap listener's public base URL, shown by the dashboard (default http://<trap-addr>)", urlFlag(&c.TrapPublicURL)).
-		Doc("The trap listener's public base URL, used for trap links and previews (an unspecified host such as `0.0.0.0` is replaced by the host the browser used)").DefaultDoc("`http://<trap-addr>`")
+	s.Func("trap-public-url", "", "the trap listener's public base URL, shown by the dashboard (default http://<trap-addr>, https:// with TLS on)", urlFlag(&c.TrapPublicURL)).
+		Doc("The trap listener's public base URL, used for trap links and previews (an unspecified host such as `0.0.0.0` is replaced by the host the browser used)").DefaultDoc("`http://<trap-addr>` (`https://` with TLS on)")
 	s.Func("oidc-issuer", "", "identity provider's issuer URL for the dashboard's sign-in (Authorization Code + PKCE); empty: API keys only", urlFlag(&c.OIDC.Issuer)).
 		Doc("Identity provider's issuer URL; its origin is added to the CSP's `connect-src` (discovery and token endpoint)").DefaultDoc("empty (API keys only)")
 	s.String(&c.OIDC.ClientID, "oidc-client-id", "", "the dashboard's OIDC client id (a public client: no secret)").

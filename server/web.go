@@ -64,6 +64,7 @@ type oidcPublic struct {
 type dashboardSettings struct {
 	TrapPublicURL string // --trap-public-url, or "" for http://<trap-addr>
 	TrapAddr      string
+	TrapTLS       bool        // the trap listener speaks HTTPS: https://<trap-addr>
 	OIDC          *oidcPublic // nil: no OIDC sign-in
 }
 
@@ -123,7 +124,7 @@ func orDefault(v, def string) string {
 // dashboardSettingsFrom derives the handler's settings, with warnings for OIDC settings that
 // cannot work (the dashboard then offers API-key sign-in only).
 func dashboardSettingsFrom(cfg Config) (dashboardSettings, []string) {
-	st := dashboardSettings{TrapAddr: cfg.TrapAddr}
+	st := dashboardSettings{TrapAddr: cfg.TrapAddr, TrapTLS: cfg.TrapTLS.Enabled()}
 	var warnings []string
 	if u, err := parsePublicURL(cfg.TrapPublicURL); err != nil {
 		warnings = append(warnings, "trap-public-url: "+err.Error()+"; using http://<trap-addr>")
@@ -180,9 +181,13 @@ func (st dashboardSettings) trapURL(r *http.Request) string {
 	if st.TrapPublicURL != "" {
 		return st.TrapPublicURL
 	}
+	scheme := "http://"
+	if st.TrapTLS {
+		scheme = "https://"
+	}
 	host, port, err := net.SplitHostPort(st.TrapAddr)
 	if err != nil {
-		return "http://" + st.TrapAddr
+		return scheme + st.TrapAddr
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = r.Host
@@ -194,7 +199,7 @@ func (st dashboardSettings) trapURL(r *http.Request) string {
 			host = "127.0.0.1"
 		}
 	}
-	return "http://" + net.JoinHostPort(host, port)
+	return scheme + net.JoinHostPort(host, port)
 }
 
 func hostForURL(h string) string {

@@ -88,10 +88,11 @@ func TestDashboardTrapURL(t *testing.T) {
 		{"", ":8081", "dash.example.com", "http://dash.example.com:8081"},
 		{"", "[::]:8081", "[2001:db8::1]:8080", "http://[2001:db8::1]:8081"},
 		{"", ":8081", "evil.example.com/<x>", "http://127.0.0.1:8081"},
+		{"", ":443", "dash.example.com", "https://dash.example.com:443"}, // --trap-tls-cert
 	} {
 		r := httptest.NewRequest(http.MethodGet, dashboardConfigPath, nil)
 		r.Host = tt.host
-		if got := (dashboardSettings{TrapPublicURL: tt.public, TrapAddr: tt.addr}).trapURL(r); got != tt.want {
+		if got := (dashboardSettings{TrapPublicURL: tt.public, TrapAddr: tt.addr, TrapTLS: tt.addr == ":443"}).trapURL(r); got != tt.want {
 			t.Errorf("trapURL(%q, %q, host %q) = %q, want %q", tt.public, tt.addr, tt.host, got, tt.want)
 		}
 	}

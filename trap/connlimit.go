@@ -1,6 +1,7 @@
 package trap
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/http"
@@ -134,6 +135,9 @@ func (c *limitedConn) state(st http.ConnState) {
 // ConnState is the trap listener's http.Server.ConnState: it tells a LimitListener
 // which of its connections wait idle between two requests.
 func ConnState(c net.Conn, st http.ConnState) {
+	if tc, ok := c.(*tls.Conn); ok { // HTTPS (traptls): the TLS connection over ours
+		c = tc.NetConn()
+	}
 	if nc, ok := c.(*nginxConn); ok {
 		c = nc.Conn
 	}

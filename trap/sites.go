@@ -214,3 +214,18 @@ func (sr *siteRoutes) disallow(except string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// VerifiedHost reports whether host (a TLS server name) is the verified host of a site,
+// the only names the trap listener obtains certificates for (traptls, --trap-tls auto):
+// never the fallback site's "any host", never an unverified claim.
+func (e *Engine) VerifiedHost(ctx context.Context, host string) bool {
+	if len(host) > 253 {
+		return false
+	}
+	rt, err := e.routes.get(ctx)
+	if err != nil {
+		return false
+	}
+	_, ok := rt.byHost[strings.ToLower(strings.TrimSuffix(host, "."))]
+	return ok
+}
