@@ -19,6 +19,12 @@ import (
 // IdempotencyWindow is how long an Idempotency-Key is remembered, per organization.
 const IdempotencyWindow = 24 * time.Hour
 
+// MaxIdempotencyKeys bounds the keys one organization holds within IdempotencyWindow: a
+// write key looping create and delete could otherwise keep millions of rows (each up to the
+// size of a trap's answer); past it a keyed create is a 429 until keys expire (a create
+// without a key still works). A variable for tests.
+var MaxIdempotencyKeys = 10000
+
 // maxIdempotencyKey bounds an Idempotency-Key, as Stripe's does.
 const maxIdempotencyKey = 255
 
@@ -78,6 +84,15 @@ func (a *App) CreateTrapOnce(ctx context.Context, key string, req any, in TrapIn
 			"use a new key for a new request (keys are kept %s)", prev.CreatedAt.UTC().Format(time.RFC3339), IdempotencyWindow)
 	case !ent.IsNotFound(err):
 		return nil, false, fmt.Errorf("read the idempotency key: %w", err)
+	}
+	// The (org_id, created_at) index counts at most MaxIdempotencyKeys rows.
+	held, err := c.IdempotencyKey.Query().Where(idempotencykey.OrgID(v.OrgID)).Limit(MaxIdempotencyKeys).Count(sys)
+	if err != nil {
+		return nil, false, fmt.Errorf("count the idempotency keys: %w", err)
+	}
+	if held >= MaxIdempotencyKeys {
+		return nil, false, apperr.TooManyFor(time.Hour, "Idempotency-Key: the organization holds %d keys of the last %s; "+
+			"retry later or create without a key", MaxIdempotencyKeys, IdempotencyWindow)
 	}
 	t, err := a.CreateTrap(ctx, in)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/flytrap/flytrap/app"
 	ft "github.com/flytrap/flytrap/flytraptest"
 )
 
@@ -61,5 +62,33 @@ func TestIdempotencyKeyPerOrganization(t *testing.T) {
 		if seen[0] == seen[1] {
 			t.Fatalf("both organizations got trap %s", seen[0])
 		}
+	})
+}
+
+// An organization holds at most app.MaxIdempotencyKeys keys a window: past it a keyed create
+// is a 429 with Retry-After (nothing created), a replay of a held key and a create without a
+// key still work, and another organization is not affected.
+func TestIdempotencyKeysBounded(t *testing.T) {
+	old := app.MaxIdempotencyKeys
+	app.MaxIdempotencyKeys = 3
+	t.Cleanup(func() { app.MaxIdempotencyKeys = old })
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		env := ft.Start(t, b)
+		acme := env.Tenant("acme")
+		trap := func(i int) map[string]any {
+			return map[string]any{"name": "t", "type": "page", "path": fmt.Sprintf("/bounded/%d", i)}
+		}
+		for i := range 3 {
+			mustOK(t, restCall(t, env, acme.ReadWrite, "POST", "/dashboard/api/traps", trap(i), "Idempotency-Key", fmt.Sprintf("k%d", i)), http.StatusCreated)
+		}
+		r := restCall(t, env, acme.ReadWrite, "POST", "/dashboard/api/traps", trap(3), "Idempotency-Key", "k3")
+		if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("the 4th key: %d %s", r.Status, r.Raw)
+		}
+		if r := restCall(t, env, acme.ReadWrite, "POST", "/dashboard/api/traps", trap(0), "Idempotency-Key", "k0"); r.Status != http.StatusCreated || r.Header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("a held key's replay: %d %s", r.Status, r.Raw)
+		}
+		mustOK(t, restCall(t, env, acme.ReadWrite, "POST", "/dashboard/api/traps", trap(3)), http.StatusCreated)
+		mustOK(t, restCall(t, env, env.Tenant("globex").ReadWrite, "POST", "/dashboard/api/traps", trap(0), "Idempotency-Key", "k0"), http.StatusCreated)
 	})
 }
