@@ -1,11 +1,14 @@
 package trap
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -148,21 +151,96 @@ func TestJournalReadsJSONRecords(t *testing.T) {
 	}
 }
 
-// The binary record writes every field of the types it holds (journalcodec.go): a field
-// added to one of them fails here until appendEntry and readEntry carry it.
+// The hit's own fields are written by hand (appendEntry): a field added to record.Hit fails
+// here until appendEntry and readEntry carry it. The fields of its observation and tokens
+// are journaled by the generated codec (journalcodec_gen.go), which covers them all.
 func TestJournalCodecCoversEveryField(t *testing.T) {
-	for typ, want := range map[reflect.Type]string{
-		reflect.TypeFor[record.Hit]():         "Observation ID Org Site Status Truncated Session Outcome row err",
-		reflect.TypeFor[detect.Observation](): "At Method Host Path Query Body Headers IP UA Kind TrapID TrapType Tokens Tool ToolArgs Disallow Linked Known",
-		reflect.TypeFor[detect.TokenUse]():    "Use SourceHit SourceAt Placement Answered Answer Secret Visible Lure Carrier",
-		reflect.TypeFor[decoy.TokenRef]():     "HitID Index Purpose Origin TrapID",
-	} {
-		var names []string
-		for f := range typ.Fields() {
-			names = append(names, f.Name)
-		}
-		if got := strings.Join(names, " "); got != want {
-			t.Errorf("%s has fields %q; the journal's codec writes %q (Session, Outcome, row and err are the writer's, made again at apply)", typ, got, want)
-		}
+	var names []string
+	for f := range reflect.TypeFor[record.Hit]().Fields() {
+		names = append(names, f.Name)
 	}
+	const want = "Observation ID Org Site Status Truncated Session Outcome row err"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("record.Hit has fields %q; the journal's codec writes %q (Session, Outcome, row and err are the writer's, made again at apply)", got, want)
+	}
+}
+
+// A record journaled by the first binary layout (0xB1, before records said how many fields
+// they hold) reads back at replay after an upgrade.
+func TestJournalReadsTheFirstBinaryLayout(t *testing.T) {
+	raw, err := os.ReadFile("testdata/journal-b1.hex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := hex.DecodeString(strings.TrimSpace(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p[0] != journalBinaryV1 {
+		t.Fatalf("the fixture begins with %#x", p[0])
+	}
+	got, err := decodeHit(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := journalFixtureRecord()
+	if !reflect.DeepEqual(got.Hit, want.Hit) || !reflect.DeepEqual(got.refs, want.refs) {
+		t.Errorf("read back:\n%+v %+v\nwant\n%+v %+v", got.Hit, got.refs, want.Hit, want.refs)
+	}
+}
+
+// A record journaled before a field was added to the observation holds fewer fields: it
+// reads back with that field zero. One from a newer version, with fields this one does not
+// know, is refused with a reason, never misread.
+func TestJournalRecordOfAnotherLayout(t *testing.T) {
+	rec := journalFixtureRecord()
+	rec.refs = nil
+	rec.Hit.Observation.Known = []string{} // the last field, written as one byte (0x01)
+	p, err := encodeHit(nil, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := len(p) - 2 // the observation's last byte, before the refs' (0x00: none)
+	if p[0] != journalBinary || p[1] != byte(layoutFields[0]) || p[last] != 1 || p[len(p)-1] != 0 {
+		t.Fatalf("unexpected record layout % x", p)
+	}
+	older := slices.Concat(p[:1], []byte{byte(layoutFields[0] - 1)}, p[2:last], p[last+1:])
+	got, err := decodeHit(older)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rec.Hit
+	want.Observation.Known = nil
+	if !reflect.DeepEqual(got.Hit, want) {
+		t.Errorf("read back:\n%+v\nwant\n%+v", got.Hit, want)
+	}
+	newer := slices.Concat(p[:1], []byte{byte(layoutFields[0] + 1)}, p[2:], []byte{0})
+	if _, err := decodeHit(newer); err == nil || !strings.Contains(err.Error(), "newer version") {
+		t.Fatalf("a record with a field this version does not know: %v", err)
+	}
+}
+
+// BenchmarkJournalRecord encodes a hit's journal record (every request) and reads it back
+// (replay only).
+func BenchmarkJournalRecord(b *testing.B) {
+	rec := journalFixtureRecord()
+	var buf []byte
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var err error
+			if buf, err = encodeHit(buf[:0], rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	p, _ := encodeHit(nil, rec)
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeHit(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
