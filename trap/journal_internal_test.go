@@ -1,6 +1,7 @@
 package trap
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -189,34 +189,40 @@ func TestJournalReadsTheFirstBinaryLayout(t *testing.T) {
 	}
 }
 
-// A record journaled before a field was added to the observation holds fewer fields: it
-// reads back with that field zero. One from a newer version, with fields this one does not
-// know, is refused with a reason, never misread.
+// A record journaled before fields were added holds fewer of them and says so: it reads
+// back with those fields zero (the first binary layout's body, with its field counts
+// written, is such a record once any field is added). One from a newer version, with
+// fields this one does not know, is refused with a reason, never misread.
 func TestJournalRecordOfAnotherLayout(t *testing.T) {
-	rec := journalFixtureRecord()
-	rec.refs = nil
-	rec.Hit.Observation.Known = []string{} // the last field, written as one byte (0x01)
-	p, err := encodeHit(nil, rec)
+	raw, err := os.ReadFile("testdata/journal-b1.hex")
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := len(p) - 2 // the observation's last byte, before the refs' (0x00: none)
-	if p[0] != journalBinary || p[1] != byte(layoutFields[0]) || p[last] != 1 || p[len(p)-1] != 0 {
-		t.Fatalf("unexpected record layout % x", p)
-	}
-	older := slices.Concat(p[:1], []byte{byte(layoutFields[0] - 1)}, p[2:last], p[last+1:])
-	got, err := decodeHit(older)
+	v1, err := hex.DecodeString(strings.TrimSpace(string(raw)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := rec.Hit
-	want.Observation.Known = nil
-	if !reflect.DeepEqual(got.Hit, want) {
-		t.Errorf("read back:\n%+v\nwant\n%+v", got.Hit, want)
+	counted := func(l layout) []byte {
+		p := []byte{journalBinary}
+		for _, n := range l {
+			p = binary.AppendUvarint(p, uint64(n))
+		}
+		return append(p, v1[1:]...)
 	}
-	newer := slices.Concat(p[:1], []byte{byte(layoutFields[0] + 1)}, p[2:], []byte{0})
-	if _, err := decodeHit(newer); err == nil || !strings.Contains(err.Error(), "newer version") {
-		t.Fatalf("a record with a field this version does not know: %v", err)
+	got, err := decodeHit(counted(layoutV1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := journalFixtureRecord()
+	if !reflect.DeepEqual(got.Hit, want.Hit) || !reflect.DeepEqual(got.refs, want.refs) {
+		t.Errorf("read back:\n%+v %+v\nwant\n%+v %+v", got.Hit, got.refs, want.Hit, want.refs)
+	}
+	for i := range layoutFields {
+		newer := layoutFields
+		newer[i]++
+		if _, err := decodeHit(counted(newer)); err == nil || !strings.Contains(err.Error(), "newer version") {
+			t.Fatalf("a record with a field of %s this version does not know: %v", journalTypes[i], err)
+		}
 	}
 }
 
