@@ -203,7 +203,7 @@ func TestJournalRecordOfAnotherLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	counted := func(l layout) []byte {
-		p := []byte{journalBinary}
+		p := []byte{journalBinary, byte(len(l))}
 		for _, n := range l {
 			p = binary.AppendUvarint(p, uint64(n))
 		}
@@ -216,6 +216,9 @@ func TestJournalRecordOfAnotherLayout(t *testing.T) {
 	want := journalFixtureRecord()
 	if !reflect.DeepEqual(got.Hit, want.Hit) || !reflect.DeepEqual(got.refs, want.refs) {
 		t.Errorf("read back:\n%+v %+v\nwant\n%+v %+v", got.Hit, got.refs, want.Hit, want.refs)
+	}
+	if _, err := decodeHit(append([]byte{journalBinary, byte(len(layoutFields) + 1)}, counted(layoutFields)[2:]...)); err == nil || !strings.Contains(err.Error(), "newer version") {
+		t.Fatalf("a record with a type this version does not know: %v", err)
 	}
 	for i := range layoutFields {
 		newer := layoutFields

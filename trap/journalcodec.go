@@ -16,8 +16,8 @@ import (
 
 // The journal's record of a hit, in a compact binary form: encoding/json's reflection was
 // 4 % of the listener's CPU per hit (docs/benchmarks.md, "CPU per hit"), and the record is
-// written on every request, read only at replay. It is journalBinary, how many fields of
-// each journaled type it holds (layoutFields), the hit's own fields, then the fields of
+// written on every request, read only at replay. It is journalBinary, how many types it
+// counts and how many fields of each it holds (layoutFields), the hit's own fields, then the fields of
 // its observation and token references in their declaration order
 // (journalcodec_gen.go, which internal/genjournal writes from the types: a field added to
 // detect.Observation is journaled by go generate): strings and lists as a uvarint length
@@ -33,13 +33,8 @@ const (
 	journalBinaryV1 = 0xB1 // the first binary layout: the field counts were layoutV1, unwritten
 )
 
-// layout is how many fields of each journaled type a record holds, in journalTypes' order.
-type layout [3]int
-
-var (
-	journalTypes = [...]string{"Observation", "TokenUse", "TokenRef"}
-	layoutV1     = layout{18, 10, 5}
-)
+// layoutV1 is what every record of the first binary layout holds.
+var layoutV1 = layout{18, 10, 5} // Observation, TokenUse, TokenRef
 
 var errJournalShort = errors.New("a journal record cut short")
 
@@ -104,7 +99,7 @@ func appendTime(b []byte, t time.Time) ([]byte, error) {
 // number of fields it holds of each type (layoutFields), the hit's own fields, its
 // observation and its token references.
 func appendEntry(b []byte, h *record.Hit, refs []decoy.TokenRef) ([]byte, error) {
-	b = append(b, journalBinary)
+	b = append(b, journalBinary, byte(len(layoutFields)))
 	for _, n := range layoutFields {
 		b = binary.AppendUvarint(b, uint64(n))
 	}
@@ -245,7 +240,13 @@ func readEntry(p []byte) (*record.Hit, []decoy.TokenRef, error) {
 	r := &entryReader{b: p}
 	switch r.byte() {
 	case journalBinary:
-		for i := range r.fields {
+		// A record written before a type was journaled counts fewer types: it holds none of
+		// the newer ones (they came with fields it does not have).
+		types := int(r.byte())
+		if types > len(layoutFields) {
+			return nil, nil, fmt.Errorf("a journal record written by a newer version (%d journaled types, this version knows %d)", types, len(layoutFields))
+		}
+		for i := range types {
 			r.fields[i] = int(min(r.uvarint(), 1<<16))
 			if r.fields[i] > layoutFields[i] {
 				return nil, nil, fmt.Errorf("a journal record written by a newer version (%d fields of %s, this version knows %d)",

@@ -9,7 +9,13 @@ import (
 	"github.com/flytrap/flytrap/detect"
 )
 
-// layoutFields is how many fields of each type (journalTypes) this version writes.
+// layout is how many fields of each journaled type (journalTypes) a record holds.
+type layout [3]int
+
+// journalTypes are the journaled types in the order of a record's field counts.
+var journalTypes = [...]string{"Observation", "TokenUse", "TokenRef"}
+
+// layoutFields is how many fields of each type this version writes.
 var layoutFields = layout{18, 10, 5}
 
 func appendObservation(b []byte, s *detect.Observation) ([]byte, error) {

@@ -30,15 +30,66 @@ import (
 	"github.com/flytrap/flytrap/detect"
 )
 
-// codecs are the types the record holds, each with the name of its generated functions
-// (append<Name>, entryReader.<name>) and its index in the record's field counts.
-var codecs = []struct {
+// roots are the types a record holds; the struct types their fields hold (a list of
+// token uses, a struct of facts) are found from them. Each journaled type gets functions
+// named after it (append<Name>, entryReader.<name>) and an index in the record's field
+// counts: its place in journallayout.txt, a new type after every known one.
+var roots = []reflect.Type{reflect.TypeFor[detect.Observation](), reflect.TypeFor[decoy.TokenRef]()}
+
+type codec struct {
 	Name string
 	Type reflect.Type
-}{
-	{"Observation", reflect.TypeFor[detect.Observation]()},
-	{"TokenUse", reflect.TypeFor[detect.TokenUse]()},
-	{"TokenRef", reflect.TypeFor[decoy.TokenRef]()},
+}
+
+// codecs is every journaled type in its index order (set by run).
+var codecs []codec
+
+// discover lists t and the struct types its fields hold, depth first.
+func discover(t reflect.Type, seen map[reflect.Type]bool, out *[]reflect.Type) {
+	if seen[t] {
+		return
+	}
+	seen[t] = true
+	*out = append(*out, t)
+	for f := range t.Fields() {
+		e := f.Type
+		if e.Kind() == reflect.Slice {
+			e = e.Elem()
+		}
+		if e.Kind() == reflect.Struct && e != timeType && e != addrType {
+			discover(e, seen, out)
+		}
+	}
+}
+
+// order gives the types their indices: as in the layout so far, then new ones as found.
+func order(types []reflect.Type, old []field) ([]codec, error) {
+	byName := map[string]reflect.Type{}
+	for _, t := range types {
+		if o, dup := byName[t.Name()]; dup {
+			return nil, fmt.Errorf("two journaled types are named %s (%s and %s)", t.Name(), o, t)
+		}
+		byName[t.Name()] = t
+	}
+	var cs []codec
+	placed := map[string]bool{}
+	for _, f := range old {
+		if !placed[f.Type] {
+			placed[f.Type] = true
+			t, ok := byName[f.Type]
+			if !ok {
+				return nil, fmt.Errorf("the journal's record held a %s (journallayout.txt), which no journaled field holds now: "+
+					"records of the earlier layout could not be read back", f.Type)
+			}
+			cs = append(cs, codec{f.Type, t})
+		}
+	}
+	for _, t := range types {
+		if !placed[t.Name()] {
+			cs = append(cs, codec{t.Name(), t})
+		}
+	}
+	return cs, nil
 }
 
 func main() {
@@ -53,6 +104,18 @@ func main() {
 type field struct{ Type, Name, GoType string }
 
 func run(out, layoutPath string) error {
+	old, err := readLayout(layoutPath)
+	if err != nil {
+		return err
+	}
+	var types []reflect.Type
+	seen := map[reflect.Type]bool{}
+	for _, t := range roots {
+		discover(t, seen, &types)
+	}
+	if codecs, err = order(types, old); err != nil {
+		return err
+	}
 	var fields []field
 	for _, c := range codecs {
 		for f := range c.Type.Fields() {
@@ -61,10 +124,6 @@ func run(out, layoutPath string) error {
 			}
 			fields = append(fields, field{c.Name, f.Name, f.Type.String()})
 		}
-	}
-	old, err := readLayout(layoutPath)
-	if err != nil {
-		return err
 	}
 	if err := appendOnly(old, fields); err != nil {
 		return err
@@ -106,18 +165,27 @@ func readLayout(path string) ([]field, error) {
 
 // appendOnly says why cur cannot read records of old's layout, if it cannot.
 func appendOnly(old, cur []field) error {
-	for _, c := range codecs {
-		o, n := ofType(old, c.Name), ofType(cur, c.Name)
+	for _, typ := range slices.Compact(typesOf(old)) {
+		o, n := ofType(old, typ), ofType(cur, typ)
 		for i, f := range o {
 			if i >= len(n) || n[i] != f {
 				return fmt.Errorf("%s.%s (%s) was field %d of the journal's record (journallayout.txt); "+
 					"fields may only be added at the end of %s, since records of the earlier layout can wait "+
 					"in a journal at upgrade. Put it back, or change the record's first byte in journalcodec.go "+
-					"and read the old layout there", c.Name, f.Name, f.GoType, i+1, c.Name)
+					"and read the old layout there", typ, f.Name, f.GoType, i+1, typ)
 			}
 		}
 	}
 	return nil
+}
+
+// typesOf is the type of each field of l, in order (repeated).
+func typesOf(l []field) []string {
+	ts := make([]string, len(l))
+	for i, f := range l {
+		ts[i] = f.Type
+	}
+	return ts
 }
 
 func ofType(l []field, typ string) []field {
@@ -171,23 +239,32 @@ func kindOf(t reflect.Type) (kind, error) {
 		return kind{"b = append(b, byte($))", fmt.Sprintf("$ = %s(r.byte())", t)}, nil
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String && t.Elem().PkgPath() == "":
 		return kind{"b = appendStrings(b, $)", "$ = r.strings()"}, nil
-	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
-		i := slices.IndexFunc(codecs, func(c struct {
-			Name string
-			Type reflect.Type
-		}) bool {
-			return c.Type == t.Elem()
-		})
-		if i < 0 {
-			break
+	case t.Kind() == reflect.Struct:
+		if c := codecOf(t); c != "" {
+			return kind{
+				fmt.Sprintf("if b, err = append%s(b, &$); err != nil {\nreturn nil, err\n}", c),
+				fmt.Sprintf("r.%s(&$)", lower(c)),
+			}, nil
 		}
-		n := codecs[i].Name
-		return kind{
-			fmt.Sprintf("if $ == nil {\nb = append(b, 0)\n} else {\nb = binary.AppendUvarint(b, uint64(len($))+1)\nfor i := range $ {\nif b, err = append%s(b, &$[i]); err != nil {\nreturn nil, err\n}\n}\n}", n),
-			fmt.Sprintf("if c, isNil := r.count(); !isNil {\n$ = make(%s, c)\nfor i := range $ {\nr.%s(&$[i])\n}\n}", t, lower(n)),
-		}, nil
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
+		if c := codecOf(t.Elem()); c != "" {
+			return kind{
+				fmt.Sprintf("if $ == nil {\nb = append(b, 0)\n} else {\nb = binary.AppendUvarint(b, uint64(len($))+1)\nfor i := range $ {\nif b, err = append%s(b, &$[i]); err != nil {\nreturn nil, err\n}\n}\n}", c),
+				fmt.Sprintf("if c, isNil := r.count(); !isNil {\n$ = make(%s, c)\nfor i := range $ {\nr.%s(&$[i])\n}\n}", t, lower(c)),
+			}, nil
+		}
 	}
 	return kind{}, fmt.Errorf("no journal encoding for %s: add one to internal/genjournal", t)
+}
+
+// codecOf is the name of t's codec, "" if t is not journaled.
+func codecOf(t reflect.Type) string {
+	for _, c := range codecs {
+		if c.Type == t {
+			return c.Name
+		}
+	}
+	return ""
 }
 
 func lower(s string) string { return strings.ToLower(s[:1]) + s[1:] }
@@ -217,8 +294,16 @@ func generate() ([]byte, error) {
 		}
 	}
 	b.WriteString(")\n\n")
-	b.WriteString("// layoutFields is how many fields of each type (journalTypes) this version writes.\n")
-	b.WriteString("var layoutFields = layout{")
+	b.WriteString("// layout is how many fields of each journaled type (journalTypes) a record holds.\n")
+	fmt.Fprintf(&b, "type layout [%d]int\n\n", len(codecs))
+	b.WriteString("// journalTypes are the journaled types in the order of a record's field counts.\nvar journalTypes = [...]string{")
+	for i, c := range codecs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", c.Name)
+	}
+	b.WriteString("}\n\n// layoutFields is how many fields of each type this version writes.\nvar layoutFields = layout{")
 	for i, c := range codecs {
 		if i > 0 {
 			b.WriteString(", ")

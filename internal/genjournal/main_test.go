@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -48,5 +49,30 @@ func TestGeneratedIsCurrent(t *testing.T) {
 		if string(a) != string(b) {
 			t.Errorf("%s is not what genjournal writes: run go generate ./...", want)
 		}
+	}
+}
+
+// Types keep their index in the record's field counts: the known ones in the layout's
+// order, a new one after them wherever it is found; a type no field holds any more, whose
+// records could wait in a journal, stops the generation.
+func TestOrder(t *testing.T) {
+	type A struct{ X int }
+	type B struct{ Y string }
+	type C struct{ Z bool }
+	old := []field{{"A", "X", "int"}, {"C", "Z", "bool"}}
+	ta, tb, tc := reflect.TypeFor[A](), reflect.TypeFor[B](), reflect.TypeFor[C]()
+	cs, err := order([]reflect.Type{ta, tb, tc}, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.Name)
+	}
+	if got := strings.Join(names, " "); got != "A C B" {
+		t.Fatalf("order %q, want A C B", got)
+	}
+	if _, err := order([]reflect.Type{ta, tb}, old); err == nil || !strings.Contains(err.Error(), "no journaled field holds") {
+		t.Fatalf("a type dropped: %v", err)
 	}
 }
