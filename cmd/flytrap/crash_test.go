@@ -339,7 +339,8 @@ func TestHitsSurviveKillTwoInstances(t *testing.T) {
 				kills++
 			}
 			time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond) // the other goes on alone
-			for _, in := range victims {                                 // replays its journal while the other writes
+			// Restarted, it replays its journal while the other writes.
+			for _, in := range victims {
 				in.answered.Store(0)
 				_, _, in.cmd = runBinary(t, bin, dsn, key, in.args...)
 			}
