@@ -4,8 +4,9 @@
 # instance (B) on the same database with its own ports and hit journal, then, ROUNDS times,
 # alternating: wrk with CONNECTIONS against A alone, and wrk with CONNECTIONS/2 against each of A
 # and B at once (the same load, spread over two instances). Prints requests per second (summed over
-# the instances), p99 latency, and the instances' CPU per request (their user + system CPU over the
-# requests answered, wrk's and PostgreSQL's own not included), then checks that every request
+# the instances), p99 latency, the instances' CPU per request (their user + system CPU over the
+# requests answered, wrk's not included) and that of the PostgreSQL backends serving the database
+# (the server's own background processes not included), then checks that every request
 # answered 200 is a stored hit (none lost). On a machine of two cores the two instances share them
 # with wrk and PostgreSQL: compare CPU per request more than requests per second.
 # Needs wrk (apt-get install -y wrk), Go, Node (free ports) and a PostgreSQL database of its own:
@@ -50,6 +51,18 @@ curl -fs -o /dev/null "http://127.0.0.1:$b_trap_port/internal/docs" || { tail -2
 sleep 0.5
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # the process's user + system CPU, in clock ticks
+dbname=$(sed -n 's|.*--db postgres[^ ]*/\([^/?]*\).*|\1|p' <<<" $* ")
+db_ticks() { # "pid ticks" of each PostgreSQL backend serving the database (its process title names it)
+  local p
+  for p in /proc/[0-9]*; do
+    { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -q "^postgres: .* $dbname " &&
+      awk -v pid="${p#/proc/}" '{print pid, $14 + $15}' "$p/stat" 2>/dev/null
+  done
+  true
+}
+db_used() { # BEFORE AFTER: ticks the backends used between two db_ticks (a backend gone meanwhile is not counted)
+  awk 'NR == FNR {b[$1] = $2; next} {u += $2 - b[$1]} END {print u + 0}' "$1" "$2"
+}
 hz=$(getconf CLK_TCK)
 wrk_run() { # URL CONNECTIONS OUT: wrk's summary "req/s p99 non-2xx requests" into OUT
   wrk -t"$(($2 < 2 ? 1 : 2))" -c"$2" -d"${secs}s" --latency "$1" |
@@ -62,28 +75,35 @@ check() { # NON-2xx…: dies on any
 }
 echo "$name: page of $(wc -c <"$tmp/page.html") bytes, $conns connections in all, ${secs} s per run, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "$name: cpu = the instances' CPU per request answered (µs), summed over both in the two-instance runs"
-printf '%-6s %-10s %10s %8s %8s\n' round instances req/s p99 cpu
+echo "$name: db-cpu = the CPU of PostgreSQL's backends serving $dbname per request (µs)"
+printf '%-6s %-10s %10s %8s %8s %8s\n' round instances req/s p99 cpu db-cpu
 for r in $(seq 1 "$rounds"); do
+  db_ticks >"$tmp/db0"
   a0=$(cpu_ticks "$server_pid")
   wrk_run "http://127.0.0.1:$trap_port/internal/docs" "$conns" "$tmp/one"
   a1=$(cpu_ticks "$server_pid")
+  db_ticks >"$tmp/db1"
   read -r rps p99 bad n <"$tmp/one"
   check "$bad"
   answered=$((answered + n))
-  printf '%-6s %-10s %10.0f %8s %8.1f\n' "$r" 1 "$rps" "$p99" "$(echo "($a1 - $a0) * 1000000 / $hz / $n" | bc -l)"
+  printf '%-6s %-10s %10.0f %8s %8.1f %8.1f\n' "$r" 1 "$rps" "$p99" "$(echo "($a1 - $a0) * 1000000 / $hz / $n" | bc -l)" \
+    "$(echo "$(db_used "$tmp/db0" "$tmp/db1") * 1000000 / $hz / $n" | bc -l)"
 
+  db_ticks >"$tmp/db0"
   a0=$(cpu_ticks "$server_pid") b0=$(cpu_ticks "$b_pid")
   wrk_run "http://127.0.0.1:$trap_port/internal/docs" "$((conns / 2))" "$tmp/a" &
   wa=$!
   wrk_run "http://127.0.0.1:$b_trap_port/internal/docs" "$((conns - conns / 2))" "$tmp/b"
   wait "$wa"
   a1=$(cpu_ticks "$server_pid") b1=$(cpu_ticks "$b_pid")
+  db_ticks >"$tmp/db1"
   read -r ra pa bada na <"$tmp/a"
   read -r rb pb badb nb <"$tmp/b"
   check "$bada" "$badb"
   answered=$((answered + na + nb))
-  printf '%-6s %-10s %10.0f %8s %8.1f\n' "$r" "2 (A+B)" "$(echo "$ra + $rb" | bc -l)" "$pa/$pb" \
-    "$(echo "($a1 - $a0 + $b1 - $b0) * 1000000 / $hz / ($na + $nb)" | bc -l)"
+  printf '%-6s %-10s %10.0f %8s %8.1f %8.1f\n' "$r" "2 (A+B)" "$(echo "$ra + $rb" | bc -l)" "$pa/$pb" \
+    "$(echo "($a1 - $a0 + $b1 - $b0) * 1000000 / $hz / ($na + $nb)" | bc -l)" \
+    "$(echo "$(db_used "$tmp/db0" "$tmp/db1") * 1000000 / $hz / ($na + $nb)" | bc -l)"
 done
 # Every answered request must be a stored hit: each instance applies its journal's last hits
 # within moments (B's are counted through A's API: one database).
