@@ -157,7 +157,7 @@ func sampleHit(i int, org string) (*Hit, []string) {
 		signals = []string{"injection_followed"}
 	case 3:
 		rec.TrapID = ids.New(ids.Trap)
-		rec.Method, rec.Body = "POST", "line one\nline two\ttab 'quoted' ü"
+		rec.Method, rec.Body = "POST", "line one\nline two\ttab 'quoted' ü \\N \r\n\\."
 	}
 	return rec, signals
 }
