@@ -118,6 +118,8 @@ func appendEntry(b []byte, h *record.Hit, refs []decoy.TokenRef) ([]byte, error)
 	b = appendStrings(b, o.Disallow)
 	b = appendStrings(b, o.Linked)
 	b = appendStrings(b, o.Known)
+	b = append(b, byte(o.DNS))
+	b = appendString(b, o.DNSHost)
 	if refs == nil {
 		b = append(b, 0)
 	} else {
@@ -261,6 +263,7 @@ func readEntry(p []byte) (*record.Hit, []decoy.TokenRef, error) {
 	}
 	o.Tool, o.ToolArgs = r.string(), r.string()
 	o.Disallow, o.Linked, o.Known = r.strings(), r.strings(), r.strings()
+	o.DNS, o.DNSHost = detect.DNSCheck(r.byte()), r.string()
 	var refs []decoy.TokenRef
 	if n, isNil := r.count(); !isNil {
 		refs = make([]decoy.TokenRef, n)
