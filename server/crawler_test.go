@@ -45,7 +45,8 @@ func TestCrawlerVerification(t *testing.T) {
 			urls[s.Name] = lists.URL + "/" + s.Name
 		}
 		env := ft.Start(t, b, func(c *server.Config) {
-			c.Crawler.DNS = crawler.DNSConfig{Server: zone.Addr, Timeout: 10 * time.Second, Budget: 5 * time.Second} // the answer, not the budget, is tested here
+			d := &c.Crawler.DNS
+			d.Off, d.Server, d.Timeout, d.Budget = false, zone.Addr, 10*time.Second, time.Second // the answer, not the budget, is tested here
 			c.Crawler.Refresh.Interval, c.Crawler.Refresh.URLs = time.Hour, urls
 			c.Webhook.AllowPrivate = true // the lists are on loopback
 			c.Trap.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
