@@ -118,7 +118,7 @@ func ParseList(data []byte) ([]netip.Prefix, time.Time, error) {
 	return out, at, nil
 }
 
-// ListStatus is one list's state, for /metrics and `flytrap stats`.
+// ListStatus is one list's state, for /metrics and `flytrap admin stats`.
 type ListStatus struct {
 	Name      string    `json:"name"`
 	Operator  string    `json:"operator"`

@@ -9,7 +9,7 @@ import (
 
 // CrawlerRangeList is the last good copy of one crawler operator's published address list,
 // fetched by crawler.Refresher: an instance that restarts starts from it, not from the
-// embedded snapshot, and `flytrap stats` shows its age. Instance-wide: it belongs to no
+// embedded snapshot, and `flytrap admin stats` shows its age. Instance-wide: it belongs to no
 // organization, and the system alone reads and writes it.
 type CrawlerRangeList struct{ ent.Schema }
 
