@@ -29,6 +29,9 @@ func TestCrawlerVerification(t *testing.T) {
 		zone.Host("crawl-203-0-113-7.googlebot.com", "203.0.113.7")
 		zone.PTR("203.0.113.8", "crawl-203-0-113-8.googlebot.com.evil.example")
 		zone.Host("crawl-203-0-113-8.googlebot.com.evil.example", "203.0.113.8")
+		zone.PTR("203.0.113.20", "crawl-203-0-113-20.googlebot.com")
+		zone.Host("crawl-203-0-113-20.googlebot.com", "203.0.113.20")
+		zone.Slow("203.0.113.20") // answers once released
 		zone.PTR("203.0.113.9", "crawl-203-0-113-9.googlebot.com")
 		zone.Host("crawl-203-0-113-9.googlebot.com", "66.249.66.1")
 		// Google's list as fetched holds the embedded prefixes and a new one.
@@ -71,32 +74,18 @@ func TestCrawlerVerification(t *testing.T) {
 			{"203.0.113.10", "BOT", "UNVERIFIED_BOT_CLAIM", "reverse DNS: no PTR record"},
 			{"198.51.100.9", "CRAWLER", "CRAWLER_VERIFIED", "verified: in 198.51.100.0/24 of Google's published googlebot list of 2026-11-26 (fetched)"},
 		} {
-			req, _ := http.NewRequest(http.MethodGet, env.Trap.URL+"/internal/docs", nil)
-			req.Header.Set("User-Agent", googlebot)
-			req.Header.Set("X-Forwarded-For", c.addr)
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			q := `{ sessions(first: 1, where: {sourceIP: "` + c.addr + `"}) { edges { node { classification
-				explanation { ruleText } signalGroups { signal evidence } } } } }`
-			d := pollGraphQL(t, env, a.ReadOnly, q, func(d map[string]any) bool {
-				return ft.Dig(d, "sessions", "edges", 0, "node", "classification") == c.class
-			})
-			var evidence []string
-			for _, g := range ft.Dig(d, "sessions", "edges", 0, "node", "signalGroups").([]any) {
-				if g := g.(map[string]any); g["signal"] == c.signal {
-					for _, e := range g["evidence"].([]any) {
-						evidence = append(evidence, str(e))
-					}
-				}
-			}
-			if len(evidence) != 1 || !strings.Contains(evidence[0], "Googlebot from "+c.addr) || !strings.Contains(evidence[0], c.evidence) {
-				t.Errorf("%s: %s evidence %q, want %q", c.addr, c.signal, evidence, c.evidence)
-			}
+			visitAs(t, env, googlebot, c.addr)
+			checkEvidence(t, env, a.ReadOnly, c.addr, c.class, c.signal, c.evidence)
 		}
+
+		// A resolver that has not answered within the budget: the hit is recorded, judged by
+		// the ranges, and says so; once it answers, the session's next hit is verified and
+		// the session is a crawler again.
+		visitAs(t, env, googlebot, "203.0.113.20")
+		checkEvidence(t, env, a.ReadOnly, "203.0.113.20", "BOT", "UNVERIFIED_BOT_CLAIM", "reverse DNS: not answered within the budget")
+		zone.Release()
+		visitAs(t, env, googlebot, "203.0.113.20")
+		checkEvidence(t, env, a.ReadOnly, "203.0.113.20", "CRAWLER", "CRAWLER_VERIFIED", "verified: reverse DNS crawl-203-0-113-20.googlebot.com, forward-confirmed")
 
 		fams := scrape(t, env, "")
 		for name, want := range map[string]float64{"googlebot": 0, "bingbot": 1, "chatgpt-user": 1} {
@@ -104,8 +93,8 @@ func TestCrawlerVerification(t *testing.T) {
 				t.Errorf("%s stale %v, want %v", name, got, want)
 			}
 		}
-		if got := sample(fams, "flytrap_crawler_dns_lookups_total", nil); got != 5 {
-			t.Errorf("%v reverse DNS lookups, want 5 (198.51.100.9 has none: no PTR)", got)
+		if got := sample(fams, "flytrap_crawler_dns_lookups_total", nil); got != 6 {
+			t.Errorf("%v reverse DNS lookups, want 6 (198.51.100.9's finds no PTR; 203.0.113.20's second hit shares the first's)", got)
 		}
 		st, err := env.DB.Stats(context.Background(), true)
 		if err != nil {
@@ -116,4 +105,40 @@ func TestCrawlerVerification(t *testing.T) {
 			t.Errorf("stored lists: %+v", st.CrawlerRanges)
 		}
 	})
+}
+
+// visitAs requests the trap as ua from addr, through the trusted local proxy.
+func visitAs(t *testing.T, env *ft.Env, ua, addr string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, env.Trap.URL+"/internal/docs", nil)
+	req.Header.Set("User-Agent", ua)
+	req.Header.Set("X-Forwarded-For", addr)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+}
+
+// checkEvidence waits for addr's session to be class and checks what the analyst reads of
+// signal in its "why this verdict": one evidence naming the claim and saying want.
+func checkEvidence(t *testing.T, env *ft.Env, token, addr, class, signal, want string) {
+	t.Helper()
+	q := `{ sessions(first: 1, where: {sourceIP: "` + addr + `"}) { edges { node { classification
+		signalGroups { signal evidence } } } } }`
+	d := pollGraphQL(t, env, token, q, func(d map[string]any) bool {
+		return ft.Dig(d, "sessions", "edges", 0, "node", "classification") == class
+	})
+	var evidence []string
+	for _, g := range ft.Dig(d, "sessions", "edges", 0, "node", "signalGroups").([]any) {
+		if g := g.(map[string]any); g["signal"] == signal {
+			for _, e := range g["evidence"].([]any) {
+				evidence = append(evidence, str(e))
+			}
+		}
+	}
+	if len(evidence) != 1 || !strings.Contains(evidence[0], "Googlebot from "+addr) || !strings.Contains(evidence[0], want) {
+		t.Errorf("%s: %s evidence %q, want %q", addr, signal, evidence, want)
+	}
 }
