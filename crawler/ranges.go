@@ -233,15 +233,15 @@ func (r *Refresher) Load(ctx context.Context) error {
 				ps = append(ps, pf)
 			}
 		}
-		if len(ps) == 0 {
-			continue
+		if len(ps) == 0 || row.FetchedAt == nil {
+			continue // never fetched good: the embedded copy, if any, serves
 		}
-		asOf := row.FetchedAt
+		asOf := *row.FetchedAt
 		if row.ListTime != nil {
 			asOf = *row.ListTime
 		}
 		r.lists[s.Name] = &held{prefixes: ps, asOf: asOf}
-		st.Source, st.AsOf, st.FetchedAt, st.Prefixes = "stored", asOf, row.FetchedAt, len(ps)
+		st.Source, st.AsOf, st.FetchedAt, st.Prefixes = "stored", asOf, *row.FetchedAt, len(ps)
 	}
 	r.mu.Unlock()
 	if len(rows) > 0 { // nothing stored: the embedded set stays as it is
@@ -314,28 +314,20 @@ func (r *Refresher) fetch(ctx context.Context, u string) ([]netip.Prefix, time.T
 	return ParseList(body)
 }
 
-// store upserts the list's row: its prefixes only after a good fetch, its attempt always.
+// store upserts the list's row: after a good fetch its prefixes and dates, after a failed
+// one the attempt and its error only (the prefixes of the last good fetch stay).
 func (r *Refresher) store(ctx context.Context, st ListStatus, ps []netip.Prefix) error {
 	ctx = system(ctx)
-	if st.FetchedAt.IsZero() {
-		// Never fetched good: only the error is worth keeping, and there is no row to hold it
-		// without prefixes; the log has it.
-		return nil
+	c := r.db.CrawlerRangeList.Create().SetID(st.Name).SetURL(st.URL).SetCheckedAt(st.CheckedAt).SetLastError(st.LastError)
+	if ps == nil {
+		return c.OnConflictColumns(crawlerrangelist.FieldID).
+			Update(func(u *ent.CrawlerRangeListUpsert) { u.UpdateURL().UpdateCheckedAt().UpdateLastError() }).Exec(ctx)
 	}
 	strs := make([]string, len(ps))
 	for i, p := range ps {
 		strs[i] = p.String()
 	}
-	asOf := st.AsOf
-	if ps == nil { // a failed attempt: keep the stored prefixes, note the attempt
-		_, err := r.db.CrawlerRangeList.UpdateOneID(st.Name).SetCheckedAt(st.CheckedAt).SetLastError(st.LastError).SetURL(st.URL).Save(ctx)
-		if ent.IsNotFound(err) {
-			return nil
-		}
-		return err
-	}
-	return r.db.CrawlerRangeList.Create().SetID(st.Name).SetURL(st.URL).SetPrefixes(strs).SetListTime(asOf).
-		SetFetchedAt(st.FetchedAt).SetCheckedAt(st.CheckedAt).SetLastError("").
+	return c.SetPrefixes(strs).SetListTime(st.AsOf).SetFetchedAt(st.FetchedAt).
 		OnConflictColumns(crawlerrangelist.FieldID).UpdateNewValues().Exec(ctx)
 }
 

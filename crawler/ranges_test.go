@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/flytrap/flytrap/detect"
+	"github.com/flytrap/flytrap/flytraptest/testdb"
+	"github.com/flytrap/flytrap/store"
 	"github.com/flytrap/flytrap/webhook"
 )
 
@@ -151,4 +153,43 @@ func status(r *Refresher, name string) ListStatus {
 		}
 	}
 	return ListStatus{}
+}
+
+// TestRefreshStored: a good fetch is stored, and a restarted instance (a new Refresher on
+// the same database) starts from it, not from the embedded snapshot, even with refresh off;
+// a failed attempt is stored as the list's error and keeps the last good prefixes.
+func TestRefreshStored(t *testing.T) {
+	testdb.ForEachBackend(t, func(t *testing.T, b testdb.Backend) {
+		t.Cleanup(func() { detect.SetRanges(nil) })
+		db, err := store.Open(context.Background(), b.DSN(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		op := startOperators(t)
+		op.set("googlebot", googleDoc)
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		guard := webhook.Guard{AllowPrivate: true}
+		NewRefresher(RefreshConfig{Interval: time.Hour, URLs: op.urls()}, guard, db.Client, log).Refresh(context.Background())
+		op.set("googlebot", "")
+		NewRefresher(RefreshConfig{Interval: time.Hour, URLs: op.urls()}, guard, db.Client, log).Refresh(context.Background()) // 404 now
+
+		detect.SetRanges(nil) // as a new process starts
+		google, fresh := detect.Agent{Name: "Googlebot"}, netip.MustParseAddr("203.0.113.7")
+		if !detect.UnverifiedClaim(google, fresh) {
+			t.Fatal("the embedded list does not hold 203.0.113.7")
+		}
+		r := NewRefresher(RefreshConfig{URLs: op.urls()}, guard, db.Client, log) // refresh off
+		r.Run(context.Background())                                               // loads and returns
+		if detect.UnverifiedClaim(google, fresh) {
+			t.Fatal("a restart fell back to the embedded list")
+		}
+		st := status(r, "googlebot")
+		if st.Source != "stored" || st.Prefixes != 1 || st.LastError != "HTTP 404" || st.FetchedAt.IsZero() || st.AsOf != time.Date(2026, 11, 26, 18, 0, 13, 0, time.UTC) {
+			t.Fatalf("%+v", st)
+		}
+		if st := status(r, "bingbot"); st.Source != "embedded" || st.LastError != "HTTP 404" {
+			t.Fatalf("%+v", st)
+		}
+	})
 }

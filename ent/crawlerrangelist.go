@@ -25,7 +25,7 @@ type CrawlerRangeList struct {
 	// ListTime holds the value of the "list_time" field.
 	ListTime *time.Time `json:"list_time,omitempty"`
 	// FetchedAt holds the value of the "fetched_at" field.
-	FetchedAt time.Time `json:"fetched_at,omitempty"`
+	FetchedAt *time.Time `json:"fetched_at,omitempty"`
 	// CheckedAt holds the value of the "checked_at" field.
 	CheckedAt time.Time `json:"checked_at,omitempty"`
 	// LastError holds the value of the "last_error" field.
@@ -90,7 +90,8 @@ func (_m *CrawlerRangeList) assignValues(columns []string, values []any) error {
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field fetched_at", values[i])
 			} else if value.Valid {
-				_m.FetchedAt = value.Time
+				_m.FetchedAt = new(time.Time)
+				*_m.FetchedAt = value.Time
 			}
 		case crawlerrangelist.FieldCheckedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
@@ -151,8 +152,10 @@ func (_m *CrawlerRangeList) String() string {
 		builder.WriteString(v.Format(time.ANSIC))
 	}
 	builder.WriteString(", ")
-	builder.WriteString("fetched_at=")
-	builder.WriteString(_m.FetchedAt.Format(time.ANSIC))
+	if v := _m.FetchedAt; v != nil {
+		builder.WriteString("fetched_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
 	builder.WriteString(", ")
 	builder.WriteString("checked_at=")
 	builder.WriteString(_m.CheckedAt.Format(time.ANSIC))

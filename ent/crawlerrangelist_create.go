@@ -55,6 +55,14 @@ func (_c *CrawlerRangeListCreate) SetFetchedAt(v time.Time) *CrawlerRangeListCre
 	return _c
 }
 
+// SetNillableFetchedAt sets the "fetched_at" field if the given value is not nil.
+func (_c *CrawlerRangeListCreate) SetNillableFetchedAt(v *time.Time) *CrawlerRangeListCreate {
+	if v != nil {
+		_c.SetFetchedAt(*v)
+	}
+	return _c
+}
+
 // SetCheckedAt sets the "checked_at" field.
 func (_c *CrawlerRangeListCreate) SetCheckedAt(v time.Time) *CrawlerRangeListCreate {
 	_c.mutation.SetCheckedAt(v)
@@ -135,12 +143,6 @@ func (_c *CrawlerRangeListCreate) check() error {
 			return &ValidationError{Name: "url", err: fmt.Errorf(`ent: validator failed for field "CrawlerRangeList.url": %w`, err)}
 		}
 	}
-	if _, ok := _c.mutation.Prefixes(); !ok {
-		return &ValidationError{Name: "prefixes", err: errors.New(`ent: missing required field "CrawlerRangeList.prefixes"`)}
-	}
-	if _, ok := _c.mutation.FetchedAt(); !ok {
-		return &ValidationError{Name: "fetched_at", err: errors.New(`ent: missing required field "CrawlerRangeList.fetched_at"`)}
-	}
 	if _, ok := _c.mutation.CheckedAt(); !ok {
 		return &ValidationError{Name: "checked_at", err: errors.New(`ent: missing required field "CrawlerRangeList.checked_at"`)}
 	}
@@ -207,7 +209,7 @@ func (_c *CrawlerRangeListCreate) createSpec() (*CrawlerRangeList, *sqlgraph.Cre
 	}
 	if value, ok := _c.mutation.FetchedAt(); ok {
 		_spec.SetField(crawlerrangelist.FieldFetchedAt, field.TypeTime, value)
-		_node.FetchedAt = value
+		_node.FetchedAt = &value
 	}
 	if value, ok := _c.mutation.CheckedAt(); ok {
 		_spec.SetField(crawlerrangelist.FieldCheckedAt, field.TypeTime, value)
@@ -293,6 +295,12 @@ func (u *CrawlerRangeListUpsert) UpdatePrefixes() *CrawlerRangeListUpsert {
 	return u
 }
 
+// ClearPrefixes clears the value of the "prefixes" field.
+func (u *CrawlerRangeListUpsert) ClearPrefixes() *CrawlerRangeListUpsert {
+	u.SetNull(crawlerrangelist.FieldPrefixes)
+	return u
+}
+
 // SetListTime sets the "list_time" field.
 func (u *CrawlerRangeListUpsert) SetListTime(v time.Time) *CrawlerRangeListUpsert {
 	u.Set(crawlerrangelist.FieldListTime, v)
@@ -320,6 +328,12 @@ func (u *CrawlerRangeListUpsert) SetFetchedAt(v time.Time) *CrawlerRangeListUpse
 // UpdateFetchedAt sets the "fetched_at" field to the value that was provided on create.
 func (u *CrawlerRangeListUpsert) UpdateFetchedAt() *CrawlerRangeListUpsert {
 	u.SetExcluded(crawlerrangelist.FieldFetchedAt)
+	return u
+}
+
+// ClearFetchedAt clears the value of the "fetched_at" field.
+func (u *CrawlerRangeListUpsert) ClearFetchedAt() *CrawlerRangeListUpsert {
+	u.SetNull(crawlerrangelist.FieldFetchedAt)
 	return u
 }
 
@@ -423,6 +437,13 @@ func (u *CrawlerRangeListUpsertOne) UpdatePrefixes() *CrawlerRangeListUpsertOne 
 	})
 }
 
+// ClearPrefixes clears the value of the "prefixes" field.
+func (u *CrawlerRangeListUpsertOne) ClearPrefixes() *CrawlerRangeListUpsertOne {
+	return u.Update(func(s *CrawlerRangeListUpsert) {
+		s.ClearPrefixes()
+	})
+}
+
 // SetListTime sets the "list_time" field.
 func (u *CrawlerRangeListUpsertOne) SetListTime(v time.Time) *CrawlerRangeListUpsertOne {
 	return u.Update(func(s *CrawlerRangeListUpsert) {
@@ -455,6 +476,13 @@ func (u *CrawlerRangeListUpsertOne) SetFetchedAt(v time.Time) *CrawlerRangeListU
 func (u *CrawlerRangeListUpsertOne) UpdateFetchedAt() *CrawlerRangeListUpsertOne {
 	return u.Update(func(s *CrawlerRangeListUpsert) {
 		s.UpdateFetchedAt()
+	})
+}
+
+// ClearFetchedAt clears the value of the "fetched_at" field.
+func (u *CrawlerRangeListUpsertOne) ClearFetchedAt() *CrawlerRangeListUpsertOne {
+	return u.Update(func(s *CrawlerRangeListUpsert) {
+		s.ClearFetchedAt()
 	})
 }
 
@@ -729,6 +757,13 @@ func (u *CrawlerRangeListUpsertBulk) UpdatePrefixes() *CrawlerRangeListUpsertBul
 	})
 }
 
+// ClearPrefixes clears the value of the "prefixes" field.
+func (u *CrawlerRangeListUpsertBulk) ClearPrefixes() *CrawlerRangeListUpsertBulk {
+	return u.Update(func(s *CrawlerRangeListUpsert) {
+		s.ClearPrefixes()
+	})
+}
+
 // SetListTime sets the "list_time" field.
 func (u *CrawlerRangeListUpsertBulk) SetListTime(v time.Time) *CrawlerRangeListUpsertBulk {
 	return u.Update(func(s *CrawlerRangeListUpsert) {
@@ -761,6 +796,13 @@ func (u *CrawlerRangeListUpsertBulk) SetFetchedAt(v time.Time) *CrawlerRangeList
 func (u *CrawlerRangeListUpsertBulk) UpdateFetchedAt() *CrawlerRangeListUpsertBulk {
 	return u.Update(func(s *CrawlerRangeListUpsert) {
 		s.UpdateFetchedAt()
+	})
+}
+
+// ClearFetchedAt clears the value of the "fetched_at" field.
+func (u *CrawlerRangeListUpsertBulk) ClearFetchedAt() *CrawlerRangeListUpsertBulk {
+	return u.Update(func(s *CrawlerRangeListUpsert) {
+		s.ClearFetchedAt()
 	})
 }
 

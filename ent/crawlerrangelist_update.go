@@ -56,6 +56,12 @@ func (_u *CrawlerRangeListUpdate) AppendPrefixes(v []string) *CrawlerRangeListUp
 	return _u
 }
 
+// ClearPrefixes clears the value of the "prefixes" field.
+func (_u *CrawlerRangeListUpdate) ClearPrefixes() *CrawlerRangeListUpdate {
+	_u.mutation.ClearPrefixes()
+	return _u
+}
+
 // SetListTime sets the "list_time" field.
 func (_u *CrawlerRangeListUpdate) SetListTime(v time.Time) *CrawlerRangeListUpdate {
 	_u.mutation.SetListTime(v)
@@ -87,6 +93,12 @@ func (_u *CrawlerRangeListUpdate) SetNillableFetchedAt(v *time.Time) *CrawlerRan
 	if v != nil {
 		_u.SetFetchedAt(*v)
 	}
+	return _u
+}
+
+// ClearFetchedAt clears the value of the "fetched_at" field.
+func (_u *CrawlerRangeListUpdate) ClearFetchedAt() *CrawlerRangeListUpdate {
+	_u.mutation.ClearFetchedAt()
 	return _u
 }
 
@@ -194,6 +206,9 @@ func (_u *CrawlerRangeListUpdate) sqlSave(ctx context.Context) (_node int, err e
 			sqljson.Append(u, crawlerrangelist.FieldPrefixes, value)
 		})
 	}
+	if _u.mutation.PrefixesCleared() {
+		_spec.ClearField(crawlerrangelist.FieldPrefixes, field.TypeJSON)
+	}
 	if value, ok := _u.mutation.ListTime(); ok {
 		_spec.SetField(crawlerrangelist.FieldListTime, field.TypeTime, value)
 	}
@@ -202,6 +217,9 @@ func (_u *CrawlerRangeListUpdate) sqlSave(ctx context.Context) (_node int, err e
 	}
 	if value, ok := _u.mutation.FetchedAt(); ok {
 		_spec.SetField(crawlerrangelist.FieldFetchedAt, field.TypeTime, value)
+	}
+	if _u.mutation.FetchedAtCleared() {
+		_spec.ClearField(crawlerrangelist.FieldFetchedAt, field.TypeTime)
 	}
 	if value, ok := _u.mutation.CheckedAt(); ok {
 		_spec.SetField(crawlerrangelist.FieldCheckedAt, field.TypeTime, value)
@@ -257,6 +275,12 @@ func (_u *CrawlerRangeListUpdateOne) AppendPrefixes(v []string) *CrawlerRangeLis
 	return _u
 }
 
+// ClearPrefixes clears the value of the "prefixes" field.
+func (_u *CrawlerRangeListUpdateOne) ClearPrefixes() *CrawlerRangeListUpdateOne {
+	_u.mutation.ClearPrefixes()
+	return _u
+}
+
 // SetListTime sets the "list_time" field.
 func (_u *CrawlerRangeListUpdateOne) SetListTime(v time.Time) *CrawlerRangeListUpdateOne {
 	_u.mutation.SetListTime(v)
@@ -288,6 +312,12 @@ func (_u *CrawlerRangeListUpdateOne) SetNillableFetchedAt(v *time.Time) *Crawler
 	if v != nil {
 		_u.SetFetchedAt(*v)
 	}
+	return _u
+}
+
+// ClearFetchedAt clears the value of the "fetched_at" field.
+func (_u *CrawlerRangeListUpdateOne) ClearFetchedAt() *CrawlerRangeListUpdateOne {
+	_u.mutation.ClearFetchedAt()
 	return _u
 }
 
@@ -425,6 +455,9 @@ func (_u *CrawlerRangeListUpdateOne) sqlSave(ctx context.Context) (_node *Crawle
 			sqljson.Append(u, crawlerrangelist.FieldPrefixes, value)
 		})
 	}
+	if _u.mutation.PrefixesCleared() {
+		_spec.ClearField(crawlerrangelist.FieldPrefixes, field.TypeJSON)
+	}
 	if value, ok := _u.mutation.ListTime(); ok {
 		_spec.SetField(crawlerrangelist.FieldListTime, field.TypeTime, value)
 	}
@@ -433,6 +466,9 @@ func (_u *CrawlerRangeListUpdateOne) sqlSave(ctx context.Context) (_node *Crawle
 	}
 	if value, ok := _u.mutation.FetchedAt(); ok {
 		_spec.SetField(crawlerrangelist.FieldFetchedAt, field.TypeTime, value)
+	}
+	if _u.mutation.FetchedAtCleared() {
+		_spec.ClearField(crawlerrangelist.FieldFetchedAt, field.TypeTime)
 	}
 	if value, ok := _u.mutation.CheckedAt(); ok {
 		_spec.SetField(crawlerrangelist.FieldCheckedAt, field.TypeTime, value)

@@ -3278,10 +3278,24 @@ func (m *CrawlerRangeListMutation) AppendedPrefixes() ([]string, bool) {
 	return m.appendprefixes, true
 }
 
+// ClearPrefixes clears the value of the "prefixes" field.
+func (m *CrawlerRangeListMutation) ClearPrefixes() {
+	m.prefixes = nil
+	m.appendprefixes = nil
+	m.clearedFields[crawlerrangelist.FieldPrefixes] = struct{}{}
+}
+
+// PrefixesCleared returns if the "prefixes" field was cleared in this mutation.
+func (m *CrawlerRangeListMutation) PrefixesCleared() bool {
+	_, ok := m.clearedFields[crawlerrangelist.FieldPrefixes]
+	return ok
+}
+
 // ResetPrefixes resets all changes to the "prefixes" field.
 func (m *CrawlerRangeListMutation) ResetPrefixes() {
 	m.prefixes = nil
 	m.appendprefixes = nil
+	delete(m.clearedFields, crawlerrangelist.FieldPrefixes)
 }
 
 // SetListTime sets the "list_time" field.
@@ -3350,7 +3364,7 @@ func (m *CrawlerRangeListMutation) FetchedAt() (r time.Time, exists bool) {
 // OldFetchedAt returns the old "fetched_at" field's value of the CrawlerRangeList entity.
 // If the CrawlerRangeList object wasn't provided to the builder, the object is fetched from the database.
 // An error is returned if the mutation operation is not UpdateOne, or the database query fails.
-func (m *CrawlerRangeListMutation) OldFetchedAt(ctx context.Context) (v time.Time, err error) {
+func (m *CrawlerRangeListMutation) OldFetchedAt(ctx context.Context) (v *time.Time, err error) {
 	if !m.op.Is(OpUpdateOne) {
 		return v, errors.New("OldFetchedAt is only allowed on UpdateOne operations")
 	}
@@ -3364,9 +3378,22 @@ func (m *CrawlerRangeListMutation) OldFetchedAt(ctx context.Context) (v time.Tim
 	return oldValue.FetchedAt, nil
 }
 
+// ClearFetchedAt clears the value of the "fetched_at" field.
+func (m *CrawlerRangeListMutation) ClearFetchedAt() {
+	m.fetched_at = nil
+	m.clearedFields[crawlerrangelist.FieldFetchedAt] = struct{}{}
+}
+
+// FetchedAtCleared returns if the "fetched_at" field was cleared in this mutation.
+func (m *CrawlerRangeListMutation) FetchedAtCleared() bool {
+	_, ok := m.clearedFields[crawlerrangelist.FieldFetchedAt]
+	return ok
+}
+
 // ResetFetchedAt resets all changes to the "fetched_at" field.
 func (m *CrawlerRangeListMutation) ResetFetchedAt() {
 	m.fetched_at = nil
+	delete(m.clearedFields, crawlerrangelist.FieldFetchedAt)
 }
 
 // SetCheckedAt sets the "checked_at" field.
@@ -3616,8 +3643,14 @@ func (m *CrawlerRangeListMutation) AddField(name string, value ent.Value) error 
 // mutation.
 func (m *CrawlerRangeListMutation) ClearedFields() []string {
 	var fields []string
+	if m.FieldCleared(crawlerrangelist.FieldPrefixes) {
+		fields = append(fields, crawlerrangelist.FieldPrefixes)
+	}
 	if m.FieldCleared(crawlerrangelist.FieldListTime) {
 		fields = append(fields, crawlerrangelist.FieldListTime)
+	}
+	if m.FieldCleared(crawlerrangelist.FieldFetchedAt) {
+		fields = append(fields, crawlerrangelist.FieldFetchedAt)
 	}
 	return fields
 }
@@ -3633,8 +3666,14 @@ func (m *CrawlerRangeListMutation) FieldCleared(name string) bool {
 // error if the field is not defined in the schema.
 func (m *CrawlerRangeListMutation) ClearField(name string) error {
 	switch name {
+	case crawlerrangelist.FieldPrefixes:
+		m.ClearPrefixes()
+		return nil
 	case crawlerrangelist.FieldListTime:
 		m.ClearListTime()
+		return nil
+	case crawlerrangelist.FieldFetchedAt:
+		m.ClearFetchedAt()
 		return nil
 	}
 	return fmt.Errorf("unknown CrawlerRangeList nullable field %s", name)

@@ -100,9 +100,20 @@ func TestCrawlerVerification(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(st.CrawlerRanges) != 1 || st.CrawlerRanges[0].Name != "googlebot" || st.CrawlerRanges[0].Prefixes != 2 ||
-			st.CrawlerRanges[0].ListTime == nil || !st.CrawlerRanges[0].ListTime.Equal(time.Date(2026, 11, 26, 18, 0, 13, 0, time.UTC)) {
-			t.Errorf("stored lists: %+v", st.CrawlerRanges)
+		if len(st.CrawlerRanges) != len(crawler.Sources) {
+			t.Fatalf("stored lists: %+v", st.CrawlerRanges)
+		}
+		for _, l := range st.CrawlerRanges {
+			switch l.Name {
+			case "googlebot":
+				if l.Prefixes != 2 || l.FetchedAt == nil || l.LastError != "" || l.ListTime == nil || !l.ListTime.Equal(time.Date(2026, 11, 26, 18, 0, 13, 0, time.UTC)) {
+					t.Errorf("googlebot stored: %+v", l)
+				}
+			default: // 404: the attempt and its error, no list
+				if l.Prefixes != 0 || l.FetchedAt != nil || l.LastError != "HTTP 404" {
+					t.Errorf("%s stored: %+v", l.Name, l)
+				}
+			}
 		}
 	})
 }

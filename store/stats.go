@@ -31,7 +31,7 @@ type Stats struct {
 	// Exact says the row counts were counted, not estimated.
 	Exact bool `json:"exact"`
 	// CrawlerRanges are the crawler range lists fetched from their operators and stored
-	// (crawler.Refresher), one per list; a list never fetched has none.
+	// (crawler.Refresher), one per list attempted; a list never fetched good has no prefixes.
 	CrawlerRanges []CrawlerRangeStats `json:"crawler_ranges"`
 }
 
@@ -41,7 +41,7 @@ type CrawlerRangeStats struct {
 	URL       string     `json:"url"`
 	Prefixes  int        `json:"prefixes"`
 	ListTime  *time.Time `json:"list_time"`  // the document's own date
-	FetchedAt time.Time  `json:"fetched_at"` // the last good fetch
+	FetchedAt *time.Time `json:"fetched_at"` // the last good fetch; nil: never
 	CheckedAt time.Time  `json:"checked_at"` // the last attempt
 	LastError string     `json:"last_error"` // of the last attempt
 }
@@ -137,7 +137,7 @@ func (d *DB) Stats(ctx context.Context, exact bool) (*Stats, error) {
 	}
 	for _, l := range lists {
 		cs := CrawlerRangeStats{Name: l.ID, URL: l.URL, Prefixes: len(l.Prefixes), ListTime: l.ListTime,
-			FetchedAt: l.FetchedAt.UTC(), CheckedAt: l.CheckedAt.UTC(), LastError: l.LastError}
+			FetchedAt: l.FetchedAt, CheckedAt: l.CheckedAt.UTC(), LastError: l.LastError}
 		st.CrawlerRanges = append(st.CrawlerRanges, cs)
 	}
 	return st, nil

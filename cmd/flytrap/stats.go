@@ -61,10 +61,12 @@ func crawlerRanges(st *store.Stats, refresh time.Duration, now time.Time) []craw
 			}
 		}
 		if l, ok := stored[s.Name]; ok {
-			ls.Source, ls.URL, ls.FetchedAt, ls.CheckedAt, ls.LastError, ls.Prefixes = "stored", l.URL, l.FetchedAt, l.CheckedAt, l.LastError, l.Prefixes
-			ls.AsOf = l.FetchedAt
-			if l.ListTime != nil {
-				ls.AsOf = l.ListTime.UTC()
+			ls.URL, ls.CheckedAt, ls.LastError = l.URL, l.CheckedAt, l.LastError
+			if l.FetchedAt != nil && l.Prefixes > 0 { // else never fetched good: the embedded copy serves
+				ls.Source, ls.FetchedAt, ls.Prefixes, ls.AsOf = "stored", l.FetchedAt.UTC(), l.Prefixes, l.FetchedAt.UTC()
+				if l.ListTime != nil {
+					ls.AsOf = l.ListTime.UTC()
+				}
 			}
 		}
 		ls.Stale = crawler.Stale(ls, refresh, crawler.DefaultStaleAfter, now)

@@ -160,8 +160,8 @@ func TestStatsCrawlerRanges(t *testing.T) {
 		if g := row("googlebot"); g[1] != "stored" || g[2] != "2026-11-26T18:00:13Z" || g[4] != "2" || g[5] != "no" {
 			t.Errorf("googlebot: %v\n%s", g, out)
 		}
-		if bg := row("bingbot"); bg[1] != "embedded" || bg[3] != "-" || bg[5] != "STALE" {
-			t.Errorf("bingbot (a bad document, never fetched good): %v", bg)
+		if bg := row("bingbot"); bg[1] != "embedded" || bg[3] != "-" || bg[5] != "STALE" || !strings.Contains(strings.Join(bg[6:], " "), "not a published range list") {
+			t.Errorf("bingbot (a bad document, never fetched good: the error stored): %v", bg)
 		}
 		if g := row("chatgpt-user"); g[1] != "embedded" || g[5] != "STALE" {
 			t.Errorf("chatgpt-user (no copy at all): %v", g)

@@ -154,6 +154,16 @@ func URLContainsFold(v string) predicate.CrawlerRangeList {
 	return predicate.CrawlerRangeList(sql.FieldContainsFold(FieldURL, v))
 }
 
+// PrefixesIsNil applies the IsNil predicate on the "prefixes" field.
+func PrefixesIsNil() predicate.CrawlerRangeList {
+	return predicate.CrawlerRangeList(sql.FieldIsNull(FieldPrefixes))
+}
+
+// PrefixesNotNil applies the NotNil predicate on the "prefixes" field.
+func PrefixesNotNil() predicate.CrawlerRangeList {
+	return predicate.CrawlerRangeList(sql.FieldNotNull(FieldPrefixes))
+}
+
 // ListTimeEQ applies the EQ predicate on the "list_time" field.
 func ListTimeEQ(v time.Time) predicate.CrawlerRangeList {
 	return predicate.CrawlerRangeList(sql.FieldEQ(FieldListTime, v))
@@ -242,6 +252,16 @@ func FetchedAtLT(v time.Time) predicate.CrawlerRangeList {
 // FetchedAtLTE applies the LTE predicate on the "fetched_at" field.
 func FetchedAtLTE(v time.Time) predicate.CrawlerRangeList {
 	return predicate.CrawlerRangeList(sql.FieldLTE(FieldFetchedAt, v))
+}
+
+// FetchedAtIsNil applies the IsNil predicate on the "fetched_at" field.
+func FetchedAtIsNil() predicate.CrawlerRangeList {
+	return predicate.CrawlerRangeList(sql.FieldIsNull(FieldFetchedAt))
+}
+
+// FetchedAtNotNil applies the NotNil predicate on the "fetched_at" field.
+func FetchedAtNotNil() predicate.CrawlerRangeList {
+	return predicate.CrawlerRangeList(sql.FieldNotNull(FieldFetchedAt))
 }
 
 // CheckedAtEQ applies the EQ predicate on the "checked_at" field.

@@ -146,9 +146,9 @@ var (
 	CrawlerRangeListsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 64},
 		{Name: "url", Type: field.TypeString, Size: 2048},
-		{Name: "prefixes", Type: field.TypeJSON},
+		{Name: "prefixes", Type: field.TypeJSON, Nullable: true},
 		{Name: "list_time", Type: field.TypeTime, Nullable: true},
-		{Name: "fetched_at", Type: field.TypeTime},
+		{Name: "fetched_at", Type: field.TypeTime, Nullable: true},
 		{Name: "checked_at", Type: field.TypeTime},
 		{Name: "last_error", Type: field.TypeString, Size: 512, Default: ""},
 	}

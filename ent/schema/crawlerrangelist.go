@@ -17,10 +17,10 @@ func (CrawlerRangeList) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("id").Immutable().NotEmpty().MaxLen(64), // the list's name, e.g. googlebot
 		field.String("url").MaxLen(2048),
-		field.Strings("prefixes"),
-		field.Time("list_time").Optional().Nillable(), // the document's own creationTime
-		field.Time("fetched_at"),                      // the last good fetch
-		field.Time("checked_at"),                      // the last attempt, good or not
+		field.Strings("prefixes").Optional(),           // empty: never fetched good (the row keeps the error)
+		field.Time("list_time").Optional().Nillable(),  // the document's own creationTime
+		field.Time("fetched_at").Optional().Nillable(), // the last good fetch; nil: never
+		field.Time("checked_at"),                       // the last attempt, good or not
 		field.String("last_error").Default("").MaxLen(512),
 	}
 }
