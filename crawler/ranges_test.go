@@ -180,7 +180,7 @@ func TestRefreshStored(t *testing.T) {
 			t.Fatal("the embedded list does not hold 203.0.113.7")
 		}
 		r := NewRefresher(RefreshConfig{URLs: op.urls()}, guard, db.Client, log) // refresh off
-		r.Run(context.Background())                                               // loads and returns
+		r.Run(context.Background())                                              // loads and returns
 		if detect.UnverifiedClaim(google, fresh) {
 			t.Fatal("a restart fell back to the embedded list")
 		}
