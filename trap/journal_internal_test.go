@@ -111,6 +111,30 @@ func TestJournalEntryRoundTrip(t *testing.T) {
 	}
 }
 
+// A binary record of the version before crawler verification (no DNS fields at its end)
+// still reads, with them zero: a journal left across the upgrade replays.
+func TestJournalReadsRecordsWithoutDNS(t *testing.T) {
+	rec := &hitRecord{Hit: record.Hit{ID: ids.New(ids.Hit), Org: ids.New(ids.Org), Status: 200, Observation: detect.Observation{
+		At: time.Now().UTC(), Method: "GET", Path: "/", UA: "Googlebot/2.1", IP: netip.MustParseAddr("203.0.113.7"),
+		DNS: detect.DNSConfirmed, DNSHost: "crawl-203-0-113-7.googlebot.com"}}}
+	rec.Hit.Prepare()
+	payload, err := encodeHit(nil, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := append([]byte{journalBinary}, payload[1:len(payload)-2-len(rec.DNSHost)]...) // no DNS byte, host length, host
+	got, err := decodeHit(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.DNS != detect.DNSNotChecked || got.DNSHost != "" || got.UA != rec.UA || got.ID != rec.ID {
+		t.Fatalf("%+v", got.Hit.Observation)
+	}
+	if _, err := decodeHit(append([]byte{journalBinary}, payload[1:]...)); err == nil {
+		t.Fatal("an earlier version's record with bytes past its end read")
+	}
+}
+
 // A record written as JSON (by the version before the binary records) is still read at
 // replay, and reads back as the binary one does.
 func TestJournalReadsJSONRecords(t *testing.T) {

@@ -13,15 +13,22 @@ import (
 
 // The journal's record of a hit, in a compact binary form: encoding/json's reflection was
 // 4 % of the listener's CPU per hit (docs/benchmarks.md, "CPU per hit"), and the record is
-// written on every request, read only at replay. It is journalBinary, then the fields of
+// written on every request, read only at replay. It is journalBinaryDNS, then the fields of
 // journalEntry in a fixed order (appendEntry): strings and lists as a uvarint length then
 // their bytes or items, numbers as varints, a list or map as its length + 1 (0: nil, so a
 // nil and an empty one read back as they were written), a time and an address in their
-// AppendBinary forms. Records written as JSON by an earlier version (they begin with '{')
+// AppendBinary forms, then the reverse DNS facts. Records written as JSON by an earlier
+// version (they begin with '{') or without the DNS facts (journalBinary)
 // are still read. TestJournalCodecCoversEveryField fails when one of the encoded types
 // gains a field this file does not write.
 
-const journalBinary = 0xB1 // first byte of a binary record (never '{')
+// First bytes of a binary record (never '{'): journalBinary, as written before crawler
+// verification (read at replay, never written), and journalBinaryDNS, the same fields then
+// the reverse DNS facts (Observation.DNS, DNSHost).
+const (
+	journalBinary    = 0xB1
+	journalBinaryDNS = 0xB2
+)
 
 var errJournalShort = errors.New("a journal record cut short")
 
@@ -62,7 +69,7 @@ func appendTime(b []byte, t time.Time) ([]byte, error) {
 
 // appendEntry appends the binary record of a hit and its tokens.
 func appendEntry(b []byte, h *record.Hit, refs []decoy.TokenRef) ([]byte, error) {
-	b = append(b, journalBinary)
+	b = append(b, journalBinaryDNS)
 	b = appendString(b, h.ID)
 	b = appendString(b, h.Org)
 	b = appendString(b, h.Site)
@@ -118,8 +125,6 @@ func appendEntry(b []byte, h *record.Hit, refs []decoy.TokenRef) ([]byte, error)
 	b = appendStrings(b, o.Disallow)
 	b = appendStrings(b, o.Linked)
 	b = appendStrings(b, o.Known)
-	b = append(b, byte(o.DNS))
-	b = appendString(b, o.DNSHost)
 	if refs == nil {
 		b = append(b, 0)
 	} else {
@@ -131,6 +136,9 @@ func appendEntry(b []byte, h *record.Hit, refs []decoy.TokenRef) ([]byte, error)
 			b = appendString(b, r.TrapID)
 		}
 	}
+	b = append(b, byte(o.DNS)) // last: a journalBinary record (an earlier version's) ends before them
+
+	b = appendString(b, o.DNSHost)
 	return b, nil
 }
 
@@ -226,7 +234,8 @@ func (r *entryReader) time() time.Time {
 // readEntry reads what appendEntry wrote.
 func readEntry(p []byte) (*record.Hit, []decoy.TokenRef, error) {
 	r := &entryReader{b: p}
-	if r.byte() != journalBinary {
+	kind := r.byte()
+	if kind != journalBinary && kind != journalBinaryDNS {
 		return nil, nil, errors.New("not a binary journal record")
 	}
 	h := &record.Hit{}
@@ -263,7 +272,6 @@ func readEntry(p []byte) (*record.Hit, []decoy.TokenRef, error) {
 	}
 	o.Tool, o.ToolArgs = r.string(), r.string()
 	o.Disallow, o.Linked, o.Known = r.strings(), r.strings(), r.strings()
-	o.DNS, o.DNSHost = detect.DNSCheck(r.byte()), r.string()
 	var refs []decoy.TokenRef
 	if n, isNil := r.count(); !isNil {
 		refs = make([]decoy.TokenRef, n)
@@ -274,6 +282,9 @@ func readEntry(p []byte) (*record.Hit, []decoy.TokenRef, error) {
 			ref.Purpose, ref.Origin = decoy.Purpose(r.byte()), decoy.Origin(r.byte())
 			ref.TrapID = r.string()
 		}
+	}
+	if kind == journalBinaryDNS {
+		o.DNS, o.DNSHost = detect.DNSCheck(r.byte()), r.string()
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = errors.New("a journal record with bytes past its end")
