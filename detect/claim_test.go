@@ -84,6 +84,17 @@ func TestVerifiedOutweighsEarlierClaim(t *testing.T) {
 	if v := out.Verdict; v.Classification != ClassCrawler || v.Confidence != 95 {
 		t.Fatalf("second hit: %+v", v)
 	}
+	x := Explain(Evidence{Signals: s.State.Signals, Agent: LookupUA(s.UA), Hits: s.Hits, Sent: s.State.Sent})
+	sum := 0
+	for _, p := range x.Parts {
+		sum += p.Points
+		if p.Name == SignalUnverifiedBotClaim && p.Points != 0 {
+			t.Errorf("the outweighed claim adds %d points", p.Points)
+		}
+	}
+	if x.Verdict != out.Verdict || sum != x.Raw || x.Rule != 7 {
+		t.Errorf("explanation %+v does not add up to %+v", x, out.Verdict)
+	}
 	o.At, o.DNS, o.DNSHost = at.Add(2*time.Second), DNSNoPTR, ""
 	_, out = Observe(s, o)
 	if firingDetail(out, SignalUnverifiedBotClaim) != "" || out.Verdict.Classification != ClassCrawler {

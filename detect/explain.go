@@ -68,7 +68,7 @@ func Explain(e Evidence) Explanation {
 			continue
 		}
 		sig := signalsByName[name]
-		p := Part{Name: name, Count: n, Weight: sig.Weight, Points: weigh(name, n), CountsOnce: sig.Once, Tripwire: sig.Tripwire}
+		p := Part{Name: name, Count: n, Weight: sig.Weight, Points: points(e, name, n), CountsOnce: sig.Once, Tripwire: sig.Tripwire}
 		x.Parts = append(x.Parts, p)
 		x.Raw += p.Points
 	}

@@ -219,10 +219,7 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 	verified := has(SignalCrawlerVerified) // the operator vouched for the address: no false claim
 	raw := 0
 	for name, n := range e.Signals {
-		if verified && name == SignalUnverifiedBotClaim {
-			continue
-		}
-		raw += weigh(name, n)
+		raw += points(e, name, n)
 	}
 	if uaSig != "" && !has(uaSig) {
 		raw += weigh(uaSig, 1)
@@ -378,6 +375,15 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 		v.Severity = SeverityHigh
 	}
 	return v, rule, b
+}
+
+// points is what n occurrences of a signal add to e's raw score: its weight (weigh), but
+// nothing for an unverified claim in a session its crawler's operator verified.
+func points(e Evidence, name string, n int) int {
+	if name == SignalUnverifiedBotClaim && e.Signals[SignalCrawlerVerified] > 0 {
+		return 0
+	}
+	return weigh(name, n)
 }
 
 // weigh is a signal's contribution for n occurrences: w + w/2 + w/4 + …
