@@ -393,17 +393,23 @@ func TestCrawlerRangesNamesAreKnownAgents(t *testing.T) {
 	for _, a := range uaIdx.agents {
 		known[strings.ToLower(a.Name)] = true
 	}
-	for name, ps := range crawlerRanges {
+	byAgent := Ranges().byAgent
+	for name, l := range byAgent {
 		if !known[name] {
 			t.Errorf("crawler-ranges.json names %q, which LookupUA never returns", name)
 		}
-		if len(ps) == 0 {
-			t.Errorf("%s: no prefixes", name)
+		if len(l.Prefixes) == 0 || l.AsOf.IsZero() {
+			t.Errorf("%s: no prefixes or no date", name)
 		}
 	}
 	for _, must := range []string{"googlebot", "bingbot", "applebot", "duckduckbot", "gptbot", "perplexitybot"} {
-		if _, ok := crawlerRanges[must]; !ok {
+		if _, ok := byAgent[must]; !ok {
 			t.Errorf("no ranges for %s", must)
+		}
+	}
+	for name := range DNSAgents() {
+		if !known[name] {
+			t.Errorf("the reverse DNS table names %q, which LookupUA never returns", name)
 		}
 	}
 }

@@ -50,6 +50,22 @@ func BenchmarkClassifyHit(b *testing.B) {
 	}
 }
 
+// BenchmarkCheckClaim is a claimed crawler checked against the reverse DNS the listener
+// found and the range set in effect (an atomic load), verified and not.
+func BenchmarkCheckClaim(b *testing.B) {
+	a := LookupUA("Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)")
+	in, out := netip.MustParseAddr("66.249.66.1"), netip.MustParseAddr("203.0.113.7")
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if i++; i%2 == 0 {
+			_ = CheckClaim(a, in, DNSPending, "")
+		} else {
+			_ = CheckClaim(a, out, DNSWrongDomain, "crawl.example.net")
+		}
+	}
+}
+
 func BenchmarkAnalyzePrompt(b *testing.B) {
 	b.ReportAllocs()
 	i := 0

@@ -5,8 +5,9 @@
 //   - LookupUA recognises user agents (AI agents, assistants, search and
 //     training crawlers from the ai.robots.txt list; search engines, HTTP
 //     clients, headless browsers and scanners from built-in lists), and
-//     UnverifiedClaim checks a claimed crawler identity against the
-//     operator's published address ranges.
+//     CheckClaim checks a claimed crawler identity against what reverse DNS
+//     found (the listener's lookup, Observation.DNS) and the operator's
+//     published address ranges (UnverifiedClaim: the ranges alone).
 //   - The signal names, which of them are tripwires, and helpers that turn
 //     a user agent or a follow-up delay into a signal live in signals.go.
 //   - AnalyzePrompt decides whether captured text reads as an AI's own
@@ -15,7 +16,8 @@
 //     a classification, score, confidence and severity from one weights
 //     table; Detected says when a session is worth a threat.detected event.
 //
-// Everything here is safe for concurrent use: the only package state is
-// read-only tables built once from embedded data. docs/detection.md
+// Everything here is safe for concurrent use: the package state is read-only
+// tables built once from embedded data, and the crawler range set in effect,
+// which SetRanges replaces whole and atomically (crawler.Refresher). docs/detection.md
 // describes the rules for people; the tests keep the two in step.
 package detect

@@ -96,6 +96,11 @@ type Observation struct {
 	Disallow []string // a robots.txt trap was hit: the paths its decoy disallowed (none when not served)
 	Linked   []string // a decoy was served: the same-site paths it links to
 	Known    []string // the site's trap paths: an unknown path near one is a typo, not a probe
+	// What forward-confirmed reverse DNS found for IP when UA claims a crawler whose
+	// operator documents it (the listener's crawler.Verifier; DNSNotChecked otherwise),
+	// and the PTR record's host name ("" when none). CheckClaim weighs them.
+	DNS     DNSCheck
+	DNSHost string
 }
 
 // Firing is one signal a request fired, with its evidence.
@@ -164,8 +169,15 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 	if sig := UASignal(client); sig != "" {
 		once(sig, client.Name)
 	}
-	if UnverifiedClaim(client, o.IP) {
-		once(SignalUnverifiedBotClaim, client.Name+" from "+o.IP.String())
+	switch c := CheckClaim(client, o.IP, o.DNS, o.DNSHost); c.Result {
+	case ClaimVerified:
+		if s.State.Signals[SignalCrawlerVerified] == 0 {
+			once(SignalCrawlerVerified, c.Detail())
+		}
+	case ClaimUnverified: // a session its operator vouched for stays verified
+		if s.State.Signals[SignalUnverifiedBotClaim] == 0 && s.State.Signals[SignalCrawlerVerified] == 0 {
+			once(SignalUnverifiedBotClaim, c.Detail())
+		}
 	}
 
 	sent := false

@@ -158,8 +158,8 @@ func SeverityRank(s string) int {
 //     model did.
 //  3. INJECTION_FOLLOWED → AI_AGENT.
 //  4. SCANNER_UA or SYSTEMATIC_PROBING → SCANNER.
-//  5. UNVERIFIED_BOT_CLAIM → BOT: the claimed identity is false, so nothing
-//     the user agent says is believed.
+//  5. UNVERIFIED_BOT_CLAIM (and no CRAWLER_VERIFIED) → BOT: the claimed
+//     identity is false, so nothing the user agent says is believed.
 //  6. A known AI user agent → AI_AGENT, AI_ASSISTANT or AI_CRAWLER by its
 //     category (ai_search is AI_CRAWLER), with or without CALLBACK_HIT.
 //  7. A search-crawler user agent → CRAWLER (also when it follows hidden
@@ -216,9 +216,10 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 	uaSig := UASignal(e.Agent)
 	hasUA := func(name string) bool { return uaSig == name || has(name) }
 
+	verified := has(SignalCrawlerVerified) // the operator vouched for the address: no false claim
 	raw := 0
 	for name, n := range e.Signals {
-		raw += weigh(name, n)
+		raw += points(e, name, n)
 	}
 	if uaSig != "" && !has(uaSig) {
 		raw += weigh(uaSig, 1)
@@ -289,7 +290,7 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 		default:
 			v.Confidence = 70
 		}
-	case has(SignalUnverifiedBotClaim):
+	case has(SignalUnverifiedBotClaim) && !verified:
 		rule = 5
 		v.Classification = ClassBot
 		v.Confidence = 80
@@ -307,14 +308,14 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 		if has(SignalCallbackHit) {
 			v.Confidence += 15 // and it behaves like the machine it claims to be
 		}
-		if Verifiable(e.Agent) {
-			v.Confidence += 20 // its address matched the operator's ranges
+		if verified || Verifiable(e.Agent) {
+			v.Confidence += 20 // its operator's reverse DNS or ranges backed the address
 		}
 	case hasUA(SignalSearchCrawlerUA):
 		rule = 7
 		v.Classification = ClassCrawler
 		v.Confidence = 65
-		if Verifiable(e.Agent) {
+		if verified || Verifiable(e.Agent) {
 			v.Confidence = 95
 		}
 	case has(SignalCallbackHit):
@@ -374,6 +375,15 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 		v.Severity = SeverityHigh
 	}
 	return v, rule, b
+}
+
+// points is what n occurrences of a signal add to e's raw score: its weight (weigh), but
+// nothing for an unverified claim in a session its crawler's operator verified.
+func points(e Evidence, name string, n int) int {
+	if name == SignalUnverifiedBotClaim && e.Signals[SignalCrawlerVerified] > 0 {
+		return 0
+	}
+	return weigh(name, n)
 }
 
 // weigh is a signal's contribution for n occurrences: w + w/2 + w/4 + …

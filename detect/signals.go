@@ -22,6 +22,7 @@ const (
 	SignalEmptyUA               = "EMPTY_UA"
 	SignalScannerUA             = "SCANNER_UA"
 	SignalUnverifiedBotClaim    = "UNVERIFIED_BOT_CLAIM"
+	SignalCrawlerVerified       = "CRAWLER_VERIFIED"
 	SignalRobotsDisallowIgnored = "ROBOTS_DISALLOW_IGNORED"
 	SignalMachineSpeedFollowup  = "MACHINE_SPEED_FOLLOWUP"
 	SignalLLMSpeedFollowup      = "LLM_SPEED_FOLLOWUP"
@@ -73,7 +74,9 @@ var signalTable = []SignalInfo{
 	// A scanner announcing itself is worth an event.
 	{SignalScannerUA, false, 45, true, "User agent of a vulnerability or internet-wide scanner (Nmap, sqlmap, nuclei, …)."},
 	// A forged crawler identity is deliberate.
-	{SignalUnverifiedBotClaim, false, 40, true, "The user agent claims a crawler whose operator publishes address ranges, from an address outside them."},
+	{SignalUnverifiedBotClaim, false, 40, true, "The user agent claims a crawler whose operator publishes address ranges or documents forward-confirmed reverse DNS, and neither backs it: an address outside the ranges (reverse DNS inconclusive or failed), or, for an operator with DNS only, no PTR record, a PTR host outside the documented domains, or one that does not resolve back. The detail says which. Never after CRAWLER_VERIFIED in the session."},
+	// An identity, not an event: the operator vouches for the address.
+	{SignalCrawlerVerified, false, 0, true, "The user agent claims a crawler and its operator backs the address: forward-confirmed reverse DNS under the operator's documented domains, or an address in its published ranges. The detail names the host name, or the prefix and the list's date. It outweighs an earlier UNVERIFIED_BOT_CLAIM of the session (a first hit whose reverse DNS was not answered in time)."},
 	{SignalRobotsDisallowIgnored, false, 20, false, "A path that robots.txt disallows was requested."},
 	{SignalMachineSpeedFollowup, false, 15, false, "A hidden link was followed less than 1 s after the decoy was served."},
 	// A model read the page before acting.

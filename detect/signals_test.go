@@ -9,7 +9,7 @@ func TestIsTripwire(t *testing.T) {
 	tripwire := []string{SignalCallbackHit, SignalInjectionFollowed, SignalSystemPromptLeaked, SignalCredentialUsed, SignalToolInvoked}
 	supporting := []string{
 		SignalKnownAIAgentUA, SignalKnownAIAssistantUA, SignalKnownAICrawlerUA, SignalSearchCrawlerUA, SignalLinkPreviewUA,
-		SignalAutomationClientUA, SignalHeadlessBrowserUA, SignalEmptyUA, SignalScannerUA, SignalUnverifiedBotClaim,
+		SignalAutomationClientUA, SignalHeadlessBrowserUA, SignalEmptyUA, SignalScannerUA, SignalUnverifiedBotClaim, SignalCrawlerVerified,
 		SignalRobotsDisallowIgnored, SignalMachineSpeedFollowup, SignalLLMSpeedFollowup, SignalHumanSpeedFollowup,
 		SignalSystematicProbing, SignalVisibleLinkOpened,
 	}

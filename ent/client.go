@@ -19,6 +19,7 @@ import (
 	"github.com/flytrap/flytrap/ent/campaign"
 	"github.com/flytrap/flytrap/ent/campaignsession"
 	"github.com/flytrap/flytrap/ent/counter"
+	"github.com/flytrap/flytrap/ent/crawlerrangelist"
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/hithour"
@@ -51,6 +52,8 @@ type Client struct {
 	CampaignSession *CampaignSessionClient
 	// Counter is the client for interacting with the Counter builders.
 	Counter *CounterClient
+	// CrawlerRangeList is the client for interacting with the CrawlerRangeList builders.
+	CrawlerRangeList *CrawlerRangeListClient
 	// Event is the client for interacting with the Event builders.
 	Event *EventClient
 	// Hit is the client for interacting with the Hit builders.
@@ -96,6 +99,7 @@ func (c *Client) init() {
 	c.Campaign = NewCampaignClient(c.config)
 	c.CampaignSession = NewCampaignSessionClient(c.config)
 	c.Counter = NewCounterClient(c.config)
+	c.CrawlerRangeList = NewCrawlerRangeListClient(c.config)
 	c.Event = NewEventClient(c.config)
 	c.Hit = NewHitClient(c.config)
 	c.HitHour = NewHitHourClient(c.config)
@@ -201,27 +205,28 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 	cfg := c.config
 	cfg.driver = tx
 	return &Tx{
-		ctx:             ctx,
-		config:          cfg,
-		APIKey:          NewAPIKeyClient(cfg),
-		Campaign:        NewCampaignClient(cfg),
-		CampaignSession: NewCampaignSessionClient(cfg),
-		Counter:         NewCounterClient(cfg),
-		Event:           NewEventClient(cfg),
-		Hit:             NewHitClient(cfg),
-		HitHour:         NewHitHourClient(cfg),
-		IdempotencyKey:  NewIdempotencyKeyClient(cfg),
-		Organization:    NewOrganizationClient(cfg),
-		Prompt:          NewPromptClient(cfg),
-		Secret:          NewSecretClient(cfg),
-		Sequence:        NewSequenceClient(cfg),
-		Session:         NewSessionClient(cfg),
-		Signal:          NewSignalClient(cfg),
-		Site:            NewSiteClient(cfg),
-		Trap:            NewTrapClient(cfg),
-		TrapSession:     NewTrapSessionClient(cfg),
-		WebhookDelivery: NewWebhookDeliveryClient(cfg),
-		WebhookEndpoint: NewWebhookEndpointClient(cfg),
+		ctx:              ctx,
+		config:           cfg,
+		APIKey:           NewAPIKeyClient(cfg),
+		Campaign:         NewCampaignClient(cfg),
+		CampaignSession:  NewCampaignSessionClient(cfg),
+		Counter:          NewCounterClient(cfg),
+		CrawlerRangeList: NewCrawlerRangeListClient(cfg),
+		Event:            NewEventClient(cfg),
+		Hit:              NewHitClient(cfg),
+		HitHour:          NewHitHourClient(cfg),
+		IdempotencyKey:   NewIdempotencyKeyClient(cfg),
+		Organization:     NewOrganizationClient(cfg),
+		Prompt:           NewPromptClient(cfg),
+		Secret:           NewSecretClient(cfg),
+		Sequence:         NewSequenceClient(cfg),
+		Session:          NewSessionClient(cfg),
+		Signal:           NewSignalClient(cfg),
+		Site:             NewSiteClient(cfg),
+		Trap:             NewTrapClient(cfg),
+		TrapSession:      NewTrapSessionClient(cfg),
+		WebhookDelivery:  NewWebhookDeliveryClient(cfg),
+		WebhookEndpoint:  NewWebhookEndpointClient(cfg),
 	}, nil
 }
 
@@ -239,27 +244,28 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 	cfg := c.config
 	cfg.driver = &txDriver{tx: tx, drv: c.driver}
 	return &Tx{
-		ctx:             ctx,
-		config:          cfg,
-		APIKey:          NewAPIKeyClient(cfg),
-		Campaign:        NewCampaignClient(cfg),
-		CampaignSession: NewCampaignSessionClient(cfg),
-		Counter:         NewCounterClient(cfg),
-		Event:           NewEventClient(cfg),
-		Hit:             NewHitClient(cfg),
-		HitHour:         NewHitHourClient(cfg),
-		IdempotencyKey:  NewIdempotencyKeyClient(cfg),
-		Organization:    NewOrganizationClient(cfg),
-		Prompt:          NewPromptClient(cfg),
-		Secret:          NewSecretClient(cfg),
-		Sequence:        NewSequenceClient(cfg),
-		Session:         NewSessionClient(cfg),
-		Signal:          NewSignalClient(cfg),
-		Site:            NewSiteClient(cfg),
-		Trap:            NewTrapClient(cfg),
-		TrapSession:     NewTrapSessionClient(cfg),
-		WebhookDelivery: NewWebhookDeliveryClient(cfg),
-		WebhookEndpoint: NewWebhookEndpointClient(cfg),
+		ctx:              ctx,
+		config:           cfg,
+		APIKey:           NewAPIKeyClient(cfg),
+		Campaign:         NewCampaignClient(cfg),
+		CampaignSession:  NewCampaignSessionClient(cfg),
+		Counter:          NewCounterClient(cfg),
+		CrawlerRangeList: NewCrawlerRangeListClient(cfg),
+		Event:            NewEventClient(cfg),
+		Hit:              NewHitClient(cfg),
+		HitHour:          NewHitHourClient(cfg),
+		IdempotencyKey:   NewIdempotencyKeyClient(cfg),
+		Organization:     NewOrganizationClient(cfg),
+		Prompt:           NewPromptClient(cfg),
+		Secret:           NewSecretClient(cfg),
+		Sequence:         NewSequenceClient(cfg),
+		Session:          NewSessionClient(cfg),
+		Signal:           NewSignalClient(cfg),
+		Site:             NewSiteClient(cfg),
+		Trap:             NewTrapClient(cfg),
+		TrapSession:      NewTrapSessionClient(cfg),
+		WebhookDelivery:  NewWebhookDeliveryClient(cfg),
+		WebhookEndpoint:  NewWebhookEndpointClient(cfg),
 	}, nil
 }
 
@@ -289,9 +295,10 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.APIKey, c.Campaign, c.CampaignSession, c.Counter, c.Event, c.Hit, c.HitHour,
-		c.IdempotencyKey, c.Organization, c.Prompt, c.Secret, c.Sequence, c.Session,
-		c.Signal, c.Site, c.Trap, c.TrapSession, c.WebhookDelivery, c.WebhookEndpoint,
+		c.APIKey, c.Campaign, c.CampaignSession, c.Counter, c.CrawlerRangeList, c.Event,
+		c.Hit, c.HitHour, c.IdempotencyKey, c.Organization, c.Prompt, c.Secret,
+		c.Sequence, c.Session, c.Signal, c.Site, c.Trap, c.TrapSession,
+		c.WebhookDelivery, c.WebhookEndpoint,
 	} {
 		n.Use(hooks...)
 	}
@@ -301,9 +308,10 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.APIKey, c.Campaign, c.CampaignSession, c.Counter, c.Event, c.Hit, c.HitHour,
-		c.IdempotencyKey, c.Organization, c.Prompt, c.Secret, c.Sequence, c.Session,
-		c.Signal, c.Site, c.Trap, c.TrapSession, c.WebhookDelivery, c.WebhookEndpoint,
+		c.APIKey, c.Campaign, c.CampaignSession, c.Counter, c.CrawlerRangeList, c.Event,
+		c.Hit, c.HitHour, c.IdempotencyKey, c.Organization, c.Prompt, c.Secret,
+		c.Sequence, c.Session, c.Signal, c.Site, c.Trap, c.TrapSession,
+		c.WebhookDelivery, c.WebhookEndpoint,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -320,6 +328,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.CampaignSession.mutate(ctx, m)
 	case *CounterMutation:
 		return c.Counter.mutate(ctx, m)
+	case *CrawlerRangeListMutation:
+		return c.CrawlerRangeList.mutate(ctx, m)
 	case *EventMutation:
 		return c.Event.mutate(ctx, m)
 	case *HitMutation:
@@ -920,6 +930,140 @@ func (c *CounterClient) mutate(ctx context.Context, m *CounterMutation) (Value, 
 		return (&CounterDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown Counter mutation op: %q", m.Op())
+	}
+}
+
+// CrawlerRangeListClient is a client for the CrawlerRangeList schema.
+type CrawlerRangeListClient struct {
+	config
+}
+
+// NewCrawlerRangeListClient returns a client for the CrawlerRangeList from the given config.
+func NewCrawlerRangeListClient(c config) *CrawlerRangeListClient {
+	return &CrawlerRangeListClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `crawlerrangelist.Hooks(f(g(h())))`.
+func (c *CrawlerRangeListClient) Use(hooks ...Hook) {
+	c.hooks.CrawlerRangeList = append(c.hooks.CrawlerRangeList, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `crawlerrangelist.Intercept(f(g(h())))`.
+func (c *CrawlerRangeListClient) Intercept(interceptors ...Interceptor) {
+	c.inters.CrawlerRangeList = append(c.inters.CrawlerRangeList, interceptors...)
+}
+
+// Create returns a builder for creating a CrawlerRangeList entity.
+func (c *CrawlerRangeListClient) Create() *CrawlerRangeListCreate {
+	mutation := newCrawlerRangeListMutation(c.config, OpCreate)
+	return &CrawlerRangeListCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of CrawlerRangeList entities.
+func (c *CrawlerRangeListClient) CreateBulk(builders ...*CrawlerRangeListCreate) *CrawlerRangeListCreateBulk {
+	return &CrawlerRangeListCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *CrawlerRangeListClient) MapCreateBulk(slice any, setFunc func(*CrawlerRangeListCreate, int)) *CrawlerRangeListCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &CrawlerRangeListCreateBulk{err: fmt.Errorf("calling to CrawlerRangeListClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*CrawlerRangeListCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &CrawlerRangeListCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for CrawlerRangeList.
+func (c *CrawlerRangeListClient) Update() *CrawlerRangeListUpdate {
+	mutation := newCrawlerRangeListMutation(c.config, OpUpdate)
+	return &CrawlerRangeListUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *CrawlerRangeListClient) UpdateOne(_m *CrawlerRangeList) *CrawlerRangeListUpdateOne {
+	mutation := newCrawlerRangeListMutation(c.config, OpUpdateOne, withCrawlerRangeList(_m))
+	return &CrawlerRangeListUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *CrawlerRangeListClient) UpdateOneID(id string) *CrawlerRangeListUpdateOne {
+	mutation := newCrawlerRangeListMutation(c.config, OpUpdateOne, withCrawlerRangeListID(id))
+	return &CrawlerRangeListUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for CrawlerRangeList.
+func (c *CrawlerRangeListClient) Delete() *CrawlerRangeListDelete {
+	mutation := newCrawlerRangeListMutation(c.config, OpDelete)
+	return &CrawlerRangeListDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *CrawlerRangeListClient) DeleteOne(_m *CrawlerRangeList) *CrawlerRangeListDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *CrawlerRangeListClient) DeleteOneID(id string) *CrawlerRangeListDeleteOne {
+	builder := c.Delete().Where(crawlerrangelist.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &CrawlerRangeListDeleteOne{builder}
+}
+
+// Query returns a query builder for CrawlerRangeList.
+func (c *CrawlerRangeListClient) Query() *CrawlerRangeListQuery {
+	return &CrawlerRangeListQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeCrawlerRangeList},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a CrawlerRangeList entity by its id.
+func (c *CrawlerRangeListClient) Get(ctx context.Context, id string) (*CrawlerRangeList, error) {
+	return c.Query().Where(crawlerrangelist.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *CrawlerRangeListClient) GetX(ctx context.Context, id string) *CrawlerRangeList {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *CrawlerRangeListClient) Hooks() []Hook {
+	hooks := c.hooks.CrawlerRangeList
+	return append(hooks[:len(hooks):len(hooks)], crawlerrangelist.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *CrawlerRangeListClient) Interceptors() []Interceptor {
+	return c.inters.CrawlerRangeList
+}
+
+func (c *CrawlerRangeListClient) mutate(ctx context.Context, m *CrawlerRangeListMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&CrawlerRangeListCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&CrawlerRangeListUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&CrawlerRangeListUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&CrawlerRangeListDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown CrawlerRangeList mutation op: %q", m.Op())
 	}
 }
 
@@ -3384,14 +3528,15 @@ func (c *WebhookEndpointClient) mutate(ctx context.Context, m *WebhookEndpointMu
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		APIKey, Campaign, CampaignSession, Counter, Event, Hit, HitHour, IdempotencyKey,
-		Organization, Prompt, Secret, Sequence, Session, Signal, Site, Trap,
-		TrapSession, WebhookDelivery, WebhookEndpoint []ent.Hook
+		APIKey, Campaign, CampaignSession, Counter, CrawlerRangeList, Event, Hit,
+		HitHour, IdempotencyKey, Organization, Prompt, Secret, Sequence, Session,
+		Signal, Site, Trap, TrapSession, WebhookDelivery, WebhookEndpoint []ent.Hook
 	}
 	inters struct {
-		APIKey, Campaign, CampaignSession, Counter, Event, Hit, HitHour, IdempotencyKey,
-		Organization, Prompt, Secret, Sequence, Session, Signal, Site, Trap,
-		TrapSession, WebhookDelivery, WebhookEndpoint []ent.Interceptor
+		APIKey, Campaign, CampaignSession, Counter, CrawlerRangeList, Event, Hit,
+		HitHour, IdempotencyKey, Organization, Prompt, Secret, Sequence, Session,
+		Signal, Site, Trap, TrapSession, WebhookDelivery,
+		WebhookEndpoint []ent.Interceptor
 	}
 )
 

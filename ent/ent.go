@@ -16,6 +16,7 @@ import (
 	"github.com/flytrap/flytrap/ent/campaign"
 	"github.com/flytrap/flytrap/ent/campaignsession"
 	"github.com/flytrap/flytrap/ent/counter"
+	"github.com/flytrap/flytrap/ent/crawlerrangelist"
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/hithour"
@@ -91,25 +92,26 @@ var (
 func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
-			apikey.Table:          apikey.ValidColumn,
-			campaign.Table:        campaign.ValidColumn,
-			campaignsession.Table: campaignsession.ValidColumn,
-			counter.Table:         counter.ValidColumn,
-			event.Table:           event.ValidColumn,
-			hit.Table:             hit.ValidColumn,
-			hithour.Table:         hithour.ValidColumn,
-			idempotencykey.Table:  idempotencykey.ValidColumn,
-			organization.Table:    organization.ValidColumn,
-			prompt.Table:          prompt.ValidColumn,
-			secret.Table:          secret.ValidColumn,
-			sequence.Table:        sequence.ValidColumn,
-			session.Table:         session.ValidColumn,
-			signal.Table:          signal.ValidColumn,
-			site.Table:            site.ValidColumn,
-			trap.Table:            trap.ValidColumn,
-			trapsession.Table:     trapsession.ValidColumn,
-			webhookdelivery.Table: webhookdelivery.ValidColumn,
-			webhookendpoint.Table: webhookendpoint.ValidColumn,
+			apikey.Table:           apikey.ValidColumn,
+			campaign.Table:         campaign.ValidColumn,
+			campaignsession.Table:  campaignsession.ValidColumn,
+			counter.Table:          counter.ValidColumn,
+			crawlerrangelist.Table: crawlerrangelist.ValidColumn,
+			event.Table:            event.ValidColumn,
+			hit.Table:              hit.ValidColumn,
+			hithour.Table:          hithour.ValidColumn,
+			idempotencykey.Table:   idempotencykey.ValidColumn,
+			organization.Table:     organization.ValidColumn,
+			prompt.Table:           prompt.ValidColumn,
+			secret.Table:           secret.ValidColumn,
+			sequence.Table:         sequence.ValidColumn,
+			session.Table:          session.ValidColumn,
+			signal.Table:           signal.ValidColumn,
+			site.Table:             site.ValidColumn,
+			trap.Table:             trap.ValidColumn,
+			trapsession.Table:      trapsession.ValidColumn,
+			webhookdelivery.Table:  webhookdelivery.ValidColumn,
+			webhookendpoint.Table:  webhookendpoint.ValidColumn,
 		})
 	})
 	return columnCheck(t, c)

@@ -7,6 +7,7 @@ import (
 	"github.com/flytrap/flytrap/ent/campaign"
 	"github.com/flytrap/flytrap/ent/campaignsession"
 	"github.com/flytrap/flytrap/ent/counter"
+	"github.com/flytrap/flytrap/ent/crawlerrangelist"
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/hithour"
@@ -32,7 +33,7 @@ import (
 
 // schemaGraph holds a representation of ent/schema at runtime.
 var schemaGraph = func() *sqlgraph.Schema {
-	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 19)}
+	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 20)}
 	graph.Nodes[0] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   apikey.Table,
@@ -116,6 +117,25 @@ var schemaGraph = func() *sqlgraph.Schema {
 	}
 	graph.Nodes[4] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
+			Table:   crawlerrangelist.Table,
+			Columns: crawlerrangelist.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: crawlerrangelist.FieldID,
+			},
+		},
+		Type: "CrawlerRangeList",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			crawlerrangelist.FieldURL:       {Type: field.TypeString, Column: crawlerrangelist.FieldURL},
+			crawlerrangelist.FieldPrefixes:  {Type: field.TypeJSON, Column: crawlerrangelist.FieldPrefixes},
+			crawlerrangelist.FieldListTime:  {Type: field.TypeTime, Column: crawlerrangelist.FieldListTime},
+			crawlerrangelist.FieldFetchedAt: {Type: field.TypeTime, Column: crawlerrangelist.FieldFetchedAt},
+			crawlerrangelist.FieldCheckedAt: {Type: field.TypeTime, Column: crawlerrangelist.FieldCheckedAt},
+			crawlerrangelist.FieldLastError: {Type: field.TypeString, Column: crawlerrangelist.FieldLastError},
+		},
+	}
+	graph.Nodes[5] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
 			Table:   event.Table,
 			Columns: event.Columns,
 			ID: &sqlgraph.FieldSpec{
@@ -134,7 +154,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			event.FieldData:       {Type: field.TypeJSON, Column: event.FieldData},
 		},
 	}
-	graph.Nodes[5] = &sqlgraph.Node{
+	graph.Nodes[6] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   hit.Table,
 			Columns: hit.Columns,
@@ -163,7 +183,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			hit.FieldSignals:       {Type: field.TypeJSON, Column: hit.FieldSignals},
 		},
 	}
-	graph.Nodes[6] = &sqlgraph.Node{
+	graph.Nodes[7] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   hithour.Table,
 			Columns: hithour.Columns,
@@ -180,7 +200,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			hithour.FieldHits:   {Type: field.TypeInt64, Column: hithour.FieldHits},
 		},
 	}
-	graph.Nodes[7] = &sqlgraph.Node{
+	graph.Nodes[8] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   idempotencykey.Table,
 			Columns: idempotencykey.Columns,
@@ -199,7 +219,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			idempotencykey.FieldCreatedAt:   {Type: field.TypeTime, Column: idempotencykey.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[8] = &sqlgraph.Node{
+	graph.Nodes[9] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   organization.Table,
 			Columns: organization.Columns,
@@ -217,7 +237,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			organization.FieldCreatedAt:                   {Type: field.TypeTime, Column: organization.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[9] = &sqlgraph.Node{
+	graph.Nodes[10] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   prompt.Table,
 			Columns: prompt.Columns,
@@ -239,7 +259,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			prompt.FieldCreatedAt: {Type: field.TypeTime, Column: prompt.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[10] = &sqlgraph.Node{
+	graph.Nodes[11] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   secret.Table,
 			Columns: secret.Columns,
@@ -253,7 +273,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			secret.FieldValue: {Type: field.TypeBytes, Column: secret.FieldValue},
 		},
 	}
-	graph.Nodes[11] = &sqlgraph.Node{
+	graph.Nodes[12] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   sequence.Table,
 			Columns: sequence.Columns,
@@ -267,7 +287,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			sequence.FieldValue: {Type: field.TypeInt64, Column: sequence.FieldValue},
 		},
 	}
-	graph.Nodes[12] = &sqlgraph.Node{
+	graph.Nodes[13] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   session.Table,
 			Columns: session.Columns,
@@ -302,7 +322,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			session.FieldState:             {Type: field.TypeJSON, Column: session.FieldState},
 		},
 	}
-	graph.Nodes[13] = &sqlgraph.Node{
+	graph.Nodes[14] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   signal.Table,
 			Columns: signal.Columns,
@@ -325,7 +345,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			signal.FieldCreatedAt:   {Type: field.TypeTime, Column: signal.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[14] = &sqlgraph.Node{
+	graph.Nodes[15] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   site.Table,
 			Columns: site.Columns,
@@ -344,7 +364,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			site.FieldCreatedAt:    {Type: field.TypeTime, Column: site.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[15] = &sqlgraph.Node{
+	graph.Nodes[16] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   trap.Table,
 			Columns: trap.Columns,
@@ -367,7 +387,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			trap.FieldUpdatedAt:   {Type: field.TypeTime, Column: trap.FieldUpdatedAt},
 		},
 	}
-	graph.Nodes[16] = &sqlgraph.Node{
+	graph.Nodes[17] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   trapsession.Table,
 			Columns: trapsession.Columns,
@@ -383,7 +403,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			trapsession.FieldSessionID: {Type: field.TypeString, Column: trapsession.FieldSessionID},
 		},
 	}
-	graph.Nodes[17] = &sqlgraph.Node{
+	graph.Nodes[18] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   webhookdelivery.Table,
 			Columns: webhookdelivery.Columns,
@@ -411,7 +431,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			webhookdelivery.FieldCreatedAt:      {Type: field.TypeTime, Column: webhookdelivery.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[18] = &sqlgraph.Node{
+	graph.Nodes[19] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   webhookendpoint.Table,
 			Columns: webhookendpoint.Columns,
@@ -1142,6 +1162,76 @@ func (f *CounterFilter) WhereValue(p entql.Int64P) {
 }
 
 // addPredicate implements the predicateAdder interface.
+func (_q *CrawlerRangeListQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the CrawlerRangeListQuery builder.
+func (_q *CrawlerRangeListQuery) Filter() *CrawlerRangeListFilter {
+	return &CrawlerRangeListFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *CrawlerRangeListMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the CrawlerRangeListMutation builder.
+func (m *CrawlerRangeListMutation) Filter() *CrawlerRangeListFilter {
+	return &CrawlerRangeListFilter{config: m.config, predicateAdder: m}
+}
+
+// CrawlerRangeListFilter provides a generic filtering capability at runtime for CrawlerRangeListQuery.
+type CrawlerRangeListFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *CrawlerRangeListFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[4].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *CrawlerRangeListFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(crawlerrangelist.FieldID))
+}
+
+// WhereURL applies the entql string predicate on the url field.
+func (f *CrawlerRangeListFilter) WhereURL(p entql.StringP) {
+	f.Where(p.Field(crawlerrangelist.FieldURL))
+}
+
+// WherePrefixes applies the entql json.RawMessage predicate on the prefixes field.
+func (f *CrawlerRangeListFilter) WherePrefixes(p entql.BytesP) {
+	f.Where(p.Field(crawlerrangelist.FieldPrefixes))
+}
+
+// WhereListTime applies the entql time.Time predicate on the list_time field.
+func (f *CrawlerRangeListFilter) WhereListTime(p entql.TimeP) {
+	f.Where(p.Field(crawlerrangelist.FieldListTime))
+}
+
+// WhereFetchedAt applies the entql time.Time predicate on the fetched_at field.
+func (f *CrawlerRangeListFilter) WhereFetchedAt(p entql.TimeP) {
+	f.Where(p.Field(crawlerrangelist.FieldFetchedAt))
+}
+
+// WhereCheckedAt applies the entql time.Time predicate on the checked_at field.
+func (f *CrawlerRangeListFilter) WhereCheckedAt(p entql.TimeP) {
+	f.Where(p.Field(crawlerrangelist.FieldCheckedAt))
+}
+
+// WhereLastError applies the entql string predicate on the last_error field.
+func (f *CrawlerRangeListFilter) WhereLastError(p entql.StringP) {
+	f.Where(p.Field(crawlerrangelist.FieldLastError))
+}
+
+// addPredicate implements the predicateAdder interface.
 func (_q *EventQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
 }
@@ -1170,7 +1260,7 @@ type EventFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *EventFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[4].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[5].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1259,7 +1349,7 @@ type HitFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *HitFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[5].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[6].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1407,7 +1497,7 @@ type HitHourFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *HitHourFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[6].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[7].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1467,7 +1557,7 @@ type IdempotencyKeyFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *IdempotencyKeyFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[7].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[8].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1537,7 +1627,7 @@ type OrganizationFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *OrganizationFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[8].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[9].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1714,7 +1804,7 @@ type PromptFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *PromptFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[9].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[10].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1827,7 +1917,7 @@ type SecretFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SecretFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[10].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[11].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1872,7 +1962,7 @@ type SequenceFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SequenceFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[11].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[12].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1917,7 +2007,7 @@ type SessionFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SessionFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[12].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[13].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2151,7 +2241,7 @@ type SignalFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SignalFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[13].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[14].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2269,7 +2359,7 @@ type SiteFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SiteFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[14].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[15].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2367,7 +2457,7 @@ type TrapFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *TrapFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[15].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[16].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2485,7 +2575,7 @@ type TrapSessionFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *TrapSessionFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[16].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[17].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2554,7 +2644,7 @@ type WebhookDeliveryFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *WebhookDeliveryFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[17].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[18].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2683,7 +2773,7 @@ type WebhookEndpointFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *WebhookEndpointFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[18].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[19].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/flytrap/flytrap/ent/campaign"
 	"github.com/flytrap/flytrap/ent/campaignsession"
 	"github.com/flytrap/flytrap/ent/counter"
+	"github.com/flytrap/flytrap/ent/crawlerrangelist"
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/hithour"
@@ -44,25 +45,26 @@ const (
 	OpUpdateOne = ent.OpUpdateOne
 
 	// Node types.
-	TypeAPIKey          = "APIKey"
-	TypeCampaign        = "Campaign"
-	TypeCampaignSession = "CampaignSession"
-	TypeCounter         = "Counter"
-	TypeEvent           = "Event"
-	TypeHit             = "Hit"
-	TypeHitHour         = "HitHour"
-	TypeIdempotencyKey  = "IdempotencyKey"
-	TypeOrganization    = "Organization"
-	TypePrompt          = "Prompt"
-	TypeSecret          = "Secret"
-	TypeSequence        = "Sequence"
-	TypeSession         = "Session"
-	TypeSignal          = "Signal"
-	TypeSite            = "Site"
-	TypeTrap            = "Trap"
-	TypeTrapSession     = "TrapSession"
-	TypeWebhookDelivery = "WebhookDelivery"
-	TypeWebhookEndpoint = "WebhookEndpoint"
+	TypeAPIKey           = "APIKey"
+	TypeCampaign         = "Campaign"
+	TypeCampaignSession  = "CampaignSession"
+	TypeCounter          = "Counter"
+	TypeCrawlerRangeList = "CrawlerRangeList"
+	TypeEvent            = "Event"
+	TypeHit              = "Hit"
+	TypeHitHour          = "HitHour"
+	TypeIdempotencyKey   = "IdempotencyKey"
+	TypeOrganization     = "Organization"
+	TypePrompt           = "Prompt"
+	TypeSecret           = "Secret"
+	TypeSequence         = "Sequence"
+	TypeSession          = "Session"
+	TypeSignal           = "Signal"
+	TypeSite             = "Site"
+	TypeTrap             = "Trap"
+	TypeTrapSession      = "TrapSession"
+	TypeWebhookDelivery  = "WebhookDelivery"
+	TypeWebhookEndpoint  = "WebhookEndpoint"
 )
 
 // APIKeyMutation represents an operation that mutates the APIKey nodes in the graph.
@@ -3070,6 +3072,685 @@ func (m *CounterMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *CounterMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown Counter edge %s", name)
+}
+
+// CrawlerRangeListMutation represents an operation that mutates the CrawlerRangeList nodes in the graph.
+type CrawlerRangeListMutation struct {
+	config
+	op             Op
+	typ            string
+	id             *string
+	url            *string
+	prefixes       *[]string
+	appendprefixes []string
+	list_time      *time.Time
+	fetched_at     *time.Time
+	checked_at     *time.Time
+	last_error     *string
+	clearedFields  map[string]struct{}
+	done           bool
+	oldValue       func(context.Context) (*CrawlerRangeList, error)
+	predicates     []predicate.CrawlerRangeList
+}
+
+var _ ent.Mutation = (*CrawlerRangeListMutation)(nil)
+
+// crawlerrangelistOption allows management of the mutation configuration using functional options.
+type crawlerrangelistOption func(*CrawlerRangeListMutation)
+
+// newCrawlerRangeListMutation creates new mutation for the CrawlerRangeList entity.
+func newCrawlerRangeListMutation(c config, op Op, opts ...crawlerrangelistOption) *CrawlerRangeListMutation {
+	m := &CrawlerRangeListMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeCrawlerRangeList,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withCrawlerRangeListID sets the ID field of the mutation.
+func withCrawlerRangeListID(id string) crawlerrangelistOption {
+	return func(m *CrawlerRangeListMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *CrawlerRangeList
+		)
+		m.oldValue = func(ctx context.Context) (*CrawlerRangeList, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().CrawlerRangeList.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withCrawlerRangeList sets the old CrawlerRangeList of the mutation.
+func withCrawlerRangeList(node *CrawlerRangeList) crawlerrangelistOption {
+	return func(m *CrawlerRangeListMutation) {
+		m.oldValue = func(context.Context) (*CrawlerRangeList, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m CrawlerRangeListMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m CrawlerRangeListMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of CrawlerRangeList entities.
+func (m *CrawlerRangeListMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *CrawlerRangeListMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *CrawlerRangeListMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().CrawlerRangeList.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetURL sets the "url" field.
+func (m *CrawlerRangeListMutation) SetURL(s string) {
+	m.url = &s
+}
+
+// URL returns the value of the "url" field in the mutation.
+func (m *CrawlerRangeListMutation) URL() (r string, exists bool) {
+	v := m.url
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldURL returns the old "url" field's value of the CrawlerRangeList entity.
+// If the CrawlerRangeList object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CrawlerRangeListMutation) OldURL(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldURL is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldURL requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldURL: %w", err)
+	}
+	return oldValue.URL, nil
+}
+
+// ResetURL resets all changes to the "url" field.
+func (m *CrawlerRangeListMutation) ResetURL() {
+	m.url = nil
+}
+
+// SetPrefixes sets the "prefixes" field.
+func (m *CrawlerRangeListMutation) SetPrefixes(s []string) {
+	m.prefixes = &s
+	m.appendprefixes = nil
+}
+
+// Prefixes returns the value of the "prefixes" field in the mutation.
+func (m *CrawlerRangeListMutation) Prefixes() (r []string, exists bool) {
+	v := m.prefixes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPrefixes returns the old "prefixes" field's value of the CrawlerRangeList entity.
+// If the CrawlerRangeList object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CrawlerRangeListMutation) OldPrefixes(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPrefixes is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPrefixes requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPrefixes: %w", err)
+	}
+	return oldValue.Prefixes, nil
+}
+
+// AppendPrefixes adds s to the "prefixes" field.
+func (m *CrawlerRangeListMutation) AppendPrefixes(s []string) {
+	m.appendprefixes = append(m.appendprefixes, s...)
+}
+
+// AppendedPrefixes returns the list of values that were appended to the "prefixes" field in this mutation.
+func (m *CrawlerRangeListMutation) AppendedPrefixes() ([]string, bool) {
+	if len(m.appendprefixes) == 0 {
+		return nil, false
+	}
+	return m.appendprefixes, true
+}
+
+// ClearPrefixes clears the value of the "prefixes" field.
+func (m *CrawlerRangeListMutation) ClearPrefixes() {
+	m.prefixes = nil
+	m.appendprefixes = nil
+	m.clearedFields[crawlerrangelist.FieldPrefixes] = struct{}{}
+}
+
+// PrefixesCleared returns if the "prefixes" field was cleared in this mutation.
+func (m *CrawlerRangeListMutation) PrefixesCleared() bool {
+	_, ok := m.clearedFields[crawlerrangelist.FieldPrefixes]
+	return ok
+}
+
+// ResetPrefixes resets all changes to the "prefixes" field.
+func (m *CrawlerRangeListMutation) ResetPrefixes() {
+	m.prefixes = nil
+	m.appendprefixes = nil
+	delete(m.clearedFields, crawlerrangelist.FieldPrefixes)
+}
+
+// SetListTime sets the "list_time" field.
+func (m *CrawlerRangeListMutation) SetListTime(t time.Time) {
+	m.list_time = &t
+}
+
+// ListTime returns the value of the "list_time" field in the mutation.
+func (m *CrawlerRangeListMutation) ListTime() (r time.Time, exists bool) {
+	v := m.list_time
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldListTime returns the old "list_time" field's value of the CrawlerRangeList entity.
+// If the CrawlerRangeList object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CrawlerRangeListMutation) OldListTime(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldListTime is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldListTime requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldListTime: %w", err)
+	}
+	return oldValue.ListTime, nil
+}
+
+// ClearListTime clears the value of the "list_time" field.
+func (m *CrawlerRangeListMutation) ClearListTime() {
+	m.list_time = nil
+	m.clearedFields[crawlerrangelist.FieldListTime] = struct{}{}
+}
+
+// ListTimeCleared returns if the "list_time" field was cleared in this mutation.
+func (m *CrawlerRangeListMutation) ListTimeCleared() bool {
+	_, ok := m.clearedFields[crawlerrangelist.FieldListTime]
+	return ok
+}
+
+// ResetListTime resets all changes to the "list_time" field.
+func (m *CrawlerRangeListMutation) ResetListTime() {
+	m.list_time = nil
+	delete(m.clearedFields, crawlerrangelist.FieldListTime)
+}
+
+// SetFetchedAt sets the "fetched_at" field.
+func (m *CrawlerRangeListMutation) SetFetchedAt(t time.Time) {
+	m.fetched_at = &t
+}
+
+// FetchedAt returns the value of the "fetched_at" field in the mutation.
+func (m *CrawlerRangeListMutation) FetchedAt() (r time.Time, exists bool) {
+	v := m.fetched_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFetchedAt returns the old "fetched_at" field's value of the CrawlerRangeList entity.
+// If the CrawlerRangeList object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CrawlerRangeListMutation) OldFetchedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFetchedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFetchedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFetchedAt: %w", err)
+	}
+	return oldValue.FetchedAt, nil
+}
+
+// ClearFetchedAt clears the value of the "fetched_at" field.
+func (m *CrawlerRangeListMutation) ClearFetchedAt() {
+	m.fetched_at = nil
+	m.clearedFields[crawlerrangelist.FieldFetchedAt] = struct{}{}
+}
+
+// FetchedAtCleared returns if the "fetched_at" field was cleared in this mutation.
+func (m *CrawlerRangeListMutation) FetchedAtCleared() bool {
+	_, ok := m.clearedFields[crawlerrangelist.FieldFetchedAt]
+	return ok
+}
+
+// ResetFetchedAt resets all changes to the "fetched_at" field.
+func (m *CrawlerRangeListMutation) ResetFetchedAt() {
+	m.fetched_at = nil
+	delete(m.clearedFields, crawlerrangelist.FieldFetchedAt)
+}
+
+// SetCheckedAt sets the "checked_at" field.
+func (m *CrawlerRangeListMutation) SetCheckedAt(t time.Time) {
+	m.checked_at = &t
+}
+
+// CheckedAt returns the value of the "checked_at" field in the mutation.
+func (m *CrawlerRangeListMutation) CheckedAt() (r time.Time, exists bool) {
+	v := m.checked_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCheckedAt returns the old "checked_at" field's value of the CrawlerRangeList entity.
+// If the CrawlerRangeList object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CrawlerRangeListMutation) OldCheckedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCheckedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCheckedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCheckedAt: %w", err)
+	}
+	return oldValue.CheckedAt, nil
+}
+
+// ResetCheckedAt resets all changes to the "checked_at" field.
+func (m *CrawlerRangeListMutation) ResetCheckedAt() {
+	m.checked_at = nil
+}
+
+// SetLastError sets the "last_error" field.
+func (m *CrawlerRangeListMutation) SetLastError(s string) {
+	m.last_error = &s
+}
+
+// LastError returns the value of the "last_error" field in the mutation.
+func (m *CrawlerRangeListMutation) LastError() (r string, exists bool) {
+	v := m.last_error
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastError returns the old "last_error" field's value of the CrawlerRangeList entity.
+// If the CrawlerRangeList object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CrawlerRangeListMutation) OldLastError(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastError is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastError requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastError: %w", err)
+	}
+	return oldValue.LastError, nil
+}
+
+// ResetLastError resets all changes to the "last_error" field.
+func (m *CrawlerRangeListMutation) ResetLastError() {
+	m.last_error = nil
+}
+
+// Where appends a list predicates to the CrawlerRangeListMutation builder.
+func (m *CrawlerRangeListMutation) Where(ps ...predicate.CrawlerRangeList) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the CrawlerRangeListMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *CrawlerRangeListMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.CrawlerRangeList, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *CrawlerRangeListMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *CrawlerRangeListMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (CrawlerRangeList).
+func (m *CrawlerRangeListMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *CrawlerRangeListMutation) Fields() []string {
+	fields := make([]string, 0, 6)
+	if m.url != nil {
+		fields = append(fields, crawlerrangelist.FieldURL)
+	}
+	if m.prefixes != nil {
+		fields = append(fields, crawlerrangelist.FieldPrefixes)
+	}
+	if m.list_time != nil {
+		fields = append(fields, crawlerrangelist.FieldListTime)
+	}
+	if m.fetched_at != nil {
+		fields = append(fields, crawlerrangelist.FieldFetchedAt)
+	}
+	if m.checked_at != nil {
+		fields = append(fields, crawlerrangelist.FieldCheckedAt)
+	}
+	if m.last_error != nil {
+		fields = append(fields, crawlerrangelist.FieldLastError)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *CrawlerRangeListMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case crawlerrangelist.FieldURL:
+		return m.URL()
+	case crawlerrangelist.FieldPrefixes:
+		return m.Prefixes()
+	case crawlerrangelist.FieldListTime:
+		return m.ListTime()
+	case crawlerrangelist.FieldFetchedAt:
+		return m.FetchedAt()
+	case crawlerrangelist.FieldCheckedAt:
+		return m.CheckedAt()
+	case crawlerrangelist.FieldLastError:
+		return m.LastError()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *CrawlerRangeListMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case crawlerrangelist.FieldURL:
+		return m.OldURL(ctx)
+	case crawlerrangelist.FieldPrefixes:
+		return m.OldPrefixes(ctx)
+	case crawlerrangelist.FieldListTime:
+		return m.OldListTime(ctx)
+	case crawlerrangelist.FieldFetchedAt:
+		return m.OldFetchedAt(ctx)
+	case crawlerrangelist.FieldCheckedAt:
+		return m.OldCheckedAt(ctx)
+	case crawlerrangelist.FieldLastError:
+		return m.OldLastError(ctx)
+	}
+	return nil, fmt.Errorf("unknown CrawlerRangeList field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CrawlerRangeListMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case crawlerrangelist.FieldURL:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetURL(v)
+		return nil
+	case crawlerrangelist.FieldPrefixes:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPrefixes(v)
+		return nil
+	case crawlerrangelist.FieldListTime:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetListTime(v)
+		return nil
+	case crawlerrangelist.FieldFetchedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFetchedAt(v)
+		return nil
+	case crawlerrangelist.FieldCheckedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCheckedAt(v)
+		return nil
+	case crawlerrangelist.FieldLastError:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastError(v)
+		return nil
+	}
+	return fmt.Errorf("unknown CrawlerRangeList field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *CrawlerRangeListMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *CrawlerRangeListMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CrawlerRangeListMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown CrawlerRangeList numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *CrawlerRangeListMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(crawlerrangelist.FieldPrefixes) {
+		fields = append(fields, crawlerrangelist.FieldPrefixes)
+	}
+	if m.FieldCleared(crawlerrangelist.FieldListTime) {
+		fields = append(fields, crawlerrangelist.FieldListTime)
+	}
+	if m.FieldCleared(crawlerrangelist.FieldFetchedAt) {
+		fields = append(fields, crawlerrangelist.FieldFetchedAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *CrawlerRangeListMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *CrawlerRangeListMutation) ClearField(name string) error {
+	switch name {
+	case crawlerrangelist.FieldPrefixes:
+		m.ClearPrefixes()
+		return nil
+	case crawlerrangelist.FieldListTime:
+		m.ClearListTime()
+		return nil
+	case crawlerrangelist.FieldFetchedAt:
+		m.ClearFetchedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown CrawlerRangeList nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *CrawlerRangeListMutation) ResetField(name string) error {
+	switch name {
+	case crawlerrangelist.FieldURL:
+		m.ResetURL()
+		return nil
+	case crawlerrangelist.FieldPrefixes:
+		m.ResetPrefixes()
+		return nil
+	case crawlerrangelist.FieldListTime:
+		m.ResetListTime()
+		return nil
+	case crawlerrangelist.FieldFetchedAt:
+		m.ResetFetchedAt()
+		return nil
+	case crawlerrangelist.FieldCheckedAt:
+		m.ResetCheckedAt()
+		return nil
+	case crawlerrangelist.FieldLastError:
+		m.ResetLastError()
+		return nil
+	}
+	return fmt.Errorf("unknown CrawlerRangeList field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *CrawlerRangeListMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *CrawlerRangeListMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *CrawlerRangeListMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *CrawlerRangeListMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *CrawlerRangeListMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *CrawlerRangeListMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *CrawlerRangeListMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown CrawlerRangeList unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *CrawlerRangeListMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown CrawlerRangeList edge %s", name)
 }
 
 // EventMutation represents an operation that mutates the Event nodes in the graph.

@@ -22,6 +22,8 @@ type Tx struct {
 	CampaignSession *CampaignSessionClient
 	// Counter is the client for interacting with the Counter builders.
 	Counter *CounterClient
+	// CrawlerRangeList is the client for interacting with the CrawlerRangeList builders.
+	CrawlerRangeList *CrawlerRangeListClient
 	// Event is the client for interacting with the Event builders.
 	Event *EventClient
 	// Hit is the client for interacting with the Hit builders.
@@ -187,6 +189,7 @@ func (tx *Tx) init() {
 	tx.Campaign = NewCampaignClient(tx.config)
 	tx.CampaignSession = NewCampaignSessionClient(tx.config)
 	tx.Counter = NewCounterClient(tx.config)
+	tx.CrawlerRangeList = NewCrawlerRangeListClient(tx.config)
 	tx.Event = NewEventClient(tx.config)
 	tx.Hit = NewHitClient(tx.config)
 	tx.HitHour = NewHitHourClient(tx.config)

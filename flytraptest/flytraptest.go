@@ -84,6 +84,9 @@ func StartOn(t testing.TB, dsn string, opts ...Option) *Env {
 	// A journal of its own (instances on one database must not share one), and answers after
 	// their hits are stored: the tests read what they just caused. JournalAck keeps the default.
 	cfg.Trap.Journal, cfg.Trap.AckApplied = filepath.Join(t.TempDir(), "hits"), true
+	// No lookups of visitors' addresses nor fetches of the operators' lists from tests:
+	// those that test them point them at servers of their own.
+	cfg.Crawler.DNS.Off, cfg.Crawler.Refresh.Interval = true, 0
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"flag"
 	"fmt"
+	"github.com/flytrap/flytrap/crawler"
 	"strings"
 	"time"
 
@@ -21,10 +22,12 @@ import (
 // Config is the whole configuration of a Flytrap instance, filled from flags
 // and FLYTRAP_* environment variables (flags win), validated once.
 type Config struct {
-	APIAddr          string
-	TrapAddr         string
-	Trap             trap.Config
-	TrapTLS          traptls.Config // HTTPS on the trap listener (docs/deployment.md)
+	APIAddr  string
+	TrapAddr string
+	Trap     trap.Config
+	TrapTLS  traptls.Config // HTTPS on the trap listener (docs/deployment.md)
+	// Crawler verification: reverse DNS and the refreshed range lists (crawler/, docs/detection.md).
+	Crawler          crawler.Config
 	DB               string
 	LogFormat        string // auto, text or json
 	LogLevel         string

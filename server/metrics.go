@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/subtle"
+	"github.com/flytrap/flytrap/crawler"
 	"net/http"
 	"strconv"
 	"sync"
@@ -124,6 +125,28 @@ func newMetrics(s *Server) *metrics {
 		m.deliveryLag.Observe(lag.Seconds())
 		m.attemptTime.Observe(took.Seconds())
 	})
+
+	m.reg.MustRegister(&rangesCollector{r: s.ranges, now: time.Now,
+		age:     prometheus.NewDesc("flytrap_crawler_ranges_age_seconds", "Age of each crawler range list in effect: since its last good fetch, or since the embedded snapshot's date.", []string{"list"}, nil),
+		stale:   prometheus.NewDesc("flytrap_crawler_ranges_stale", "1 when a crawler range list is stale: refresh on, and not fetched good for --crawler-ranges-refresh × 3, or never (still the embedded copy).", []string{"list"}, nil),
+		fetched: prometheus.NewDesc("flytrap_crawler_ranges_fetched", "1 when a crawler range list in effect came from its operator (this run or a stored earlier one), 0 for the embedded snapshot.", []string{"list"}, nil),
+	})
+	dnsStat := func(name, help string, gauge bool, pick func(crawler.DNSStats) int64) {
+		get := func() float64 { return float64(pick(s.crawlers.Stats())) }
+		if gauge {
+			f.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, get)
+			return
+		}
+		f.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, get)
+	}
+	dnsStat("flytrap_crawler_dns_lookups_total", "Forward-confirmed reverse DNS lookups of claimed crawlers started.", false,
+		func(st crawler.DNSStats) int64 { return st.Lookups })
+	dnsStat("flytrap_crawler_dns_busy_total", "Claimed crawlers not looked up because --crawler-dns-concurrency lookups were in flight.", false,
+		func(st crawler.DNSStats) int64 { return st.Busy })
+	dnsStat("flytrap_crawler_dns_cache_hits_total", "Claimed crawlers answered from the cache (or a lookup in flight).", false,
+		func(st crawler.DNSStats) int64 { return st.CacheHits })
+	dnsStat("flytrap_crawler_dns_cache_entries", "Reverse DNS answers cached (at most --crawler-dns-cache).", true,
+		func(st crawler.DNSStats) int64 { return int64(st.Cached) })
 
 	f.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "flytrap_sse_streams_open", Help: "Open event streams (GET /api/v1/events/stream) on this instance.",
@@ -254,4 +277,32 @@ func (m *metrics) eventsHook() ent.Hook {
 			}
 		}
 	})
+}
+
+// rangesCollector reports each crawler range list's age and staleness at scrape time.
+type rangesCollector struct {
+	r                   *crawler.Refresher
+	now                 func() time.Time
+	age, stale, fetched *prometheus.Desc
+}
+
+func (c *rangesCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.age
+	ch <- c.stale
+	ch <- c.fetched
+}
+
+func (c *rangesCollector) Collect(ch chan<- prometheus.Metric) {
+	now := c.now()
+	b := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	for _, st := range c.r.Status() {
+		ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, st.Age(now).Seconds(), st.Name)
+		ch <- prometheus.MustNewConstMetric(c.stale, prometheus.GaugeValue, b(st.Stale), st.Name)
+		ch <- prometheus.MustNewConstMetric(c.fetched, prometheus.GaugeValue, b(st.Source != "embedded"), st.Name)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flytrap/flytrap/crawler"
 	"log/slog"
 	"net"
 	"net/http"
@@ -53,6 +54,8 @@ type Server struct {
 	fails    *httpx.AuthFailures // failed authentications per client address
 	ready    *readiness
 	webhooks *webhook.Dispatcher
+	crawlers *crawler.Verifier  // nil: --crawler-dns=false
+	ranges   *crawler.Refresher // the published crawler range lists
 	metrics  *metrics
 	stopping context.Context // done once the service begins to shut down
 	stop     context.CancelFunc
@@ -106,6 +109,12 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 			s.log.Warn("another hit journal of this database holds hits not stored yet (an instance with another --trap-addr left it): start one instance with --hit-journal set to it", "dir", d)
 		}
 	}
+	if s.crawlers, err = crawler.NewVerifier(cfg.Crawler.DNS); err != nil {
+		return nil, err
+	}
+	tcfg.Crawlers, tcfg.CrawlerDNSBudget = s.crawlers, cfg.Crawler.DNS.Budget
+	// The lists are fetched through the instance's outbound guard, as webhooks are.
+	s.ranges = crawler.NewRefresher(cfg.Crawler.Refresh, webhook.Guard{AllowPrivate: cfg.Webhook.AllowPrivate, Allow: cfg.Webhook.AllowCIDRs}, db.Client, log)
 	engine, err := trap.New(ctx, tcfg, db.Trap, db.Dialect, log) // its own pool: no API caller takes it
 	if err != nil {
 		return nil, fmt.Errorf("trap engine: %w", err)
@@ -192,6 +201,7 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 	wg.Go(func() { s.runRetention(ctx) })
 	wg.Go(func() { s.runPartitions(ctx) })
 	wg.Go(func() { s.watchDisk(ctx) })
+	wg.Go(func() { s.ranges.Run(ctx) })
 	if s.notifier != nil {
 		wg.Go(func() {
 			if err := s.notifier.Run(ctx); err != nil {

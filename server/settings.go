@@ -67,6 +67,7 @@ func (c *Config) declareListeners(s *settings.Set) {
 	c.Proxy.DeclareUpstream(s)
 	c.Trap.Declare(s)
 	c.TrapTLS.Declare(s)
+	c.Crawler.Declare(s)
 }
 
 func (c *Config) declareAPI(s *settings.Set) {

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"entgo.io/ent/dialect"
+
+	"github.com/flytrap/flytrap/ent/crawlerrangelist"
+	"github.com/flytrap/flytrap/ent/privacy"
 )
 
 // Stats describes what the database holds, for an operator watching its growth.
@@ -27,6 +30,20 @@ type Stats struct {
 	Tables []TableStats `json:"tables"`
 	// Exact says the row counts were counted, not estimated.
 	Exact bool `json:"exact"`
+	// CrawlerRanges are the crawler range lists fetched from their operators and stored
+	// (crawler.Refresher), one per list attempted; a list never fetched good has no prefixes.
+	CrawlerRanges []CrawlerRangeStats `json:"crawler_ranges"`
+}
+
+// CrawlerRangeStats is one stored crawler range list.
+type CrawlerRangeStats struct {
+	Name      string     `json:"name"`
+	URL       string     `json:"url"`
+	Prefixes  int        `json:"prefixes"`
+	ListTime  *time.Time `json:"list_time"`  // the document's own date
+	FetchedAt *time.Time `json:"fetched_at"` // the last good fetch; nil: never
+	CheckedAt time.Time  `json:"checked_at"` // the last attempt
+	LastError string     `json:"last_error"` // of the last attempt
 }
 
 // TableStats is one table's figures.
@@ -113,6 +130,15 @@ func (d *DB) Stats(ctx context.Context, exact bool) (*Stats, error) {
 			return nil, fmt.Errorf("oldest of %s: %w", t.name, err)
 		}
 		st.Tables = append(st.Tables, ts)
+	}
+	lists, err := d.Client.CrawlerRangeList.Query().Order(crawlerrangelist.ByID()).All(privacy.DecisionContext(ctx, privacy.Allow))
+	if err != nil {
+		return nil, fmt.Errorf("crawler range lists: %w", err)
+	}
+	for _, l := range lists {
+		cs := CrawlerRangeStats{Name: l.ID, URL: l.URL, Prefixes: len(l.Prefixes), ListTime: l.ListTime,
+			FetchedAt: l.FetchedAt, CheckedAt: l.CheckedAt.UTC(), LastError: l.LastError}
+		st.CrawlerRanges = append(st.CrawlerRanges, cs)
 	}
 	return st, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/flytrap/flytrap/crawler"
 	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/privacy"
@@ -50,6 +51,12 @@ type Config struct {
 	// AckApplied makes every answer wait until its hit is applied to the database, journal
 	// or not (--hit-ack=applied): what a reader of the API sees then includes every hit answered.
 	AckApplied bool
+
+	// Crawlers verifies a claimed crawler by forward-confirmed reverse DNS (nil: not at
+	// all, the published ranges alone); a hit waits for it at most CrawlerDNSBudget. The
+	// server sets them (--crawler-dns, --crawler-dns-budget).
+	Crawlers         *crawler.Verifier
+	CrawlerDNSBudget time.Duration
 }
 
 // DefaultConfig is the listener's configuration with nothing set.

@@ -91,7 +91,7 @@ func TestJournalEntryRoundTrip(t *testing.T) {
 			At: time.Now().UTC(), Method: "POST", Host: "docs.example.com", Path: "/internal/docs/ünï", Query: "a=1&b=%00",
 			Body: "{\"prompt\":\"You are Claude \U0001F600\"}", Headers: map[string][]string{"Cookie": {"a=b", "c=d"}, "X-Api-Key": {"k"}},
 			IP: netip.MustParseAddr("2001:db8::1"), UA: "Claude-User/1.0", Kind: "decoy", TrapID: ids.New(ids.Trap), TrapType: "page",
-			Tool: "read_file", ToolArgs: "{\"path\":\"/etc/passwd\"}", Disallow: []string{}, Linked: []string{"/a", "/b"}, Known: []string{"/x"},
+			Tool: "read_file", ToolArgs: "{\"path\":\"/etc/passwd\"}", Disallow: []string{}, Linked: []string{"/a", "/b"}, Known: []string{"/x"}, DNS: detect.DNSWrongDomain, DNSHost: "crawl.example.net",
 			Tokens: []detect.TokenUse{{Use: detect.UseChallenge, SourceHit: ids.New(ids.Hit), SourceAt: time.Now().UTC().Add(-time.Minute),
 				Placement: "challenge#2", Answered: true, Answer: "57", Secret: "stripe API key", Visible: true, Lure: true, Carrier: "/pricing"}, {}},
 		},

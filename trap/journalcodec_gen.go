@@ -16,7 +16,7 @@ type layout [3]int
 var journalTypes = [...]string{"Observation", "TokenUse", "TokenRef"}
 
 // layoutFields is how many fields of each type this version writes.
-var layoutFields = layout{18, 10, 5}
+var layoutFields = layout{20, 10, 5}
 
 func appendObservation(b []byte, s *detect.Observation) ([]byte, error) {
 	var err error
@@ -51,6 +51,8 @@ func appendObservation(b []byte, s *detect.Observation) ([]byte, error) {
 	b = appendStrings(b, s.Disallow)
 	b = appendStrings(b, s.Linked)
 	b = appendStrings(b, s.Known)
+	b = append(b, byte(s.DNS))
+	b = appendString(b, s.DNSHost)
 	return b, err
 }
 
@@ -134,6 +136,14 @@ func (r *entryReader) observation(s *detect.Observation) {
 		return
 	}
 	s.Known = r.strings()
+	if n <= 18 {
+		return
+	}
+	s.DNS = detect.DNSCheck(r.byte())
+	if n <= 19 {
+		return
+	}
+	s.DNSHost = r.string()
 }
 
 func appendTokenUse(b []byte, s *detect.TokenUse) ([]byte, error) {

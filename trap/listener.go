@@ -67,6 +67,10 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeRendered(w, r, v.resp) // a stranger's probe: remembered, not recorded
 		return
 	}
+	// A recorded hit claiming a crawler whose operator documents reverse DNS waits for its
+	// verification at most the budget (the lookup goes on into the cache); a stranger's
+	// probe above starts none.
+	v.rec.DNS, v.rec.DNSHost = e.cfg.Crawlers.Start(detect.LookupUA(v.rec.UA), v.rec.IP).Result(e.cfg.CrawlerDNSBudget)
 	if !e.enqueue(w, v.rec) {
 		return
 	}

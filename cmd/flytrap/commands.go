@@ -78,7 +78,7 @@ var commands = []*command{
 		summary: []string{"create an API key; prints the key once"}, db: true, flags: keysCreate},
 	{name: "admin keys list", synopsis: "admin keys list --org ORG_ID", summary: []string{"list an organization's keys"}, db: true, flags: keysList},
 	{name: "admin keys revoke", synopsis: "admin keys revoke KEY_ID", summary: []string{"revoke a key at once"}, id: keyID, db: true, flags: keysRevoke},
-	{name: "admin stats", synopsis: "admin stats [--estimate] [--json]", summary: []string{"database size, free disk, rows and oldest row per table"}, db: true, flags: stats},
+	{name: "admin stats", synopsis: "admin stats [--estimate] [--json] [--crawler-ranges-refresh D]", summary: []string{"database size, free disk, rows and oldest row per table,", "and each crawler range list's date (STALE when older than 3 refreshes)"}, db: true, flags: stats},
 	{name: "admin vacuum", synopsis: "admin vacuum", summary: []string{"compact a SQLite file (once for files made before", "incremental auto-vacuum; stop the service first)"}, db: true, flags: vacuum},
 	{name: "admin backup", synopsis: "admin backup --to FILE", summary: []string{"copy a SQLite database while the service runs"}, db: true, flags: backup},
 	{name: "admin partition-hits", synopsis: "admin partition-hits [--retain-hits 30d]", summary: []string{"PostgreSQL: turn a plain hits table into one partitioned", "by day (stop the service first)"}, db: true, flags: partitionTable("hits", retention.DefaultConfig().Hits)},

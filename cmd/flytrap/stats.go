@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"text/tabwriter"
 	"time"
 
 	"entgo.io/ent/dialect"
 
+	"github.com/flytrap/flytrap/crawler"
+	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/store"
 )
 
@@ -19,19 +22,80 @@ import (
 func stats(fs *flag.FlagSet) action {
 	estimate := fs.Bool("estimate", false, "estimate row counts (instant) instead of counting them (seconds on tens of millions of rows)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	refresh := fs.Duration("crawler-ranges-refresh", crawler.DefaultInterval, "the service's --crawler-ranges-refresh, to tell which crawler range lists are stale (0: refresh off)")
 	return action{run: func(ctx context.Context, c *call) error {
 		st, err := c.db.Stats(ctx, !*estimate)
 		if err != nil {
 			return err
 		}
+		ranges := crawlerRanges(st, *refresh, time.Now())
 		if *asJSON {
 			enc := json.NewEncoder(c.stdout)
 			enc.SetIndent("", "  ")
-			return enc.Encode(st)
+			return enc.Encode(struct {
+				*store.Stats
+				CrawlerRanges []crawler.ListStatus `json:"crawler_ranges"`
+			}{st, ranges})
 		}
 		printStats(c.stdout, st)
+		printRanges(c.stdout, ranges)
 		return nil
 	}}
+}
+
+// crawlerRanges is every crawler range list as a restarted service would start from it:
+// the stored fetch, else the embedded snapshot; stale by the service's refresh interval.
+func crawlerRanges(st *store.Stats, refresh time.Duration, now time.Time) []crawler.ListStatus {
+	stored := map[string]store.CrawlerRangeStats{}
+	for _, l := range st.CrawlerRanges {
+		stored[l.Name] = l
+	}
+	emb := detect.EmbeddedRanges()
+	var out []crawler.ListStatus
+	for _, s := range crawler.Sources {
+		ls := crawler.ListStatus{Name: s.Name, Operator: s.Operator, URL: s.URL, Source: "embedded"}
+		for _, l := range emb {
+			if slices.ContainsFunc(l.Agents, func(a string) bool { return slices.Contains(s.Agents, a) }) {
+				ls.AsOf, ls.Prefixes = l.AsOf, len(l.Prefixes)
+				break
+			}
+		}
+		if l, ok := stored[s.Name]; ok {
+			ls.URL, ls.CheckedAt, ls.LastError = l.URL, l.CheckedAt, l.LastError
+			if l.FetchedAt != nil && l.Prefixes > 0 { // else never fetched good: the embedded copy serves
+				ls.Source, ls.FetchedAt, ls.Prefixes, ls.AsOf = "stored", l.FetchedAt.UTC(), l.Prefixes, l.FetchedAt.UTC()
+				if l.ListTime != nil {
+					ls.AsOf = l.ListTime.UTC()
+				}
+			}
+		}
+		ls.Stale = crawler.Stale(ls, refresh, crawler.DefaultStaleAfter, now)
+		out = append(out, ls)
+	}
+	return out
+}
+
+func printRanges(w io.Writer, ranges []crawler.ListStatus) {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "CRAWLER RANGES\tFROM\tLIST DATE\tFETCHED\tPREFIXES\tSTALE\tLAST ERROR\n")
+	day := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	for _, l := range ranges {
+		stale, lastErr := "no", "-"
+		if l.Stale {
+			stale = "STALE"
+		}
+		if l.LastError != "" {
+			lastErr = l.LastError
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", l.Name, l.Source, day(l.AsOf), day(l.FetchedAt), l.Prefixes, stale, lastErr)
+	}
+	tw.Flush()
 }
 
 func printStats(w io.Writer, st *store.Stats) {

@@ -1,14 +1,23 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/flytrap/flytrap/crawler"
+	"github.com/flytrap/flytrap/detect"
 	ft "github.com/flytrap/flytrap/flytraptest"
 	"github.com/flytrap/flytrap/store"
+	"github.com/flytrap/flytrap/webhook"
 )
 
 // flytrap stats reports the size, and per table the rows (counted or estimated) and the oldest row.
@@ -105,4 +114,70 @@ func TestBackup(t *testing.T) {
 		t.Fatalf("the copy lacks the organization:\n%s", out)
 	}
 	failCLI(t, noEnv, "backup", "--db", dsn, "--to", to) // never overwrites
+}
+
+// flytrap stats shows each crawler range list a restarted service would start from: the
+// fetch stored in the database, else the embedded snapshot, stale by the service's interval.
+func TestStatsCrawlerRanges(t *testing.T) {
+	t.Cleanup(func() { detect.SetRanges(nil) })
+	lists := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/googlebot":
+			io.WriteString(w, `{"creationTime": "2026-11-26T18:00:13.000000", "prefixes": [{"ipv4Prefix": "66.249.64.0/19"}, {"ipv4Prefix": "198.51.100.0/24"}]}`)
+		case "/bingbot":
+			io.WriteString(w, `{"prefixes": "not a list"}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(lists.Close)
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		dsn := b.DSN(t)
+		createOrgCLI(t, dsn, "Acme") // the schema
+		db, err := store.Open(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		urls := map[string]string{}
+		for _, s := range crawler.Sources {
+			urls[s.Name] = lists.URL + "/" + s.Name
+		}
+		r := crawler.NewRefresher(crawler.RefreshConfig{Interval: time.Hour, URLs: urls}, webhook.Guard{AllowPrivate: true}, db.Client, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		r.Refresh(context.Background())
+		r.Refresh(context.Background()) // a second attempt updates the row, keeps one
+
+		out := mustCLI(t, noEnv, "stats", "--db", dsn)
+		row := func(name string) []string {
+			for _, l := range strings.Split(out, "\n") {
+				if f := strings.Fields(l); len(f) > 0 && f[0] == name {
+					return f
+				}
+			}
+			t.Fatalf("no %s row:\n%s", name, out)
+			return nil
+		}
+		if g := row("googlebot"); g[1] != "stored" || g[2] != "2026-11-26T18:00:13Z" || g[4] != "2" || g[5] != "no" {
+			t.Errorf("googlebot: %v\n%s", g, out)
+		}
+		if bg := row("bingbot"); bg[1] != "embedded" || bg[3] != "-" || bg[5] != "STALE" || !strings.Contains(strings.Join(bg[6:], " "), "not a published range list") {
+			t.Errorf("bingbot (a bad document, never fetched good: the error stored): %v", bg)
+		}
+		if g := row("chatgpt-user"); g[1] != "embedded" || g[5] != "STALE" {
+			t.Errorf("chatgpt-user (no copy at all): %v", g)
+		}
+		off := mustCLI(t, noEnv, "stats", "--crawler-ranges-refresh", "0", "--db", dsn)
+		if strings.Count(off, "STALE") != 1 { // the column's title
+			t.Errorf("refresh off, yet stale lists:\n%s", off)
+		}
+		var st struct {
+			CrawlerRanges []crawler.ListStatus `json:"crawler_ranges"`
+		}
+		if err := json.Unmarshal([]byte(mustCLI(t, noEnv, "stats", "--json", "--db", dsn)), &st); err != nil {
+			t.Fatal(err)
+		}
+		if len(st.CrawlerRanges) != len(crawler.Sources) || st.CrawlerRanges[0].Name != "googlebot" || st.CrawlerRanges[0].Stale {
+			t.Errorf("stats --json: %+v", st.CrawlerRanges)
+		}
+	})
 }

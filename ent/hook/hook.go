@@ -57,6 +57,18 @@ func (f CounterFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, err
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.CounterMutation", m)
 }
 
+// The CrawlerRangeListFunc type is an adapter to allow the use of ordinary
+// function as CrawlerRangeList mutator.
+type CrawlerRangeListFunc func(context.Context, *ent.CrawlerRangeListMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f CrawlerRangeListFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.CrawlerRangeListMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.CrawlerRangeListMutation", m)
+}
+
 // The EventFunc type is an adapter to allow the use of ordinary
 // function as Event mutator.
 type EventFunc func(context.Context, *ent.EventMutation) (ent.Value, error)

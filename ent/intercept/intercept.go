@@ -12,6 +12,7 @@ import (
 	"github.com/flytrap/flytrap/ent/campaign"
 	"github.com/flytrap/flytrap/ent/campaignsession"
 	"github.com/flytrap/flytrap/ent/counter"
+	"github.com/flytrap/flytrap/ent/crawlerrangelist"
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/hithour"
@@ -192,6 +193,33 @@ func (f TraverseCounter) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.CounterQuery", q)
+}
+
+// The CrawlerRangeListFunc type is an adapter to allow the use of ordinary function as a Querier.
+type CrawlerRangeListFunc func(context.Context, *ent.CrawlerRangeListQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f CrawlerRangeListFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.CrawlerRangeListQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.CrawlerRangeListQuery", q)
+}
+
+// The TraverseCrawlerRangeList type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseCrawlerRangeList func(context.Context, *ent.CrawlerRangeListQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseCrawlerRangeList) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseCrawlerRangeList) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.CrawlerRangeListQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.CrawlerRangeListQuery", q)
 }
 
 // The EventFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -610,6 +638,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.CampaignSessionQuery, predicate.CampaignSession, campaignsession.OrderOption]{typ: ent.TypeCampaignSession, tq: q}, nil
 	case *ent.CounterQuery:
 		return &query[*ent.CounterQuery, predicate.Counter, counter.OrderOption]{typ: ent.TypeCounter, tq: q}, nil
+	case *ent.CrawlerRangeListQuery:
+		return &query[*ent.CrawlerRangeListQuery, predicate.CrawlerRangeList, crawlerrangelist.OrderOption]{typ: ent.TypeCrawlerRangeList, tq: q}, nil
 	case *ent.EventQuery:
 		return &query[*ent.EventQuery, predicate.Event, event.OrderOption]{typ: ent.TypeEvent, tq: q}, nil
 	case *ent.HitQuery:

@@ -142,6 +142,22 @@ var (
 			},
 		},
 	}
+	// CrawlerRangeListsColumns holds the columns for the "crawler_range_lists" table.
+	CrawlerRangeListsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 64},
+		{Name: "url", Type: field.TypeString, Size: 2048},
+		{Name: "prefixes", Type: field.TypeJSON, Nullable: true},
+		{Name: "list_time", Type: field.TypeTime, Nullable: true},
+		{Name: "fetched_at", Type: field.TypeTime, Nullable: true},
+		{Name: "checked_at", Type: field.TypeTime},
+		{Name: "last_error", Type: field.TypeString, Size: 512, Default: ""},
+	}
+	// CrawlerRangeListsTable holds the schema information for the "crawler_range_lists" table.
+	CrawlerRangeListsTable = &schema.Table{
+		Name:       "crawler_range_lists",
+		Columns:    CrawlerRangeListsColumns,
+		PrimaryKey: []*schema.Column{CrawlerRangeListsColumns[0]},
+	}
 	// EventsColumns holds the columns for the "events" table.
 	EventsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 40},
@@ -714,6 +730,7 @@ var (
 		CampaignsTable,
 		CampaignSessionsTable,
 		CountersTable,
+		CrawlerRangeListsTable,
 		EventsTable,
 		HitsTable,
 		HitHoursTable,

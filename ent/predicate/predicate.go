@@ -18,6 +18,9 @@ type CampaignSession func(*sql.Selector)
 // Counter is the predicate function for counter builders.
 type Counter func(*sql.Selector)
 
+// CrawlerRangeList is the predicate function for crawlerrangelist builders.
+type CrawlerRangeList func(*sql.Selector)
+
 // Event is the predicate function for event builders.
 type Event func(*sql.Selector)
 

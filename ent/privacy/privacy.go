@@ -207,6 +207,30 @@ func (f CounterMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutatio
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.CounterMutation", m)
 }
 
+// The CrawlerRangeListQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type CrawlerRangeListQueryRuleFunc func(context.Context, *ent.CrawlerRangeListQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f CrawlerRangeListQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.CrawlerRangeListQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.CrawlerRangeListQuery", q)
+}
+
+// The CrawlerRangeListMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type CrawlerRangeListMutationRuleFunc func(context.Context, *ent.CrawlerRangeListMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f CrawlerRangeListMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.CrawlerRangeListMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.CrawlerRangeListMutation", m)
+}
+
 // The EventQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type EventQueryRuleFunc func(context.Context, *ent.EventQuery) error
@@ -610,6 +634,8 @@ func queryFilter(q ent.Query) (Filter, error) {
 		return q.Filter(), nil
 	case *ent.CounterQuery:
 		return q.Filter(), nil
+	case *ent.CrawlerRangeListQuery:
+		return q.Filter(), nil
 	case *ent.EventQuery:
 		return q.Filter(), nil
 	case *ent.HitQuery:
@@ -654,6 +680,8 @@ func mutationFilter(m ent.Mutation) (Filter, error) {
 	case *ent.CampaignSessionMutation:
 		return m.Filter(), nil
 	case *ent.CounterMutation:
+		return m.Filter(), nil
+	case *ent.CrawlerRangeListMutation:
 		return m.Filter(), nil
 	case *ent.EventMutation:
 		return m.Filter(), nil

@@ -10,6 +10,7 @@ import (
 	"github.com/flytrap/flytrap/ent/campaign"
 	"github.com/flytrap/flytrap/ent/campaignsession"
 	"github.com/flytrap/flytrap/ent/counter"
+	"github.com/flytrap/flytrap/ent/crawlerrangelist"
 	"github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/hithour"
@@ -234,6 +235,45 @@ func init() {
 	counterDescValue := counterFields[1].Descriptor()
 	// counter.DefaultValue holds the default value on creation for the value field.
 	counter.DefaultValue = counterDescValue.Default.(int64)
+	crawlerrangelist.Policy = privacy.NewPolicies(schema.CrawlerRangeList{})
+	crawlerrangelist.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := crawlerrangelist.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	crawlerrangelistFields := schema.CrawlerRangeList{}.Fields()
+	_ = crawlerrangelistFields
+	// crawlerrangelistDescURL is the schema descriptor for url field.
+	crawlerrangelistDescURL := crawlerrangelistFields[1].Descriptor()
+	// crawlerrangelist.URLValidator is a validator for the "url" field. It is called by the builders before save.
+	crawlerrangelist.URLValidator = crawlerrangelistDescURL.Validators[0].(func(string) error)
+	// crawlerrangelistDescLastError is the schema descriptor for last_error field.
+	crawlerrangelistDescLastError := crawlerrangelistFields[6].Descriptor()
+	// crawlerrangelist.DefaultLastError holds the default value on creation for the last_error field.
+	crawlerrangelist.DefaultLastError = crawlerrangelistDescLastError.Default.(string)
+	// crawlerrangelist.LastErrorValidator is a validator for the "last_error" field. It is called by the builders before save.
+	crawlerrangelist.LastErrorValidator = crawlerrangelistDescLastError.Validators[0].(func(string) error)
+	// crawlerrangelistDescID is the schema descriptor for id field.
+	crawlerrangelistDescID := crawlerrangelistFields[0].Descriptor()
+	// crawlerrangelist.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	crawlerrangelist.IDValidator = func() func(string) error {
+		validators := crawlerrangelistDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
 	eventMixin := schema.Event{}.Mixin()
 	event.Policy = privacy.NewPolicies(schema.Event{})
 	event.Hooks[0] = func(next ent.Mutator) ent.Mutator {
