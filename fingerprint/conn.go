@@ -24,8 +24,20 @@ type Conn struct {
 	H2    string // HTTP/2 fingerprint (Akamai's format: SETTINGS|WINDOW_UPDATE|PRIORITY|pseudo-headers)
 	Order string // the first request's header-order fingerprint (HeaderOrder)
 
-	done bool
-	s    *sniff
+	done   bool
+	sealed bool // the connection's own bytes are TLS records: FeedPlain ignores them
+	s      *sniff
+}
+
+// Sealed marks the connection as carrying TLS: its plain reads (FeedPlain) are records,
+// not the client's request; the TLS connection over it feeds what it decrypts.
+func (c *Conn) Sealed() { c.sealed = true }
+
+// FeedPlain is Feed for the bytes of the connection itself, unless it is Sealed.
+func (c *Conn) FeedPlain(p []byte) {
+	if !c.sealed {
+		c.Feed(p)
+	}
 }
 
 // Holder is a connection that carries its fingerprints (the trap listener's).
