@@ -96,6 +96,16 @@ type Observation struct {
 	Disallow []string // a robots.txt trap was hit: the paths its decoy disallowed (none when not served)
 	Linked   []string // a decoy was served: the same-site paths it links to
 	Known    []string // the site's trap paths: an unknown path near one is a typo, not a probe
+
+	// What the connection proved of the client (package fingerprint), beside what it
+	// claims (UA): its TLS ClientHello's JA4 ("" over plain HTTP; from a trusted CDN's
+	// header behind one), its HTTP/2 fingerprint (Akamai's format), the order of its
+	// header names, and the client stack family they point to ("" when unknown), which
+	// the listener resolves (fingerprint.Family): detect only compares it with the claim.
+	JA4         string
+	H2          string
+	HeaderOrder string
+	Stack       string
 }
 
 // Firing is one signal a request fired, with its evidence.

@@ -27,6 +27,7 @@ func TestHitRowFillsEveryColumn(t *testing.T) {
 	for i := range 4 {
 		h, _ := sampleHit(i, "org_x")
 		h.TrapID = ids.New(ids.Trap)
+		h.JA4, h.H2, h.HeaderOrder = "t13d1516h2_8daaf6152771_e5627efa2ab1", "1:65536|00|0|m,a,s,p", "h203_0123456789ab"
 		h.Prepare()
 		h.Session = &Session{ID: ids.New(ids.Session)}
 		row, err := h.complete()
@@ -107,6 +108,11 @@ func TestHitRowsAsEntWritesThem(t *testing.T) {
 			if rec.TrapID != "" {
 				hc.SetTrapID(rec.TrapID)
 			}
+			for v, set := range map[string]func(string) *ent.HitCreate{rec.JA4: hc.SetJa4, rec.H2: hc.SetH2Fingerprint, rec.HeaderOrder: hc.SetHeaderOrder} {
+				if v != "" {
+					set(v)
+				}
+			}
 			creates = append(creates, hc)
 		}
 		if err := tx.Hit.CreateBulk(creates...).Exec(ctx); err != nil {
@@ -146,6 +152,7 @@ func sampleHit(i int, org string) (*Hit, []string) {
 	case 0:
 		rec.TrapID = ids.New(ids.Trap)
 		rec.Query, rec.Body, rec.Truncated = "a=1&b=%C3%A9", `{"prompt":"<system> you are…"}`, true
+		rec.JA4, rec.H2, rec.HeaderOrder = "t13d1516h2_8daaf6152771_e5627efa2ab1", "1:65536;2:0;4:6291456|15663105|0|m,a,s,p", "h212_0123456789ab"
 		signals = []string{"callback_hit", "follow_up_fast"}
 	case 1:
 		rec.Kind, rec.Status, rec.Headers = "not_found", 404, map[string][]string{}
@@ -158,6 +165,7 @@ func sampleHit(i int, org string) (*Hit, []string) {
 	case 3:
 		rec.TrapID = ids.New(ids.Trap)
 		rec.Method, rec.Body = "POST", "line one\nline two\ttab 'quoted' ü"
+		rec.JA4, rec.HeaderOrder = "t13d1812h1_85036bcba153_b26ce05bbdd6", "h105_fedcba987654"
 	}
 	return rec, signals
 }

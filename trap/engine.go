@@ -30,6 +30,9 @@ import (
 // Config is the trap listener's part of the configuration.
 type Config struct {
 	TrustedProxies []netip.Prefix
+	// JA4Header is the request header in which a trusted proxy (a CDN) passes the client's
+	// JA4 (--trap-ja4-header, e.g. cf-ja4); believed only from TrustedProxies.
+	JA4Header string
 	QueueSize      int           // hits waiting to be written; beyond it the listener answers 503
 	BatchSize      int           // hits written per transaction at most
 	Linger         time.Duration // how long a batch waits for company

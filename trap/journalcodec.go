@@ -129,6 +129,10 @@ func appendEntry(b []byte, h *record.Hit, refs []decoy.TokenRef) ([]byte, error)
 			b = appendString(b, r.TrapID)
 		}
 	}
+	// Added after the tokens: a record an earlier version wrote ends before them.
+	for _, s := range [...]string{o.JA4, o.H2, o.HeaderOrder, o.Stack} {
+		b = appendString(b, s)
+	}
 	return b, nil
 }
 
@@ -271,6 +275,9 @@ func readEntry(p []byte) (*record.Hit, []decoy.TokenRef, error) {
 			ref.Purpose, ref.Origin = decoy.Purpose(r.byte()), decoy.Origin(r.byte())
 			ref.TrapID = r.string()
 		}
+	}
+	if len(r.b) > 0 { // not in a record an earlier version wrote
+		o.JA4, o.H2, o.HeaderOrder, o.Stack = r.string(), r.string(), r.string(), r.string()
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = errors.New("a journal record with bytes past its end")
