@@ -177,6 +177,11 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 	if UnverifiedClaim(client, o.IP) {
 		once(SignalUnverifiedBotClaim, client.Name+" from "+o.IP.String())
 	}
+	if client.Kind == KindUnknown { // a browser-shaped user agent: does the connection agree?
+		if d := StackMismatch(o.UA, o.Stack); d != "" {
+			once(SignalClientStackMismatch, d)
+		}
+	}
 
 	sent := false
 	for _, t := range o.Tokens {

@@ -20,7 +20,7 @@ import (
 )
 
 const (
-	stackGroup = "real TLS clients (Chromium, curl, Python, Node)"
+	stackGroup = "real TLS clients (Chromium, curl, Python, Java, Node)"
 	stackHow   = "run `bash scripts/install-chromium.sh` (Chromium, node, tests/browser/node_modules); curl and python3 with requests (CI has them)"
 )
 
@@ -114,6 +114,11 @@ urllib.request.urlopen(urllib.request.Request(os.environ["URL"], headers=h), con
 			}
 			io.Copy(io.Discard, res.Body)
 			return res.Body.Close()
+		}},
+		{name: "java", family: "java", missing: missing("java"), run: func(ctx context.Context, url, ua string) error {
+			// The test certificate does not name localhost: Java's client checks names apart from trust.
+			return command(ctx, nil, "java", "-Djdk.internal.httpclient.disableHostnameVerification=true",
+				filepath.Join("testdata", "clientstack", "Get.java"), url, ua)
 		}},
 		{name: "node-fetch", family: "node", missing: missing("node"), run: func(ctx context.Context, url, ua string) error {
 			return command(ctx, []string{"URL=" + url, "UA=" + ua, "NODE_TLS_REJECT_UNAUTHORIZED=0", "NODE_NO_WARNINGS=1"}, "node", "-e", `
