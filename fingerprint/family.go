@@ -44,6 +44,8 @@ var Stacks = []Stack{
 	{Go, "ja4b:9dc949149365", "FoxIO mapping: GoLang"},
 	{Go, "h2:2:0;4:4194304;5:16384;6:10485760|1073741824", "measured: Go 1.26 net/http"},
 	{Node, "ja4b:a33745022dd6", "measured: Node.js 20 fetch (undici)"},
+	{Java, "ja4b:db35923f8641", "measured: OpenJDK 17 java.net.http"},
+	{Java, "h2:1:16384;2:0;3:0;4:16777216;5:16384;6:393216|33488897", "measured: OpenJDK 17 java.net.http"},
 }
 
 var browsers = map[string]bool{Chromium: true, Firefox: true, Safari: true}
