@@ -29,7 +29,7 @@ func encodeHit(b []byte, rec *hitRecord) ([]byte, error) {
 // decodeHit reads a journal record: binary (encodeHit), or JSON as earlier versions wrote.
 func decodeHit(payload []byte) (*hitRecord, error) {
 	var en journalEntry
-	if len(payload) > 0 && payload[0] == journalBinary {
+	if len(payload) > 0 && (payload[0] == journalBinary || payload[0] == journalBinaryFP) {
 		h, refs, err := readEntry(payload)
 		if err != nil {
 			return nil, err

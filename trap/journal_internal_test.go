@@ -167,3 +167,30 @@ func TestJournalCodecCoversEveryField(t *testing.T) {
 		}
 	}
 }
+
+// A record an earlier version wrote, without the client's fingerprints at its end, still
+// reads back, with none.
+func TestJournalReadsRecordsWithoutFingerprints(t *testing.T) {
+	rec := &hitRecord{Hit: record.Hit{ID: ids.New(ids.Hit), Org: ids.New(ids.Org), Status: 404, Observation: detect.Observation{
+		At: time.Now().UTC(), Method: "GET", Path: "/.env", IP: netip.MustParseAddr("203.0.113.9"), UA: "curl/8.5", Kind: "not_found",
+	}}}
+	rec.Hit.Prepare()
+	p, err := encodeHit(nil, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p[0] != journalBinaryFP || string(p[len(p)-4:]) != "\x00\x00\x00\x00" {
+		t.Fatalf("a record begins with %#x and ends with %q, want %#x and four empty fingerprints", p[0], p[len(p)-4:], journalBinaryFP)
+	}
+	old := append([]byte{journalBinary}, p[1:len(p)-4]...) // as the version before them wrote it
+	got, err := decodeHit(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Hit, rec.Hit) {
+		t.Errorf("read back:\n%+v\nwant\n%+v", got.Hit, rec.Hit)
+	}
+	if _, err := decodeHit(old[:len(old)-1]); err == nil {
+		t.Error("a record cut short reads back")
+	}
+}

@@ -21,7 +21,12 @@ import (
 // are still read. TestJournalCodecCoversEveryField fails when one of the encoded types
 // gains a field this file does not write.
 
-const journalBinary = 0xB1 // first byte of a binary record (never '{')
+const (
+	journalBinary = 0xB1 // first byte of a binary record (never '{') an earlier version wrote: no fingerprints
+	// journalBinaryFP begins a record ending with the client's fingerprints (JA4, H2,
+	// HeaderOrder, Stack): a record of either kind cut anywhere is still refused.
+	journalBinaryFP = 0xB2
+)
 
 var errJournalShort = errors.New("a journal record cut short")
 
@@ -62,7 +67,7 @@ func appendTime(b []byte, t time.Time) ([]byte, error) {
 
 // appendEntry appends the binary record of a hit and its tokens.
 func appendEntry(b []byte, h *record.Hit, refs []decoy.TokenRef) ([]byte, error) {
-	b = append(b, journalBinary)
+	b = append(b, journalBinaryFP)
 	b = appendString(b, h.ID)
 	b = appendString(b, h.Org)
 	b = appendString(b, h.Site)
@@ -129,7 +134,7 @@ func appendEntry(b []byte, h *record.Hit, refs []decoy.TokenRef) ([]byte, error)
 			b = appendString(b, r.TrapID)
 		}
 	}
-	// Added after the tokens: a record an earlier version wrote ends before them.
+	// After the tokens: a record an earlier version wrote (journalBinary) ends before them.
 	for _, s := range [...]string{o.JA4, o.H2, o.HeaderOrder, o.Stack} {
 		b = appendString(b, s)
 	}
@@ -228,7 +233,8 @@ func (r *entryReader) time() time.Time {
 // readEntry reads what appendEntry wrote.
 func readEntry(p []byte) (*record.Hit, []decoy.TokenRef, error) {
 	r := &entryReader{b: p}
-	if r.byte() != journalBinary {
+	kind := r.byte()
+	if kind != journalBinary && kind != journalBinaryFP {
 		return nil, nil, errors.New("not a binary journal record")
 	}
 	h := &record.Hit{}
@@ -276,7 +282,7 @@ func readEntry(p []byte) (*record.Hit, []decoy.TokenRef, error) {
 			ref.TrapID = r.string()
 		}
 	}
-	if len(r.b) > 0 { // not in a record an earlier version wrote
+	if kind == journalBinaryFP {
 		o.JA4, o.H2, o.HeaderOrder, o.Stack = r.string(), r.string(), r.string(), r.string()
 	}
 	if r.err == nil && len(r.b) != 0 {
