@@ -136,7 +136,7 @@ func (c *limitedConn) state(st http.ConnState) {
 // Over HTTPS, c is the TLS connection (traptls.Conn), or the HTTP/2 connection over it:
 // ours is found under them.
 func ConnState(c net.Conn, st http.ConnState) {
-	for range 4 {
+	for range 6 { // HTTP/2 over TLS over nginx's over ours: 4 layers
 		switch cc := c.(type) {
 		case *limitedConn:
 			cc.state(st)
