@@ -30,9 +30,6 @@ import (
 // Config is the trap listener's part of the configuration.
 type Config struct {
 	TrustedProxies []netip.Prefix
-	// JA4Header is the request header in which a trusted proxy (a CDN) passes the client's
-	// JA4 (--trap-ja4-header, e.g. cf-ja4); believed only from TrustedProxies.
-	JA4Header string
 	QueueSize      int           // hits waiting to be written; beyond it the listener answers 503
 	BatchSize      int           // hits written per transaction at most
 	Linger         time.Duration // how long a batch waits for company
@@ -41,6 +38,10 @@ type Config struct {
 	RoutesMaxAge   time.Duration // how stale the routes may be when another instance changed them
 	RoutesTimeout  time.Duration // how long one reload of the routes may take; the last ones serve meanwhile
 	MCPStreamIdle  time.Duration // a legacy MCP stream with no message posted this long ends (0: DefaultMCPStreamIdle)
+
+	// JA4Header is the request header in which a trusted proxy (a CDN) passes the client's
+	// JA4 (--trap-ja4-header, e.g. cf-ja4); believed only from TrustedProxies.
+	JA4Header string
 
 	// Journal is the directory of the hit journal (journal.go): a hit is acknowledged once
 	// written there and applied to the database after. "": no journal, each answer waits

@@ -15,9 +15,9 @@ import (
 
 	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/detect"
-	"github.com/flytrap/flytrap/fingerprint"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/schema"
+	"github.com/flytrap/flytrap/fingerprint"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/record"
 )
