@@ -557,6 +557,24 @@ func (e ListTrapsParamsActive) Valid() bool {
 	}
 }
 
+// ClientStack One combination of fingerprints a session's hits carried, and the client stack family it points to.
+type ClientStack struct {
+	// Family Client stack family (`chromium`, `firefox`, `safari`, `curl`, `python`, `go`, `node`, `java`); null when unknown.
+	Family string `json:"family"`
+
+	// H2Fingerprint HTTP/2 fingerprint (Akamai's format); null over HTTP/1.
+	H2Fingerprint string `json:"h2_fingerprint"`
+
+	// HeaderOrder Header-order fingerprint of the connection's first request.
+	HeaderOrder string `json:"header_order"`
+
+	// Hits How many of the session's newest hits (up to 200) carried it.
+	Hits int `json:"hits"`
+
+	// Ja4 JA4 of the TLS ClientHello; null when not proved.
+	Ja4 string `json:"ja4"`
+}
+
 // Error Every error, on every route (unknown routes and wrong methods included).
 type Error struct {
 	// ConflictId On a 409, the id of the record in the way when it is known: for a trap's path, the active trap that holds it on the site.
@@ -634,11 +652,23 @@ type Hit struct {
 	// BodyTruncated Whether `body` was cut to its bound.
 	BodyTruncated bool `json:"body_truncated"`
 
+	// ClientStack The client stack family the fingerprints point to (`chromium`, `firefox`, `safari`, `curl`, `python`, `go`, `node`, `java`); null when unknown.
+	ClientStack string `json:"client_stack"`
+
+	// H2Fingerprint HTTP/2 fingerprint of the connection in Akamai's format (`SETTINGS|WINDOW_UPDATE|PRIORITY|pseudo-header order`); null over HTTP/1.
+	H2Fingerprint string `json:"h2_fingerprint"`
+
+	// HeaderOrder Flytrap's header-order fingerprint of the connection's first request: `h1` or `h2`, the header count, `_`, 12 hex digits of a hash of the names in order (e.g. `h105_0e0009a49490`); null when not proved.
+	HeaderOrder string `json:"header_order"`
+
 	// Headers Request headers, each name with all its values.
 	Headers map[string][]string `json:"headers"`
 
 	// Id Identifier.
 	Id string `json:"id"`
+
+	// Ja4 JA4 fingerprint of the client's TLS ClientHello (FoxIO), e.g. `t13d1516h2_8daaf6152771_e5627efa2ab1`; null over plain HTTP or when not proved. Behind a proxy of `--trusted-proxies`, the one its `--trap-ja4-header` carries.
+	Ja4 string `json:"ja4"`
 
 	// Kind What the request was: a decoy served, a request carrying a token of a decoy's hidden content, or an unknown path of a visitor already in a session.
 	Kind   HitKind `json:"kind"`
@@ -746,6 +776,9 @@ type SessionDetail struct {
 
 	// Classification What the visitor was classified as.
 	Classification SessionDetailClassification `json:"classification"`
+
+	// ClientStacks What the session's connections proved of its client: the fingerprint combinations of its newest 200 hits, most recent first (at most 8). Compare `family` with `user_agent`: `CLIENT_STACK_MISMATCH` fires when a browser claim sits on a library's stack.
+	ClientStacks []ClientStack `json:"client_stacks"`
 
 	// Confidence Confidence, 0–100.
 	Confidence int `json:"confidence"`

@@ -44,7 +44,7 @@ var ruleTexts = [...]string{
 	7:  "A search-engine crawler's user agent: crawler (also when it follows hidden links; surer when its operator verified it, CRAWLER_VERIFIED).",
 	8:  "A parser followed a link only hidden content held (CALLBACK_HIT): bot. A browser that followed one such link, not at machine speed, and did nothing else stays below the detection threshold (curiosity).",
 	9:  "A link previewer's user agent (a chat or social app fetching a shared link): crawler, never an AI class.",
-	10: "An automation, headless-browser or empty user agent: bot.",
+	10: "An automation, headless-browser or empty user agent, or a browser claim the connection's stack contradicts: bot.",
 	11: "Nothing above applies: human.",
 }
 

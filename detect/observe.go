@@ -101,6 +101,16 @@ type Observation struct {
 	// and the PTR record's host name ("" when none). CheckClaim weighs them.
 	DNS     DNSCheck
 	DNSHost string
+
+	// What the connection proved of the client (package fingerprint), beside what it
+	// claims (UA): its TLS ClientHello's JA4 ("" over plain HTTP; from a trusted CDN's
+	// header behind one), its HTTP/2 fingerprint (Akamai's format), the order of its
+	// header names, and the client stack family they point to ("" when unknown), which
+	// the listener resolves (fingerprint.Family): detect only compares it with the claim.
+	JA4         string
+	H2          string
+	HeaderOrder string
+	Stack       string
 }
 
 // Firing is one signal a request fired, with its evidence.
@@ -177,6 +187,11 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 	case ClaimUnverified: // a session its operator vouched for stays verified
 		if s.State.Signals[SignalUnverifiedBotClaim] == 0 && s.State.Signals[SignalCrawlerVerified] == 0 {
 			once(SignalUnverifiedBotClaim, c.Detail())
+		}
+	}
+	if client.Kind == KindUnknown { // a browser-shaped user agent: does the connection agree?
+		if d := StackMismatch(o.UA, o.Stack); d != "" {
+			once(SignalClientStackMismatch, d)
 		}
 	}
 

@@ -281,7 +281,7 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 		v.Classification = ClassScanner
 		// A browser whose only evidence is probing may be people behind one address:
 		// a SCANNER to look at, never an event (browserProbeBounds).
-		probeOnly = e.Agent.Kind == KindUnknown && !hasUA(SignalScannerUA) && !has(SignalCallbackHit)
+		probeOnly = e.Agent.Kind == KindUnknown && !hasUA(SignalScannerUA) && !has(SignalCallbackHit) && !has(SignalClientStackMismatch)
 		switch {
 		case hasUA(SignalScannerUA) && has(SignalSystematicProbing):
 			v.Confidence = 90
@@ -322,7 +322,7 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 		rule = 8
 		v.Classification = ClassBot
 		v.Confidence = 85
-		if e.Agent.Kind == KindUnknown && !has(SignalMachineSpeedFollowup) && !has(SignalLLMSpeedFollowup) {
+		if e.Agent.Kind == KindUnknown && !has(SignalMachineSpeedFollowup) && !has(SignalLLMSpeedFollowup) && !has(SignalClientStackMismatch) {
 			// A browser that followed hidden links only slowly may be a
 			// person reading the page source: a BOT, but not a sure one.
 			v.Confidence = 55
@@ -336,12 +336,15 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 		rule = 9
 		v.Classification = ClassCrawler
 		v.Confidence = 65 // a user agent is only a claim, and previewers publish no ranges
-	case hasUA(SignalAutomationClientUA) || hasUA(SignalHeadlessBrowserUA) || hasUA(SignalEmptyUA):
+	case hasUA(SignalAutomationClientUA) || hasUA(SignalHeadlessBrowserUA) || hasUA(SignalEmptyUA) || has(SignalClientStackMismatch):
 		rule = 10
 		v.Classification = ClassBot
 		v.Confidence = 70
 		if hasUA(SignalEmptyUA) {
 			v.Confidence = 60
+		}
+		if has(SignalClientStackMismatch) {
+			v.Confidence = 80 // not a person: a library dressed as a browser
 		}
 	default:
 		rule = 11
@@ -356,6 +359,9 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 			}
 		}
 		v.Confidence = max(v.Confidence, 30)
+	}
+	if has(SignalClientStackMismatch) && rule != 10 && v.Classification != ClassHuman {
+		v.Confidence += 5 // whatever it is, it lied about its client
 	}
 	v.Confidence = min(v.Confidence, 99)
 

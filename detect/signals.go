@@ -29,6 +29,7 @@ const (
 	SignalHumanSpeedFollowup    = "HUMAN_SPEED_FOLLOWUP"
 	SignalSystematicProbing     = "SYSTEMATIC_PROBING"
 	SignalVisibleLinkOpened     = "VISIBLE_LINK_OPENED"
+	SignalClientStackMismatch   = "CLIENT_STACK_MISMATCH"
 )
 
 // SignalInfo is one signal: everything the engine, the documentation and the dashboard
@@ -73,6 +74,8 @@ var signalTable = []SignalInfo{
 	{SignalEmptyUA, false, 15, true, "No user agent at all."},
 	// A scanner announcing itself is worth an event.
 	{SignalScannerUA, false, 45, true, "User agent of a vulnerability or internet-wide scanner (Nmap, sqlmap, nuclei, …)."},
+	// A forged browser identity: automation, whatever it is.
+	{SignalClientStackMismatch, false, 30, true, "The user agent claims a browser (Chrome, Edge, Firefox, Safari…) and the connection's TLS or HTTP/2 stack is a library's (curl, Python, Go, Node, Java), by its JA4 or HTTP/2 fingerprint (docs/detection.md, client stacks). Alone it makes a BOT, never an AI class; it adds confidence to what else fired."},
 	// A forged crawler identity is deliberate.
 	{SignalUnverifiedBotClaim, false, 40, true, "The user agent claims a crawler whose operator publishes address ranges or documents forward-confirmed reverse DNS, and neither backs it: an address outside the ranges (reverse DNS inconclusive or failed), or, for an operator with DNS only, no PTR record, a PTR host outside the documented domains, or one that does not resolve back. The detail says which. Never after CRAWLER_VERIFIED in the session."},
 	// An identity, not an event: the operator vouches for the address.

@@ -11,7 +11,7 @@ func TestIsTripwire(t *testing.T) {
 		SignalKnownAIAgentUA, SignalKnownAIAssistantUA, SignalKnownAICrawlerUA, SignalSearchCrawlerUA, SignalLinkPreviewUA,
 		SignalAutomationClientUA, SignalHeadlessBrowserUA, SignalEmptyUA, SignalScannerUA, SignalUnverifiedBotClaim, SignalCrawlerVerified,
 		SignalRobotsDisallowIgnored, SignalMachineSpeedFollowup, SignalLLMSpeedFollowup, SignalHumanSpeedFollowup,
-		SignalSystematicProbing, SignalVisibleLinkOpened,
+		SignalSystematicProbing, SignalVisibleLinkOpened, SignalClientStackMismatch,
 	}
 	for _, s := range tripwire {
 		if !IsTripwire(s) {

@@ -181,6 +181,9 @@ var schemaGraph = func() *sqlgraph.Schema {
 			hit.FieldKind:          {Type: field.TypeEnum, Column: hit.FieldKind},
 			hit.FieldStatus:        {Type: field.TypeInt, Column: hit.FieldStatus},
 			hit.FieldSignals:       {Type: field.TypeJSON, Column: hit.FieldSignals},
+			hit.FieldJa4:           {Type: field.TypeString, Column: hit.FieldJa4},
+			hit.FieldH2Fingerprint: {Type: field.TypeString, Column: hit.FieldH2Fingerprint},
+			hit.FieldHeaderOrder:   {Type: field.TypeString, Column: hit.FieldHeaderOrder},
 		},
 	}
 	graph.Nodes[7] = &sqlgraph.Node{
@@ -1438,6 +1441,21 @@ func (f *HitFilter) WhereStatus(p entql.IntP) {
 // WhereSignals applies the entql json.RawMessage predicate on the signals field.
 func (f *HitFilter) WhereSignals(p entql.BytesP) {
 	f.Where(p.Field(hit.FieldSignals))
+}
+
+// WhereJa4 applies the entql string predicate on the ja4 field.
+func (f *HitFilter) WhereJa4(p entql.StringP) {
+	f.Where(p.Field(hit.FieldJa4))
+}
+
+// WhereH2Fingerprint applies the entql string predicate on the h2_fingerprint field.
+func (f *HitFilter) WhereH2Fingerprint(p entql.StringP) {
+	f.Where(p.Field(hit.FieldH2Fingerprint))
+}
+
+// WhereHeaderOrder applies the entql string predicate on the header_order field.
+func (f *HitFilter) WhereHeaderOrder(p entql.StringP) {
+	f.Where(p.Field(hit.FieldHeaderOrder))
 }
 
 // WhereHasOrganization applies a predicate to check if query has an edge organization.

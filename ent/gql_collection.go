@@ -377,6 +377,21 @@ func (_q *HitQuery) collectField(ctx context.Context, oneNode bool, opCtx *graph
 				selectedFields = append(selectedFields, hit.FieldSignals)
 				fieldSeen[hit.FieldSignals] = struct{}{}
 			}
+		case "ja4":
+			if _, ok := fieldSeen[hit.FieldJa4]; !ok {
+				selectedFields = append(selectedFields, hit.FieldJa4)
+				fieldSeen[hit.FieldJa4] = struct{}{}
+			}
+		case "h2Fingerprint":
+			if _, ok := fieldSeen[hit.FieldH2Fingerprint]; !ok {
+				selectedFields = append(selectedFields, hit.FieldH2Fingerprint)
+				fieldSeen[hit.FieldH2Fingerprint] = struct{}{}
+			}
+		case "headerOrder":
+			if _, ok := fieldSeen[hit.FieldHeaderOrder]; !ok {
+				selectedFields = append(selectedFields, hit.FieldHeaderOrder)
+				fieldSeen[hit.FieldHeaderOrder] = struct{}{}
+			}
 		case "id":
 		case "__typename":
 		default:

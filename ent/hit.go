@@ -53,6 +53,12 @@ type Hit struct {
 	Status int `json:"status,omitempty"`
 	// Signals holds the value of the "signals" field.
 	Signals []string `json:"signals,omitempty"`
+	// Ja4 holds the value of the "ja4" field.
+	Ja4 *string `json:"ja4,omitempty"`
+	// H2Fingerprint holds the value of the "h2_fingerprint" field.
+	H2Fingerprint *string `json:"h2_fingerprint,omitempty"`
+	// HeaderOrder holds the value of the "header_order" field.
+	HeaderOrder *string `json:"header_order,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the HitQuery when eager-loading is set.
 	Edges        HitEdges `json:"edges"`
@@ -107,7 +113,7 @@ func (*Hit) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullBool)
 		case hit.FieldReceivedHour, hit.FieldStatus:
 			values[i] = new(sql.NullInt64)
-		case hit.FieldID, hit.FieldOrgID, hit.FieldSessionID, hit.FieldTrapID, hit.FieldMethod, hit.FieldPath, hit.FieldQuery, hit.FieldBody, hit.FieldSourceIP, hit.FieldUserAgent, hit.FieldKind:
+		case hit.FieldID, hit.FieldOrgID, hit.FieldSessionID, hit.FieldTrapID, hit.FieldMethod, hit.FieldPath, hit.FieldQuery, hit.FieldBody, hit.FieldSourceIP, hit.FieldUserAgent, hit.FieldKind, hit.FieldJa4, hit.FieldH2Fingerprint, hit.FieldHeaderOrder:
 			values[i] = new(sql.NullString)
 		case hit.FieldReceivedAt:
 			values[i] = new(sql.NullTime)
@@ -230,6 +236,27 @@ func (_m *Hit) assignValues(columns []string, values []any) error {
 					return fmt.Errorf("unmarshal field signals: %w", err)
 				}
 			}
+		case hit.FieldJa4:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field ja4", values[i])
+			} else if value.Valid {
+				_m.Ja4 = new(string)
+				*_m.Ja4 = value.String
+			}
+		case hit.FieldH2Fingerprint:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field h2_fingerprint", values[i])
+			} else if value.Valid {
+				_m.H2Fingerprint = new(string)
+				*_m.H2Fingerprint = value.String
+			}
+		case hit.FieldHeaderOrder:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field header_order", values[i])
+			} else if value.Valid {
+				_m.HeaderOrder = new(string)
+				*_m.HeaderOrder = value.String
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -323,6 +350,21 @@ func (_m *Hit) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("signals=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Signals))
+	builder.WriteString(", ")
+	if v := _m.Ja4; v != nil {
+		builder.WriteString("ja4=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.H2Fingerprint; v != nil {
+		builder.WriteString("h2_fingerprint=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.HeaderOrder; v != nil {
+		builder.WriteString("header_order=")
+		builder.WriteString(*v)
+	}
 	builder.WriteByte(')')
 	return builder.String()
 }

@@ -194,6 +194,48 @@ func (_c *HitCreate) SetSignals(v []string) *HitCreate {
 	return _c
 }
 
+// SetJa4 sets the "ja4" field.
+func (_c *HitCreate) SetJa4(v string) *HitCreate {
+	_c.mutation.SetJa4(v)
+	return _c
+}
+
+// SetNillableJa4 sets the "ja4" field if the given value is not nil.
+func (_c *HitCreate) SetNillableJa4(v *string) *HitCreate {
+	if v != nil {
+		_c.SetJa4(*v)
+	}
+	return _c
+}
+
+// SetH2Fingerprint sets the "h2_fingerprint" field.
+func (_c *HitCreate) SetH2Fingerprint(v string) *HitCreate {
+	_c.mutation.SetH2Fingerprint(v)
+	return _c
+}
+
+// SetNillableH2Fingerprint sets the "h2_fingerprint" field if the given value is not nil.
+func (_c *HitCreate) SetNillableH2Fingerprint(v *string) *HitCreate {
+	if v != nil {
+		_c.SetH2Fingerprint(*v)
+	}
+	return _c
+}
+
+// SetHeaderOrder sets the "header_order" field.
+func (_c *HitCreate) SetHeaderOrder(v string) *HitCreate {
+	_c.mutation.SetHeaderOrder(v)
+	return _c
+}
+
+// SetNillableHeaderOrder sets the "header_order" field if the given value is not nil.
+func (_c *HitCreate) SetNillableHeaderOrder(v *string) *HitCreate {
+	if v != nil {
+		_c.SetHeaderOrder(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *HitCreate) SetID(v string) *HitCreate {
 	_c.mutation.SetID(v)
@@ -390,6 +432,21 @@ func (_c *HitCreate) check() error {
 	if _, ok := _c.mutation.Signals(); !ok {
 		return &ValidationError{Name: "signals", err: errors.New(`ent: missing required field "Hit.signals"`)}
 	}
+	if v, ok := _c.mutation.Ja4(); ok {
+		if err := hit.Ja4Validator(v); err != nil {
+			return &ValidationError{Name: "ja4", err: fmt.Errorf(`ent: validator failed for field "Hit.ja4": %w`, err)}
+		}
+	}
+	if v, ok := _c.mutation.H2Fingerprint(); ok {
+		if err := hit.H2FingerprintValidator(v); err != nil {
+			return &ValidationError{Name: "h2_fingerprint", err: fmt.Errorf(`ent: validator failed for field "Hit.h2_fingerprint": %w`, err)}
+		}
+	}
+	if v, ok := _c.mutation.HeaderOrder(); ok {
+		if err := hit.HeaderOrderValidator(v); err != nil {
+			return &ValidationError{Name: "header_order", err: fmt.Errorf(`ent: validator failed for field "Hit.header_order": %w`, err)}
+		}
+	}
 	if v, ok := _c.mutation.ID(); ok {
 		if err := hit.IDValidator(v); err != nil {
 			return &ValidationError{Name: "id", err: fmt.Errorf(`ent: validator failed for field "Hit.id": %w`, err)}
@@ -492,6 +549,18 @@ func (_c *HitCreate) createSpec() (*Hit, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Signals(); ok {
 		_spec.SetField(hit.FieldSignals, field.TypeJSON, value)
 		_node.Signals = value
+	}
+	if value, ok := _c.mutation.Ja4(); ok {
+		_spec.SetField(hit.FieldJa4, field.TypeString, value)
+		_node.Ja4 = &value
+	}
+	if value, ok := _c.mutation.H2Fingerprint(); ok {
+		_spec.SetField(hit.FieldH2Fingerprint, field.TypeString, value)
+		_node.H2Fingerprint = &value
+	}
+	if value, ok := _c.mutation.HeaderOrder(); ok {
+		_spec.SetField(hit.FieldHeaderOrder, field.TypeString, value)
+		_node.HeaderOrder = &value
 	}
 	if nodes := _c.mutation.OrganizationIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -643,6 +712,15 @@ func (u *HitUpsertOne) UpdateNewValues() *HitUpsertOne {
 		}
 		if _, exists := u.create.mutation.Signals(); exists {
 			s.SetIgnore(hit.FieldSignals)
+		}
+		if _, exists := u.create.mutation.Ja4(); exists {
+			s.SetIgnore(hit.FieldJa4)
+		}
+		if _, exists := u.create.mutation.H2Fingerprint(); exists {
+			s.SetIgnore(hit.FieldH2Fingerprint)
+		}
+		if _, exists := u.create.mutation.HeaderOrder(); exists {
+			s.SetIgnore(hit.FieldHeaderOrder)
 		}
 	}))
 	return u
@@ -905,6 +983,15 @@ func (u *HitUpsertBulk) UpdateNewValues() *HitUpsertBulk {
 			}
 			if _, exists := b.mutation.Signals(); exists {
 				s.SetIgnore(hit.FieldSignals)
+			}
+			if _, exists := b.mutation.Ja4(); exists {
+				s.SetIgnore(hit.FieldJa4)
+			}
+			if _, exists := b.mutation.H2Fingerprint(); exists {
+				s.SetIgnore(hit.FieldH2Fingerprint)
+			}
+			if _, exists := b.mutation.HeaderOrder(); exists {
+				s.SetIgnore(hit.FieldHeaderOrder)
 			}
 		}
 	}))

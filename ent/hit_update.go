@@ -95,6 +95,15 @@ func (_u *HitUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if _u.mutation.ReceivedHourCleared() {
 		_spec.ClearField(hit.FieldReceivedHour, field.TypeInt64)
 	}
+	if _u.mutation.Ja4Cleared() {
+		_spec.ClearField(hit.FieldJa4, field.TypeString)
+	}
+	if _u.mutation.H2FingerprintCleared() {
+		_spec.ClearField(hit.FieldH2Fingerprint, field.TypeString)
+	}
+	if _u.mutation.HeaderOrderCleared() {
+		_spec.ClearField(hit.FieldHeaderOrder, field.TypeString)
+	}
 	_spec.AddModifiers(_u.modifiers...)
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -213,6 +222,15 @@ func (_u *HitUpdateOne) sqlSave(ctx context.Context) (_node *Hit, err error) {
 	}
 	if _u.mutation.ReceivedHourCleared() {
 		_spec.ClearField(hit.FieldReceivedHour, field.TypeInt64)
+	}
+	if _u.mutation.Ja4Cleared() {
+		_spec.ClearField(hit.FieldJa4, field.TypeString)
+	}
+	if _u.mutation.H2FingerprintCleared() {
+		_spec.ClearField(hit.FieldH2Fingerprint, field.TypeString)
+	}
+	if _u.mutation.HeaderOrderCleared() {
+		_spec.ClearField(hit.FieldHeaderOrder, field.TypeString)
 	}
 	_spec.AddModifiers(_u.modifiers...)
 	_node = &Hit{config: _u.config}

@@ -4568,6 +4568,9 @@ type HitMutation struct {
 	addstatus           *int
 	signals             *[]string
 	appendsignals       []string
+	ja4                 *string
+	h2_fingerprint      *string
+	header_order        *string
 	clearedFields       map[string]struct{}
 	organization        *string
 	clearedorganization bool
@@ -5340,6 +5343,153 @@ func (m *HitMutation) ResetSignals() {
 	m.appendsignals = nil
 }
 
+// SetJa4 sets the "ja4" field.
+func (m *HitMutation) SetJa4(s string) {
+	m.ja4 = &s
+}
+
+// Ja4 returns the value of the "ja4" field in the mutation.
+func (m *HitMutation) Ja4() (r string, exists bool) {
+	v := m.ja4
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldJa4 returns the old "ja4" field's value of the Hit entity.
+// If the Hit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *HitMutation) OldJa4(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldJa4 is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldJa4 requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldJa4: %w", err)
+	}
+	return oldValue.Ja4, nil
+}
+
+// ClearJa4 clears the value of the "ja4" field.
+func (m *HitMutation) ClearJa4() {
+	m.ja4 = nil
+	m.clearedFields[hit.FieldJa4] = struct{}{}
+}
+
+// Ja4Cleared returns if the "ja4" field was cleared in this mutation.
+func (m *HitMutation) Ja4Cleared() bool {
+	_, ok := m.clearedFields[hit.FieldJa4]
+	return ok
+}
+
+// ResetJa4 resets all changes to the "ja4" field.
+func (m *HitMutation) ResetJa4() {
+	m.ja4 = nil
+	delete(m.clearedFields, hit.FieldJa4)
+}
+
+// SetH2Fingerprint sets the "h2_fingerprint" field.
+func (m *HitMutation) SetH2Fingerprint(s string) {
+	m.h2_fingerprint = &s
+}
+
+// H2Fingerprint returns the value of the "h2_fingerprint" field in the mutation.
+func (m *HitMutation) H2Fingerprint() (r string, exists bool) {
+	v := m.h2_fingerprint
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldH2Fingerprint returns the old "h2_fingerprint" field's value of the Hit entity.
+// If the Hit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *HitMutation) OldH2Fingerprint(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldH2Fingerprint is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldH2Fingerprint requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldH2Fingerprint: %w", err)
+	}
+	return oldValue.H2Fingerprint, nil
+}
+
+// ClearH2Fingerprint clears the value of the "h2_fingerprint" field.
+func (m *HitMutation) ClearH2Fingerprint() {
+	m.h2_fingerprint = nil
+	m.clearedFields[hit.FieldH2Fingerprint] = struct{}{}
+}
+
+// H2FingerprintCleared returns if the "h2_fingerprint" field was cleared in this mutation.
+func (m *HitMutation) H2FingerprintCleared() bool {
+	_, ok := m.clearedFields[hit.FieldH2Fingerprint]
+	return ok
+}
+
+// ResetH2Fingerprint resets all changes to the "h2_fingerprint" field.
+func (m *HitMutation) ResetH2Fingerprint() {
+	m.h2_fingerprint = nil
+	delete(m.clearedFields, hit.FieldH2Fingerprint)
+}
+
+// SetHeaderOrder sets the "header_order" field.
+func (m *HitMutation) SetHeaderOrder(s string) {
+	m.header_order = &s
+}
+
+// HeaderOrder returns the value of the "header_order" field in the mutation.
+func (m *HitMutation) HeaderOrder() (r string, exists bool) {
+	v := m.header_order
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHeaderOrder returns the old "header_order" field's value of the Hit entity.
+// If the Hit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *HitMutation) OldHeaderOrder(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHeaderOrder is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHeaderOrder requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHeaderOrder: %w", err)
+	}
+	return oldValue.HeaderOrder, nil
+}
+
+// ClearHeaderOrder clears the value of the "header_order" field.
+func (m *HitMutation) ClearHeaderOrder() {
+	m.header_order = nil
+	m.clearedFields[hit.FieldHeaderOrder] = struct{}{}
+}
+
+// HeaderOrderCleared returns if the "header_order" field was cleared in this mutation.
+func (m *HitMutation) HeaderOrderCleared() bool {
+	_, ok := m.clearedFields[hit.FieldHeaderOrder]
+	return ok
+}
+
+// ResetHeaderOrder resets all changes to the "header_order" field.
+func (m *HitMutation) ResetHeaderOrder() {
+	m.header_order = nil
+	delete(m.clearedFields, hit.FieldHeaderOrder)
+}
+
 // SetOrganizationID sets the "organization" edge to the Organization entity by id.
 func (m *HitMutation) SetOrganizationID(id string) {
 	m.organization = &id
@@ -5441,7 +5591,7 @@ func (m *HitMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *HitMutation) Fields() []string {
-	fields := make([]string, 0, 16)
+	fields := make([]string, 0, 19)
 	if m.organization != nil {
 		fields = append(fields, hit.FieldOrgID)
 	}
@@ -5490,6 +5640,15 @@ func (m *HitMutation) Fields() []string {
 	if m.signals != nil {
 		fields = append(fields, hit.FieldSignals)
 	}
+	if m.ja4 != nil {
+		fields = append(fields, hit.FieldJa4)
+	}
+	if m.h2_fingerprint != nil {
+		fields = append(fields, hit.FieldH2Fingerprint)
+	}
+	if m.header_order != nil {
+		fields = append(fields, hit.FieldHeaderOrder)
+	}
 	return fields
 }
 
@@ -5530,6 +5689,12 @@ func (m *HitMutation) Field(name string) (ent.Value, bool) {
 		return m.Status()
 	case hit.FieldSignals:
 		return m.Signals()
+	case hit.FieldJa4:
+		return m.Ja4()
+	case hit.FieldH2Fingerprint:
+		return m.H2Fingerprint()
+	case hit.FieldHeaderOrder:
+		return m.HeaderOrder()
 	}
 	return nil, false
 }
@@ -5571,6 +5736,12 @@ func (m *HitMutation) OldField(ctx context.Context, name string) (ent.Value, err
 		return m.OldStatus(ctx)
 	case hit.FieldSignals:
 		return m.OldSignals(ctx)
+	case hit.FieldJa4:
+		return m.OldJa4(ctx)
+	case hit.FieldH2Fingerprint:
+		return m.OldH2Fingerprint(ctx)
+	case hit.FieldHeaderOrder:
+		return m.OldHeaderOrder(ctx)
 	}
 	return nil, fmt.Errorf("unknown Hit field %s", name)
 }
@@ -5692,6 +5863,27 @@ func (m *HitMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetSignals(v)
 		return nil
+	case hit.FieldJa4:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetJa4(v)
+		return nil
+	case hit.FieldH2Fingerprint:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetH2Fingerprint(v)
+		return nil
+	case hit.FieldHeaderOrder:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHeaderOrder(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Hit field %s", name)
 }
@@ -5755,6 +5947,15 @@ func (m *HitMutation) ClearedFields() []string {
 	if m.FieldCleared(hit.FieldReceivedHour) {
 		fields = append(fields, hit.FieldReceivedHour)
 	}
+	if m.FieldCleared(hit.FieldJa4) {
+		fields = append(fields, hit.FieldJa4)
+	}
+	if m.FieldCleared(hit.FieldH2Fingerprint) {
+		fields = append(fields, hit.FieldH2Fingerprint)
+	}
+	if m.FieldCleared(hit.FieldHeaderOrder) {
+		fields = append(fields, hit.FieldHeaderOrder)
+	}
 	return fields
 }
 
@@ -5774,6 +5975,15 @@ func (m *HitMutation) ClearField(name string) error {
 		return nil
 	case hit.FieldReceivedHour:
 		m.ClearReceivedHour()
+		return nil
+	case hit.FieldJa4:
+		m.ClearJa4()
+		return nil
+	case hit.FieldH2Fingerprint:
+		m.ClearH2Fingerprint()
+		return nil
+	case hit.FieldHeaderOrder:
+		m.ClearHeaderOrder()
 		return nil
 	}
 	return fmt.Errorf("unknown Hit nullable field %s", name)
@@ -5830,6 +6040,15 @@ func (m *HitMutation) ResetField(name string) error {
 		return nil
 	case hit.FieldSignals:
 		m.ResetSignals()
+		return nil
+	case hit.FieldJa4:
+		m.ResetJa4()
+		return nil
+	case hit.FieldH2Fingerprint:
+		m.ResetH2Fingerprint()
+		return nil
+	case hit.FieldHeaderOrder:
+		m.ResetHeaderOrder()
 		return nil
 	}
 	return fmt.Errorf("unknown Hit field %s", name)

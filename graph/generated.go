@@ -112,6 +112,14 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	ClientStack struct {
+		Family        func(childComplexity int) int
+		H2Fingerprint func(childComplexity int) int
+		HeaderOrder   func(childComplexity int) int
+		Hits          func(childComplexity int) int
+		JA4           func(childComplexity int) int
+	}
+
 	CreateApiKeyPayload struct {
 		APIKey func(childComplexity int) int
 		Key    func(childComplexity int) int
@@ -170,8 +178,12 @@ type ComplexityRoot struct {
 	Hit struct {
 		Body          func(childComplexity int) int
 		BodyTruncated func(childComplexity int) int
+		ClientStack   func(childComplexity int) int
+		H2Fingerprint func(childComplexity int) int
+		HeaderOrder   func(childComplexity int) int
 		Headers       func(childComplexity int) int
 		ID            func(childComplexity int) int
+		Ja4           func(childComplexity int) int
 		Kind          func(childComplexity int) int
 		Method        func(childComplexity int) int
 		OrgID         func(childComplexity int) int
@@ -309,6 +321,7 @@ type ComplexityRoot struct {
 
 	Session struct {
 		Classification    func(childComplexity int) int
+		ClientStacks      func(childComplexity int) int
 		Confidence        func(childComplexity int) int
 		Explanation       func(childComplexity int) int
 		ExtractedModel    func(childComplexity int) int
@@ -591,6 +604,8 @@ type CampaignResolver interface {
 }
 type HitResolver interface {
 	Headers(ctx context.Context, obj *ent.Hit) (map[string]any, error)
+
+	ClientStack(ctx context.Context, obj *ent.Hit) (*string, error)
 }
 type MutationResolver interface {
 	CreateTrap(ctx context.Context, input app.TrapInput) (*ent.Trap, error)
@@ -633,6 +648,7 @@ type QueryResolver interface {
 	Gate(ctx context.Context, failOn session.Severity, since *time.Time) (*app.GateResult, error)
 }
 type SessionResolver interface {
+	ClientStacks(ctx context.Context, obj *ent.Session) ([]*app.ClientStack, error)
 	Explanation(ctx context.Context, obj *ent.Session) (*model.VerdictExplanation, error)
 	SignalGroups(ctx context.Context, obj *ent.Session) ([]*model.SignalGroup, error)
 	Traps(ctx context.Context, obj *ent.Session) ([]*app.TrapRef, error)
@@ -885,6 +901,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.CampaignEdge.Node(childComplexity), true
 
+	case "ClientStack.family":
+		if e.ComplexityRoot.ClientStack.Family == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClientStack.Family(childComplexity), true
+	case "ClientStack.h2Fingerprint":
+		if e.ComplexityRoot.ClientStack.H2Fingerprint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClientStack.H2Fingerprint(childComplexity), true
+	case "ClientStack.headerOrder":
+		if e.ComplexityRoot.ClientStack.HeaderOrder == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClientStack.HeaderOrder(childComplexity), true
+	case "ClientStack.hits":
+		if e.ComplexityRoot.ClientStack.Hits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClientStack.Hits(childComplexity), true
+	case "ClientStack.ja4":
+		if e.ComplexityRoot.ClientStack.JA4 == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClientStack.JA4(childComplexity), true
+
 	case "CreateApiKeyPayload.apiKey":
 		if e.ComplexityRoot.CreateApiKeyPayload.APIKey == nil {
 			break
@@ -1091,6 +1138,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Hit.BodyTruncated(childComplexity), true
+	case "Hit.clientStack":
+		if e.ComplexityRoot.Hit.ClientStack == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Hit.ClientStack(childComplexity), true
+	case "Hit.h2Fingerprint":
+		if e.ComplexityRoot.Hit.H2Fingerprint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Hit.H2Fingerprint(childComplexity), true
+	case "Hit.headerOrder":
+		if e.ComplexityRoot.Hit.HeaderOrder == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Hit.HeaderOrder(childComplexity), true
 	case "Hit.headers":
 		if e.ComplexityRoot.Hit.Headers == nil {
 			break
@@ -1103,6 +1168,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Hit.ID(childComplexity), true
+	case "Hit.ja4":
+		if e.ComplexityRoot.Hit.Ja4 == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Hit.Ja4(childComplexity), true
 	case "Hit.kind":
 		if e.ComplexityRoot.Hit.Kind == nil {
 			break
@@ -1865,6 +1936,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Session.Classification(childComplexity), true
+	case "Session.clientStacks":
+		if e.ComplexityRoot.Session.ClientStacks == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.ClientStacks(childComplexity), true
 	case "Session.confidence":
 		if e.ComplexityRoot.Session.Confidence == nil {
 			break
@@ -3438,12 +3515,33 @@ extend type Signal {
 }
 
 extend type Session {
+  "What the session's connections proved of its client: the fingerprint combinations of its newest 200 hits (at most 8, most recent first) and the stack family each points to."
+  clientStacks: [ClientStack!]! @cost(weight: 5) @listSize(assumedSize: 2)
   "How the score and class were reached, from the engine's own weight table and rules (detect.Explain)."
   explanation: VerdictExplanation! @cost(weight: 5)
   "The session's signals grouped by signal and placement, with how often each fired and samples of its evidence."
   signalGroups: [SignalGroup!]! @cost(weight: 20) @listSize(assumedSize: 40)
   "The traps the session triggered, by name and path (a deleted trap: its id only)."
   traps: [TrapRef!]! @cost(weight: 5) @listSize(assumedSize: 20)
+}
+
+"What a client's connection proved of it (beside what it claims): its fingerprints and the client stack family they point to."
+type ClientStack {
+  "JA4 of its TLS ClientHello (FoxIO); null over plain HTTP."
+  ja4: String
+  "HTTP/2 fingerprint in Akamai's format (SETTINGS|WINDOW_UPDATE|PRIORITY|pseudo-header order); null over HTTP/1."
+  h2Fingerprint: String
+  "Flytrap's header-order fingerprint of its first request (h1 or h2, header count, hash of the names in order)."
+  headerOrder: String
+  "The client stack family the fingerprints point to (chromium, firefox, safari, curl, python, go, node, java…); null when unknown."
+  family: String
+  "How many of the hits read carried it."
+  hits: Int!
+}
+
+extend type Hit {
+  "The client stack family the hit's fingerprints point to; null when unknown."
+  clientStack: String
 }
 
 "How the detection engine judged a session."
@@ -3757,6 +3855,22 @@ func (ec *executionContext) childFields_CampaignEdge(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type CampaignEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_ClientStack(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "ja4":
+		return ec.fieldContext_ClientStack_ja4(ctx, field)
+	case "h2Fingerprint":
+		return ec.fieldContext_ClientStack_h2Fingerprint(ctx, field)
+	case "headerOrder":
+		return ec.fieldContext_ClientStack_headerOrder(ctx, field)
+	case "family":
+		return ec.fieldContext_ClientStack_family(ctx, field)
+	case "hits":
+		return ec.fieldContext_ClientStack_hits(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ClientStack", field.Name)
+}
+
 func (ec *executionContext) childFields_CreateApiKeyPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "key":
@@ -3901,8 +4015,16 @@ func (ec *executionContext) childFields_Hit(ctx context.Context, field graphql.C
 		return ec.fieldContext_Hit_status(ctx, field)
 	case "signals":
 		return ec.fieldContext_Hit_signals(ctx, field)
+	case "ja4":
+		return ec.fieldContext_Hit_ja4(ctx, field)
+	case "h2Fingerprint":
+		return ec.fieldContext_Hit_h2Fingerprint(ctx, field)
+	case "headerOrder":
+		return ec.fieldContext_Hit_headerOrder(ctx, field)
 	case "session":
 		return ec.fieldContext_Hit_session(ctx, field)
+	case "clientStack":
+		return ec.fieldContext_Hit_clientStack(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Hit", field.Name)
 }
@@ -4115,6 +4237,8 @@ func (ec *executionContext) childFields_Session(ctx context.Context, field graph
 		return ec.fieldContext_Session_signals(ctx, field)
 	case "prompts":
 		return ec.fieldContext_Session_prompts(ctx, field)
+	case "clientStacks":
+		return ec.fieldContext_Session_clientStacks(ctx, field)
 	case "explanation":
 		return ec.fieldContext_Session_explanation(ctx, field)
 	case "signalGroups":
@@ -6220,6 +6344,41 @@ func (ec *executionContext) fieldContext_CampaignEdge_cursor(_ context.Context, 
 	return scalarFieldContext("CampaignEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
+func (ec *executionContext) _ClientStack_ja4(ctx context.Context, field graphql.CollectedField, obj *app.ClientStack) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ClientStack_ja4, obj.JA4, ec.marshalOString2ᚖstring)
+}
+func (ec *executionContext) fieldContext_ClientStack_ja4(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("ClientStack", field, false, false, "field of type String does not have child fields")
+}
+
+func (ec *executionContext) _ClientStack_h2Fingerprint(ctx context.Context, field graphql.CollectedField, obj *app.ClientStack) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ClientStack_h2Fingerprint, obj.H2Fingerprint, ec.marshalOString2ᚖstring)
+}
+func (ec *executionContext) fieldContext_ClientStack_h2Fingerprint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("ClientStack", field, false, false, "field of type String does not have child fields")
+}
+
+func (ec *executionContext) _ClientStack_headerOrder(ctx context.Context, field graphql.CollectedField, obj *app.ClientStack) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ClientStack_headerOrder, obj.HeaderOrder, ec.marshalOString2ᚖstring)
+}
+func (ec *executionContext) fieldContext_ClientStack_headerOrder(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("ClientStack", field, false, false, "field of type String does not have child fields")
+}
+
+func (ec *executionContext) _ClientStack_family(ctx context.Context, field graphql.CollectedField, obj *app.ClientStack) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ClientStack_family, obj.Family, ec.marshalOString2ᚖstring)
+}
+func (ec *executionContext) fieldContext_ClientStack_family(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("ClientStack", field, false, false, "field of type String does not have child fields")
+}
+
+func (ec *executionContext) _ClientStack_hits(ctx context.Context, field graphql.CollectedField, obj *app.ClientStack) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_ClientStack_hits, obj.Hits, ec.marshalNInt2int)
+}
+func (ec *executionContext) fieldContext_ClientStack_hits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("ClientStack", field, false, false, "field of type Int does not have child fields")
+}
+
 func (ec *executionContext) _CreateApiKeyPayload_key(ctx context.Context, field graphql.CollectedField, obj *model.CreateAPIKeyPayload) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_CreateApiKeyPayload_key, obj.Key, ec.marshalNString2string)
 }
@@ -6715,6 +6874,27 @@ func (ec *executionContext) fieldContext_Hit_signals(_ context.Context, field gr
 	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
 }
 
+func (ec *executionContext) _Hit_ja4(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_ja4, obj.Ja4, ec.marshalOString2ᚖstring)
+}
+func (ec *executionContext) fieldContext_Hit_ja4(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
+}
+
+func (ec *executionContext) _Hit_h2Fingerprint(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_h2Fingerprint, obj.H2Fingerprint, ec.marshalOString2ᚖstring)
+}
+func (ec *executionContext) fieldContext_Hit_h2Fingerprint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
+}
+
+func (ec *executionContext) _Hit_headerOrder(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Hit_headerOrder, obj.HeaderOrder, ec.marshalOString2ᚖstring)
+}
+func (ec *executionContext) fieldContext_Hit_headerOrder(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Hit", field, false, false, "field of type String does not have child fields")
+}
+
 func (ec *executionContext) _Hit_session(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6745,6 +6925,29 @@ func (ec *executionContext) fieldContext_Hit_session(_ context.Context, field gr
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Hit_clientStack(ctx context.Context, field graphql.CollectedField, obj *ent.Hit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Hit_clientStack(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Hit().ClientStack(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Hit_clientStack(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Hit", field, true, true, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _HitConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.HitConnection) (ret graphql.Marshaler) {
@@ -9194,6 +9397,38 @@ func (ec *executionContext) fieldContext_Session_prompts(_ context.Context, fiel
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Prompt(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Session_clientStacks(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Session_clientStacks(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Session().ClientStacks(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*app.ClientStack) graphql.Marshaler {
+			return ec.marshalNClientStack2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐClientStackᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Session_clientStacks(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Session",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ClientStack(ctx, field)
 		},
 	}
 	return fc, nil
@@ -20921,6 +21156,65 @@ func (ec *executionContext) _CampaignEdge(ctx context.Context, sel ast.Selection
 	return marshalObject(fields, out)
 }
 
+var clientStackImplementors = []string{"ClientStack"}
+
+func (ec *executionContext) _ClientStack(ctx context.Context, sel ast.SelectionSet, obj *app.ClientStack) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, clientStackImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	var deferredFieldSet *graphql.FieldSet // gqlpatch: made for the first deferred field
+	var deferLabelToView map[string]*graphql.FieldSetView
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ClientStack")
+		case "ja4":
+			out.Values[i] = ec._ClientStack_ja4(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "h2Fingerprint":
+			out.Values[i] = ec._ClientStack_h2Fingerprint(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "headerOrder":
+			out.Values[i] = ec._ClientStack_headerOrder(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "family":
+			out.Values[i] = ec._ClientStack_family(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "hits":
+			out.Values[i] = ec._ClientStack_hits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if len(deferLabelToView) > 0 { // gqlpatch: GetPath is a slice per object, and nothing is deferred
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
+
+	return marshalObject(fields, out)
+}
+
 var createApiKeyPayloadImplementors = []string{"CreateApiKeyPayload"}
 
 func (ec *executionContext) _CreateApiKeyPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateAPIKeyPayload) graphql.Marshaler {
@@ -21476,6 +21770,21 @@ func (ec *executionContext) _Hit(ctx context.Context, sel ast.SelectionSet, obj 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "ja4":
+			out.Values[i] = ec._Hit_ja4(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "h2Fingerprint":
+			out.Values[i] = ec._Hit_h2Fingerprint(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "headerOrder":
+			out.Values[i] = ec._Hit_headerOrder(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "session":
 			field := field
 
@@ -21487,6 +21796,47 @@ func (ec *executionContext) _Hit(ctx context.Context, sel ast.SelectionSet, obj 
 				}()
 				res = ec._Hit_session(ctx, field, obj)
 				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet, deferLabelToView = graphql.NewFieldSet(nil), map[string]*graphql.FieldSetView{}
+				}
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "clientStack":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Hit_clientStack(ctx, field, obj)
+				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -23020,6 +23370,47 @@ func (ec *executionContext) _Session(ctx context.Context, sel ast.SelectionSet, 
 				}()
 				res = ec._Session_prompts(ctx, field, obj)
 				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet, deferLabelToView = graphql.NewFieldSet(nil), map[string]*graphql.FieldSetView{}
+				}
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "clientStacks":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Session_clientStacks(ctx, field, obj)
+				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -25630,6 +26021,32 @@ func (ec *executionContext) unmarshalNClassification2githubᚗcomᚋflytrapᚋfl
 
 func (ec *executionContext) marshalNClassification2githubᚗcomᚋflytrapᚋflytrapᚋentᚋsessionᚐClassification(ctx context.Context, sel ast.SelectionSet, v session.Classification) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) marshalNClientStack2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐClientStackᚄ(ctx context.Context, sel ast.SelectionSet, v []*app.ClientStack) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNClientStack2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐClientStack(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNClientStack2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐClientStack(ctx context.Context, sel ast.SelectionSet, v *app.ClientStack) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ClientStack(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNCreateApiKeyInput2githubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐCreateAPIKeyInput(ctx context.Context, v any) (model.CreateAPIKeyInput, error) {

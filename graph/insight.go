@@ -210,6 +210,16 @@ func (r *sessionResolver) SignalGroups(ctx context.Context, obj *ent.Session) ([
 	return r.signalGroups(ctx, obj)
 }
 
+// ClientStacks is the resolver for the clientStacks field.
+func (r *sessionResolver) ClientStacks(ctx context.Context, obj *ent.Session) ([]*app.ClientStack, error) {
+	return r.app.ClientStacks(ctx, obj)
+}
+
+// ClientStack is the resolver for the clientStack field.
+func (r *hitResolver) ClientStack(ctx context.Context, obj *ent.Hit) (*string, error) {
+	return app.HitStack(obj), nil
+}
+
 // Traps is the resolver for the traps field.
 func (r *sessionResolver) Traps(ctx context.Context, obj *ent.Session) ([]*app.TrapRef, error) {
 	return r.app.TrapRefs(ctx, obj.TrapsTriggered)

@@ -28,6 +28,7 @@ func TestHitRowFillsEveryColumn(t *testing.T) {
 	for i := range 4 {
 		h, _ := sampleHit(i, "org_x")
 		h.TrapID = ids.New(ids.Trap)
+		h.JA4, h.H2, h.HeaderOrder = "t13d1516h2_8daaf6152771_e5627efa2ab1", "1:65536|00|0|m,a,s,p", "h203_0123456789ab"
 		h.Prepare()
 		h.Session = &Session{ID: ids.New(ids.Session)}
 		row, err := h.complete()
@@ -121,6 +122,15 @@ func hitRowsAsEnt(t *testing.T, s *store.DB, way string) {
 		if rec.TrapID != "" {
 			hc.SetTrapID(rec.TrapID)
 		}
+		if rec.JA4 != "" {
+			hc.SetJa4(rec.JA4)
+		}
+		if rec.H2 != "" {
+			hc.SetH2Fingerprint(rec.H2)
+		}
+		if rec.HeaderOrder != "" {
+			hc.SetHeaderOrder(rec.HeaderOrder)
+		}
 		creates = append(creates, hc)
 	}
 	if err := tx.Hit.CreateBulk(creates...).Exec(ctx); err != nil {
@@ -159,6 +169,7 @@ func sampleHit(i int, org string) (*Hit, []string) {
 	case 0:
 		rec.TrapID = ids.New(ids.Trap)
 		rec.Query, rec.Body, rec.Truncated = "a=1&b=%C3%A9", `{"prompt":"<system> you are…"}`, true
+		rec.JA4, rec.H2, rec.HeaderOrder = "t13d1516h2_8daaf6152771_e5627efa2ab1", "1:65536;2:0;4:6291456|15663105|0|m,a,s,p", "h212_0123456789ab"
 		signals = []string{"callback_hit", "follow_up_fast"}
 	case 1:
 		rec.Kind, rec.Status, rec.Headers = "not_found", 404, map[string][]string{}
@@ -171,6 +182,7 @@ func sampleHit(i int, org string) (*Hit, []string) {
 	case 3:
 		rec.TrapID = ids.New(ids.Trap)
 		rec.Method, rec.Body = "POST", "line one\nline two\ttab 'quoted' ü \\N \r\n\\."
+		rec.JA4, rec.HeaderOrder = "t13d1812h1_85036bcba153_b26ce05bbdd6", "h105_fedcba987654"
 	}
 	return rec, signals
 }

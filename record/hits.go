@@ -45,7 +45,7 @@ type Hit struct {
 func (h *Hit) Prepare() {
 	r := Row{ID: h.ID, Org: h.Org, Trap: h.TrapID, Method: Bound(h.Method, 16), Path: h.Path, Query: h.Query,
 		Headers: schematype.Headers(h.Headers).String(), Body: h.Body, Truncated: h.Truncated, IP: h.IP.String(),
-		UA: h.UA, At: h.At, Kind: h.Kind, Status: h.Status}
+		UA: h.UA, At: h.At, Kind: h.Kind, Status: h.Status, JA4: h.JA4, H2: h.H2, HeaderOrder: h.HeaderOrder}
 	h.row, h.err = r.values(), h.check(r.Method, r.IP)
 }
 
@@ -66,6 +66,7 @@ type Row struct {
 	Kind                               string
 	Status                             int
 	Signals                            []byte
+	JA4, H2, HeaderOrder               string // the client's fingerprints; "": NULL
 }
 
 // values is r in hit.Columns' order, received_hour derived as ent's hitHour hook does.
@@ -85,6 +86,7 @@ func (r *Row) values() []any {
 	if r.Signals != nil {
 		row[colSignals] = r.Signals
 	}
+	row[colJA4], row[colH2], row[colOrder] = nullable(r.JA4), nullable(r.H2), nullable(r.HeaderOrder)
 	return row
 }
 
@@ -95,7 +97,7 @@ func (w *Writer) InsertRows(ctx context.Context, tx *ent.Tx, rows []Row, chunk i
 	if chunk <= 0 {
 		chunk = hitChunk
 	}
-	chunk = 1 << (bits.Len(uint(min(chunk, 1024))) - 1) // 1,024 × 17 parameters: within SQLite's 32,766
+	chunk = 1 << (bits.Len(uint(min(chunk, 1024))) - 1) // 1,024 × 20 parameters: within SQLite's 32,766
 	counts := tally.Pending(tx)
 	values := make([][]any, len(rows))
 	for i := range rows {
@@ -130,7 +132,18 @@ var (
 	colKind      = hitColumn(hit.FieldKind)
 	colStatus    = hitColumn(hit.FieldStatus)
 	colSignals   = hitColumn(hit.FieldSignals)
+	colJA4       = hitColumn(hit.FieldJa4)
+	colH2        = hitColumn(hit.FieldH2Fingerprint)
+	colOrder     = hitColumn(hit.FieldHeaderOrder)
 )
+
+// nullable is s, or NULL for "".
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
 
 // hitColumn is where column name sits in hit.Columns; a name ent no longer generates
 // stops the program at start.
@@ -157,6 +170,9 @@ func (h *Hit) check(method, ip string) error {
 		{hit.FieldBody, hit.BodyValidator, h.Body},
 		{hit.FieldSourceIP, hit.SourceIPValidator, ip},
 		{hit.FieldUserAgent, hit.UserAgentValidator, h.UA},
+		{hit.FieldJa4, hit.Ja4Validator, h.JA4},
+		{hit.FieldH2Fingerprint, hit.H2FingerprintValidator, h.H2},
+		{hit.FieldHeaderOrder, hit.HeaderOrderValidator, h.HeaderOrder},
 	} {
 		if err := f.valid(f.value); err != nil {
 			return fmt.Errorf("hit %s: %w", f.name, err)
@@ -187,7 +203,7 @@ func (h *Hit) complete() ([]any, error) {
 // it: the drivers only read their arguments.
 var noSignals = []byte("[]")
 
-// hitChunk is the most rows one INSERT carries: 64 × 17 parameters stay far below
+// hitChunk is the most rows one INSERT carries: 64 × 20 parameters stay far below
 // SQLite's limit (32766) and PostgreSQL's (65535).
 const hitChunk = 64
 

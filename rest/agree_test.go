@@ -57,12 +57,16 @@ func gqlSessionAsREST(n map[string]any) map[string]any {
 }
 
 func gqlHitAsREST(n map[string]any) map[string]any {
-	return map[string]any{
+	h := map[string]any{
 		"id": n["id"], "trap_id": n["trapID"], "method": n["method"], "path": n["path"], "query": n["query"],
 		"headers": n["headers"], "body": n["body"], "body_truncated": n["bodyTruncated"], "source_ip": n["sourceIP"],
 		"user_agent": n["userAgent"], "received_at": gqlTime(n["receivedAt"], millisLayout),
 		"kind": n["kind"], "status": n["status"], "signals": n["signals"],
 	}
+	if _, ok := n["ja4"]; ok { // the session detail's hits carry the client's fingerprints
+		h["ja4"], h["h2_fingerprint"], h["header_order"], h["client_stack"] = n["ja4"], n["h2Fingerprint"], n["headerOrder"], n["clientStack"]
+	}
+	return h
 }
 
 func gqlSignalAsREST(n map[string]any) map[string]any {
@@ -208,8 +212,10 @@ func startAgreeFixture(t *testing.T, b ft.Backend) *agreeFixture {
 	seedHits(t, env, []hitSpec{
 		{Session: detail, TrapID: fx.traps[2], Method: "POST", Path: "/x", Query: "a=1", Body: `{"k":"v"}`, At: at,
 			Headers: map[string][]string{"X-A": {"1", "2"}, "Content-Type": {"application/json"}}},
-		{Session: detail, Method: "GET", Path: "/y", At: at, Truncated: true},
-		{Session: detail, TrapID: fx.traps[0], Method: "GET", Path: "/z", At: at.Add(-time.Hour)},
+		{Session: detail, Method: "GET", Path: "/y", At: at, Truncated: true,
+			JA4: "t13d1812h1_85036bcba153_b26ce05bbdd6", HeaderOrder: "h105_0e0009a49490"},
+		{Session: detail, TrapID: fx.traps[0], Method: "GET", Path: "/z", At: at.Add(-time.Hour), JA4: "t13d1517h2_8daaf6152771_cb7bf5808d99",
+			H2: "1:65536;2:0;4:6291456;6:262144|15663105|0|m,a,s,p", HeaderOrder: "h213_63e7874454b1"},
 	})
 	// Triage states through both APIs: resolved and ignored by REST, acknowledged by GraphQL.
 	mustOK(t, restCall(t, env, fx.a.ReadWrite, http.MethodPost, "/dashboard/api/triage",
@@ -320,8 +326,10 @@ func agreeSessionDetail(t *testing.T, fx *agreeFixture) {
 		// The dashboard's query: one resolver serves it and REST.
 		d := gqlData(t, fx.env, fx.a.ReadOnly, `query($id: ID!) { sessionDetail(id: $id) { session {
 			id sourceIP userAgent classification score confidence severity signalsFired
-			firstSeen lastSeen hitCount extractedModel extractedOperator trapsTriggered triageState triagedBy triagedByName triagedAt }
-			hits { id trapID method path query headers body bodyTruncated sourceIP userAgent receivedAt kind status signals }
+			firstSeen lastSeen hitCount extractedModel extractedOperator trapsTriggered triageState triagedBy triagedByName triagedAt
+			clientStacks { ja4 h2Fingerprint headerOrder family hits } }
+			hits { id trapID method path query headers body bodyTruncated sourceIP userAgent receivedAt kind status signals
+				ja4 h2Fingerprint headerOrder clientStack }
 			signals { name tripwire hitID placement sourceHitID delayMs detail createdAt }
 			prompts { text } hitsTruncated signalsTruncated promptsTruncated } }`,
 			map[string]any{"id": id})
@@ -355,6 +363,12 @@ func agreeSessionDetail(t *testing.T, fx *agreeFixture) {
 		}
 		want["signals"] = signals
 		want["hits_truncated"], want["signals_truncated"], want["prompts_truncated"] = detail["hitsTruncated"], detail["signalsTruncated"], detail["promptsTruncated"]
+		stacks := []any{}
+		for _, cs := range node["clientStacks"].([]any) {
+			c := cs.(map[string]any)
+			stacks = append(stacks, map[string]any{"ja4": c["ja4"], "h2_fingerprint": c["h2Fingerprint"], "header_order": c["headerOrder"], "family": c["family"], "hits": c["hits"]})
+		}
+		want["client_stacks"] = stacks
 
 		r := mustOK(t, restCall(t, fx.env, fx.a.ReadOnly, http.MethodGet, "/dashboard/api/sessions/"+id, nil), http.StatusOK)
 		got, _ := ft.Dig(r.plain(t), "data").(map[string]any)

@@ -240,6 +240,7 @@ type hitSpec struct {
 	At                          time.Time
 	Truncated                   bool
 	SourceIP, UserAgent         string
+	JA4, H2, HeaderOrder        string // the client's fingerprints; "": none
 }
 
 // seedHits writes hits in one statement, past the tenant policy.
@@ -270,6 +271,15 @@ func seedHits(t testing.TB, env *ft.Env, specs []hitSpec) []*ent.Hit {
 			SetReceivedAt(h.At.UTC()).SetReceivedHour(h.At.Unix() / 3600)
 		if h.TrapID != "" {
 			c.SetTrapID(h.TrapID)
+		}
+		if h.JA4 != "" {
+			c.SetJa4(h.JA4)
+		}
+		if h.H2 != "" {
+			c.SetH2Fingerprint(h.H2)
+		}
+		if h.HeaderOrder != "" {
+			c.SetHeaderOrder(h.HeaderOrder)
 		}
 		bulk[i] = c
 	}

@@ -157,6 +157,14 @@ func (a *API) getSession(w http.ResponseWriter, r *http.Request) error {
 	for i, p := range d.Prompts {
 		out.Extracted.Prompts[i] = p.Text
 	}
+	stacks, err := a.app.ClientStacks(r.Context(), d.Session)
+	if err != nil {
+		return err
+	}
+	out.ClientStacks = make([]wire.ClientStack, len(stacks))
+	for i, cs := range stacks {
+		out.ClientStacks[i] = wire.ClientStack{Family: cs.Family, H2Fingerprint: cs.H2Fingerprint, HeaderOrder: cs.HeaderOrder, Hits: cs.Hits, JA4: cs.JA4}
+	}
 	for i, sg := range d.Signals {
 		out.Signals[i] = wire.SignalOf(sg)
 	}

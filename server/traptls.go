@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"golang.org/x/net/http2"
+
 	"github.com/flytrap/flytrap/trap"
 	"github.com/flytrap/flytrap/traptls"
 )
@@ -38,9 +40,17 @@ func (s *Server) TrapServers(trapLn, httpLn net.Listener) ([]*http.Server, []fun
 		}
 		s.tlsFiles, getCert = f, f.GetCertificate
 	}
+	// TLS is terminated by traptls.Listen, not net/http, so that the connection's
+	// fingerprints see its decrypted bytes; HTTP/2 is served by ServeH2 (docs/decisions.md).
 	trapSrv.TLSConfig = traptls.NewConfig(getCert, c.Auto)
+	h2 := &http2.Server{}
+	if err := http2.ConfigureServer(trapSrv, h2); err != nil {
+		return nil, nil, err
+	}
+	trapSrv.Handler = traptls.ServeH2(trapSrv, h2, trapSrv.Handler)
+	tlsLn := traptls.Listen(trapLn, trapSrv.TLSConfig)
 	servers := []*http.Server{trapSrv}
-	serves := []func() error{func() error { return trapSrv.ServeTLS(trapLn, "", "") }}
+	serves := []func() error{func() error { return trapSrv.Serve(tlsLn) }}
 	if httpLn == nil {
 		return servers, serves, nil
 	}

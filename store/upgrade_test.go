@@ -227,3 +227,44 @@ func TestUpgradeFillsTrapSessions(t *testing.T) {
 		}
 	})
 }
+
+// A database from before the client fingerprints (no ja4, h2_fingerprint, header_order
+// columns on hits) gains them at its next start: its hits read with none, new hits store them.
+func TestUpgradeAddsFingerprintColumns(t *testing.T) {
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		dsn := b.DSN(t)
+		db, err := store.Open(t.Context(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sys := ft.System()
+		org := db.Client.Organization.Create().SetName("old").SaveX(sys)
+		site := db.Client.Site.Create().SetOrgID(org.ID).SetName("old").SaveX(sys)
+		at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+		ses := db.Client.Session.Create().SetOrgID(org.ID).SetSiteID(site.ID).SetSourceIP("192.0.2.1").
+			SetFirstSeen(at).SetLastSeen(at).SaveX(sys)
+		old := db.Client.Hit.Create().SetOrgID(org.ID).SetSessionID(ses.ID).SetMethod("GET").SetPath("/old").
+			SetSourceIP("192.0.2.1").SetReceivedAt(at).SetHeaders(map[string][]string{}).SaveX(sys)
+		for _, col := range []string{"ja4", "h2_fingerprint", "header_order"} { // as the previous version's table
+			if _, err := db.SQL.ExecContext(t.Context(), `ALTER TABLE hits DROP COLUMN `+col); err != nil {
+				t.Fatal(err)
+			}
+		}
+		db.Close()
+
+		db, err = store.Open(t.Context(), dsn)
+		if err != nil {
+			t.Fatalf("reopen without the fingerprint columns: %v", err)
+		}
+		defer db.Close()
+		if h := db.Client.Hit.GetX(sys, old.ID); h.Ja4 != nil || h.H2Fingerprint != nil || h.HeaderOrder != nil {
+			t.Fatalf("an old hit reads fingerprints %v %v %v", h.Ja4, h.H2Fingerprint, h.HeaderOrder)
+		}
+		fresh := db.Client.Hit.Create().SetOrgID(org.ID).SetSessionID(ses.ID).SetMethod("GET").SetPath("/new").
+			SetSourceIP("192.0.2.1").SetReceivedAt(at).SetHeaders(map[string][]string{}).
+			SetJa4("t13d1812h1_85036bcba153_b26ce05bbdd6").SetHeaderOrder("h105_0e0009a49490").SaveX(sys)
+		if h := db.Client.Hit.GetX(sys, fresh.ID); h.Ja4 == nil || *h.Ja4 != "t13d1812h1_85036bcba153_b26ce05bbdd6" || h.H2Fingerprint != nil {
+			t.Fatalf("a new hit reads %v %v", h.Ja4, h.H2Fingerprint)
+		}
+	})
+}

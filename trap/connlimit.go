@@ -1,7 +1,6 @@
 package trap
 
 import (
-	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/http"
@@ -134,14 +133,20 @@ func (c *limitedConn) state(st http.ConnState) {
 
 // ConnState is the trap listener's http.Server.ConnState: it tells a LimitListener
 // which of its connections wait idle between two requests.
+// Over HTTPS, c is the TLS connection (traptls.Conn), or the HTTP/2 connection over it:
+// ours is found under them.
 func ConnState(c net.Conn, st http.ConnState) {
-	if tc, ok := c.(*tls.Conn); ok { // HTTPS (traptls): the TLS connection over ours
-		c = tc.NetConn()
-	}
-	if nc, ok := c.(*nginxConn); ok {
-		c = nc.Conn
-	}
-	if lc, ok := c.(*limitedConn); ok {
-		lc.state(st)
+	for range 6 { // HTTP/2 over TLS over nginx's over ours: 4 layers
+		switch cc := c.(type) {
+		case *limitedConn:
+			cc.state(st)
+			return
+		case *nginxConn:
+			c = cc.Conn
+		case interface{ NetConn() net.Conn }: // *tls.Conn, traptls's
+			c = cc.NetConn()
+		default:
+			return
+		}
 	}
 }

@@ -40,6 +40,10 @@ type Config struct {
 	RoutesTimeout  time.Duration // how long one reload of the routes may take; the last ones serve meanwhile
 	MCPStreamIdle  time.Duration // a legacy MCP stream with no message posted this long ends (0: DefaultMCPStreamIdle)
 
+	// JA4Header is the request header in which a trusted proxy (a CDN) passes the client's
+	// JA4 (--trap-ja4-header, e.g. cf-ja4); believed only from TrustedProxies.
+	JA4Header string
+
 	// Journal is the directory of the hit journal (journal.go): a hit is acknowledged once
 	// written there and applied to the database after. "": no journal, each answer waits
 	// for its batch's commit. The server sets it (--hit-journal).

@@ -16,7 +16,7 @@ type layout [3]int
 var journalTypes = [...]string{"Observation", "TokenUse", "TokenRef"}
 
 // layoutFields is how many fields of each type this version writes.
-var layoutFields = layout{20, 10, 5}
+var layoutFields = layout{24, 10, 5}
 
 func appendObservation(b []byte, s *detect.Observation) ([]byte, error) {
 	var err error
@@ -53,6 +53,10 @@ func appendObservation(b []byte, s *detect.Observation) ([]byte, error) {
 	b = appendStrings(b, s.Known)
 	b = append(b, byte(s.DNS))
 	b = appendString(b, s.DNSHost)
+	b = appendString(b, s.JA4)
+	b = appendString(b, s.H2)
+	b = appendString(b, s.HeaderOrder)
+	b = appendString(b, s.Stack)
 	return b, err
 }
 
@@ -144,6 +148,22 @@ func (r *entryReader) observation(s *detect.Observation) {
 		return
 	}
 	s.DNSHost = r.string()
+	if n <= 20 {
+		return
+	}
+	s.JA4 = r.string()
+	if n <= 21 {
+		return
+	}
+	s.H2 = r.string()
+	if n <= 22 {
+		return
+	}
+	s.HeaderOrder = r.string()
+	if n <= 23 {
+		return
+	}
+	s.Stack = r.string()
 }
 
 func appendTokenUse(b []byte, s *detect.TokenUse) ([]byte, error) {

@@ -17,6 +17,7 @@ import (
 	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/schema"
+	"github.com/flytrap/flytrap/fingerprint"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/record"
 )
@@ -132,10 +133,27 @@ func (e *Engine) begin(v *visit, r *http.Request, now time.Time, rt *routes, sr 
 			IP: clientIP(r, e.cfg.TrustedProxies), UA: bound(r.UserAgent(), maxUserAgent),
 		},
 	}}
+	e.fingerprints(&v.rec.Observation, r)
 	text := requestText(r, body)
 	refs := decoy.FindTokens(e.key, text)
 	refs = append(refs, e.findAWSKeys(r.Context(), v.rec.Org, text, now)...)
 	v.rec.refs, v.snippet = e.checkRefs(refs, rt, sr)
+}
+
+// fingerprints fills in what the connection proved of the client, and the stack family
+// it points to. A trusted proxy's connection proves only the proxy: behind one, the JA4 is
+// the one its header (--trap-ja4-header) names, if well-formed, and nothing else is kept.
+func (e *Engine) fingerprints(o *detect.Observation, r *http.Request) {
+	if isTrusted(addrOf(r.RemoteAddr), e.cfg.TrustedProxies) {
+		if h := e.cfg.JA4Header; h != "" {
+			if v := r.Header.Get(h); fingerprint.ValidJA4(v) {
+				o.JA4 = v
+			}
+		}
+	} else if fp := fingerprint.FromContext(r.Context()); fp != nil {
+		o.JA4, o.H2, o.HeaderOrder = fp.JA4, fp.H2, fp.Order
+	}
+	o.Stack = fingerprint.Family(o.JA4, o.H2, o.HeaderOrder)
 }
 
 // answer chooses the answer: the kind of the trap at the path answers, else the request's

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/flytrap/flytrap/fingerprint"
 	"net"
 	"net/http"
 	"strconv"
@@ -37,7 +38,19 @@ func (l nginxListener) Accept() (net.Conn, error) {
 type nginxConn struct {
 	net.Conn
 	held *[]byte // what net/http wrote while a handler holds the connection (see hold)
+	fp   fingerprint.Conn
 }
+
+// Read lets the connection's fingerprints see its client's bytes go by (over TLS, the
+// TLS connection above feeds them instead: traptls.Listen).
+func (c *nginxConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.fp.FeedPlain(p[:n])
+	return n, err
+}
+
+// Fingerprints is what the connection proved of its client (fingerprint.Holder).
+func (c *nginxConn) Fingerprints() *fingerprint.Conn { return &c.fp }
 
 // A response of more than net/http's 4 KB connection buffer leaves in two writes: the
 // buffer (headers and the body's start), then the rest of the body. Each is a system
@@ -55,9 +68,14 @@ type ctxKeyConn struct{}
 
 // ConnContext is the trap listener's http.Server.ConnContext: it hands the handler the
 // connection WrapListener made, so a response can be written whole (see wholeConn).
+// Over TLS (traptls.Conn) it hands it the connection's fingerprints alone: a response
+// is written through TLS, not gathered under it.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	if nc, ok := c.(*nginxConn); ok {
-		return context.WithValue(ctx, ctxKeyConn{}, nc)
+		return fingerprint.NewContext(context.WithValue(ctx, ctxKeyConn{}, nc), &nc.fp)
+	}
+	if h, ok := c.(fingerprint.Holder); ok {
+		return fingerprint.NewContext(ctx, h.Fingerprints())
 	}
 	return ctx
 }

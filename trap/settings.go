@@ -15,6 +15,9 @@ func (c *Config) Declare(s *settings.Set) {
 	d := DefaultConfig()
 	s.Int(&c.QueueSize, "hit-queue", d.QueueSize, "hits that may wait to be written; beyond it the trap listener answers 503")
 	s.Int(&c.BatchSize, "hit-batch", d.BatchSize, "hits written per transaction at most")
+	s.String(&c.JA4Header, "trap-ja4-header", "", "request header in which a CDN in --trusted-proxies passes the client's JA4 (e.g. cf-ja4); ignored from any other peer").
+		Doc("Request header in which a CDN or proxy of `--trusted-proxies` passes the client's JA4 TLS fingerprint (e.g. `cf-ja4`); ignored from any other peer. See [deployment](docs/deployment.md#client-fingerprints-behind-a-cdn)").
+		DefaultDoc("none")
 	s.Duration(&c.SessionIdle, "session-idle", d.SessionIdle, "idle gap that ends a visitor's session")
 	s.Rule(func() error {
 		if c.QueueSize < 1 || c.BatchSize < 1 || c.SessionIdle < time.Minute {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/schematype"
+	"github.com/flytrap/flytrap/fingerprint"
 )
 
 // Time layouts of the API document: traps and sessions carry milliseconds, events seconds.
@@ -171,10 +172,11 @@ type Gate struct {
 // SessionDetail is a session with its evidence (GET /dashboard/api/sessions/{id}).
 type SessionDetail struct {
 	Session
-	Callbacks []Hit     `json:"callbacks"` // the hits of kind callback
-	Extracted Extracted `json:"extracted"`
-	Hits      []Hit     `json:"hits"`
-	Signals   []Signal  `json:"signals"`
+	Callbacks    []Hit         `json:"callbacks"` // the hits of kind callback
+	ClientStacks []ClientStack `json:"client_stacks"`
+	Extracted    Extracted     `json:"extracted"`
+	Hits         []Hit         `json:"hits"`
+	Signals      []Signal      `json:"signals"`
 	// Each list holds the newest items within the server's count and byte limits; these say
 	// the session has more (GraphQL's hitsTruncated, signalsTruncated, promptsTruncated).
 	HitsTruncated    bool `json:"hits_truncated"`
@@ -188,6 +190,29 @@ func (d SessionDetail) MarshalJSON() ([]byte, error) {
 	return sortedObject(plain(d))
 }
 
+// ClientStack is one combination of fingerprints a session's hits carried (app.ClientStack).
+type ClientStack struct {
+	Family        *string `json:"family"`
+	H2Fingerprint *string `json:"h2_fingerprint"`
+	HeaderOrder   *string `json:"header_order"`
+	Hits          int     `json:"hits"`
+	JA4           *string `json:"ja4"`
+}
+
+// stackOf is the client stack family h's fingerprints point to, or nil.
+func stackOf(h *ent.Hit) *string {
+	deref := func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	}
+	if f := fingerprint.Family(deref(h.Ja4), deref(h.H2Fingerprint), deref(h.HeaderOrder)); f != "" {
+		return &f
+	}
+	return nil
+}
+
 // Extracted is what a session's detail says about the agent behind it.
 type Extracted struct {
 	Model    string   `json:"model"`
@@ -199,8 +224,12 @@ type Extracted struct {
 type Hit struct {
 	Body          string              `json:"body"`
 	BodyTruncated bool                `json:"body_truncated"`
+	ClientStack   *string             `json:"client_stack"`
+	H2Fingerprint *string             `json:"h2_fingerprint"`
+	HeaderOrder   *string             `json:"header_order"`
 	Headers       map[string][]string `json:"headers"`
 	ID            string              `json:"id"`
+	JA4           *string             `json:"ja4"`
 	Kind          string              `json:"kind"`
 	Method        string              `json:"method"`
 	Path          string              `json:"path"`
@@ -221,7 +250,8 @@ func HitOf(h *ent.Hit) Hit {
 	}
 	return Hit{Body: h.Body, BodyTruncated: h.BodyTruncated, Headers: headers, ID: h.ID, Kind: string(h.Kind),
 		Method: h.Method, Path: h.Path, Query: h.Query, ReceivedAt: Millis(h.ReceivedAt), Signals: nonNil(h.Signals),
-		SourceIP: h.SourceIP, Status: h.Status, TrapID: h.TrapID, UserAgent: h.UserAgent}
+		SourceIP: h.SourceIP, Status: h.Status, TrapID: h.TrapID, UserAgent: h.UserAgent,
+		JA4: h.Ja4, H2Fingerprint: h.H2Fingerprint, HeaderOrder: h.HeaderOrder, ClientStack: stackOf(h)}
 }
 
 // Signal is one signal firing with its evidence.

@@ -50,6 +50,12 @@ const (
 	FieldStatus = "status"
 	// FieldSignals holds the string denoting the signals field in the database.
 	FieldSignals = "signals"
+	// FieldJa4 holds the string denoting the ja4 field in the database.
+	FieldJa4 = "ja4"
+	// FieldH2Fingerprint holds the string denoting the h2_fingerprint field in the database.
+	FieldH2Fingerprint = "h2_fingerprint"
+	// FieldHeaderOrder holds the string denoting the header_order field in the database.
+	FieldHeaderOrder = "header_order"
 	// EdgeOrganization holds the string denoting the organization edge name in mutations.
 	EdgeOrganization = "organization"
 	// EdgeSession holds the string denoting the session edge name in mutations.
@@ -91,6 +97,9 @@ var Columns = []string{
 	FieldKind,
 	FieldStatus,
 	FieldSignals,
+	FieldJa4,
+	FieldH2Fingerprint,
+	FieldHeaderOrder,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -139,6 +148,12 @@ var (
 	DefaultStatus int
 	// DefaultSignals holds the default value on creation for the "signals" field.
 	DefaultSignals []string
+	// Ja4Validator is a validator for the "ja4" field. It is called by the builders before save.
+	Ja4Validator func(string) error
+	// H2FingerprintValidator is a validator for the "h2_fingerprint" field. It is called by the builders before save.
+	H2FingerprintValidator func(string) error
+	// HeaderOrderValidator is a validator for the "header_order" field. It is called by the builders before save.
+	HeaderOrderValidator func(string) error
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() string
 	// IDValidator is a validator for the "id" field. It is called by the builders before save.
@@ -253,6 +268,21 @@ func ByKind(opts ...sql.OrderTermOption) OrderOption {
 // ByStatus orders the results by the status field.
 func ByStatus(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldStatus, opts...).ToFunc()
+}
+
+// ByJa4 orders the results by the ja4 field.
+func ByJa4(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldJa4, opts...).ToFunc()
+}
+
+// ByH2Fingerprint orders the results by the h2_fingerprint field.
+func ByH2Fingerprint(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldH2Fingerprint, opts...).ToFunc()
+}
+
+// ByHeaderOrder orders the results by the header_order field.
+func ByHeaderOrder(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldHeaderOrder, opts...).ToFunc()
 }
 
 // ByOrganizationField orders the results by organization field.

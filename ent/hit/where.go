@@ -136,6 +136,21 @@ func Status(v int) predicate.Hit {
 	return predicate.Hit(sql.FieldEQ(FieldStatus, v))
 }
 
+// Ja4 applies equality check predicate on the "ja4" field. It's identical to Ja4EQ.
+func Ja4(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldEQ(FieldJa4, v))
+}
+
+// H2Fingerprint applies equality check predicate on the "h2_fingerprint" field. It's identical to H2FingerprintEQ.
+func H2Fingerprint(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldEQ(FieldH2Fingerprint, v))
+}
+
+// HeaderOrder applies equality check predicate on the "header_order" field. It's identical to HeaderOrderEQ.
+func HeaderOrder(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldEQ(FieldHeaderOrder, v))
+}
+
 // OrgIDEQ applies the EQ predicate on the "org_id" field.
 func OrgIDEQ(v string) predicate.Hit {
 	return predicate.Hit(sql.FieldEQ(FieldOrgID, v))
@@ -929,6 +944,231 @@ func StatusLT(v int) predicate.Hit {
 // StatusLTE applies the LTE predicate on the "status" field.
 func StatusLTE(v int) predicate.Hit {
 	return predicate.Hit(sql.FieldLTE(FieldStatus, v))
+}
+
+// Ja4EQ applies the EQ predicate on the "ja4" field.
+func Ja4EQ(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldEQ(FieldJa4, v))
+}
+
+// Ja4NEQ applies the NEQ predicate on the "ja4" field.
+func Ja4NEQ(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldNEQ(FieldJa4, v))
+}
+
+// Ja4In applies the In predicate on the "ja4" field.
+func Ja4In(vs ...string) predicate.Hit {
+	return predicate.Hit(sql.FieldIn(FieldJa4, vs...))
+}
+
+// Ja4NotIn applies the NotIn predicate on the "ja4" field.
+func Ja4NotIn(vs ...string) predicate.Hit {
+	return predicate.Hit(sql.FieldNotIn(FieldJa4, vs...))
+}
+
+// Ja4GT applies the GT predicate on the "ja4" field.
+func Ja4GT(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldGT(FieldJa4, v))
+}
+
+// Ja4GTE applies the GTE predicate on the "ja4" field.
+func Ja4GTE(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldGTE(FieldJa4, v))
+}
+
+// Ja4LT applies the LT predicate on the "ja4" field.
+func Ja4LT(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldLT(FieldJa4, v))
+}
+
+// Ja4LTE applies the LTE predicate on the "ja4" field.
+func Ja4LTE(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldLTE(FieldJa4, v))
+}
+
+// Ja4Contains applies the Contains predicate on the "ja4" field.
+func Ja4Contains(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldContains(FieldJa4, v))
+}
+
+// Ja4HasPrefix applies the HasPrefix predicate on the "ja4" field.
+func Ja4HasPrefix(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldHasPrefix(FieldJa4, v))
+}
+
+// Ja4HasSuffix applies the HasSuffix predicate on the "ja4" field.
+func Ja4HasSuffix(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldHasSuffix(FieldJa4, v))
+}
+
+// Ja4IsNil applies the IsNil predicate on the "ja4" field.
+func Ja4IsNil() predicate.Hit {
+	return predicate.Hit(sql.FieldIsNull(FieldJa4))
+}
+
+// Ja4NotNil applies the NotNil predicate on the "ja4" field.
+func Ja4NotNil() predicate.Hit {
+	return predicate.Hit(sql.FieldNotNull(FieldJa4))
+}
+
+// Ja4EqualFold applies the EqualFold predicate on the "ja4" field.
+func Ja4EqualFold(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldEqualFold(FieldJa4, v))
+}
+
+// Ja4ContainsFold applies the ContainsFold predicate on the "ja4" field.
+func Ja4ContainsFold(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldContainsFold(FieldJa4, v))
+}
+
+// H2FingerprintEQ applies the EQ predicate on the "h2_fingerprint" field.
+func H2FingerprintEQ(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldEQ(FieldH2Fingerprint, v))
+}
+
+// H2FingerprintNEQ applies the NEQ predicate on the "h2_fingerprint" field.
+func H2FingerprintNEQ(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldNEQ(FieldH2Fingerprint, v))
+}
+
+// H2FingerprintIn applies the In predicate on the "h2_fingerprint" field.
+func H2FingerprintIn(vs ...string) predicate.Hit {
+	return predicate.Hit(sql.FieldIn(FieldH2Fingerprint, vs...))
+}
+
+// H2FingerprintNotIn applies the NotIn predicate on the "h2_fingerprint" field.
+func H2FingerprintNotIn(vs ...string) predicate.Hit {
+	return predicate.Hit(sql.FieldNotIn(FieldH2Fingerprint, vs...))
+}
+
+// H2FingerprintGT applies the GT predicate on the "h2_fingerprint" field.
+func H2FingerprintGT(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldGT(FieldH2Fingerprint, v))
+}
+
+// H2FingerprintGTE applies the GTE predicate on the "h2_fingerprint" field.
+func H2FingerprintGTE(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldGTE(FieldH2Fingerprint, v))
+}
+
+// H2FingerprintLT applies the LT predicate on the "h2_fingerprint" field.
+func H2FingerprintLT(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldLT(FieldH2Fingerprint, v))
+}
+
+// H2FingerprintLTE applies the LTE predicate on the "h2_fingerprint" field.
+func H2FingerprintLTE(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldLTE(FieldH2Fingerprint, v))
+}
+
+// H2FingerprintContains applies the Contains predicate on the "h2_fingerprint" field.
+func H2FingerprintContains(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldContains(FieldH2Fingerprint, v))
+}
+
+// H2FingerprintHasPrefix applies the HasPrefix predicate on the "h2_fingerprint" field.
+func H2FingerprintHasPrefix(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldHasPrefix(FieldH2Fingerprint, v))
+}
+
+// H2FingerprintHasSuffix applies the HasSuffix predicate on the "h2_fingerprint" field.
+func H2FingerprintHasSuffix(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldHasSuffix(FieldH2Fingerprint, v))
+}
+
+// H2FingerprintIsNil applies the IsNil predicate on the "h2_fingerprint" field.
+func H2FingerprintIsNil() predicate.Hit {
+	return predicate.Hit(sql.FieldIsNull(FieldH2Fingerprint))
+}
+
+// H2FingerprintNotNil applies the NotNil predicate on the "h2_fingerprint" field.
+func H2FingerprintNotNil() predicate.Hit {
+	return predicate.Hit(sql.FieldNotNull(FieldH2Fingerprint))
+}
+
+// H2FingerprintEqualFold applies the EqualFold predicate on the "h2_fingerprint" field.
+func H2FingerprintEqualFold(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldEqualFold(FieldH2Fingerprint, v))
+}
+
+// H2FingerprintContainsFold applies the ContainsFold predicate on the "h2_fingerprint" field.
+func H2FingerprintContainsFold(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldContainsFold(FieldH2Fingerprint, v))
+}
+
+// HeaderOrderEQ applies the EQ predicate on the "header_order" field.
+func HeaderOrderEQ(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldEQ(FieldHeaderOrder, v))
+}
+
+// HeaderOrderNEQ applies the NEQ predicate on the "header_order" field.
+func HeaderOrderNEQ(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldNEQ(FieldHeaderOrder, v))
+}
+
+// HeaderOrderIn applies the In predicate on the "header_order" field.
+func HeaderOrderIn(vs ...string) predicate.Hit {
+	return predicate.Hit(sql.FieldIn(FieldHeaderOrder, vs...))
+}
+
+// HeaderOrderNotIn applies the NotIn predicate on the "header_order" field.
+func HeaderOrderNotIn(vs ...string) predicate.Hit {
+	return predicate.Hit(sql.FieldNotIn(FieldHeaderOrder, vs...))
+}
+
+// HeaderOrderGT applies the GT predicate on the "header_order" field.
+func HeaderOrderGT(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldGT(FieldHeaderOrder, v))
+}
+
+// HeaderOrderGTE applies the GTE predicate on the "header_order" field.
+func HeaderOrderGTE(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldGTE(FieldHeaderOrder, v))
+}
+
+// HeaderOrderLT applies the LT predicate on the "header_order" field.
+func HeaderOrderLT(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldLT(FieldHeaderOrder, v))
+}
+
+// HeaderOrderLTE applies the LTE predicate on the "header_order" field.
+func HeaderOrderLTE(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldLTE(FieldHeaderOrder, v))
+}
+
+// HeaderOrderContains applies the Contains predicate on the "header_order" field.
+func HeaderOrderContains(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldContains(FieldHeaderOrder, v))
+}
+
+// HeaderOrderHasPrefix applies the HasPrefix predicate on the "header_order" field.
+func HeaderOrderHasPrefix(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldHasPrefix(FieldHeaderOrder, v))
+}
+
+// HeaderOrderHasSuffix applies the HasSuffix predicate on the "header_order" field.
+func HeaderOrderHasSuffix(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldHasSuffix(FieldHeaderOrder, v))
+}
+
+// HeaderOrderIsNil applies the IsNil predicate on the "header_order" field.
+func HeaderOrderIsNil() predicate.Hit {
+	return predicate.Hit(sql.FieldIsNull(FieldHeaderOrder))
+}
+
+// HeaderOrderNotNil applies the NotNil predicate on the "header_order" field.
+func HeaderOrderNotNil() predicate.Hit {
+	return predicate.Hit(sql.FieldNotNull(FieldHeaderOrder))
+}
+
+// HeaderOrderEqualFold applies the EqualFold predicate on the "header_order" field.
+func HeaderOrderEqualFold(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldEqualFold(FieldHeaderOrder, v))
+}
+
+// HeaderOrderContainsFold applies the ContainsFold predicate on the "header_order" field.
+func HeaderOrderContainsFold(v string) predicate.Hit {
+	return predicate.Hit(sql.FieldContainsFold(FieldHeaderOrder, v))
 }
 
 // HasOrganization applies the HasEdge predicate on the "organization" edge.

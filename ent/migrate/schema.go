@@ -217,6 +217,9 @@ var (
 		{Name: "kind", Type: field.TypeEnum, Enums: []string{"decoy", "callback", "not_found"}, Default: "decoy"},
 		{Name: "status", Type: field.TypeInt, Default: 200},
 		{Name: "signals", Type: field.TypeJSON},
+		{Name: "ja4", Type: field.TypeString, Nullable: true, Size: 40},
+		{Name: "h2_fingerprint", Type: field.TypeString, Nullable: true, Size: 256},
+		{Name: "header_order", Type: field.TypeString, Nullable: true, Size: 32},
 		{Name: "org_id", Type: field.TypeString, Size: 40},
 		{Name: "session_id", Type: field.TypeString, Size: 40},
 	}
@@ -228,13 +231,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "hits_organizations_hits",
-				Columns:    []*schema.Column{HitsColumns[15]},
+				Columns:    []*schema.Column{HitsColumns[18]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "hits_sessions_hits",
-				Columns:    []*schema.Column{HitsColumns[16]},
+				Columns:    []*schema.Column{HitsColumns[19]},
 				RefColumns: []*schema.Column{SessionsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -243,12 +246,12 @@ var (
 			{
 				Name:    "hit_session_id_received_at_id",
 				Unique:  false,
-				Columns: []*schema.Column{HitsColumns[16], HitsColumns[10], HitsColumns[0]},
+				Columns: []*schema.Column{HitsColumns[19], HitsColumns[10], HitsColumns[0]},
 			},
 			{
 				Name:    "hit_session_id_id",
 				Unique:  false,
-				Columns: []*schema.Column{HitsColumns[16], HitsColumns[0]},
+				Columns: []*schema.Column{HitsColumns[19], HitsColumns[0]},
 			},
 			{
 				Name:    "hit_trap_id",

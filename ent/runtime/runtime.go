@@ -431,6 +431,18 @@ func init() {
 	hitDescSignals := hitFields[14].Descriptor()
 	// hit.DefaultSignals holds the default value on creation for the signals field.
 	hit.DefaultSignals = hitDescSignals.Default.([]string)
+	// hitDescJa4 is the schema descriptor for ja4 field.
+	hitDescJa4 := hitFields[15].Descriptor()
+	// hit.Ja4Validator is a validator for the "ja4" field. It is called by the builders before save.
+	hit.Ja4Validator = hitDescJa4.Validators[0].(func(string) error)
+	// hitDescH2Fingerprint is the schema descriptor for h2_fingerprint field.
+	hitDescH2Fingerprint := hitFields[16].Descriptor()
+	// hit.H2FingerprintValidator is a validator for the "h2_fingerprint" field. It is called by the builders before save.
+	hit.H2FingerprintValidator = hitDescH2Fingerprint.Validators[0].(func(string) error)
+	// hitDescHeaderOrder is the schema descriptor for header_order field.
+	hitDescHeaderOrder := hitFields[17].Descriptor()
+	// hit.HeaderOrderValidator is a validator for the "header_order" field. It is called by the builders before save.
+	hit.HeaderOrderValidator = hitDescHeaderOrder.Validators[0].(func(string) error)
 	// hitDescID is the schema descriptor for id field.
 	hitDescID := hitMixinFields0[0].Descriptor()
 	// hit.DefaultID holds the default value on creation for the id field.

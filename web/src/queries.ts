@@ -258,13 +258,23 @@ export interface SignalGroup {
   maxDelayMs: number | null;
   evidence: string[];
 }
+/** What a session's connections proved of its client (fingerprints), and the stack family. */
+export interface ClientStack {
+  ja4: string | null;
+  h2Fingerprint: string | null;
+  headerOrder: string | null;
+  family: string | null;
+  hits: number;
+}
 export interface SessionInsight {
   traps: TrapRef[];
+  clientStacks: ClientStack[];
   explanation: VerdictExplanation;
   signalGroups: SignalGroup[];
 }
 export const SESSION_INSIGHT = `query SessionInsight($id: ID!) { node(id: $id) { ... on Session {
   traps { id name path type deleted }
+  clientStacks { ja4 h2Fingerprint headerOrder family hits }
   explanation { classification score confidence severity matchesStored rawScore floor ceiling rule ruleText detectionThreshold
     parts { signal meaning tripwire weight count points countsOnce fromUserAgent } }
   signalGroups { signal tripwire placement placementLabel count minDelayMs maxDelayMs evidence } } } }`;

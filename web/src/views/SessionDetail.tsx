@@ -2,7 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { formatClassification, formatDelay, formatHeaders, formatNumber, formatSignal, formatTime } from '../format';
 import { hitListTitle, loadOlderHits, prependOlder } from '../olderhits';
-import { SESSION, SESSION_INSIGHT, sessionDetail, type Hit, type SessionDetailData, type SessionInsight, type Signal, type SignalGroup, type TrapRef, type VerdictExplanation } from '../queries';
+import { SESSION, SESSION_INSIGHT, sessionDetail, type ClientStack, type Hit, type SessionDetailData, type SessionInsight, type Signal, type SignalGroup, type TrapRef, type VerdictExplanation } from '../queries';
 import { Badge, Empty, ErrorBox, Inert, Link, Loading, useQuery } from '../ui';
 import { TrapName } from './Campaigns';
 
@@ -81,6 +81,7 @@ export function SessionDetailView({ id }: { id: string }) {
 
           {iq.error ? <ErrorBox error={iq.error} retry={iq.reload} /> : null}
           {insight && <WhyVerdict x={insight.explanation} />}
+          {insight && <ClientStacks stacks={insight.clientStacks} userAgent={s.userAgent} />}
           {insight && <SignalGroups groups={insight.signalGroups} />}
 
           <div class="card">
@@ -275,6 +276,49 @@ function HitList({
 function HitTrap({ id, traps }: { id: string; traps: TrapRef[] }) {
   const t = traps.find((x) => x.id === id);
   return t ? <TrapName t={t} /> : <code>{id}</code>;
+}
+
+/** What the connections proved of the client beside what it claimed (its user agent): JA4, HTTP/2 and
+ * header-order fingerprints and the stack family. A claimed browser on a library's stack fires
+ * CLIENT_STACK_MISMATCH, shown with its detail among the signals. Every value is shown as text. */
+function ClientStacks({ stacks, userAgent }: { stacks: ClientStack[]; userAgent: string }) {
+  return (
+    <div class="card" data-testid="client-stacks">
+      <h2>Claimed vs real client</h2>
+      <p>
+        Claims: {userAgent ? <Inert text={userAgent} /> : <span class="muted">no user agent</span>}
+      </p>
+      {stacks.length === 0 ? (
+        <Empty>No fingerprint: the hits came over plain HTTP, or through a proxy that passed none.</Empty>
+      ) : (
+        <div class="table-wrap stack">
+          <table class="table" data-testid="client-stack-table">
+            <caption class="sr-only">Fingerprints of the session's connections</caption>
+            <thead>
+              <tr>
+                <th scope="col">Stack</th>
+                <th scope="col">JA4</th>
+                <th scope="col">HTTP/2</th>
+                <th scope="col">Header order</th>
+                <th scope="col">Hits</th>
+              </tr>
+            </thead>
+            <tbody>
+              {stacks.map((c, i) => (
+                <tr key={i} data-testid="client-stack">
+                  <td data-label="Stack">{c.family ? <strong>{c.family}</strong> : <span class="muted">unknown</span>}</td>
+                  <td data-label="JA4">{c.ja4 ? <code>{c.ja4}</code> : <span class="muted">none</span>}</td>
+                  <td data-label="HTTP/2">{c.h2Fingerprint ? <code>{c.h2Fingerprint}</code> : <span class="muted">none</span>}</td>
+                  <td data-label="Header order">{c.headerOrder ? <code>{c.headerOrder}</code> : <span class="muted">none</span>}</td>
+                  <td data-label="Hits">{formatNumber(c.hits)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </div>
+  );
 }
 
 /** How the engine reached the verdict: every figure comes from the API (detect.Explain). */
