@@ -96,6 +96,9 @@ type Observation struct {
 	Disallow []string // a robots.txt trap was hit: the paths its decoy disallowed (none when not served)
 	Linked   []string // a decoy was served: the same-site paths it links to
 	Known    []string // the site's trap paths: an unknown path near one is a typo, not a probe
+	// Signature is what the listener proved of the request's HTTP message signature (Web
+	// Bot Auth, package botauth): a verified agent, or why not.
+	Signature Signature
 }
 
 // Firing is one signal a request fired, with its evidence.
@@ -164,8 +167,19 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 	if sig := UASignal(client); sig != "" {
 		once(sig, client.Name)
 	}
-	if UnverifiedClaim(client, o.IP) {
+	// A verified signature is the identity proved: the user agent's claim is not judged by
+	// the address then (an agent's ranges need not cover where it fetches from).
+	signed := o.Signature.State == SignatureValid || s.State.Signals[SignalSignedAgentVerified] > 0
+	if !signed && UnverifiedClaim(client, o.IP) {
 		once(SignalUnverifiedBotClaim, client.Name+" from "+o.IP.String())
+	}
+	switch o.Signature.State {
+	case SignatureValid:
+		once(SignalSignedAgentVerified, o.Signature.Text())
+	case SignatureInvalid, SignatureReplayed:
+		fire(Firing{Name: SignalSignatureInvalid, Detail: o.Signature.Text()})
+	case SignatureUnverifiable:
+		once(SignalSignatureUnverifiable, o.Signature.Text())
 	}
 
 	sent := false

@@ -158,8 +158,11 @@ func SeverityRank(s string) int {
 //     model did.
 //  3. INJECTION_FOLLOWED → AI_AGENT.
 //  4. SCANNER_UA or SYSTEMATIC_PROBING → SCANNER.
-//  5. UNVERIFIED_BOT_CLAIM → BOT: the claimed identity is false, so nothing
-//     the user agent says is believed.
+//  5. SIGNATURE_INVALID, or UNVERIFIED_BOT_CLAIM without SIGNED_AGENT_VERIFIED
+//     → BOT: the claimed identity is false (a forged or replayed signature, a
+//     crawler's name from outside its ranges), so nothing the user agent says is
+//     believed. A verified signature is never an unverified claim: the claim then
+//     weighs nothing either.
 //  6. A known AI user agent → AI_AGENT, AI_ASSISTANT or AI_CRAWLER by its
 //     category (ai_search is AI_CRAWLER), with or without CALLBACK_HIT.
 //  7. A search-crawler user agent → CRAWLER (also when it follows hidden
@@ -167,7 +170,8 @@ func SeverityRank(s string) int {
 //  8. CALLBACK_HIT → BOT: a parser followed a link no person can see.
 //  9. A link-preview user agent → CRAWLER: a chat or social app fetching a
 //     link someone shared; never an AI class.
-//  10. An automation, headless or empty user agent → BOT.
+//  10. An automation, headless or empty user agent, or a verified signed agent
+//     (SIGNED_AGENT_VERIFIED) → BOT.
 //  11. Otherwise HUMAN.
 //
 // AI evidence (AIEvidence) is what a regex or a person at a terminal does not
@@ -218,7 +222,9 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 
 	raw := 0
 	for name, n := range e.Signals {
-		raw += weigh(name, n)
+		if weighs(e, name) {
+			raw += weigh(name, n)
+		}
 	}
 	if uaSig != "" && !has(uaSig) {
 		raw += weigh(uaSig, 1)
@@ -289,10 +295,13 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 		default:
 			v.Confidence = 70
 		}
-	case has(SignalUnverifiedBotClaim):
+	case has(SignalSignatureInvalid) || has(SignalUnverifiedBotClaim) && !has(SignalSignedAgentVerified):
 		rule = 5
 		v.Classification = ClassBot
 		v.Confidence = 80
+		if has(SignalSignatureInvalid) {
+			v.Confidence = 90 // a signature that does not verify was made to deceive, or broken on the way
+		}
 	case aiKind.IsAI():
 		rule = 6
 		switch aiKind {
@@ -307,14 +316,14 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 		if has(SignalCallbackHit) {
 			v.Confidence += 15 // and it behaves like the machine it claims to be
 		}
-		if Verifiable(e.Agent) {
-			v.Confidence += 20 // its address matched the operator's ranges
+		if Verifiable(e.Agent) || has(SignalSignedAgentVerified) {
+			v.Confidence += 20 // its address matched the operator's ranges, or its signature verified
 		}
 	case hasUA(SignalSearchCrawlerUA):
 		rule = 7
 		v.Classification = ClassCrawler
 		v.Confidence = 65
-		if Verifiable(e.Agent) {
+		if Verifiable(e.Agent) || has(SignalSignedAgentVerified) {
 			v.Confidence = 95
 		}
 	case has(SignalCallbackHit):
@@ -335,11 +344,14 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 		rule = 9
 		v.Classification = ClassCrawler
 		v.Confidence = 65 // a user agent is only a claim, and previewers publish no ranges
-	case hasUA(SignalAutomationClientUA) || hasUA(SignalHeadlessBrowserUA) || hasUA(SignalEmptyUA):
+	case hasUA(SignalAutomationClientUA) || hasUA(SignalHeadlessBrowserUA) || hasUA(SignalEmptyUA) || has(SignalSignedAgentVerified):
 		rule = 10
 		v.Classification = ClassBot
 		v.Confidence = 70
-		if hasUA(SignalEmptyUA) {
+		switch {
+		case has(SignalSignedAgentVerified):
+			v.Confidence = 95 // its own key says it is an agent
+		case hasUA(SignalEmptyUA):
 			v.Confidence = 60
 		}
 	default:
@@ -374,6 +386,12 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 		v.Severity = SeverityHigh
 	}
 	return v, rule, b
+}
+
+// weighs reports whether a signal counts toward the score: an unverified crawler claim
+// does not once the session proved its identity with a verified signature (rule 5).
+func weighs(e Evidence, name string) bool {
+	return name != SignalUnverifiedBotClaim || e.Signals[SignalSignedAgentVerified] == 0
 }
 
 // weigh is a signal's contribution for n occurrences: w + w/2 + w/4 + …
