@@ -19,6 +19,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/flytrap/flytrap/botauth"
 	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/privacy"
@@ -50,6 +51,9 @@ type Config struct {
 	// AckApplied makes every answer wait until its hit is applied to the database, journal
 	// or not (--hit-ack=applied): what a reader of the API sees then includes every hit answered.
 	AckApplied bool
+	// Signatures bounds the verification of signed agents (Web Bot Auth): the outbound guard
+	// of key directory fetches, the wait budget, the caches (botauth.Config; zero: defaults).
+	Signatures botauth.Config
 }
 
 // DefaultConfig is the listener's configuration with nothing set.
@@ -107,8 +111,9 @@ type Engine struct {
 	written  atomic.Int64 // hits made durable
 	observe  BatchObserver
 
-	recorder       *record.Writer // stores each batch, with its counters
-	openSessionSQL string         // see openSession
+	sigs           *botauth.Verifier // signed agents' signatures (Web Bot Auth)
+	recorder       *record.Writer    // stores each batch, with its counters
+	openSessionSQL string            // see openSession
 
 	journal      *journal     // nil: no journal (Config.Journal "")
 	pending      atomic.Int64 // journaled hits queued, not yet taken by the writer
@@ -142,6 +147,7 @@ func New(ctx context.Context, cfg Config, client *ent.Client, dia string, log *s
 		done:      make(chan struct{}),
 
 		recorder: record.NewWriter(dia),
+		sigs:     botauth.New(cfg.Signatures, log),
 	}
 	e.waitingWith.Store(-1)
 	e.openSessionSQL = openSessionSQL(dia)
@@ -250,6 +256,7 @@ func (e *Engine) answered() {
 // for their hits to be applied (AckApplied): nobody waits on it.
 func (e *Engine) Run(ctx context.Context) {
 	defer close(e.done)
+	defer e.sigs.Close() // the directory fetches under way end with the writer
 	if e.journal != nil {
 		defer e.journal.close()
 		e.replay(context.WithoutCancel(ctx), ctx.Done())

@@ -89,6 +89,7 @@ func TestJournalEntryRoundTrip(t *testing.T) {
 			Body: "{\"prompt\":\"You are Claude \U0001F600\"}", Headers: map[string][]string{"Cookie": {"a=b", "c=d"}, "X-Api-Key": {"k"}},
 			IP: netip.MustParseAddr("2001:db8::1"), UA: "Claude-User/1.0", Kind: "decoy", TrapID: ids.New(ids.Trap), TrapType: "page",
 			Tool: "read_file", ToolArgs: "{\"path\":\"/etc/passwd\"}", Disallow: []string{}, Linked: []string{"/a", "/b"}, Known: []string{"/x"},
+			Signature: detect.Signature{State: detect.SignatureReplayed, Agent: "https://agent.example", KeyID: "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U", Reason: "nonce already seen"},
 			Tokens: []detect.TokenUse{{Use: detect.UseChallenge, SourceHit: ids.New(ids.Hit), SourceAt: time.Now().UTC().Add(-time.Minute),
 				Placement: "challenge#2", Answered: true, Answer: "57", Secret: "stripe API key", Visible: true, Lure: true, Carrier: "/pricing"}, {}},
 		},
@@ -153,7 +154,8 @@ func TestJournalReadsJSONRecords(t *testing.T) {
 func TestJournalCodecCoversEveryField(t *testing.T) {
 	for typ, want := range map[reflect.Type]string{
 		reflect.TypeFor[record.Hit]():         "Observation ID Org Site Status Truncated Session Outcome row err",
-		reflect.TypeFor[detect.Observation](): "At Method Host Path Query Body Headers IP UA Kind TrapID TrapType Tokens Tool ToolArgs Disallow Linked Known",
+		reflect.TypeFor[detect.Observation](): "At Method Host Path Query Body Headers IP UA Kind TrapID TrapType Tokens Tool ToolArgs Disallow Linked Known Signature",
+		reflect.TypeFor[detect.Signature]():   "State Agent KeyID Reason",
 		reflect.TypeFor[detect.TokenUse]():    "Use SourceHit SourceAt Placement Answered Answer Secret Visible Lure Carrier",
 		reflect.TypeFor[decoy.TokenRef]():     "HitID Index Purpose Origin TrapID",
 	} {

@@ -129,6 +129,14 @@ func appendEntry(b []byte, h *record.Hit, refs []decoy.TokenRef) ([]byte, error)
 			b = appendString(b, r.TrapID)
 		}
 	}
+	// The signature fact last, and only when there is one: a record of an unsigned hit
+	// reads as the records written before it existed, and those read as unsigned.
+	if o.Signature != (detect.Signature{}) {
+		b = append(b, byte(o.Signature.State))
+		for _, s := range [...]string{o.Signature.Agent, o.Signature.KeyID, o.Signature.Reason} {
+			b = appendString(b, s)
+		}
+	}
 	return b, nil
 }
 
@@ -271,6 +279,10 @@ func readEntry(p []byte) (*record.Hit, []decoy.TokenRef, error) {
 			ref.Purpose, ref.Origin = decoy.Purpose(r.byte()), decoy.Origin(r.byte())
 			ref.TrapID = r.string()
 		}
+	}
+	if r.err == nil && len(r.b) != 0 {
+		o.Signature.State = detect.SignatureState(r.byte())
+		o.Signature.Agent, o.Signature.KeyID, o.Signature.Reason = r.string(), r.string(), r.string()
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = errors.New("a journal record with bytes past its end")

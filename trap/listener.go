@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flytrap/flytrap/botauth"
 	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/ent"
@@ -67,6 +68,7 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeRendered(w, r, v.resp) // a stranger's probe: remembered, not recorded
 		return
 	}
+	e.verifySignature(&v)
 	if !e.enqueue(w, v.rec) {
 		return
 	}
@@ -235,6 +237,17 @@ func (e *Engine) answerNotFound(v *visit) bool {
 		e.visits.probe(key, rec.Path, v.now, detect.MaxProbes)
 	}
 	return false
+}
+
+// verifySignature records what the request's signature proves (Web Bot Auth), for a hit
+// that is recorded: at no cost for an unsigned one; for a signed one, a check against a
+// cached key directory, or a wait of at most the configured budget for one not cached
+// (docs/decisions.md, "Signed agents verified on the listener, within a budget").
+func (e *Engine) verifySignature(v *visit) {
+	if !botauth.Signed(v.r.Header) {
+		return
+	}
+	v.rec.Signature = e.sigs.Verify(v.r.Context(), v.r, v.body, len(v.body) >= maxReadBody, v.now) // readBody stops there
 }
 
 // enqueue hands the hit to the writer and waits until it is durable. False when it is not
