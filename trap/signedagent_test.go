@@ -128,6 +128,17 @@ func TestSignedAgentsOnTheTrapListener(t *testing.T) {
 			if s.Classification != c.want.class {
 				t.Errorf("%s: classified %s, want %s", c.ua, s.Classification, c.want.class)
 			}
+			// The dashboard's "why this verdict" reads the session's signature in words.
+			d := env.MustGraphQL(tn.ReadOnly, `query($id: ID!) { node(id: $id) { ... on Session { signature } } }`, map[string]any{"id": s.ID})
+			sig, _ := ft.Dig(d, "node", "signature").(string)
+			switch {
+			case c.want.signal == detect.SignalUnverifiedBotClaim:
+				if ft.Dig(d, "node", "signature") != nil {
+					t.Errorf("%s: an unsigned session's signature: %v", c.ua, sig)
+				}
+			case !strings.Contains(sig, c.want.detail):
+				t.Errorf("%s: signature %q, want %q in it", c.ua, sig, c.want.detail)
+			}
 		}
 		if n := agent.Fetches.Load(); n != 1 {
 			t.Errorf("the agent's directory was fetched %d times, want once", n)
