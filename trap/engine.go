@@ -67,6 +67,7 @@ func DefaultConfig() Config {
 		RoutesMaxAge:  time.Second,
 		RoutesTimeout: 5 * time.Second,
 		JournalMax:    1 << 30,
+		Signatures:    botauth.DefaultConfig(),
 	}
 }
 
