@@ -19,6 +19,7 @@ import (
 	"github.com/remitly-oss/httpsig-go"
 	"github.com/remitly-oss/httpsig-go/key"
 	"github.com/remitly-oss/httpsig-go/types"
+	"golang.org/x/time/rate"
 
 	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/webhook"
@@ -53,6 +54,11 @@ type Config struct {
 	MaxAge, Skew time.Duration
 	// Nonces bounds the nonces remembered against replay (each until its signature expires).
 	Nonces int
+	// Rate bounds the signature checks (parse aside: the Ed25519 verification) per second
+	// on this instance, Burst their burst (0: a tenth of Rate); past it a signed hit is "unverifiable", so a flood
+	// of forged signatures costs at most Rate checks' CPU a second.
+	Rate  float64
+	Burst int
 }
 
 // DefaultConfig is the verifier's configuration with nothing set.
@@ -64,6 +70,7 @@ func DefaultConfig() Config {
 		MinTTL: time.Minute, MaxTTL: 24 * time.Hour, DefaultTTL: time.Hour, FailureTTL: 5 * time.Minute,
 		MaxAge: time.Hour, Skew: time.Minute,
 		Nonces: 100_000,
+		Rate:   2000, // Burst 0: a tenth of Rate
 	}
 }
 
@@ -84,12 +91,13 @@ type Verifier struct {
 	slots   chan struct{}         // fetches running
 	nonces  *lru.Cache[string, int64]
 	nonceMu sync.Mutex
+	checks  *rate.Limiter
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	fetches, failures, busy atomic.Int64
+	fetches, failures, busy, limited atomic.Int64
 }
 
 // directory is a fetched key directory, or why it could not be had.
@@ -135,6 +143,12 @@ func New(cfg Config, log *slog.Logger) *Verifier {
 			}
 		}
 	}
+	if cfg.Rate <= 0 {
+		cfg.Rate = d.Rate
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = max(int(cfg.Rate/10), 1)
+	}
 	if cfg.MaxDirectoryBytes <= 0 {
 		cfg.MaxDirectoryBytes = d.MaxDirectoryBytes
 	}
@@ -153,7 +167,8 @@ func New(cfg Config, log *slog.Logger) *Verifier {
 	nonces, _ := lru.New[string, int64](cfg.Nonces)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Verifier{cfg: cfg, client: client, log: log, now: time.Now, dirs: dirs, pending: map[string]*fetchCall{},
-		slots: make(chan struct{}, cfg.Fetches), nonces: nonces, ctx: ctx, cancel: cancel}
+		slots: make(chan struct{}, cfg.Fetches), nonces: nonces, ctx: ctx, cancel: cancel,
+		checks: rate.NewLimiter(rate.Limit(cfg.Rate), cfg.Burst)}
 }
 
 // Close stops the fetches under way and waits for them.
@@ -199,6 +214,10 @@ func (v *Verifier) Verify(ctx context.Context, r *http.Request, body []byte, tru
 			return factOf(unverifiable("key not in the directory as cached; reading it again"), p)
 		}
 		return factOf(invalid("key %s is not in %s's directory", clip(p.KeyID, 80), p.Origin), p)
+	}
+	if !v.checks.Allow() {
+		v.limited.Add(1)
+		return factOf(unverifiable("more than %g signature checks a second on this instance", v.cfg.Rate), p)
 	}
 	if err := verifyMessage(r, body, truncated, p, pub); err != nil {
 		return factOf(err, p)

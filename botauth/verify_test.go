@@ -141,6 +141,21 @@ func TestFetchesAreCapped(t *testing.T) {
 	}
 }
 
+// Checks are rate limited: past the rate a signed request is unverifiable, not checked.
+func TestChecksAreRateLimited(t *testing.T) {
+	a := botauthtest.NewAgent(t)
+	cfg := a.Config()
+	cfg.Wait, cfg.Rate, cfg.Burst = 10*time.Second, 0.001, 1
+	v := botauth.New(cfg, nil)
+	defer v.Close()
+	if got := verify(v, signed(a, botauthtest.Opts{})); got.State != detect.SignatureValid {
+		t.Fatalf("first: %+v", got)
+	}
+	if got := verify(v, signed(a, botauthtest.Opts{})); got.State != detect.SignatureUnverifiable || !strings.Contains(got.Reason, "a second") {
+		t.Fatalf("past the rate: %+v", got)
+	}
+}
+
 // Headers that are not a web-bot-auth signature: never a panic, never "valid".
 func TestMalformedSignatures(t *testing.T) {
 	v := botauth.New(botauth.Config{}, nil)

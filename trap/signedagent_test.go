@@ -152,8 +152,8 @@ type signedSignal struct {
 }
 
 type signedDetail struct {
-	ID             string       `json:"id"`
-	Classification string       `json:"classification"`
+	ID             string         `json:"id"`
+	Classification string         `json:"classification"`
 	Signals        []signedSignal `json:"signals"`
 }
 

@@ -7,7 +7,6 @@ package botauthtest
 import (
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/tls"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -84,9 +83,6 @@ func (a *Agent) Config() botauth.Config {
 	c.RootCAs = a.Dir.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	return c
 }
-
-// TLSConfig is what trusts the agent's directory (to share one verifier among agents).
-func (a *Agent) TLSConfig() *tls.Config { return a.Dir.Client().Transport.(*http.Transport).TLSClientConfig }
 
 // Form is how Signature-Agent is sent.
 type Form int
