@@ -69,7 +69,7 @@ func rfcKey(t *testing.T) ed25519.PublicKey {
 // https://signature-agent.test, which no test can serve).
 func preload(v *Verifier, url string, keys map[string]ed25519.PublicKey) {
 	now := v.now()
-	v.dirs.Add(url, &directory{keys: keys, fetched: now, expires: now.Add(time.Hour)})
+	v.dirs.Add(url, &directory{keys: keys, fetched: now, read: now, expires: now.Add(time.Hour)})
 }
 
 func TestThumbprintOfTheRFCKey(t *testing.T) {

@@ -54,6 +54,9 @@ type Config struct {
 	MaxAge, Skew time.Duration
 	// Nonces bounds the nonces remembered against replay (each until its signature expires).
 	Nonces int
+	// Now is the clock of the caches' lifetimes (nil: time.Now); a request's own time is
+	// given to Verify.
+	Now func() time.Time
 	// Rate bounds the signature checks (parse aside: the Ed25519 verification) per second
 	// on this instance, Burst their burst (0: a tenth of Rate); past it a signed hit is "unverifiable", so a flood
 	// of forged signatures costs at most Rate checks' CPU a second.
@@ -85,7 +88,8 @@ type Verifier struct {
 	log    *slog.Logger
 	now    func() time.Time // the clock of cache lifetimes (a request's time is its own)
 
-	dirs    *lru.Cache[string, *directory]
+	dirs    *lru.Cache[string, *directory] // directories fetched
+	failed  *lru.Cache[string, *directory] // fetches that failed: apart, so a stream of bad directories never pushes out good ones
 	mu      sync.Mutex
 	pending map[string]*fetchCall // single flight per directory URL
 	slots   chan struct{}         // fetches running
@@ -104,7 +108,8 @@ type Verifier struct {
 type directory struct {
 	keys    map[string]ed25519.PublicKey // by JWK thumbprint (and by kid when it names one)
 	err     string
-	fetched time.Time
+	fetched time.Time // the last attempt to read it
+	read    time.Time // when these keys were read
 	expires time.Time
 }
 
@@ -164,9 +169,14 @@ func New(cfg Config, log *slog.Logger) *Verifier {
 	}
 	client.Transport = tr
 	dirs, _ := lru.New[string, *directory](cfg.Directories)
+	failed, _ := lru.New[string, *directory](cfg.Directories)
 	nonces, _ := lru.New[string, int64](cfg.Nonces)
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Verifier{cfg: cfg, client: client, log: log, now: time.Now, dirs: dirs, pending: map[string]*fetchCall{},
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Verifier{cfg: cfg, client: client, log: log, now: now, dirs: dirs, failed: failed, pending: map[string]*fetchCall{},
 		slots: make(chan struct{}, cfg.Fetches), nonces: nonces, ctx: ctx, cancel: cancel,
 		checks: rate.NewLimiter(rate.Limit(cfg.Rate), cfg.Burst)}
 }
@@ -209,7 +219,6 @@ func (v *Verifier) Verify(ctx context.Context, r *http.Request, body []byte, tru
 		if v.now().Sub(dir.fetched) >= v.cfg.MinTTL {
 			// Keys rotate: a directory read a while ago is read again (at most once per MinTTL)
 			// before a key it lacks condemns the signature.
-			v.dirs.Remove(p.Directory)
 			v.start(p.Directory)
 			return factOf(unverifiable("key not in the directory as cached; reading it again"), p)
 		}
@@ -343,7 +352,13 @@ func verifyMessage(r *http.Request, body []byte, truncated bool, p *Parsed, pub 
 // time, at most Fetches at once) and waits for it up to Wait; nil when it is not there in
 // time (the fetch goes on, and fills the cache for the next request).
 func (v *Verifier) directory(ctx context.Context, url string) *directory {
-	if d, ok := v.dirs.Get(url); ok && v.now().Before(d.expires) {
+	if d, ok := v.dirs.Get(url); ok {
+		if !v.now().Before(d.expires) {
+			v.start(url) // stale: read again in the background, the stale keys serve meanwhile
+		}
+		return d
+	}
+	if d, ok := v.failed.Get(url); ok && v.now().Before(d.expires) {
 		return d
 	}
 	call := v.start(url)
@@ -381,7 +396,21 @@ func (v *Verifier) start(url string) *fetchCall {
 	go func() {
 		defer v.wg.Done()
 		d := v.fetch(url)
-		v.dirs.Add(url, d)
+		old, had := v.dirs.Peek(url)
+		switch {
+		case d.err == "":
+			v.dirs.Add(url, d)
+			v.failed.Remove(url)
+		case had && d.fetched.Sub(old.read) < v.cfg.MaxTTL:
+			// A refresh that failed keeps the keys read before, tried again after FailureTTL,
+			// for at most MaxTTL since they were read.
+			kept := *old
+			kept.fetched, kept.expires = d.fetched, d.expires
+			v.dirs.Add(url, &kept)
+		default:
+			v.dirs.Remove(url)
+			v.failed.Add(url, d)
+		}
 		v.mu.Lock()
 		delete(v.pending, url)
 		v.mu.Unlock()
@@ -403,7 +432,7 @@ func (v *Verifier) fetch(url string) *directory {
 		v.log.Debug("signature directory fetch failed", "url", url, "err", err)
 		return &directory{err: clip(err.Error(), 200), fetched: now, expires: now.Add(v.cfg.FailureTTL)}
 	}
-	d.fetched, d.expires = now, now.Add(ttl)
+	d.fetched, d.read, d.expires = now, now, now.Add(ttl)
 	return d
 }
 

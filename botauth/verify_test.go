@@ -141,6 +141,49 @@ func TestFetchesAreCapped(t *testing.T) {
 	}
 }
 
+// Keys rotate: a keyid missing from a directory read less than MinTTL ago is invalid; read
+// longer ago, it triggers one re-read (unverifiable meanwhile), after which the new key
+// verifies. A directory past its max-age serves its keys while it is read again.
+func TestKeyRotationAndStaleDirectories(t *testing.T) {
+	a := botauthtest.NewAgent(t) // max-age=300
+	clock := time.Now()
+	cfg := a.Config()
+	cfg.Wait = 10 * time.Second
+	cfg.Now = func() time.Time { return clock }
+	v := botauth.New(cfg, nil)
+	defer v.Close()
+	at := func() time.Time { return clock }
+	check := func(what string, o botauthtest.Opts, state detect.SignatureState, reason string) {
+		t.Helper()
+		r := signed(a, o)
+		got := v.Verify(context.Background(), r, nil, false, at())
+		if got.State != state || !strings.Contains(got.Reason, reason) {
+			t.Fatalf("%s: %+v, want %s (%q)", what, got, state, reason)
+		}
+	}
+	waitFetches := func(n int64) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); a.Fetches.Load() < n; {
+			if time.Now().After(deadline) {
+				t.Fatalf("the directory was read %d times, want %d", a.Fetches.Load(), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond) // the fetch's answer into the cache
+	}
+	check("the first key", botauthtest.Opts{Created: at()}, detect.SignatureValid, "")
+	a.Rotate(t)
+	clock = clock.Add(30 * time.Second)
+	check("a new key, directory fresh", botauthtest.Opts{Created: at()}, detect.SignatureInvalid, "is not in")
+	clock = clock.Add(time.Minute)
+	check("a new key, directory a minute old", botauthtest.Opts{Created: at()}, detect.SignatureUnverifiable, "reading it again")
+	waitFetches(2)
+	check("the new key after the re-read", botauthtest.Opts{Created: at()}, detect.SignatureValid, "")
+	clock = clock.Add(10 * time.Minute) // past max-age: the stale keys serve, a read starts
+	check("stale directory", botauthtest.Opts{Created: at()}, detect.SignatureValid, "")
+	waitFetches(3)
+}
+
 // Checks are rate limited: past the rate a signed request is unverifiable, not checked.
 func TestChecksAreRateLimited(t *testing.T) {
 	a := botauthtest.NewAgent(t)

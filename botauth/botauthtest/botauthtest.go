@@ -28,6 +28,19 @@ type Agent struct {
 	// Fetches counts the directory's requests.
 	Fetches atomic.Int64
 	hang    chan struct{} // non-nil: the directory answers only when the test ends
+	served  atomic.Pointer[string]
+}
+
+// Rotate gives the agent a new key, which its directory serves from now on in place of
+// the old one.
+func (a *Agent) Rotate(t testing.TB) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := base64.RawURLEncoding.EncodeToString(priv.Public().(ed25519.PublicKey))
+	a.Priv, a.KeyID = priv, botauth.Thumbprint(x)
+	a.served.Store(&x)
 }
 
 // NewAgent starts an agent whose directory answers at once; NewHangingAgent one whose
@@ -45,6 +58,7 @@ func newAgent(t testing.TB, hang bool) *Agent {
 	a := &Agent{Priv: priv}
 	x := base64.RawURLEncoding.EncodeToString(priv.Public().(ed25519.PublicKey))
 	a.KeyID = botauth.Thumbprint(x)
+	a.served.Store(&x)
 	if hang {
 		a.hang = make(chan struct{})
 	}
@@ -63,7 +77,7 @@ func newAgent(t testing.TB, hang bool) *Agent {
 		}
 		w.Header().Set("Content-Type", "application/http-message-signatures-directory+json")
 		w.Header().Set("Cache-Control", "max-age=300")
-		fmt.Fprintf(w, `{"keys":[{"kty":"OKP","crv":"Ed25519","x":%q},{"kty":"RSA","n":"AQAB","e":"AQAB"}]}`, x)
+		fmt.Fprintf(w, `{"keys":[{"kty":"OKP","crv":"Ed25519","x":%q},{"kty":"RSA","n":"AQAB","e":"AQAB"}]}`, *a.served.Load())
 	}))
 	t.Cleanup(a.Dir.Close)
 	if hang {
