@@ -210,31 +210,9 @@ func (r *sessionResolver) SignalGroups(ctx context.Context, obj *ent.Session) ([
 	return r.signalGroups(ctx, obj)
 }
 
-// Signature is the resolver for the signature field: the newest firing of the signature
-// signal that decides (invalid over verified over unverifiable); no query for a session
-// whose tally shows none.
+// Signature is the resolver for the signature field.
 func (r *sessionResolver) Signature(ctx context.Context, obj *ent.Session) (*string, error) {
-	n := obj.State.Signals
-	var name string
-	switch {
-	case n[detect.SignalSignatureInvalid] > 0:
-		name = detect.SignalSignatureInvalid
-	case n[detect.SignalSignedAgentVerified] > 0:
-		name = detect.SignalSignedAgentVerified
-	case n[detect.SignalSignatureUnverifiable] > 0:
-		name = detect.SignalSignatureUnverifiable
-	default:
-		return nil, nil
-	}
-	sg, err := r.ent(ctx).Signal.Query().Where(signal.SessionID(obj.ID), signal.Name(name)).
-		Order(ent.Desc(signal.FieldCreatedAt), ent.Desc(signal.FieldID)).First(ctx)
-	if ent.IsNotFound(err) {
-		return nil, nil // purged by retention
-	}
-	if err != nil {
-		return nil, fmt.Errorf("session signature: %w", err)
-	}
-	return &sg.Detail, nil
+	return r.app.SessionSignature(ctx, obj)
 }
 
 // Traps is the resolver for the traps field.

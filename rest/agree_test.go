@@ -320,7 +320,7 @@ func agreeSessionDetail(t *testing.T, fx *agreeFixture) {
 		// The dashboard's query: one resolver serves it and REST.
 		d := gqlData(t, fx.env, fx.a.ReadOnly, `query($id: ID!) { sessionDetail(id: $id) { session {
 			id sourceIP userAgent classification score confidence severity signalsFired
-			firstSeen lastSeen hitCount extractedModel extractedOperator trapsTriggered triageState triagedBy triagedByName triagedAt }
+			firstSeen lastSeen hitCount extractedModel extractedOperator trapsTriggered triageState triagedBy triagedByName triagedAt signature }
 			hits { id trapID method path query headers body bodyTruncated sourceIP userAgent receivedAt kind status signals }
 			signals { name tripwire hitID placement sourceHitID delayMs detail createdAt }
 			prompts { text } hitsTruncated signalsTruncated promptsTruncated } }`,
@@ -355,6 +355,7 @@ func agreeSessionDetail(t *testing.T, fx *agreeFixture) {
 		}
 		want["signals"] = signals
 		want["hits_truncated"], want["signals_truncated"], want["prompts_truncated"] = detail["hitsTruncated"], detail["signalsTruncated"], detail["promptsTruncated"]
+		want["signature"] = node["signature"]
 
 		r := mustOK(t, restCall(t, fx.env, fx.a.ReadOnly, http.MethodGet, "/dashboard/api/sessions/"+id, nil), http.StatusOK)
 		got, _ := ft.Dig(r.plain(t), "data").(map[string]any)

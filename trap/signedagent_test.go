@@ -152,6 +152,10 @@ func TestSignedAgentsOnTheTrapListener(t *testing.T) {
 			case !strings.Contains(sig, c.want.detail):
 				t.Errorf("%s: signature %q, want %q in it", c.ua, sig, c.want.detail)
 			}
+			// REST's session detail says the same.
+			if rest := s.Signature; (rest == nil) != (ft.Dig(d, "node", "signature") == nil) || rest != nil && *rest != sig {
+				t.Errorf("%s: REST signature %v, GraphQL %q", c.ua, rest, sig)
+			}
 		}
 		if n := agent.Fetches.Load(); n != 1 {
 			t.Errorf("the agent's directory was fetched %d times, want once", n)
@@ -168,6 +172,7 @@ type signedDetail struct {
 	ID             string         `json:"id"`
 	Classification string         `json:"classification"`
 	Signals        []signedSignal `json:"signals"`
+	Signature      *string        `json:"signature"`
 }
 
 // signedSession is the REST session detail of the session of user agent ua (the only one).
