@@ -187,10 +187,10 @@ func (v *Verifier) Close() {
 	v.wg.Wait()
 }
 
-// Stats reports the directory fetches made, those that failed, and the directories not
-// fetched because Fetches were already running.
-func (v *Verifier) Stats() (fetches, failures, busy int64) {
-	return v.fetches.Load(), v.failures.Load(), v.busy.Load()
+// Stats reports the directory fetches made, those that failed, the directories not
+// fetched because Fetches were already running, and the signatures left unchecked past Rate.
+func (v *Verifier) Stats() (fetches, failures, busy, limited int64) {
+	return v.fetches.Load(), v.failures.Load(), v.busy.Load(), v.limited.Load()
 }
 
 // Verify checks the signature of r (its body as read, truncated or not) at the request's

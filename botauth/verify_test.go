@@ -71,7 +71,7 @@ func TestSignedAgentAgainstItsDirectory(t *testing.T) {
 	if n := a.Fetches.Load(); n != 1 {
 		t.Errorf("the directory was fetched %d times, want once (cached)", n)
 	}
-	if fetches, failures, _ := v.Stats(); fetches != 1 || failures != 0 {
+	if fetches, failures, _, _ := v.Stats(); fetches != 1 || failures != 0 {
 		t.Errorf("stats: %d fetches, %d failures", fetches, failures)
 	}
 }
@@ -94,7 +94,7 @@ func TestDirectoryOnAPrivateAddressIsRefused(t *testing.T) {
 	if n := a.Fetches.Load(); n != 0 {
 		t.Fatalf("the private directory was reached %d times", n)
 	}
-	if fetches, failures, _ := v.Stats(); fetches != 1 || failures != 1 {
+	if fetches, failures, _, _ := v.Stats(); fetches != 1 || failures != 1 {
 		t.Fatalf("stats: %d fetches, %d failures: the failure is not cached", fetches, failures)
 	}
 }
@@ -114,7 +114,7 @@ func TestSlowDirectoryIsUnverifiableWithinTheBudget(t *testing.T) {
 			t.Fatalf("%+v", got)
 		}
 	}
-	if fetches, _, _ := v.Stats(); fetches != 1 {
+	if fetches, _, _, _ := v.Stats(); fetches != 1 {
 		t.Fatalf("%d fetches of one directory at once, want 1", fetches)
 	}
 }
@@ -135,7 +135,7 @@ func TestFetchesAreCapped(t *testing.T) {
 			t.Fatalf("%+v", got)
 		}
 	}
-	fetches, _, busy := v.Stats()
+	fetches, _, busy, _ := v.Stats()
 	if fetches != 2 || busy != 1 {
 		t.Fatalf("%d fetches and %d refused for capacity, want 2 and 1", fetches, busy)
 	}
@@ -210,6 +210,9 @@ func TestChecksAreRateLimited(t *testing.T) {
 	}
 	if got := verify(v, signed(a, botauthtest.Opts{})); got.State != detect.SignatureUnverifiable || !strings.Contains(got.Reason, "a second") {
 		t.Fatalf("past the rate: %+v", got)
+	}
+	if _, _, _, limited := v.Stats(); limited != 1 {
+		t.Fatalf("%d left unchecked, want 1", limited)
 	}
 }
 
