@@ -1,6 +1,7 @@
 package record
 
 import (
+	"context"
 	"database/sql"
 	"net/netip"
 	"reflect"
@@ -53,80 +54,92 @@ func TestHitRowFillsEveryColumn(t *testing.T) {
 func TestHitRowsAsEntWritesThem(t *testing.T) {
 	testdb.ForEachBackend(t, func(t *testing.T, b testdb.Backend) {
 		s := openStore(t, b)
-		ctx := privacy.DecisionContext(t.Context(), privacy.Allow)
-		c := s.Client
-		org := c.Organization.Create().SetName("acme").SaveX(ctx)
-		site := c.Site.Create().SetOrgID(org.ID).SetName("default").SaveX(ctx)
-		session := c.Session.Create().SetID(ids.New(ids.Session)).SetOrgID(org.ID).SetSiteID(site.ID).
-			SetSourceIP("192.0.2.1").SaveX(ctx)
-
-		// More rows than one INSERT carries, so the statement for a full chunk and a
-		// shorter one both run.
-		recs := make([]*Hit, 2*hitChunk+3)
-		signals := make([][]string, len(recs))
-		for i := range recs {
-			recs[i], signals[i] = sampleHit(i, org.ID)
-		}
-		w := NewWriter(s.Dialect)
-		tx, err := c.Tx(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows := make([][]any, len(recs))
-		for i, rec := range recs {
-			rec.Prepare()
-			if rec.err != nil {
-				t.Fatal(rec.err)
-			}
-			rec.Session = &Session{ID: session.ID}
-			for _, name := range signals[i] {
-				rec.Outcome.Firings = append(rec.Outcome.Firings, detect.Firing{Name: name})
-			}
-			if rows[i], err = rec.complete(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.insertHits(ctx, tx.Client(), rows); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
-
-		twins := make([]string, len(recs))
-		if tx, err = c.Tx(ctx); err != nil {
-			t.Fatal(err)
-		}
-		var creates []*ent.HitCreate
-		for i, rec := range recs {
-			twins[i] = ids.New(ids.Hit)
-			hc := tx.Hit.Create().SetID(twins[i]).SetOrgID(rec.Org).SetSessionID(session.ID).SetMethod(Bound(rec.Method, 16)).
-				SetPath(rec.Path).SetQuery(rec.Query).SetHeaders(rec.Headers).SetBody(rec.Body).
-				SetBodyTruncated(rec.Truncated).SetSourceIP(rec.IP.String()).SetUserAgent(rec.UA).
-				SetReceivedAt(rec.At).SetKind(hit.Kind(rec.Kind)).SetStatus(rec.Status).SetSignals(signals[i])
-			if rec.TrapID != "" {
-				hc.SetTrapID(rec.TrapID)
-			}
-			creates = append(creates, hc)
-		}
-		if err := tx.Hit.CreateBulk(creates...).Exec(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
-
-		for i, rec := range recs {
-			ours, theirs := storedHit(t, s, rec.ID), storedHit(t, s, twins[i])
-			for col, v := range theirs {
-				if ours[col] != v {
-					t.Errorf("hit %d: column %s stored as %s, ent stores %s", i, col, ours[col], v)
-				}
-			}
-			got, want := c.Hit.GetX(ctx, rec.ID), c.Hit.GetX(ctx, twins[i])
-			compareHits(t, i, got, want)
+		// The writer's way, and multi-row INSERTs (InsertRows'; the writer's on SQLite).
+		for _, way := range []string{"insertHits", "insert"} {
+			t.Run(way, func(t *testing.T) { hitRowsAsEnt(t, s, way) })
 		}
 	})
+}
+
+// hitRowsAsEnt is TestHitRowsAsEntWritesThem on s, the writer's rows inserted one way.
+func hitRowsAsEnt(t *testing.T, s *store.DB, way string) {
+	ctx := privacy.DecisionContext(t.Context(), privacy.Allow)
+	c := s.Client
+	org := c.Organization.Create().SetName("acme " + way).SaveX(ctx)
+	site := c.Site.Create().SetOrgID(org.ID).SetName("default").SaveX(ctx)
+	session := c.Session.Create().SetID(ids.New(ids.Session)).SetOrgID(org.ID).SetSiteID(site.ID).
+		SetSourceIP("192.0.2.1").SaveX(ctx)
+
+	// More rows than one INSERT carries, so the statement for a full chunk and a
+	// shorter one both run.
+	recs := make([]*Hit, 2*hitChunk+3)
+	signals := make([][]string, len(recs))
+	for i := range recs {
+		recs[i], signals[i] = sampleHit(i, org.ID)
+	}
+	w := NewWriter(s.Dialect)
+	tx, err := c.Tx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([][]any, len(recs))
+	for i, rec := range recs {
+		rec.Prepare()
+		if rec.err != nil {
+			t.Fatal(rec.err)
+		}
+		rec.Session = &Session{ID: session.ID}
+		for _, name := range signals[i] {
+			rec.Outcome.Firings = append(rec.Outcome.Firings, detect.Firing{Name: name})
+		}
+		if rows[i], err = rec.complete(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert := w.insertHits // the writer's: COPY on PostgreSQL
+	if way == "insert" {
+		insert = func(ctx context.Context, c *ent.Client, rows [][]any) error { return w.insert(ctx, c, rows, hitChunk) }
+	}
+	if err := insert(ctx, tx.Client(), rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	twins := make([]string, len(recs))
+	if tx, err = c.Tx(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var creates []*ent.HitCreate
+	for i, rec := range recs {
+		twins[i] = ids.New(ids.Hit)
+		hc := tx.Hit.Create().SetID(twins[i]).SetOrgID(rec.Org).SetSessionID(session.ID).SetMethod(Bound(rec.Method, 16)).
+			SetPath(rec.Path).SetQuery(rec.Query).SetHeaders(rec.Headers).SetBody(rec.Body).
+			SetBodyTruncated(rec.Truncated).SetSourceIP(rec.IP.String()).SetUserAgent(rec.UA).
+			SetReceivedAt(rec.At).SetKind(hit.Kind(rec.Kind)).SetStatus(rec.Status).SetSignals(signals[i])
+		if rec.TrapID != "" {
+			hc.SetTrapID(rec.TrapID)
+		}
+		creates = append(creates, hc)
+	}
+	if err := tx.Hit.CreateBulk(creates...).Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	for i, rec := range recs {
+		ours, theirs := storedHit(t, s, rec.ID), storedHit(t, s, twins[i])
+		for col, v := range theirs {
+			if ours[col] != v {
+				t.Errorf("hit %d: column %s stored as %s, ent stores %s", i, col, ours[col], v)
+			}
+		}
+		got, want := c.Hit.GetX(ctx, rec.ID), c.Hit.GetX(ctx, twins[i])
+		compareHits(t, i, got, want)
+	}
 }
 
 // sampleHit is the i-th of a few kinds of hit, with the signals it fired.
@@ -157,7 +170,7 @@ func sampleHit(i int, org string) (*Hit, []string) {
 		signals = []string{"injection_followed"}
 	case 3:
 		rec.TrapID = ids.New(ids.Trap)
-		rec.Method, rec.Body = "POST", "line one\nline two\ttab 'quoted' ü"
+		rec.Method, rec.Body = "POST", "line one\nline two\ttab 'quoted' ü \\N \r\n\\."
 	}
 	return rec, signals
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/internal/clip"
+	"github.com/flytrap/flytrap/store"
 	"github.com/flytrap/flytrap/store/sqltext"
 	"github.com/flytrap/flytrap/tally"
 )
@@ -198,8 +199,32 @@ const hitChunk = 64
 // recorder alone: it writes as the system, which the privacy policy allows anyway, and
 // Prepare does what the one hit hook does (received_hour).
 // TestHitRowsAsEntWritesThem holds the rows to ent's.
+//
+// On PostgreSQL the rows go with COPY instead (store.CopyIn), the whole batch in one stream:
+// the server then parses no statement and binds no parameters, and the writer is what
+// bounds the listener there (docs/benchmarks.md). The signals column (jsonb) is sent as
+// text, as COPY takes it.
 func (w *Writer) insertHits(ctx context.Context, c *ent.Client, rows [][]any) error {
-	return w.insert(ctx, c, rows, hitChunk)
+	if !w.pg {
+		return w.insert(ctx, c, rows, hitChunk)
+	}
+	for _, row := range rows {
+		if b, ok := row[colSignals].([]byte); ok {
+			row[colSignals] = signalsText(b)
+		}
+	}
+	if err := store.CopyIn(ctx, c, hit.Table, hit.Columns, rows); err != nil {
+		return fmt.Errorf("insert hits: %w", err)
+	}
+	return nil
+}
+
+// signalsText is a hit's signals column as text; the common "[]" without a copy.
+func signalsText(b []byte) string {
+	if string(b) == "[]" {
+		return "[]"
+	}
+	return string(b)
 }
 
 // insert inserts hit rows, chunk (a power of two) to a statement, the rest as stmtChunks splits it.

@@ -158,19 +158,18 @@ func (d *driver) Tx(ctx context.Context) (dialect.Tx, error) { return d.BeginTx(
 // BeginTx begins a transaction (ent's Client.BeginTx), with prepared statements under Prepared.
 func (d *driver) BeginTx(ctx context.Context, opts *sql.TxOptions) (dialect.Tx, error) {
 	t, err := d.Driver.BeginTx(ctx, opts)
-	if err != nil || ctx.Value(preparedKey{}) == nil {
+	if err != nil {
 		return t, err
 	}
-	tx, ok := t.(*entsql.Tx)
-	if !ok {
-		return t, nil
+	tx, stx, ok := sqlTx(t)
+	switch {
+	case !ok:
+	case ctx.Value(preparedKey{}) != nil:
+		tx.Conn.ExecQuerier = &preparedTx{tx: stx, d: d}
+	case d.Dialect() == dialect.Postgres:
+		tx.Conn.ExecQuerier = copyTx{stx} // CopyIn
 	}
-	stx, ok := tx.Tx.(*sql.Tx)
-	if !ok {
-		return t, nil
-	}
-	tx.Conn.ExecQuerier = &preparedTx{tx: stx, d: d}
-	return tx, nil
+	return t, nil
 }
 
 // Close closes the prepared statements and the database.
@@ -210,6 +209,9 @@ type preparedTx struct {
 }
 
 func (p *preparedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if r, ok := copyArg(args); ok {
+		return r.run(ctx, p.tx)
+	}
 	s, err := p.d.stmt(ctx, p.tx, query)
 	if err != nil {
 		return nil, err

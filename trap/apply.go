@@ -26,10 +26,11 @@ func encodeHit(b []byte, rec *hitRecord) ([]byte, error) {
 	return appendEntry(b, &rec.Hit, rec.refs)
 }
 
-// decodeHit reads a journal record: binary (encodeHit), or JSON as earlier versions wrote.
+// decodeHit reads a journal record: binary (encodeHit, or its first layout), or JSON as
+// earlier versions wrote.
 func decodeHit(payload []byte) (*hitRecord, error) {
 	var en journalEntry
-	if len(payload) > 0 && payload[0] == journalBinary {
+	if len(payload) > 0 && (payload[0] == journalBinary || payload[0] == journalBinaryV1) {
 		h, refs, err := readEntry(payload)
 		if err != nil {
 			return nil, err

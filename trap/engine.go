@@ -73,7 +73,7 @@ func DefaultConfig() Config {
 
 // ApplyLinger is how long a batch of journaled hits waits for company when nobody waits for
 // it (answers acknowledged once journaled): the hits show in the API that much later, and
-// fuller batches cost less per hit (one session update, one commit, one multi-row insert).
+// fuller batches cost less per hit (one session update, one commit, one multi-row insert or COPY).
 const ApplyLinger = 10 * time.Millisecond
 
 // ErrOverloaded is returned when the hit queue is full: the listener sheds the request visibly.

@@ -3,25 +3,38 @@ package trap
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/flytrap/flytrap/decoy"
-	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/record"
 )
 
+//go:generate go run ../internal/genjournal
+
 // The journal's record of a hit, in a compact binary form: encoding/json's reflection was
 // 4 % of the listener's CPU per hit (docs/benchmarks.md, "CPU per hit"), and the record is
-// written on every request, read only at replay. It is journalBinary, then the fields of
-// journalEntry in a fixed order (appendEntry): strings and lists as a uvarint length then
-// their bytes or items, numbers as varints, a list or map as its length + 1 (0: nil, so a
-// nil and an empty one read back as they were written), a time and an address in their
-// AppendBinary forms. Records written as JSON by an earlier version (they begin with '{')
-// are still read. TestJournalCodecCoversEveryField fails when one of the encoded types
-// gains a field this file does not write.
+// written on every request, read only at replay. It is journalBinary, how many types it
+// counts and how many fields of each it holds (layoutFields), the hit's own fields, then the fields of
+// its observation and token references in their declaration order
+// (journalcodec_gen.go, which internal/genjournal writes from the types: a field added to
+// detect.Observation is journaled by go generate): strings and lists as a uvarint length
+// then their bytes or items, numbers as varints, a list or map as its length + 1 (0: nil,
+// so a nil and an empty one read back as they were written), a time and an address in
+// their AppendBinary forms. A record written before a field was added holds fewer fields
+// and reads back with the new ones zero; genjournal keeps fields append-only
+// (journallayout.txt). Records of the first binary layout (journalBinaryV1, no field
+// counts) and JSON records of the version before it (they begin with '{') are still read.
 
-const journalBinary = 0xB1 // first byte of a binary record (never '{')
+const (
+	journalBinary   = 0xB2 // first byte of a binary record (never '{')
+	journalBinaryV1 = 0xB1 // the first binary layout: the field counts were layoutV1, unwritten
+)
+
+// layoutV1 is what every record of the first binary layout holds.
+var layoutV1 = layout{18, 10, 5} // Observation, TokenUse, TokenRef
 
 var errJournalShort = errors.New("a journal record cut short")
 
@@ -52,6 +65,28 @@ func appendBool(b []byte, v bool) []byte {
 	return append(b, 0)
 }
 
+// appendAddr appends an address as its length (0, 4, 16 or more with a zone) then its
+// AppendBinary form.
+func appendAddr(b []byte, a netip.Addr) ([]byte, error) {
+	n := len(b)
+	b = append(b, 0)
+	b, err := a.AppendBinary(b)
+	b[n] = byte(len(b) - n - 1)
+	return b, err
+}
+
+func appendHeaders(b []byte, h map[string][]string) []byte {
+	if h == nil {
+		return append(b, 0)
+	}
+	b = binary.AppendUvarint(b, uint64(len(h))+1)
+	for k, vs := range h {
+		b = appendString(b, k)
+		b = appendStrings(b, vs)
+	}
+	return b
+}
+
 func appendTime(b []byte, t time.Time) ([]byte, error) {
 	n := len(b)
 	b = append(b, 0)
@@ -60,81 +95,30 @@ func appendTime(b []byte, t time.Time) ([]byte, error) {
 	return b, err
 }
 
-// appendEntry appends the binary record of a hit and its tokens.
+// appendEntry appends the binary record of a hit and its tokens: its first byte, the
+// number of fields it holds of each type (layoutFields), the hit's own fields, its
+// observation and its token references.
 func appendEntry(b []byte, h *record.Hit, refs []decoy.TokenRef) ([]byte, error) {
-	b = append(b, journalBinary)
+	b = append(b, journalBinary, byte(len(layoutFields)))
+	for _, n := range layoutFields {
+		b = binary.AppendUvarint(b, uint64(n))
+	}
 	b = appendString(b, h.ID)
 	b = appendString(b, h.Org)
 	b = appendString(b, h.Site)
 	b = binary.AppendVarint(b, int64(h.Status))
 	b = appendBool(b, h.Truncated)
-	o := &h.Observation
-	b, err := appendTime(b, o.At)
+	b, err := appendObservation(b, &h.Observation)
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range [...]string{o.Method, o.Host, o.Path, o.Query, o.Body} {
-		b = appendString(b, s)
-	}
-	if o.Headers == nil {
-		b = append(b, 0)
-	} else {
-		b = binary.AppendUvarint(b, uint64(len(o.Headers))+1)
-		for k, vs := range o.Headers {
-			b = appendString(b, k)
-			b = appendStrings(b, vs)
-		}
-	}
-	n := len(b)
-	b = append(b, 0)
-	if b, err = o.IP.AppendBinary(b); err != nil {
-		return nil, err
-	}
-	b[n] = byte(len(b) - n - 1) // 0, 4, 16 or more (a zone)
-	for _, s := range [...]string{o.UA, o.Kind, o.TrapID, o.TrapType} {
-		b = appendString(b, s)
-	}
-	if o.Tokens == nil {
-		b = append(b, 0)
-	} else {
-		b = binary.AppendUvarint(b, uint64(len(o.Tokens))+1)
-		for _, t := range o.Tokens {
-			b = append(b, byte(t.Use))
-			b = appendString(b, t.SourceHit)
-			if b, err = appendTime(b, t.SourceAt); err != nil {
-				return nil, err
-			}
-			b = appendString(b, t.Placement)
-			b = appendBool(b, t.Answered)
-			b = appendString(b, t.Answer)
-			b = appendString(b, t.Secret)
-			b = appendBool(b, t.Visible)
-			b = appendBool(b, t.Lure)
-			b = appendString(b, t.Carrier)
-		}
-	}
-	b = appendString(b, o.Tool)
-	b = appendString(b, o.ToolArgs)
-	b = appendStrings(b, o.Disallow)
-	b = appendStrings(b, o.Linked)
-	b = appendStrings(b, o.Known)
 	if refs == nil {
-		b = append(b, 0)
-	} else {
-		b = binary.AppendUvarint(b, uint64(len(refs))+1)
-		for _, r := range refs {
-			b = appendString(b, r.HitID)
-			b = binary.AppendVarint(b, int64(r.Index))
-			b = append(b, byte(r.Purpose), byte(r.Origin))
-			b = appendString(b, r.TrapID)
-		}
+		return append(b, 0), nil
 	}
-	// The signature fact last, and only when there is one: a record of an unsigned hit
-	// reads as the records written before it existed, and those read as unsigned.
-	if o.Signature != (detect.Signature{}) {
-		b = append(b, byte(o.Signature.State))
-		for _, s := range [...]string{o.Signature.Agent, o.Signature.KeyID, o.Signature.Reason} {
-			b = appendString(b, s)
+	b = binary.AppendUvarint(b, uint64(len(refs))+1)
+	for i := range refs {
+		if b, err = appendTokenRef(b, &refs[i]); err != nil {
+			return nil, err
 		}
 	}
 	return b, nil
@@ -142,8 +126,9 @@ func appendEntry(b []byte, h *record.Hit, refs []decoy.TokenRef) ([]byte, error)
 
 // entryReader reads a binary record; the first failure sticks (err).
 type entryReader struct {
-	b   []byte
-	err error
+	b      []byte
+	err    error
+	fields layout // how many fields of each type the record holds
 }
 
 func (r *entryReader) fail() {
@@ -221,6 +206,27 @@ func (r *entryReader) strings() []string {
 	return l
 }
 
+func (r *entryReader) addr() netip.Addr {
+	var a netip.Addr
+	if err := a.UnmarshalBinary(r.bytes(uint64(r.byte()))); err != nil && r.err == nil {
+		r.err = err
+	}
+	return a
+}
+
+func (r *entryReader) headers() map[string][]string {
+	n, isNil := r.count()
+	if isNil {
+		return nil
+	}
+	h := make(map[string][]string, n)
+	for range n {
+		k := r.string()
+		h[k] = r.strings()
+	}
+	return h
+}
+
 func (r *entryReader) time() time.Time {
 	var t time.Time
 	if err := t.UnmarshalBinary(r.bytes(uint64(r.byte()))); err != nil && r.err == nil {
@@ -229,60 +235,40 @@ func (r *entryReader) time() time.Time {
 	return t
 }
 
-// readEntry reads what appendEntry wrote.
+// readEntry reads what appendEntry wrote, or a record of the first binary layout.
 func readEntry(p []byte) (*record.Hit, []decoy.TokenRef, error) {
 	r := &entryReader{b: p}
-	if r.byte() != journalBinary {
+	switch r.byte() {
+	case journalBinary:
+		// A record written before a type was journaled counts fewer types: it holds none of
+		// the newer ones (they came with fields it does not have).
+		types := int(r.byte())
+		if types > len(layoutFields) {
+			return nil, nil, fmt.Errorf("a journal record written by a newer version (%d journaled types, this version knows %d)", types, len(layoutFields))
+		}
+		for i := range types {
+			r.fields[i] = int(min(r.uvarint(), 1<<16))
+			if r.fields[i] > layoutFields[i] {
+				return nil, nil, fmt.Errorf("a journal record written by a newer version (%d fields of %s, this version knows %d)",
+					r.fields[i], journalTypes[i], layoutFields[i])
+			}
+		}
+	case journalBinaryV1:
+		r.fields = layoutV1
+	default:
 		return nil, nil, errors.New("not a binary journal record")
 	}
 	h := &record.Hit{}
 	h.ID, h.Org, h.Site = r.string(), r.string(), r.string()
 	h.Status = int(r.varint())
 	h.Truncated = r.byte() == 1
-	o := &h.Observation
-	o.At = r.time()
-	o.Method, o.Host, o.Path, o.Query, o.Body = r.string(), r.string(), r.string(), r.string(), r.string()
-	if n, isNil := r.count(); !isNil {
-		o.Headers = make(map[string][]string, n)
-		for range n {
-			k := r.string()
-			o.Headers[k] = r.strings()
-		}
-	}
-	if err := o.IP.UnmarshalBinary(r.bytes(uint64(r.byte()))); err != nil && r.err == nil {
-		r.err = err
-	}
-	o.UA, o.Kind, o.TrapID, o.TrapType = r.string(), r.string(), r.string(), r.string()
-	if n, isNil := r.count(); !isNil {
-		o.Tokens = make([]detect.TokenUse, n)
-		for i := range o.Tokens {
-			t := &o.Tokens[i]
-			t.Use = detect.Use(r.byte())
-			t.SourceHit = r.string()
-			t.SourceAt = r.time()
-			t.Placement = r.string()
-			t.Answered = r.byte() == 1
-			t.Answer, t.Secret = r.string(), r.string()
-			t.Visible, t.Lure = r.byte() == 1, r.byte() == 1
-			t.Carrier = r.string()
-		}
-	}
-	o.Tool, o.ToolArgs = r.string(), r.string()
-	o.Disallow, o.Linked, o.Known = r.strings(), r.strings(), r.strings()
+	r.observation(&h.Observation)
 	var refs []decoy.TokenRef
 	if n, isNil := r.count(); !isNil {
 		refs = make([]decoy.TokenRef, n)
 		for i := range refs {
-			ref := &refs[i]
-			ref.HitID = r.string()
-			ref.Index = int(r.varint())
-			ref.Purpose, ref.Origin = decoy.Purpose(r.byte()), decoy.Origin(r.byte())
-			ref.TrapID = r.string()
+			r.tokenRef(&refs[i])
 		}
-	}
-	if r.err == nil && len(r.b) != 0 {
-		o.Signature.State = detect.SignatureState(r.byte())
-		o.Signature.Agent, o.Signature.KeyID, o.Signature.Reason = r.string(), r.string(), r.string()
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = errors.New("a journal record with bytes past its end")

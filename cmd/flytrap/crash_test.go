@@ -235,54 +235,201 @@ func TestHitsSurviveKill(t *testing.T) {
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("flytrap after SIGTERM: %v", err)
 		}
-		db, err := store.Open(t.Context(), dsn)
-		if err != nil {
-			t.Fatal(err)
+		lost, stored := checkHitsStored(t, dsn, acked, rounds)
+		t.Logf("%d rounds: %d hits answered 200, %d stored (%d lost)", rounds, len(acked), stored, lost)
+	})
+}
+
+// TestHitsSurviveKillTwoInstances runs two flytrap instances on one PostgreSQL database,
+// each with its own hit journal, while 8 clients request a trap page from both (each
+// visitor, an address and a user agent, from both instances, so both write the same
+// sessions), and kills one of them or both (SIGKILL) at a random moment, restarting what it
+// killed while the other goes on, many rounds (FLYTRAP_KILL_ROUNDS, default 8). Then, as
+// TestHitsSurviveKill checks one instance: every hit answered 200 is stored exactly once,
+// none twice, each session's hit count is its hits, and the counters equal a recount.
+func TestHitsSurviveKillTwoInstances(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the build-kill-restart test of the flytrap binary")
+	}
+	bin := buildBinary(t, t.TempDir())
+	rounds := 8
+	if n, err := strconv.Atoi(os.Getenv("FLYTRAP_KILL_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		if b.Name == "sqlite" {
+			t.Skip("several instances share a database on PostgreSQL only (README, \"Several flytrap instances may run on one PostgreSQL database\"): a SQLite file is one instance's")
 		}
-		defer db.Close()
-		ctx := ft.System()
-		queries := db.Client.Hit.Query().Select(hit.FieldQuery).StringsX(ctx)
-		stored := map[string]int{}
-		for _, q := range queries {
-			stored[q]++
+		dsn := b.DSN(t)
+		type instance struct {
+			trapAddr string
+			args     []string
+			cmd      *exec.Cmd
+			answered atomic.Int64 // answered 200 since its last start
 		}
-		for q, n := range stored {
-			if n > 1 {
-				t.Errorf("hit %q stored %d times", q, n)
-			}
-		}
-		lost := 0
-		for q := range acked {
-			if stored[q] != 1 {
-				lost++
-				if lost < 10 {
-					t.Errorf("hit %q answered 200 but stored %d times", q, stored[q])
+		var inst [2]*instance
+		var key, path string
+		for i := range inst {
+			in := &instance{trapAddr: freeAddr(t)}
+			in.args = []string{"--trap-addr", in.trapAddr, "--hit-journal", filepath.Join(t.TempDir(), fmt.Sprintf("hits-%d", i))}
+			var base string
+			base, key, in.cmd = runBinary(t, bin, dsn, key, in.args...)
+			if i == 0 {
+				r := graphql(t, http.DefaultClient, base, key, `mutation { createTrap(input: {name: "kill", type: page}) { path } }`)
+				if path, _ = ft.Dig(r.Data, "createTrap", "path").(string); path == "" {
+					t.Fatalf("createTrap: %d %s", r.status, r.raw)
 				}
 			}
+			inst[i] = in
 		}
-		sessions := db.Client.Session.Query().AllX(ctx)
-		total := 0
-		for _, s := range sessions {
-			n := db.Client.Hit.Query().Where(hit.SessionID(s.ID)).CountX(ctx)
-			if s.HitCount != n {
-				t.Errorf("session %s counts %d hits, has %d", s.ID, s.HitCount, n)
+
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}, Timeout: 10 * time.Second}
+		var (
+			mu    sync.Mutex
+			acked = map[string]bool{} // queries answered 200
+		)
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		stopWorkers := sync.OnceFunc(func() { close(stop); wg.Wait() })
+		defer stopWorkers() // also when the test fails early
+		for w := range 8 {
+			in := inst[w%2]
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					q := fmt.Sprintf("w=%d&i=%d", w, i)
+					req, _ := http.NewRequest(http.MethodGet, "http://"+in.trapAddr+path+"?"+q, nil)
+					// Workers w and w+1 are one visitor, one on each instance.
+					req.Header.Set("User-Agent", fmt.Sprintf("Mozilla/5.0 (kill test visitor %d) Chrome/131.0 Safari/537.36", w/2))
+					res, err := client.Do(req)
+					if err != nil {
+						time.Sleep(time.Millisecond)
+						continue
+					}
+					_, _ = io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+					if res.StatusCode == http.StatusOK {
+						in.answered.Add(1)
+						mu.Lock()
+						acked[q] = true
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		kills := 0
+		for round := range rounds {
+			for i, in := range inst { // both under load before the kill
+				waitAnswered(t, &in.answered, fmt.Sprintf("instance %d", i))
 			}
-			total += n
+			time.Sleep(time.Duration(rand.IntN(400)) * time.Millisecond)
+			victims := []*instance{inst[round%2]} // one while the other runs, then the other
+			if round%3 == 2 {
+				victims = inst[:]
+			}
+			for _, in := range victims {
+				if err := in.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				_, _ = in.cmd.Process.Wait()
+				kills++
+			}
+			time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond) // the other goes on alone
+			// Restarted, it replays its journal while the other writes.
+			for _, in := range victims {
+				in.answered.Store(0)
+				_, _, in.cmd = runBinary(t, bin, dsn, key, in.args...)
+			}
 		}
-		if total != len(queries) {
-			t.Errorf("%d hits in sessions, %d stored", total, len(queries))
+		for i, in := range inst {
+			waitAnswered(t, &in.answered, fmt.Sprintf("instance %d", i))
 		}
-		have, err := tally.Stored(ctx, db.Client)
-		if err != nil {
-			t.Fatal(err)
+		stopWorkers()
+
+		// A graceful stop applies what each journal holds.
+		for _, in := range inst {
+			if err := in.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
 		}
-		recount, err := tally.Recount(ctx, db.Client)
-		if err != nil {
-			t.Fatal(err)
+		for _, in := range inst {
+			if err := in.cmd.Wait(); err != nil {
+				t.Fatalf("flytrap after SIGTERM: %v", err)
+			}
 		}
-		if !have.Equal(recount) {
-			t.Errorf("counters vs a recount after %d kills:\n%s", rounds, have.Diff(recount))
-		}
-		t.Logf("%d rounds: %d hits answered 200, %d stored (%d lost)", rounds, len(acked), len(queries), lost)
+		lost, stored := checkHitsStored(t, dsn, acked, kills)
+		t.Logf("%d rounds, %d kills of two instances: %d hits answered 200, %d stored (%d lost)", rounds, kills, len(acked), stored, lost)
 	})
+}
+
+// waitAnswered waits until 20 requests to an instance were answered 200 (a minute at most).
+func waitAnswered(t *testing.T, answered *atomic.Int64, what string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for answered.Load() < 20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s answered %d requests 200 in a minute", what, answered.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// checkHitsStored checks the database at dsn after kills: every hit answered 200 (acked,
+// by query) stored exactly once, no hit stored twice, each session's hit count its hits,
+// the counters equal to a recount. It returns the answered hits not stored once, and the
+// hits stored.
+func checkHitsStored(t *testing.T, dsn string, acked map[string]bool, kills int) (lost, total int) {
+	t.Helper()
+	db, err := store.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := ft.System()
+	queries := db.Client.Hit.Query().Select(hit.FieldQuery).StringsX(ctx)
+	stored := map[string]int{}
+	for _, q := range queries {
+		stored[q]++
+	}
+	for q, n := range stored {
+		if n > 1 {
+			t.Errorf("hit %q stored %d times", q, n)
+		}
+	}
+	for q := range acked {
+		if stored[q] != 1 {
+			lost++
+			if lost < 10 {
+				t.Errorf("hit %q answered 200 but stored %d times", q, stored[q])
+			}
+		}
+	}
+	sessions := db.Client.Session.Query().AllX(ctx)
+	inSessions := 0
+	for _, s := range sessions {
+		n := db.Client.Hit.Query().Where(hit.SessionID(s.ID)).CountX(ctx)
+		if s.HitCount != n {
+			t.Errorf("session %s counts %d hits, has %d", s.ID, s.HitCount, n)
+		}
+		inSessions += n
+	}
+	if inSessions != len(queries) {
+		t.Errorf("%d hits in sessions, %d stored", inSessions, len(queries))
+	}
+	have, err := tally.Stored(ctx, db.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recount, err := tally.Recount(ctx, db.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !have.Equal(recount) {
+		t.Errorf("counters vs a recount after %d kills:\n%s", kills, have.Diff(recount))
+	}
+	return lost, len(queries)
 }
