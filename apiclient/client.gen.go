@@ -835,6 +835,9 @@ type SessionDetail struct {
 	// SignalsTruncated True when the session has more than `signals` holds (the count or the byte limit).
 	SignalsTruncated bool `json:"signals_truncated"`
 
+	// Signature What the session's signed requests proved (Web Bot Auth): "verified: <agent> (key <keyid>)", or why not ("invalid signature from <agent> (key <keyid>): <reason>", "replayed …", "unverifiable …"); an invalid or replayed signature outweighs a verified one. Null when the session sent no signature. Attacker-influenced text.
+	Signature string `json:"signature"`
+
 	// SourceIp Visitor IP address.
 	SourceIp string `json:"source_ip"`
 

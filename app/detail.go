@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	entsql "entgo.io/ent/dialect/sql"
 
 	"github.com/flytrap/flytrap/apperr"
+	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/prompt"
@@ -254,4 +256,32 @@ func (a *App) detailSession(ctx context.Context, id string) (*ent.Session, error
 		return nil, apperr.NotFound("session")
 	}
 	return s, nil
+}
+
+// SessionSignature is what a session's signed requests proved (Web Bot Auth) in words: the
+// newest firing of the signature signal that decides (invalid or replayed over verified
+// over unverifiable); nil when the session sent no signature (no query then: its tally
+// says so). GraphQL's Session.signature and REST's session detail serve it.
+func (a *App) SessionSignature(ctx context.Context, s *ent.Session) (*string, error) {
+	n := s.State.Signals
+	var name string
+	switch {
+	case n[detect.SignalSignatureInvalid] > 0:
+		name = detect.SignalSignatureInvalid
+	case n[detect.SignalSignedAgentVerified] > 0:
+		name = detect.SignalSignedAgentVerified
+	case n[detect.SignalSignatureUnverifiable] > 0:
+		name = detect.SignalSignatureUnverifiable
+	default:
+		return nil, nil
+	}
+	sg, err := a.ent(ctx).Signal.Query().Where(signal.SessionID(s.ID), signal.Name(name)).
+		Order(ent.Desc(signal.FieldCreatedAt), ent.Desc(signal.FieldID)).First(ctx)
+	if ent.IsNotFound(err) {
+		return nil, nil // purged by retention
+	}
+	if err != nil {
+		return nil, fmt.Errorf("session signature: %w", err)
+	}
+	return &sg.Detail, nil
 }

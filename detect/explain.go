@@ -39,12 +39,12 @@ var ruleTexts = [...]string{
 	2:  "A planted credential used or a decoy tool called (CREDENTIAL_USED, TOOL_INVOKED) with no AI evidence (no followed injection, leaked prompt, AI user agent or LLM-speed follow-up): a malicious scanner or bot, high.",
 	3:  "The visitor followed a hidden instruction (INJECTION_FOLLOWED): AI agent.",
 	4:  "A scanner user agent or systematic probing (SCANNER_UA, SYSTEMATIC_PROBING): scanner. A browser whose only evidence is probing stays below the detection threshold (people behind one address).",
-	5:  "It claimed a crawler identity that neither its operator's reverse DNS nor its published ranges back (UNVERIFIED_BOT_CLAIM): bot, whatever the user agent says.",
-	6:  "A known AI user agent: AI agent, AI assistant or AI crawler by the agent's category (surer when its operator verified it, CRAWLER_VERIFIED).",
-	7:  "A search-engine crawler's user agent: crawler (also when it follows hidden links; surer when its operator verified it, CRAWLER_VERIFIED).",
+	5:  "Its signature does not verify or was replayed (SIGNATURE_INVALID), or it claimed a crawler identity that neither its operator's reverse DNS, its published ranges nor a verified signature back (UNVERIFIED_BOT_CLAIM): bot, whatever the user agent says.",
+	6:  "A known AI user agent: AI agent, AI assistant or AI crawler by the agent's category (surer when its operator or its own signature verified it: CRAWLER_VERIFIED, SIGNED_AGENT_VERIFIED).",
+	7:  "A search-engine crawler's user agent: crawler (also when it follows hidden links; surer when its operator or its own signature verified it: CRAWLER_VERIFIED, SIGNED_AGENT_VERIFIED).",
 	8:  "A parser followed a link only hidden content held (CALLBACK_HIT): bot. A browser that followed one such link, not at machine speed, and did nothing else stays below the detection threshold (curiosity).",
 	9:  "A link previewer's user agent (a chat or social app fetching a shared link): crawler, never an AI class.",
-	10: "An automation, headless-browser or empty user agent, or a browser claim the connection's stack contradicts: bot.",
+	10: "An automation, headless-browser or empty user agent, a browser claim the connection's stack contradicts, or a verified signed agent (SIGNED_AGENT_VERIFIED): bot.",
 	11: "Nothing above applies: human.",
 }
 

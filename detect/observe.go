@@ -111,6 +111,10 @@ type Observation struct {
 	H2          string
 	HeaderOrder string
 	Stack       string
+
+	// Signature is what the listener proved of the request's HTTP message signature (Web
+	// Bot Auth, package botauth): a verified agent, or why not.
+	Signature Signature
 }
 
 // Firing is one signal a request fired, with its evidence.
@@ -179,13 +183,17 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 	if sig := UASignal(client); sig != "" {
 		once(sig, client.Name)
 	}
+	// A verified signature is the identity proved, as the operator's reverse DNS or ranges
+	// are: the user agent's claim is not judged by the address then (an agent's ranges
+	// need not cover where it fetches from).
+	signed := o.Signature.State == SignatureValid || s.State.Signals[SignalSignedAgentVerified] > 0
 	switch c := CheckClaim(client, o.IP, o.DNS, o.DNSHost); c.Result {
 	case ClaimVerified:
 		if s.State.Signals[SignalCrawlerVerified] == 0 {
 			once(SignalCrawlerVerified, c.Detail())
 		}
-	case ClaimUnverified: // a session its operator vouched for stays verified
-		if s.State.Signals[SignalUnverifiedBotClaim] == 0 && s.State.Signals[SignalCrawlerVerified] == 0 {
+	case ClaimUnverified: // a session its operator or its signature vouched for stays verified
+		if !signed && s.State.Signals[SignalUnverifiedBotClaim] == 0 && s.State.Signals[SignalCrawlerVerified] == 0 {
 			once(SignalUnverifiedBotClaim, c.Detail())
 		}
 	}
@@ -193,6 +201,14 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 		if d := StackMismatch(o.UA, o.Stack); d != "" {
 			once(SignalClientStackMismatch, d)
 		}
+	}
+	switch o.Signature.State {
+	case SignatureValid:
+		once(SignalSignedAgentVerified, o.Signature.Text())
+	case SignatureInvalid, SignatureReplayed:
+		fire(Firing{Name: SignalSignatureInvalid, Detail: o.Signature.Text()})
+	case SignatureUnverifiable:
+		once(SignalSignatureUnverifiable, o.Signature.Text())
 	}
 
 	sent := false

@@ -158,8 +158,11 @@ func SeverityRank(s string) int {
 //     model did.
 //  3. INJECTION_FOLLOWED → AI_AGENT.
 //  4. SCANNER_UA or SYSTEMATIC_PROBING → SCANNER.
-//  5. UNVERIFIED_BOT_CLAIM (and no CRAWLER_VERIFIED) → BOT: the claimed
-//     identity is false, so nothing the user agent says is believed.
+//  5. SIGNATURE_INVALID, or UNVERIFIED_BOT_CLAIM without CRAWLER_VERIFIED or
+//     SIGNED_AGENT_VERIFIED → BOT: the claimed identity is false (a forged or
+//     replayed signature, a crawler's name that neither its operator's reverse DNS
+//     nor its ranges back), so nothing the user agent says is believed. A proved
+//     identity is never an unverified claim: the claim then weighs nothing either.
 //  6. A known AI user agent → AI_AGENT, AI_ASSISTANT or AI_CRAWLER by its
 //     category (ai_search is AI_CRAWLER), with or without CALLBACK_HIT.
 //  7. A search-crawler user agent → CRAWLER (also when it follows hidden
@@ -167,7 +170,8 @@ func SeverityRank(s string) int {
 //  8. CALLBACK_HIT → BOT: a parser followed a link no person can see.
 //  9. A link-preview user agent → CRAWLER: a chat or social app fetching a
 //     link someone shared; never an AI class.
-//  10. An automation, headless or empty user agent → BOT.
+//  10. An automation, headless or empty user agent, or a verified signed agent
+//     (SIGNED_AGENT_VERIFIED) → BOT.
 //  11. Otherwise HUMAN.
 //
 // AI evidence (AIEvidence) is what a regex or a person at a terminal does not
@@ -216,7 +220,9 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 	uaSig := UASignal(e.Agent)
 	hasUA := func(name string) bool { return uaSig == name || has(name) }
 
-	verified := has(SignalCrawlerVerified) // the operator vouched for the address: no false claim
+	// The identity was proved (its operator's reverse DNS or ranges, or its own signature):
+	// no false claim.
+	verified := has(SignalCrawlerVerified) || has(SignalSignedAgentVerified)
 	raw := 0
 	for name, n := range e.Signals {
 		raw += points(e, name, n)
@@ -290,10 +296,13 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 		default:
 			v.Confidence = 70
 		}
-	case has(SignalUnverifiedBotClaim) && !verified:
+	case has(SignalSignatureInvalid) || has(SignalUnverifiedBotClaim) && !verified:
 		rule = 5
 		v.Classification = ClassBot
 		v.Confidence = 80
+		if has(SignalSignatureInvalid) {
+			v.Confidence = 90 // a signature that does not verify was made to deceive, or broken on the way
+		}
 	case aiKind.IsAI():
 		rule = 6
 		switch aiKind {
@@ -309,7 +318,7 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 			v.Confidence += 15 // and it behaves like the machine it claims to be
 		}
 		if verified || Verifiable(e.Agent) {
-			v.Confidence += 20 // its operator's reverse DNS or ranges backed the address
+			v.Confidence += 20 // its operator's reverse DNS or ranges, or its own signature, backed it
 		}
 	case hasUA(SignalSearchCrawlerUA):
 		rule = 7
@@ -336,15 +345,17 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 		rule = 9
 		v.Classification = ClassCrawler
 		v.Confidence = 65 // a user agent is only a claim, and previewers publish no ranges
-	case hasUA(SignalAutomationClientUA) || hasUA(SignalHeadlessBrowserUA) || hasUA(SignalEmptyUA) || has(SignalClientStackMismatch):
+	case hasUA(SignalAutomationClientUA) || hasUA(SignalHeadlessBrowserUA) || hasUA(SignalEmptyUA) || has(SignalClientStackMismatch) || has(SignalSignedAgentVerified):
 		rule = 10
 		v.Classification = ClassBot
 		v.Confidence = 70
-		if hasUA(SignalEmptyUA) {
-			v.Confidence = 60
-		}
-		if has(SignalClientStackMismatch) {
+		switch {
+		case has(SignalSignedAgentVerified):
+			v.Confidence = 95 // its own key says it is an agent
+		case has(SignalClientStackMismatch):
 			v.Confidence = 80 // not a person: a library dressed as a browser
+		case hasUA(SignalEmptyUA):
+			v.Confidence = 60
 		}
 	default:
 		rule = 11
@@ -384,9 +395,10 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 }
 
 // points is what n occurrences of a signal add to e's raw score: its weight (weigh), but
-// nothing for an unverified claim in a session its crawler's operator verified.
+// nothing for an unverified claim in a session whose identity was proved (its crawler's
+// operator verified it, or its signature did).
 func points(e Evidence, name string, n int) int {
-	if name == SignalUnverifiedBotClaim && e.Signals[SignalCrawlerVerified] > 0 {
+	if name == SignalUnverifiedBotClaim && (e.Signals[SignalCrawlerVerified] > 0 || e.Signals[SignalSignedAgentVerified] > 0) {
 		return 0
 	}
 	return weigh(name, n)

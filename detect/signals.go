@@ -30,6 +30,11 @@ const (
 	SignalSystematicProbing     = "SYSTEMATIC_PROBING"
 	SignalVisibleLinkOpened     = "VISIBLE_LINK_OPENED"
 	SignalClientStackMismatch   = "CLIENT_STACK_MISMATCH"
+
+	// What the request proved by its HTTP message signature (Web Bot Auth).
+	SignalSignedAgentVerified   = "SIGNED_AGENT_VERIFIED"
+	SignalSignatureInvalid      = "SIGNATURE_INVALID"
+	SignalSignatureUnverifiable = "SIGNATURE_UNVERIFIABLE"
 )
 
 // SignalInfo is one signal: everything the engine, the documentation and the dashboard
@@ -90,6 +95,12 @@ var signalTable = []SignalInfo{
 	{SignalSystematicProbing, false, 45, true, "ProbingThreshold (8) or more distinct unknown paths within ProbeWindow (10 min) in one session, typos of known paths never counted; from a browser user agent only wordlist paths (.env, wp-admin, .git/config, …) count, and probing alone never raises an event for it."},
 	// Reading, not parsing: a person opens the links llms.txt and robots.txt show.
 	{SignalVisibleLinkOpened, false, 0, false, "A browser opened a link that llms.txt or robots.txt shows in plain text, or clicked a proxy lure on the site's own page (a screen reader reads it out): a person can reach it, so it is not a hidden link followed (no CALLBACK_HIT)."},
+	// A proved identity, not a threat: it weighs nothing, and it is never an unverified claim.
+	{SignalSignedAgentVerified, false, 0, true, "The request carried a Web Bot Auth signature (RFC 9421, Ed25519) that verifies with a key of the key directory its Signature-Agent names; the detail says \"verified: <agent> (key <keyid>)\". A verified agent is never an UNVERIFIED_BOT_CLAIM; alone it makes a BOT."},
+	// A forged or replayed identity is deliberate, like a false crawler claim.
+	{SignalSignatureInvalid, false, 40, true, "The request carried a Web Bot Auth signature that does not verify (tampered, wrong or unknown key, malformed), is outside its created/expires window, or was replayed (its nonce already seen); the detail says why. Makes at least a BOT, whatever the user agent says."},
+	// Nothing proved either way: told, never weighed.
+	{SignalSignatureUnverifiable, false, 0, true, "The request carried a signature this instance could not check: its key directory unreachable, refused or not fetched within the wait budget, an algorithm other than Ed25519, no Signature-Agent, no web-bot-auth tag; the detail says why."},
 }
 
 // signalsByName indexes signalTable.

@@ -10,6 +10,7 @@ func TestIsTripwire(t *testing.T) {
 	supporting := []string{
 		SignalKnownAIAgentUA, SignalKnownAIAssistantUA, SignalKnownAICrawlerUA, SignalSearchCrawlerUA, SignalLinkPreviewUA,
 		SignalAutomationClientUA, SignalHeadlessBrowserUA, SignalEmptyUA, SignalScannerUA, SignalUnverifiedBotClaim, SignalCrawlerVerified,
+		SignalSignedAgentVerified, SignalSignatureInvalid, SignalSignatureUnverifiable,
 		SignalRobotsDisallowIgnored, SignalMachineSpeedFollowup, SignalLLMSpeedFollowup, SignalHumanSpeedFollowup,
 		SignalSystematicProbing, SignalVisibleLinkOpened, SignalClientStackMismatch,
 	}

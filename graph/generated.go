@@ -339,6 +339,7 @@ type ComplexityRoot struct {
 		SignalGroups      func(childComplexity int) int
 		Signals           func(childComplexity int) int
 		SignalsFired      func(childComplexity int) int
+		Signature         func(childComplexity int) int
 		SiteID            func(childComplexity int) int
 		SourceIP          func(childComplexity int) int
 		Traps             func(childComplexity int) int
@@ -652,6 +653,7 @@ type SessionResolver interface {
 	Explanation(ctx context.Context, obj *ent.Session) (*model.VerdictExplanation, error)
 	SignalGroups(ctx context.Context, obj *ent.Session) ([]*model.SignalGroup, error)
 	Traps(ctx context.Context, obj *ent.Session) ([]*app.TrapRef, error)
+	Signature(ctx context.Context, obj *ent.Session) (*string, error)
 }
 type SessionConnectionResolver interface {
 	TotalCountExact(ctx context.Context, obj *ent.SessionConnection) (bool, error)
@@ -2049,6 +2051,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Session.SignalsFired(childComplexity), true
+	case "Session.signature":
+		if e.ComplexityRoot.Session.Signature == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Session.Signature(childComplexity), true
 	case "Session.siteID":
 		if e.ComplexityRoot.Session.SiteID == nil {
 			break
@@ -3523,6 +3531,13 @@ extend type Session {
   signalGroups: [SignalGroup!]! @cost(weight: 20) @listSize(assumedSize: 40)
   "The traps the session triggered, by name and path (a deleted trap: its id only)."
   traps: [TrapRef!]! @cost(weight: 5) @listSize(assumedSize: 20)
+  """
+  What the session's signed requests proved (Web Bot Auth, docs/detection.md): "verified: <agent> (key <keyid>)",
+  or why not ("invalid signature from <agent> (key <keyid>): <reason>", "replayed …", "unverifiable …"). An invalid
+  or replayed signature outweighs a verified one. Null when the session sent no signature. Attacker-influenced text:
+  show it as text.
+  """
+  signature: String @cost(weight: 2)
 }
 
 "What a client's connection proved of it (beside what it claims): its fingerprints and the client stack family they point to."
@@ -4245,6 +4260,8 @@ func (ec *executionContext) childFields_Session(ctx context.Context, field graph
 		return ec.fieldContext_Session_signalGroups(ctx, field)
 	case "traps":
 		return ec.fieldContext_Session_traps(ctx, field)
+	case "signature":
+		return ec.fieldContext_Session_signature(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Session", field.Name)
 }
@@ -9528,6 +9545,29 @@ func (ec *executionContext) fieldContext_Session_traps(_ context.Context, field 
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Session_signature(ctx context.Context, field graphql.CollectedField, obj *ent.Session) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Session_signature(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Session().Signature(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Session_signature(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Session", field, true, true, "field of type String does not have child fields")
 }
 
 func (ec *executionContext) _SessionConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.SessionConnection) (ret graphql.Marshaler) {
@@ -23534,6 +23574,47 @@ func (ec *executionContext) _Session(ctx context.Context, sel ast.SelectionSet, 
 				}()
 				res = ec._Session_traps(ctx, field, obj)
 				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet, deferLabelToView = graphql.NewFieldSet(nil), map[string]*graphql.FieldSetView{}
+				}
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "signature":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Session_signature(ctx, field, obj)
+				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res

@@ -220,6 +220,11 @@ func (r *hitResolver) ClientStack(ctx context.Context, obj *ent.Hit) (*string, e
 	return app.HitStack(obj), nil
 }
 
+// Signature is the resolver for the signature field.
+func (r *sessionResolver) Signature(ctx context.Context, obj *ent.Session) (*string, error) {
+	return r.app.SessionSignature(ctx, obj)
+}
+
 // Traps is the resolver for the traps field.
 func (r *sessionResolver) Traps(ctx context.Context, obj *ent.Session) ([]*app.TrapRef, error) {
 	return r.app.TrapRefs(ctx, obj.TrapsTriggered)

@@ -326,7 +326,7 @@ func agreeSessionDetail(t *testing.T, fx *agreeFixture) {
 		// The dashboard's query: one resolver serves it and REST.
 		d := gqlData(t, fx.env, fx.a.ReadOnly, `query($id: ID!) { sessionDetail(id: $id) { session {
 			id sourceIP userAgent classification score confidence severity signalsFired
-			firstSeen lastSeen hitCount extractedModel extractedOperator trapsTriggered triageState triagedBy triagedByName triagedAt
+			firstSeen lastSeen hitCount extractedModel extractedOperator trapsTriggered triageState triagedBy triagedByName triagedAt signature
 			clientStacks { ja4 h2Fingerprint headerOrder family hits } }
 			hits { id trapID method path query headers body bodyTruncated sourceIP userAgent receivedAt kind status signals
 				ja4 h2Fingerprint headerOrder clientStack }
@@ -369,6 +369,7 @@ func agreeSessionDetail(t *testing.T, fx *agreeFixture) {
 			stacks = append(stacks, map[string]any{"ja4": c["ja4"], "h2_fingerprint": c["h2Fingerprint"], "header_order": c["headerOrder"], "family": c["family"], "hits": c["hits"]})
 		}
 		want["client_stacks"] = stacks
+		want["signature"] = node["signature"]
 
 		r := mustOK(t, restCall(t, fx.env, fx.a.ReadOnly, http.MethodGet, "/dashboard/api/sessions/"+id, nil), http.StatusOK)
 		got, _ := ft.Dig(r.plain(t), "data").(map[string]any)

@@ -168,6 +168,9 @@ func (a *API) getSession(w http.ResponseWriter, r *http.Request) error {
 	for i, sg := range d.Signals {
 		out.Signals[i] = wire.SignalOf(sg)
 	}
+	if out.Signature, err = a.app.SessionSignature(r.Context(), d.Session); err != nil {
+		return err
+	}
 	return ok(w, http.StatusOK, out)
 }
 

@@ -19,6 +19,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/flytrap/flytrap/botauth"
 	"github.com/flytrap/flytrap/crawler"
 	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/ent"
@@ -61,6 +62,9 @@ type Config struct {
 	// server sets them (--crawler-dns, --crawler-dns-budget).
 	Crawlers         *crawler.Verifier
 	CrawlerDNSBudget time.Duration
+	// Signatures bounds the verification of signed agents (Web Bot Auth): the outbound guard
+	// of key directory fetches, the wait budget, the caches (botauth.Config; zero: defaults).
+	Signatures botauth.Config
 }
 
 // DefaultConfig is the listener's configuration with nothing set.
@@ -74,6 +78,7 @@ func DefaultConfig() Config {
 		RoutesMaxAge:  time.Second,
 		RoutesTimeout: 5 * time.Second,
 		JournalMax:    1 << 30,
+		Signatures:    botauth.DefaultConfig(),
 	}
 }
 
@@ -118,8 +123,9 @@ type Engine struct {
 	written  atomic.Int64 // hits made durable
 	observe  BatchObserver
 
-	recorder       *record.Writer // stores each batch, with its counters
-	openSessionSQL string         // see openSession
+	sigs           *botauth.Verifier // signed agents' signatures (Web Bot Auth)
+	recorder       *record.Writer    // stores each batch, with its counters
+	openSessionSQL string            // see openSession
 
 	journal      *journal     // nil: no journal (Config.Journal "")
 	pending      atomic.Int64 // journaled hits queued, not yet taken by the writer
@@ -153,6 +159,7 @@ func New(ctx context.Context, cfg Config, client *ent.Client, dia string, log *s
 		done:      make(chan struct{}),
 
 		recorder: record.NewWriter(dia),
+		sigs:     botauth.New(cfg.Signatures, log),
 	}
 	e.waitingWith.Store(-1)
 	e.openSessionSQL = openSessionSQL(dia)
@@ -261,6 +268,7 @@ func (e *Engine) answered() {
 // for their hits to be applied (AckApplied): nobody waits on it.
 func (e *Engine) Run(ctx context.Context) {
 	defer close(e.done)
+	defer e.sigs.Close() // the directory fetches under way end with the writer
 	if e.journal != nil {
 		defer e.journal.close()
 		e.replay(context.WithoutCancel(ctx), ctx.Done())

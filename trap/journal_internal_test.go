@@ -93,6 +93,7 @@ func TestJournalEntryRoundTrip(t *testing.T) {
 			IP: netip.MustParseAddr("2001:db8::1"), UA: "Claude-User/1.0", Kind: "decoy", TrapID: ids.New(ids.Trap), TrapType: "page",
 			Tool: "read_file", ToolArgs: "{\"path\":\"/etc/passwd\"}", Disallow: []string{}, Linked: []string{"/a", "/b"}, Known: []string{"/x"}, DNS: detect.DNSWrongDomain, DNSHost: "crawl.example.net",
 			JA4: "t13d1516h2_8daaf6152771_e5627efa2ab1", H2: "1:65536;2:0|15663105|0|m,a,s,p", HeaderOrder: "h104_0123456789ab", Stack: "chromium",
+			Signature: detect.Signature{State: detect.SignatureReplayed, Agent: "https://agent.example", KeyID: "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U", Reason: "nonce already seen"},
 			Tokens: []detect.TokenUse{{Use: detect.UseChallenge, SourceHit: ids.New(ids.Hit), SourceAt: time.Now().UTC().Add(-time.Minute),
 				Placement: "challenge#2", Answered: true, Answer: "57", Secret: "stripe API key", Visible: true, Lure: true, Carrier: "/pricing"}, {}},
 		},

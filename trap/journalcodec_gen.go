@@ -10,13 +10,13 @@ import (
 )
 
 // layout is how many fields of each journaled type (journalTypes) a record holds.
-type layout [3]int
+type layout [4]int
 
 // journalTypes are the journaled types in the order of a record's field counts.
-var journalTypes = [...]string{"Observation", "TokenUse", "TokenRef"}
+var journalTypes = [...]string{"Observation", "TokenUse", "TokenRef", "Signature"}
 
 // layoutFields is how many fields of each type this version writes.
-var layoutFields = layout{24, 10, 5}
+var layoutFields = layout{25, 10, 5, 4}
 
 func appendObservation(b []byte, s *detect.Observation) ([]byte, error) {
 	var err error
@@ -57,6 +57,9 @@ func appendObservation(b []byte, s *detect.Observation) ([]byte, error) {
 	b = appendString(b, s.H2)
 	b = appendString(b, s.HeaderOrder)
 	b = appendString(b, s.Stack)
+	if b, err = appendSignature(b, &s.Signature); err != nil {
+		return nil, err
+	}
 	return b, err
 }
 
@@ -164,6 +167,10 @@ func (r *entryReader) observation(s *detect.Observation) {
 		return
 	}
 	s.Stack = r.string()
+	if n <= 24 {
+		return
+	}
+	r.signature(&s.Signature)
 }
 
 func appendTokenUse(b []byte, s *detect.TokenUse) ([]byte, error) {
@@ -261,4 +268,34 @@ func (r *entryReader) tokenRef(s *decoy.TokenRef) {
 		return
 	}
 	s.TrapID = r.string()
+}
+
+func appendSignature(b []byte, s *detect.Signature) ([]byte, error) {
+	var err error
+	b = append(b, byte(s.State))
+	b = appendString(b, s.Agent)
+	b = appendString(b, s.KeyID)
+	b = appendString(b, s.Reason)
+	return b, err
+}
+
+// signature reads the fields of a Signature that the record says it holds; the rest stay zero.
+func (r *entryReader) signature(s *detect.Signature) {
+	n := r.fields[3]
+	if n <= 0 {
+		return
+	}
+	s.State = detect.SignatureState(r.byte())
+	if n <= 1 {
+		return
+	}
+	s.Agent = r.string()
+	if n <= 2 {
+		return
+	}
+	s.KeyID = r.string()
+	if n <= 3 {
+		return
+	}
+	s.Reason = r.string()
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flytrap/flytrap/botauth"
 	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/detect"
 	"github.com/flytrap/flytrap/ent"
@@ -69,9 +70,11 @@ func (e *Engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A recorded hit claiming a crawler whose operator documents reverse DNS waits for its
-	// verification at most the budget (the lookup goes on into the cache); a stranger's
-	// probe above starts none.
-	v.rec.DNS, v.rec.DNSHost = e.cfg.Crawlers.Start(detect.LookupUA(v.rec.UA), v.rec.IP).Result(e.cfg.CrawlerDNSBudget)
+	// verification at most the budget (the lookup goes on into the cache), and a signed one
+	// for its signature's (their waits overlap); a stranger's probe above starts neither.
+	dns := e.cfg.Crawlers.Start(detect.LookupUA(v.rec.UA), v.rec.IP)
+	e.verifySignature(&v)
+	v.rec.DNS, v.rec.DNSHost = dns.Result(e.cfg.CrawlerDNSBudget)
 	if !e.enqueue(w, v.rec) {
 		return
 	}
@@ -257,6 +260,17 @@ func (e *Engine) answerNotFound(v *visit) bool {
 		e.visits.probe(key, rec.Path, v.now, detect.MaxProbes)
 	}
 	return false
+}
+
+// verifySignature records what the request's signature proves (Web Bot Auth), for a hit
+// that is recorded: at no cost for an unsigned one; for a signed one, a check against a
+// cached key directory, or a wait of at most the configured budget for one not cached
+// (docs/decisions.md, "Signed agents verified on the listener, within a budget").
+func (e *Engine) verifySignature(v *visit) {
+	if !botauth.Signed(v.r.Header) {
+		return
+	}
+	v.rec.Signature = e.sigs.Verify(v.r.Context(), v.r, v.body, len(v.body) >= maxReadBody, v.now) // readBody stops there
 }
 
 // enqueue hands the hit to the writer and waits until it is durable. False when it is not

@@ -182,6 +182,9 @@ type SessionDetail struct {
 	HitsTruncated    bool `json:"hits_truncated"`
 	PromptsTruncated bool `json:"prompts_truncated"`
 	SignalsTruncated bool `json:"signals_truncated"`
+	// Signature is what the session's signed requests proved (Web Bot Auth), in words:
+	// "verified: <agent> (key <keyid>)" or why not; null when it sent none.
+	Signature *string `json:"signature"`
 }
 
 // MarshalJSON writes the session's and the detail's fields as one object, keys sorted.

@@ -271,13 +271,16 @@ export interface SessionInsight {
   clientStacks: ClientStack[];
   explanation: VerdictExplanation;
   signalGroups: SignalGroup[];
+  /** What its signed requests proved (Web Bot Auth): "verified: <agent> (key <kid>)" or why not; null: none signed. */
+  signature: string | null;
 }
 export const SESSION_INSIGHT = `query SessionInsight($id: ID!) { node(id: $id) { ... on Session {
   traps { id name path type deleted }
   clientStacks { ja4 h2Fingerprint headerOrder family hits }
   explanation { classification score confidence severity matchesStored rawScore floor ceiling rule ruleText detectionThreshold
     parts { signal meaning tripwire weight count points countsOnce fromUserAgent } }
-  signalGroups { signal tripwire placement placementLabel count minDelayMs maxDelayMs evidence } } } }`;
+  signalGroups { signal tripwire placement placementLabel count minDelayMs maxDelayMs evidence }
+  signature } } }`;
 
 export interface Campaign {
   promptHash: string;

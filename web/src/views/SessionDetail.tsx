@@ -80,7 +80,7 @@ export function SessionDetailView({ id }: { id: string }) {
           </div>
 
           {iq.error ? <ErrorBox error={iq.error} retry={iq.reload} /> : null}
-          {insight && <WhyVerdict x={insight.explanation} />}
+          {insight && <WhyVerdict x={insight.explanation} signature={insight.signature} />}
           {insight && <ClientStacks stacks={insight.clientStacks} userAgent={s.userAgent} />}
           {insight && <SignalGroups groups={insight.signalGroups} />}
 
@@ -322,7 +322,7 @@ function ClientStacks({ stacks, userAgent }: { stacks: ClientStack[]; userAgent:
 }
 
 /** How the engine reached the verdict: every figure comes from the API (detect.Explain). */
-function WhyVerdict({ x }: { x: VerdictExplanation }) {
+function WhyVerdict({ x, signature }: { x: VerdictExplanation; signature: string | null }) {
   const capped = Math.min(x.rawScore, 100);
   return (
     <div class="card" data-testid="why-verdict">
@@ -330,6 +330,11 @@ function WhyVerdict({ x }: { x: VerdictExplanation }) {
       <p data-testid="verdict-rule">
         <strong>Rule {x.rule}:</strong> {x.ruleText}
       </p>
+      {signature !== null && (
+        <p data-testid="verdict-signature">
+          <strong>Signature:</strong> <Inert text={signature} />
+        </p>
+      )}
       <p>
         Signals add up to <strong>{x.rawScore}</strong> point{x.rawScore === 1 ? '' : 's'}
         {x.rawScore > 100 ? ', capped at 100' : ''}. {formatClassification(x.classification)} scores between {x.floor} and {x.ceiling}
