@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/flytrap/flytrap/fingerprint"
 	"net"
 	"net/http"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flytrap/flytrap/decoy"
+	"github.com/flytrap/flytrap/fingerprint"
 )
 
 // WrapListener makes the errors net/http answers on its own, before any handler runs
