@@ -65,13 +65,13 @@ run() { # URL [wrk flags…] → "req/s p99 server-CPU-µs-per-request"
 echo "$name: $conns connections, ${secs} s per run, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-34s %5s %10s %8s %7s %10s %8s %7s %6s\n' case round http p99 cpu https p99 cpu ratio
 for what in "page trap|/internal/docs|" "no trap (404)|/nothing-here|" \
-  "page trap, new connection each|/internal/docs|-H Connection:close"; do
-  IFS='|' read -r label path flags <<<"$what"
+  "page trap, new connection each|/internal/docs|close"; do
+  IFS='|' read -r label path close <<<"$what"
+  flags=()
+  [[ -n "$close" ]] && flags=(-H "Connection: close")
   for r in $(seq 1 "$rounds"); do
-    # shellcheck disable=SC2086
-    read -r hr hp hc <<<"$(run "http://127.0.0.1:$http_port$path" $flags)"
-    # shellcheck disable=SC2086
-    read -r sr sp sc <<<"$(run "https://127.0.0.1:$tls_port$path" $flags)"
+    read -r hr hp hc <<<"$(run "http://127.0.0.1:$http_port$path" "${flags[@]}")"
+    read -r sr sp sc <<<"$(run "https://127.0.0.1:$tls_port$path" "${flags[@]}")"
     printf '%-34s %5s %10.0f %8s %7.1f %10.0f %8s %7.1f %6.2f\n' "$label" "$r" "$hr" "$hp" "$hc" "$sr" "$sp" "$sc" \
       "$(echo "$sr / $hr" | bc -l)"
   done

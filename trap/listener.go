@@ -446,10 +446,10 @@ func writeRendered(w http.ResponseWriter, r *http.Request, resp decoy.Rendered) 
 		status = http.StatusOK
 	}
 	if c := wholeConn(r, len(resp.Body)); c != nil {
-		c.hold()
+		c.Hold()
 		defer func() { // deferred: a panic below must not leave the connection holding its writes
 			_ = http.NewResponseController(w).Flush() // what net/http still buffers, into the held bytes
-			_ = c.release()                           // a failed write closes the connection
+			_ = c.Release()                           // a failed write closes the connection
 		}()
 	}
 	w.WriteHeader(status)

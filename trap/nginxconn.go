@@ -72,7 +72,10 @@ type ctxKeyConn struct{}
 // is written through TLS, not gathered under it.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	if nc, ok := c.(*nginxConn); ok {
-		return fingerprint.NewContext(context.WithValue(ctx, ctxKeyConn{}, nc), &nc.fp)
+		return fingerprint.NewContext(context.WithValue(ctx, ctxKeyConn{}, gatherer(nc)), &nc.fp)
+	}
+	if g, ok := c.(gatherer); ok { // TLS (traptls.Conn): gathered above TLS, one record
+		ctx = context.WithValue(ctx, ctxKeyConn{}, g)
 	}
 	if h, ok := c.(fingerprint.Holder); ok {
 		return fingerprint.NewContext(ctx, h.Fingerprints())
@@ -80,25 +83,32 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return ctx
 }
 
+// gatherer is a connection that can gather a response's writes into one: ours
+// (nginxConn), or the TLS one above it (traptls.Conn).
+type gatherer interface {
+	Hold()
+	Release() error
+}
+
 // wholeConn is the connection of r if a body of n bytes would otherwise leave in more
 // than one write, and the connection can gather it (it came through WrapListener).
-func wholeConn(r *http.Request, n int) *nginxConn {
+func wholeConn(r *http.Request, n int) gatherer {
 	if n <= wholeMinBody || r.ProtoMajor != 1 {
 		return nil
 	}
-	c, _ := r.Context().Value(ctxKeyConn{}).(*nginxConn)
+	c, _ := r.Context().Value(ctxKeyConn{}).(gatherer)
 	return c
 }
 
-// hold gathers every write to the connection until release. Only the goroutine serving
+// Hold gathers every write to the connection until Release. Only the goroutine serving
 // the connection's request may call it: net/http writes an HTTP/1 response from there.
-func (c *nginxConn) hold() { c.held = heldBuffers.Get().(*[]byte) }
+func (c *nginxConn) Hold() { c.held = heldBuffers.Get().(*[]byte) }
 
-// release sends what was gathered since hold in one write (none if nothing was: the
+// Release sends what was gathered since hold in one write (none if nothing was: the
 // handler wrote to a recorder, as the proxy's robots.txt does). If that write fails the
 // connection is closed, as net/http closes one whose write failed: a response cut
 // short must not be followed by another on the same connection.
-func (c *nginxConn) release() error {
+func (c *nginxConn) Release() error {
 	b := c.held
 	c.held = nil
 	var err error

@@ -3,9 +3,16 @@ package trap
 import (
 	"bufio"
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +22,7 @@ import (
 	"time"
 
 	"github.com/flytrap/flytrap/decoy"
+	"github.com/flytrap/flytrap/traptls"
 )
 
 // countingConn counts the writes that reach the socket, and fails them once failWrites is set.
@@ -137,12 +145,12 @@ func TestHeldWriteFailureClosesTheConnection(t *testing.T) {
 	defer b.Close()
 	cc := &countingConn{Conn: a}
 	nc := &nginxConn{Conn: cc}
-	nc.hold()
+	nc.Hold()
 	if n, err := nc.Write([]byte(strings.Repeat("y", 5000))); n != 5000 || err != nil {
 		t.Fatalf("a held write: %d, %v", n, err)
 	}
 	cc.failWrites = true
-	if err := nc.release(); err == nil {
+	if err := nc.Release(); err == nil {
 		t.Fatal("release reported no error for a failed write")
 	}
 	if !cc.closed {
@@ -172,4 +180,77 @@ func TestWholeWriteToARecorder(t *testing.T) {
 	if w := cc.take(); len(w) != 0 || cc.closed || nc.held != nil {
 		t.Fatalf("the connection: writes %v, closed %v, still holding %v", w, cc.closed, nc.held != nil)
 	}
+}
+
+// TestTLSResponsesLeaveInOneRecord: over HTTPS the response is gathered above TLS (the
+// traptls connection holds net/http's writes), so a decoy larger than net/http's 4 KB
+// buffer leaves as one TLS record in one write to the socket, from the connection's first
+// response (no small records while the connection is young), and the next one too.
+func TestTLSResponsesLeaveInOneRecord(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := countingListener{ln, make(chan *countingConn, 4)}
+	cert := selfSigned(t)
+	body := bytes.Repeat([]byte("<p>decoy</p>\n"), 600) // 7.8 KB, a decoy page's size
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeRendered(w, r, decoy.Rendered{ContentType: "text/html", Body: body})
+		}),
+		ConnContext: ConnContext,
+	}
+	cfg := traptls.NewConfig(func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }, false)
+	cfg.NextProtos = []string{"http/1.1"}
+	go func() { _ = srv.Serve(traptls.Listen(WrapListener(counted), cfg)) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	server := <-counted.conns
+	br := bufio.NewReader(c)
+	server.take() // the handshake's
+	for i := range 2 {
+		fmt.Fprintf(c, "GET /page HTTP/1.1\r\nHost: x\r\n\r\n")
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if !bytes.Equal(got, body) {
+			t.Fatalf("response %d: body of %d bytes, want %d", i, len(got), len(body))
+		}
+		// TLS 1.3 may send session tickets after the handshake: count the response's writes
+		// as those at least as large as its body.
+		w := server.take()
+		big := 0
+		for _, n := range w {
+			if n >= len(body) {
+				big++
+			}
+		}
+		if big != 1 || len(w) > 2 {
+			t.Fatalf("response %d reached the socket in writes %v, want one record", i, w)
+		}
+	}
+}
+
+func selfSigned(t *testing.T) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "x"}, DNSNames: []string{"x"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }

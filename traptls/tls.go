@@ -23,6 +23,11 @@ func NewConfig(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error), acm
 		MinVersion:     tls.VersionTLS12,
 		NextProtos:     []string{"h2", "http/1.1"},
 		GetCertificate: getCert,
+		// Full-size records from a connection's first byte: Go otherwise sends its first
+		// 128 KB in records of about one TCP segment (for the first paint of a browser on a
+		// slow link), each its own write(2). A decoy page of 7.5 KB then left in seven; a
+		// honeypot's visitors make a few requests a connection, so it never grew out of it.
+		DynamicRecordSizingDisabled: true,
 	}
 	if acme {
 		c.NextProtos = append(c.NextProtos, acmez.ACMETLS1Protocol)
