@@ -7,11 +7,11 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/flytrap/flytrap/decoy"
 	"github.com/flytrap/flytrap/fingerprint"
+	"github.com/flytrap/flytrap/internal/gather"
 )
 
 // WrapListener makes the errors net/http answers on its own, before any handler runs
@@ -37,7 +37,7 @@ func (l nginxListener) Accept() (net.Conn, error) {
 
 type nginxConn struct {
 	net.Conn
-	held *[]byte // what net/http wrote while a handler holds the connection (see hold)
+	held gather.Writes // what net/http wrote while a handler holds the connection (see Hold)
 	fp   fingerprint.Conn
 }
 
@@ -57,12 +57,7 @@ func (c *nginxConn) Fingerprints() *fingerprint.Conn { return &c.fp }
 // call and a TCP segment, the largest share of the listener's CPU per request after the
 // writer. While a handler holds the connection, its writes gather in one buffer and
 // release sends them in one.
-const (
-	wholeMinBody = 2048     // a body this size or smaller leaves with its headers in one write anyway
-	heldMaxKept  = 64 << 10 // a larger held buffer is not kept for reuse
-)
-
-var heldBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+const wholeMinBody = 2048 // a body this size or smaller leaves with its headers in one write anyway
 
 type ctxKeyConn struct{}
 
@@ -102,34 +97,18 @@ func wholeConn(r *http.Request, n int) gatherer {
 
 // Hold gathers every write to the connection until Release. Only the goroutine serving
 // the connection's request may call it: net/http writes an HTTP/1 response from there.
-func (c *nginxConn) Hold() { c.held = heldBuffers.Get().(*[]byte) }
+func (c *nginxConn) Hold() { c.held.Hold() }
 
-// Release sends what was gathered since hold in one write (none if nothing was: the
-// handler wrote to a recorder, as the proxy's robots.txt does). If that write fails the
-// connection is closed, as net/http closes one whose write failed: a response cut
-// short must not be followed by another on the same connection.
-func (c *nginxConn) Release() error {
-	b := c.held
-	c.held = nil
-	var err error
-	if len(*b) > 0 {
-		if _, err = c.Conn.Write(*b); err != nil {
-			_ = c.Conn.Close()
-		}
-	}
-	if cap(*b) <= heldMaxKept {
-		*b = (*b)[:0]
-		heldBuffers.Put(b)
-	}
-	return err
-}
+// Release sends what was gathered since Hold in one write (none if nothing was: the
+// handler wrote to a recorder, as the proxy's robots.txt does); a failed write closes the
+// connection.
+func (c *nginxConn) Release() error { return c.held.Release(c.Conn) }
 
 // goErrorHeaders is what net/http's server (conn.serve) puts after the status line of its own errors.
 const goErrorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
 
 func (c *nginxConn) Write(b []byte) (int, error) {
-	if c.held != nil {
-		*c.held = append(*c.held, b...)
+	if c.held.Gather(b) {
 		return len(b), nil
 	}
 	if page, ok := nginxErrorFor(b, time.Now()); ok {

@@ -156,7 +156,7 @@ func TestHeldWriteFailureClosesTheConnection(t *testing.T) {
 	if !cc.closed {
 		t.Fatal("the connection stayed open after its gathered response failed")
 	}
-	if nc.held != nil {
+	if nc.held.Holding() {
 		t.Fatal("the connection still holds its writes after release")
 	}
 }
@@ -177,8 +177,8 @@ func TestWholeWriteToARecorder(t *testing.T) {
 	if !bytes.Equal(rec.Body.Bytes(), body) {
 		t.Fatalf("the recorder got %d bytes, want %d", rec.Body.Len(), len(body))
 	}
-	if w := cc.take(); len(w) != 0 || cc.closed || nc.held != nil {
-		t.Fatalf("the connection: writes %v, closed %v, still holding %v", w, cc.closed, nc.held != nil)
+	if w := cc.take(); len(w) != 0 || cc.closed || nc.held.Holding() {
+		t.Fatalf("the connection: writes %v, closed %v, still holding %v", w, cc.closed, nc.held.Holding())
 	}
 }
 

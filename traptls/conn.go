@@ -7,12 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"golang.org/x/net/http2"
 
 	"github.com/flytrap/flytrap/fingerprint"
+	"github.com/flytrap/flytrap/internal/gather"
 )
 
 // The trap listener's TLS is terminated here, not by net/http: net/http reads a *tls.Conn
@@ -70,43 +70,23 @@ func (l *listener) Accept() (net.Conn, error) {
 type Conn struct {
 	*tls.Conn
 	fp   *fingerprint.Conn
-	held *[]byte // what net/http wrote while a handler holds the connection (see Hold)
+	held gather.Writes // what net/http wrote while a handler holds the connection (see Hold)
 }
-
-var heldBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
-
-// heldMaxKept: a larger held buffer is not kept for reuse.
-const heldMaxKept = 64 << 10
 
 // Hold gathers every write of net/http until Release, above TLS: a response that would
 // leave as its 4 KB buffer and then the rest of its body becomes one TLS record and one
 // write(2) instead of two of each. Only the goroutine serving the connection's HTTP/1
 // request may call it (net/http writes the response from there; what TLS itself writes
 // from a reading goroutine, a KeyUpdate's answer, goes under this layer, not through it).
-func (c *Conn) Hold() { c.held = heldBuffers.Get().(*[]byte) }
+func (c *Conn) Hold() { c.held.Hold() }
 
-// Release sends what was gathered since Hold in one write; if that fails the connection
-// is closed, as net/http closes one whose write failed.
-func (c *Conn) Release() error {
-	b := c.held
-	c.held = nil
-	var err error
-	if len(*b) > 0 {
-		if _, err = c.Conn.Write(*b); err != nil {
-			_ = c.Conn.Close()
-		}
-	}
-	if cap(*b) <= heldMaxKept {
-		*b = (*b)[:0]
-		heldBuffers.Put(b)
-	}
-	return err
-}
+// Release sends what was gathered since Hold in one write; a failed write closes the
+// connection, as net/http closes one whose write failed.
+func (c *Conn) Release() error { return c.held.Release(c.Conn) }
 
 // Write writes through TLS, or gathers while the connection is held.
 func (c *Conn) Write(p []byte) (int, error) {
-	if c.held != nil {
-		*c.held = append(*c.held, p...)
+	if c.held.Gather(p) {
 		return len(p), nil
 	}
 	return c.Conn.Write(p)
