@@ -8,6 +8,7 @@ import {
   formatNumber,
   formatSignal,
   formatTime,
+  identityBadges,
   revealInvisible,
   trapURL,
   truncate,
@@ -69,5 +70,13 @@ describe('format', () => {
     expect(trapURL('javascript:alert(1)', '/x')).toBe('');
     expect(trapURL('not a url', '/x')).toBe('');
     expect(trapURL('http://h', null)).toBe('');
+  });
+  it('identity badges', () => {
+    const labels = (s: string[]) => identityBadges(s).map((b) => b.label);
+    expect(labels([])).toEqual([]);
+    expect(labels(['SIGNED_AGENT_VERIFIED', 'UNVERIFIED_BOT_CLAIM'])).toEqual(['verified agent']);
+    expect(labels(['CRAWLER_VERIFIED', 'UNVERIFIED_BOT_CLAIM'])).toEqual(['verified crawler']);
+    expect(labels(['UNVERIFIED_BOT_CLAIM', 'CALLBACK_HIT'])).toEqual(['unverified claim']);
+    expect(labels(['SIGNATURE_INVALID', 'CLIENT_STACK_MISMATCH'])).toEqual(['forged signature', 'stack mismatch']);
   });
 });

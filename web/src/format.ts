@@ -119,3 +119,34 @@ export function trapURL(base: string, path: string | null | undefined): string {
     return '';
   }
 }
+
+/** An identity badge of a session: what proved (or failed to prove) who the visitor claims to be. */
+export interface IdentityBadge {
+  label: string;
+  kind: string; // Badge kind: its colour
+  title: string;
+}
+
+/** The identity badges a session's signals earn: a verified signed agent (Web Bot Auth), a crawler its
+ * operator verified (reverse DNS or published ranges), or a claim nothing backed. A proved identity is
+ * never shown as an unverified claim, as the engine never judges it one. */
+export function identityBadges(signals: readonly string[]): IdentityBadge[] {
+  const has = (s: string) => signals.includes(s);
+  const out: IdentityBadge[] = [];
+  if (has('SIGNED_AGENT_VERIFIED')) {
+    out.push({ label: 'verified agent', kind: 'active', title: 'Its requests carry an HTTP message signature that verifies with its own key directory (Web Bot Auth)' });
+  }
+  if (has('CRAWLER_VERIFIED')) {
+    out.push({ label: 'verified crawler', kind: 'active', title: "Its operator's reverse DNS or published address ranges back the crawler it claims to be" });
+  }
+  if (has('SIGNATURE_INVALID')) {
+    out.push({ label: 'forged signature', kind: 'high', title: 'A signature that does not verify, is out of its time window or was replayed' });
+  }
+  if (has('UNVERIFIED_BOT_CLAIM') && !has('SIGNED_AGENT_VERIFIED') && !has('CRAWLER_VERIFIED')) {
+    out.push({ label: 'unverified claim', kind: 'high', title: 'It claims a crawler that neither reverse DNS nor the published ranges back' });
+  }
+  if (has('CLIENT_STACK_MISMATCH')) {
+    out.push({ label: 'stack mismatch', kind: 'medium', title: "The user agent claims a browser that the connection's TLS or HTTP/2 stack contradicts" });
+  }
+  return out;
+}

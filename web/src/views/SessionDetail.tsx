@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { formatClassification, formatDelay, formatHeaders, formatNumber, formatSignal, formatTime } from '../format';
+import { formatClassification, formatDelay, formatHeaders, formatNumber, formatSignal, formatTime, identityBadges } from '../format';
 import { hitListTitle, loadOlderHits, prependOlder } from '../olderhits';
 import { SESSION, SESSION_INSIGHT, sessionDetail, type ClientStack, type Hit, type SessionDetailData, type SessionInsight, type Signal, type SignalGroup, type TrapRef, type VerdictExplanation } from '../queries';
 import { Badge, Empty, ErrorBox, Inert, Link, Loading, useQuery } from '../ui';
@@ -37,7 +37,15 @@ export function SessionDetailView({ id }: { id: string }) {
           <div class="card">
             <dl class="facts">
               <dt>Classification</dt>
-              <dd>{formatClassification(s.classification)}</dd>
+              <dd data-testid="session-classification">
+                {formatClassification(s.classification)}
+                {identityBadges(s.signalsFired).map((b) => (
+                  <span key={b.label} title={b.title} data-testid="identity-badge">
+                    {' '}
+                    <Badge kind={b.kind}>{b.label}</Badge>
+                  </span>
+                ))}
+              </dd>
               <dt>Severity</dt>
               <dd>
                 <Badge kind={s.severity}>{s.severity}</Badge>
