@@ -26,6 +26,7 @@ type Conn struct {
 
 	done   bool
 	sealed bool // the connection's own bytes are TLS records: FeedPlain ignores them
+	plain  bool // fed by FeedPlain: HTTP/1 only (the plain listener serves no HTTP/2)
 	s      *sniff
 }
 
@@ -34,8 +35,11 @@ type Conn struct {
 func (c *Conn) Sealed() { c.sealed = true }
 
 // FeedPlain is Feed for the bytes of the connection itself, unless it is Sealed.
+// A plain connection is HTTP/1 only: a "PRI * HTTP/2.0" head there is an HTTP/1
+// request like any other (net/http refuses it), never HTTP/2 frames to decode.
 func (c *Conn) FeedPlain(p []byte) {
 	if !c.sealed {
+		c.plain = true
 		c.Feed(p)
 	}
 }
@@ -162,7 +166,7 @@ func (c *Conn) Feed(p []byte) {
 			case ch == '\r' && s.state == h1LineStart:
 				s.state = h1LineCR
 			case ch == '\n': // the blank line: the head is complete
-				if string(s.line[:s.lineN]) == "PRI * HTTP/2.0\r" {
+				if !c.plain && string(s.line[:s.lineN]) == "PRI * HTTP/2.0\r" {
 					s.state = h2Frames
 					c.frames(p[i+1:])
 					return
@@ -321,12 +325,25 @@ func (c *Conn) frames(p []byte) {
 	}
 }
 
+// maxOrderFields is how many header fields of the first HEADERS block the fingerprint reads.
+const maxOrderFields = 100
+
 // headers completes the HTTP/2 fingerprint from the first HEADERS block: its
 // pseudo-header order, and the order of its other header names.
 func (c *Conn) headers(st *h2) {
 	var pseudo []byte
 	var names nameHash
-	d := hpack.NewDecoder(4096, func(f hpack.HeaderField) {
+	// A block can name one long header thousands of times (an indexed field is one byte):
+	// the names hashed stop at maxOrderFields fields or MaxSniff bytes, past which the
+	// count saturates anyway.
+	fields, nameBytes := 0, 0
+	var d *hpack.Decoder
+	d = hpack.NewDecoder(4096, func(f hpack.HeaderField) {
+		if fields++; fields > maxOrderFields || nameBytes+len(f.Name) > MaxSniff {
+			d.SetEmitEnabled(false)
+			return
+		}
+		nameBytes += len(f.Name)
 		if strings.HasPrefix(f.Name, ":") && len(f.Name) > 1 {
 			if len(pseudo) < 16 {
 				if len(pseudo) > 0 {

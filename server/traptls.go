@@ -43,7 +43,10 @@ func (s *Server) TrapServers(trapLn, httpLn net.Listener) ([]*http.Server, []fun
 	// TLS is terminated by traptls.Listen, not net/http, so that the connection's
 	// fingerprints see its decrypted bytes; HTTP/2 is served by ServeH2 (docs/decisions.md).
 	trapSrv.TLSConfig = traptls.NewConfig(getCert, c.Auto)
-	h2 := &http2.Server{}
+	// A stream is a request: at most trapH2Streams at once on one connection, so the
+	// connection cap (--trap-max-conns) bounds requests over HTTP/2 nearly as over HTTP/1
+	// (x/net's default is 250 streams a connection, each a handler running).
+	h2 := &http2.Server{MaxConcurrentStreams: trapH2Streams}
 	if err := http2.ConfigureServer(trapSrv, h2); err != nil {
 		return nil, nil, err
 	}
@@ -75,3 +78,7 @@ func port(ln net.Listener) int {
 
 // TrapTLSFiles is the trap listener's certificate of its own once TrapServers loaded it, or nil.
 func (s *Server) TrapTLSFiles() *traptls.Files { return s.tlsFiles }
+
+// trapH2Streams is how many requests one HTTP/2 connection to the trap listener may have
+// in flight: browsers open up to 6 connections' worth of parallel requests on one, agents fewer.
+const trapH2Streams = 16
