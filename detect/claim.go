@@ -2,6 +2,7 @@ package detect
 
 import (
 	"net/netip"
+	"net/url"
 	"strings"
 )
 
@@ -60,6 +61,35 @@ var dnsDomains = func() map[string][]string {
 	add([]string{"crawl.amazonbot.amazon"}, "Amazonbot")
 	return m
 }()
+
+// signingDomains are the origins under which an operator's agents sign their requests
+// (Web Bot Auth's Signature-Agent), beside its reverse-DNS domains, by lower-cased
+// Agent.Name. OpenAI documents https://chatgpt.com as its agents' Signature-Agent.
+var signingDomains = func() map[string][]string {
+	m := map[string][]string{}
+	for _, a := range []string{"GPTBot", "ChatGPT-User", "OAI-SearchBot", "ChatGPT Agent"} {
+		m[strings.ToLower(a)] = []string{"chatgpt.com", "openai.com"}
+	}
+	return m
+}()
+
+// SignatureVouches reports whether a verified signature whose Signature-Agent is origin
+// backs a's claim: the origin is its operator's (signingDomains, or the domains its
+// operator documents for reverse DNS). A signature proves who signed, so one from any
+// other origin proves nothing of the crawler or agent a user agent names: anyone can
+// publish a key directory.
+func SignatureVouches(a Agent, origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" {
+		return false
+	}
+	var buf [64]byte
+	k := lowerKey(&buf, a.Name)
+	if k == nil {
+		return false
+	}
+	return HostInDomains(u.Hostname(), signingDomains[string(k)]) || HostInDomains(u.Hostname(), dnsDomains[string(k)])
+}
 
 // DNSDomains returns the domains a's operator documents for its crawler's reverse DNS,
 // nil when it documents none. It does not allocate.

@@ -183,17 +183,22 @@ func Observe(s Session, o Observation) (Session, Outcome) {
 	if sig := UASignal(client); sig != "" {
 		once(sig, client.Name)
 	}
-	// A verified signature is the identity proved, as the operator's reverse DNS or ranges
-	// are: the user agent's claim is not judged by the address then (an agent's ranges
-	// need not cover where it fetches from).
-	signed := o.Signature.State == SignatureValid || s.State.Signals[SignalSignedAgentVerified] > 0
+	// A verified signature proves who signed: it backs the user agent's claim only when the
+	// signer is the claimed agent's operator (SignatureVouches), as its reverse DNS or ranges do.
+	vouched := o.Signature.State == SignatureValid && SignatureVouches(client, o.Signature.Agent)
 	switch c := CheckClaim(client, o.IP, o.DNS, o.DNSHost); c.Result {
 	case ClaimVerified:
 		if s.State.Signals[SignalCrawlerVerified] == 0 {
 			once(SignalCrawlerVerified, c.Detail())
 		}
-	case ClaimUnverified: // a session its operator or its signature vouched for stays verified
-		if !signed && s.State.Signals[SignalUnverifiedBotClaim] == 0 && s.State.Signals[SignalCrawlerVerified] == 0 {
+	case ClaimUnverified:
+		switch {
+		case vouched:
+			if s.State.Signals[SignalCrawlerVerified] == 0 {
+				once(SignalCrawlerVerified, client.Name+" signed by its operator's "+o.Signature.Agent)
+			}
+		case s.State.Signals[SignalUnverifiedBotClaim] == 0 && s.State.Signals[SignalCrawlerVerified] == 0:
+			// a session its operator vouched for stays verified
 			once(SignalUnverifiedBotClaim, c.Detail())
 		}
 	}

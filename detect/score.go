@@ -158,11 +158,12 @@ func SeverityRank(s string) int {
 //     model did.
 //  3. INJECTION_FOLLOWED → AI_AGENT.
 //  4. SCANNER_UA or SYSTEMATIC_PROBING → SCANNER.
-//  5. SIGNATURE_INVALID, or UNVERIFIED_BOT_CLAIM without CRAWLER_VERIFIED or
-//     SIGNED_AGENT_VERIFIED → BOT: the claimed identity is false (a forged or
-//     replayed signature, a crawler's name that neither its operator's reverse DNS
-//     nor its ranges back), so nothing the user agent says is believed. A proved
-//     identity is never an unverified claim: the claim then weighs nothing either.
+//  5. SIGNATURE_INVALID, or UNVERIFIED_BOT_CLAIM without CRAWLER_VERIFIED → BOT:
+//     the claimed identity is false (a forged or replayed signature, a crawler's
+//     name that neither its operator's reverse DNS, its ranges nor a signature from
+//     its operator's origin back), so nothing the user agent says is believed. A
+//     proved identity is never an unverified claim: the claim then weighs nothing
+//     either. A valid signature from another origin proves only its signer.
 //  6. A known AI user agent → AI_AGENT, AI_ASSISTANT or AI_CRAWLER by its
 //     category (ai_search is AI_CRAWLER), with or without CALLBACK_HIT.
 //  7. A search-crawler user agent → CRAWLER (also when it follows hidden
@@ -220,9 +221,9 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 	uaSig := UASignal(e.Agent)
 	hasUA := func(name string) bool { return uaSig == name || has(name) }
 
-	// The identity was proved (its operator's reverse DNS or ranges, or its own signature):
-	// no false claim.
-	verified := has(SignalCrawlerVerified) || has(SignalSignedAgentVerified)
+	// The claimed identity was proved (its operator's reverse DNS, ranges or signature):
+	// no false claim. A signature from anyone else proves only its signer (rule 10).
+	verified := has(SignalCrawlerVerified)
 	raw := 0
 	for name, n := range e.Signals {
 		raw += points(e, name, n)
@@ -318,7 +319,7 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 			v.Confidence += 15 // and it behaves like the machine it claims to be
 		}
 		if verified || Verifiable(e.Agent) {
-			v.Confidence += 20 // its operator's reverse DNS or ranges, or its own signature, backed it
+			v.Confidence += 20 // its operator's reverse DNS, ranges or signature backed it
 		}
 	case hasUA(SignalSearchCrawlerUA):
 		rule = 7
@@ -395,10 +396,10 @@ func judge(e Evidence) (v Verdict, rule int, b bounds) {
 }
 
 // points is what n occurrences of a signal add to e's raw score: its weight (weigh), but
-// nothing for an unverified claim in a session whose identity was proved (its crawler's
-// operator verified it, or its signature did).
+// nothing for an unverified claim in a session whose claimed identity was proved
+// (CRAWLER_VERIFIED: its operator's reverse DNS, ranges or signature).
 func points(e Evidence, name string, n int) int {
-	if name == SignalUnverifiedBotClaim && (e.Signals[SignalCrawlerVerified] > 0 || e.Signals[SignalSignedAgentVerified] > 0) {
+	if name == SignalUnverifiedBotClaim && e.Signals[SignalCrawlerVerified] > 0 {
 		return 0
 	}
 	return weigh(name, n)

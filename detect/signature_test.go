@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// A request's signature fact fires its signal; a verified agent is never an unverified
-// claim, an invalid or replayed signature makes a BOT whatever the user agent says.
+// A request's signature fact fires its signal; a claim signed by its operator's origin is
+// backed, one signed by anyone else is not; an invalid or replayed signature makes a BOT
+// whatever the user agent says.
 func TestSignatureFacts(t *testing.T) {
 	outside := netip.MustParseAddr("203.0.113.7") // in no crawler's published ranges
 	valid := Signature{State: SignatureValid, Agent: "https://agent.example", KeyID: "kid1"}
@@ -22,8 +23,11 @@ func TestSignatureFacts(t *testing.T) {
 		detail    string
 		detection bool
 	}{
-		{"verified GPTBot outside its ranges", uaGPTBot, valid, []string{SignalSignedAgentVerified, SignalKnownAICrawlerUA},
-			[]string{SignalUnverifiedBotClaim}, ClassAICrawler, "verified: https://agent.example (key kid1)", false},
+		{"GPTBot signed by chatgpt.com outside its ranges", uaGPTBot, Signature{State: SignatureValid, Agent: "https://chatgpt.com", KeyID: "kid1"},
+			[]string{SignalSignedAgentVerified, SignalCrawlerVerified}, []string{SignalUnverifiedBotClaim}, ClassAICrawler, "verified: https://chatgpt.com (key kid1)", false},
+		// Anyone can publish a key directory: a signature proves its signer, not the claim.
+		{"GPTBot signed by another origin outside its ranges", uaGPTBot, valid, []string{SignalSignedAgentVerified, SignalUnverifiedBotClaim},
+			[]string{SignalCrawlerVerified}, ClassBot, "verified: https://agent.example (key kid1)", true},
 		{"verified browser-shaped agent", uaChrome, valid, []string{SignalSignedAgentVerified}, nil, ClassBot, "verified: https://agent.example (key kid1)", false},
 		{"unsigned GPTBot outside its ranges", uaGPTBot, Signature{}, []string{SignalUnverifiedBotClaim}, []string{SignalSignedAgentVerified}, ClassBot, "", true},
 		{"invalid signature from a browser", uaChrome, Signature{State: SignatureInvalid, Agent: "https://agent.example", KeyID: "kid1", Reason: "the signature does not verify with key kid1"},
@@ -63,12 +67,22 @@ func TestSignatureFacts(t *testing.T) {
 			}
 		})
 	}
-	// A session that proved its identity is not judged by an earlier unverified claim.
-	v := Judge(Evidence{Signals: map[string]int{SignalUnverifiedBotClaim: 1, SignalSignedAgentVerified: 1}, Agent: LookupUA(uaGPTBot), Hits: 2})
+	// A session whose claim its operator backed is not judged by an earlier unverified claim;
+	// one whose signer is anyone else is.
+	v := Judge(Evidence{Signals: map[string]int{SignalUnverifiedBotClaim: 1, SignalSignedAgentVerified: 1, SignalCrawlerVerified: 1}, Agent: LookupUA(uaGPTBot), Hits: 2})
 	if v.Classification != ClassAICrawler {
 		t.Errorf("verified after a claim: %+v", v)
 	}
-	if x := Explain(Evidence{Signals: map[string]int{SignalUnverifiedBotClaim: 1, SignalSignedAgentVerified: 1}, Agent: LookupUA(uaGPTBot), Hits: 2}); x.Rule != 6 {
+	if x := Explain(Evidence{Signals: map[string]int{SignalUnverifiedBotClaim: 1, SignalCrawlerVerified: 1}, Agent: LookupUA(uaGPTBot), Hits: 2}); x.Rule != 6 {
 		t.Errorf("explained by rule %d", x.Rule)
+	}
+	if v := Judge(Evidence{Signals: map[string]int{SignalUnverifiedBotClaim: 1, SignalSignedAgentVerified: 1}, Agent: LookupUA(uaGPTBot), Hits: 2}); v.Classification != ClassBot {
+		t.Errorf("a claim signed by another origin: %+v", v)
+	}
+	for origin, want := range map[string]bool{"https://chatgpt.com": true, "https://agents.openai.com": true, "https://chatgpt.com.evil.example": false,
+		"http://chatgpt.com": false, "https://agent.example": false, "not a url": false} {
+		if got := SignatureVouches(LookupUA(uaGPTBot), origin); got != want {
+			t.Errorf("SignatureVouches(GPTBot, %q) = %v", origin, got)
+		}
 	}
 }

@@ -86,10 +86,12 @@ func TestSignedAgentsOnTheTrapListener(t *testing.T) {
 			sign []func(r *http.Request)
 			want want
 		}{
-			// A GPTBot from loopback is outside OpenAI's ranges: unsigned, an unverified claim; signed, a verified AI crawler.
+			// A GPTBot from loopback is outside OpenAI's ranges: unsigned, an unverified claim;
+			// signed by an origin that is not OpenAI's (the test's directory), the signature is
+			// verified but proves only its signer: still an unverified claim, never CRAWLER_VERIFIED.
 			{"Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot) signed-string",
 				[]func(*http.Request){func(r *http.Request) { agent.Sign(r, botauthtest.Opts{Form: botauthtest.StringForm}) }},
-				want{detect.SignalSignedAgentVerified, "verified: " + origin + " (key " + agent.KeyID + ")", detect.ClassAICrawler, detect.SignalUnverifiedBotClaim}},
+				want{detect.SignalSignedAgentVerified, "verified: " + origin + " (key " + agent.KeyID + ")", detect.ClassBot, detect.SignalCrawlerVerified}},
 			{"Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot) unsigned", []func(*http.Request){nil},
 				want{detect.SignalUnverifiedBotClaim, "", detect.ClassBot, detect.SignalSignedAgentVerified}},
 			{"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 signed-dict",

@@ -74,7 +74,8 @@ describe('format', () => {
   it('identity badges', () => {
     const labels = (s: string[]) => identityBadges(s).map((b) => b.label);
     expect(labels([])).toEqual([]);
-    expect(labels(['SIGNED_AGENT_VERIFIED', 'UNVERIFIED_BOT_CLAIM'])).toEqual(['verified agent']);
+    expect(labels(['SIGNED_AGENT_VERIFIED', 'UNVERIFIED_BOT_CLAIM'])).toEqual(['verified agent', 'unverified claim']);
+    expect(labels(['SIGNED_AGENT_VERIFIED', 'CRAWLER_VERIFIED', 'UNVERIFIED_BOT_CLAIM'])).toEqual(['verified agent', 'verified crawler']);
     expect(labels(['CRAWLER_VERIFIED', 'UNVERIFIED_BOT_CLAIM'])).toEqual(['verified crawler']);
     expect(labels(['UNVERIFIED_BOT_CLAIM', 'CALLBACK_HIT'])).toEqual(['unverified claim']);
     expect(labels(['SIGNATURE_INVALID', 'CLIENT_STACK_MISMATCH'])).toEqual(['forged signature', 'stack mismatch']);

@@ -128,8 +128,9 @@ export interface IdentityBadge {
 }
 
 /** The identity badges a session's signals earn: a verified signed agent (Web Bot Auth), a crawler its
- * operator verified (reverse DNS or published ranges), or a claim nothing backed. A proved identity is
- * never shown as an unverified claim, as the engine never judges it one. */
+ * operator verified (reverse DNS, published ranges or its own signature), or a claim nothing backed. A
+ * verified crawler is never shown as an unverified claim, as the engine never judges it one; a signature
+ * from another origin proves only its signer, so the claim beside it still shows. */
 export function identityBadges(signals: readonly string[]): IdentityBadge[] {
   const has = (s: string) => signals.includes(s);
   const out: IdentityBadge[] = [];
@@ -137,12 +138,12 @@ export function identityBadges(signals: readonly string[]): IdentityBadge[] {
     out.push({ label: 'verified agent', kind: 'active', title: 'Its requests carry an HTTP message signature that verifies with its own key directory (Web Bot Auth)' });
   }
   if (has('CRAWLER_VERIFIED')) {
-    out.push({ label: 'verified crawler', kind: 'active', title: "Its operator's reverse DNS or published address ranges back the crawler it claims to be" });
+    out.push({ label: 'verified crawler', kind: 'active', title: "Its operator's reverse DNS, published address ranges or signature back the crawler it claims to be" });
   }
   if (has('SIGNATURE_INVALID')) {
     out.push({ label: 'forged signature', kind: 'high', title: 'A signature that does not verify, is out of its time window or was replayed' });
   }
-  if (has('UNVERIFIED_BOT_CLAIM') && !has('SIGNED_AGENT_VERIFIED') && !has('CRAWLER_VERIFIED')) {
+  if (has('UNVERIFIED_BOT_CLAIM') && !has('CRAWLER_VERIFIED')) {
     out.push({ label: 'unverified claim', kind: 'high', title: 'It claims a crawler that neither reverse DNS nor the published ranges back' });
   }
   if (has('CLIENT_STACK_MISMATCH')) {
