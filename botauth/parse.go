@@ -303,12 +303,13 @@ func (p *Parsed) directory(raw string) error {
 	}
 	host := strings.ToLower(u.Host)
 	p.Origin = "https://" + host
-	if u.Path == "" || u.Path == "/" {
-		p.Directory = p.Origin + WellKnown
-	} else {
-		u.Fragment, u.RawFragment, u.Host = "", "", host
-		p.Directory = u.String()
+	// One directory an origin, at its well-known path: a Signature-Agent with another path
+	// or a query would make every variant a new fetch and a new cache entry (one hanging host
+	// behind eight query strings held every fetch slot: a red-team finding).
+	if (u.Path != "" && u.Path != "/" && u.Path != WellKnown) || u.RawQuery != "" || u.ForceQuery {
+		return unverifiable("Signature-Agent %q names a path or query: only an origin's %s is fetched", clip(raw, 80), WellKnown)
 	}
+	p.Directory = p.Origin + WellKnown
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -93,6 +94,7 @@ type Verifier struct {
 	mu      sync.Mutex
 	pending map[string]*fetchCall // single flight per directory URL
 	slots   chan struct{}         // fetches running
+	started map[netip.Prefix]int  // fetches running, by the network of the request that began each (clientNet)
 	nonces  *lru.Cache[string, int64]
 	nonceMu sync.Mutex
 	checks  *rate.Limiter
@@ -177,7 +179,7 @@ func New(cfg Config, log *slog.Logger) *Verifier {
 		now = time.Now
 	}
 	return &Verifier{cfg: cfg, client: client, log: log, now: now, dirs: dirs, failed: failed, pending: map[string]*fetchCall{},
-		slots: make(chan struct{}, cfg.Fetches), nonces: nonces, ctx: ctx, cancel: cancel,
+		slots: make(chan struct{}, cfg.Fetches), started: map[netip.Prefix]int{}, nonces: nonces, ctx: ctx, cancel: cancel,
 		checks: rate.NewLimiter(rate.Limit(cfg.Rate), cfg.Burst)}
 }
 
@@ -219,7 +221,7 @@ func (v *Verifier) Verify(ctx context.Context, r *http.Request, body []byte, tru
 		if v.now().Sub(dir.fetched) >= v.cfg.MinTTL {
 			// Keys rotate: a directory read a while ago is read again (at most once per MinTTL)
 			// before a key it lacks condemns the signature.
-			v.start(p.Directory)
+			v.start(p.Directory, clientNet(ctx))
 			return factOf(unverifiable("key not in the directory as cached; reading it again"), p)
 		}
 		return factOf(invalid("key %s is not in %s's directory", clip(p.KeyID, 80), p.Origin), p)
@@ -352,16 +354,17 @@ func verifyMessage(r *http.Request, body []byte, truncated bool, p *Parsed, pub 
 // time, at most Fetches at once) and waits for it up to Wait; nil when it is not there in
 // time (the fetch goes on, and fills the cache for the next request).
 func (v *Verifier) directory(ctx context.Context, url string) *directory {
+	client := clientNet(ctx)
 	if d, ok := v.dirs.Get(url); ok {
 		if !v.now().Before(d.expires) {
-			v.start(url) // stale: read again in the background, the stale keys serve meanwhile
+			v.start(url, client) // stale: read again in the background, the stale keys serve meanwhile
 		}
 		return d
 	}
 	if d, ok := v.failed.Get(url); ok && v.now().Before(d.expires) {
 		return d
 	}
-	call := v.start(url)
+	call := v.start(url, client)
 	if call == nil || v.cfg.Wait < 0 {
 		return nil
 	}
@@ -376,19 +379,27 @@ func (v *Verifier) directory(ctx context.Context, url string) *directory {
 	return nil
 }
 
-// start begins fetching url unless a fetch of it runs already (which it returns) or every
-// slot is taken (nil).
-func (v *Verifier) start(url string) *fetchCall {
+// start begins fetching url unless a fetch of it runs already (which it returns), every
+// slot is taken, or the client's network began one that still runs (nil): one network
+// cannot hold more than one of the Fetches slots with directories that never answer.
+func (v *Verifier) start(url string, client netip.Prefix) *fetchCall {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if c, ok := v.pending[url]; ok {
 		return c
+	}
+	if client.IsValid() && v.started[client] >= fetchesPerNetwork {
+		v.busy.Add(1)
+		return nil
 	}
 	select {
 	case v.slots <- struct{}{}:
 	default:
 		v.busy.Add(1)
 		return nil
+	}
+	if client.IsValid() {
+		v.started[client]++
 	}
 	c := &fetchCall{done: make(chan struct{})}
 	v.pending[url] = c
@@ -413,6 +424,11 @@ func (v *Verifier) start(url string) *fetchCall {
 		}
 		v.mu.Lock()
 		delete(v.pending, url)
+		if client.IsValid() {
+			if v.started[client]--; v.started[client] <= 0 {
+				delete(v.started, client)
+			}
+		}
 		v.mu.Unlock()
 		<-v.slots
 		c.dir = d
@@ -470,4 +486,32 @@ func (v *Verifier) get(url string) (*directory, time.Duration, error) {
 		return nil, 0, err
 	}
 	return &directory{keys: keys}, v.ttl(resp.Header.Values("Cache-Control")), nil
+}
+
+// fetchesPerNetwork is how many directory fetches the requests of one network (clientNet)
+// may have running at once.
+const fetchesPerNetwork = 1
+
+type clientKey struct{}
+
+// WithClient is ctx carrying the address of the client whose request is verified (the
+// trap listener's, through its trusted proxies): fetches are then bounded per network.
+func WithClient(ctx context.Context, addr netip.Addr) context.Context {
+	return context.WithValue(ctx, clientKey{}, addr)
+}
+
+// clientNet is the network of ctx's client, an IPv4 /24 or an IPv6 /48 (what one party
+// holds cheaply), or the zero prefix when ctx carries none.
+func clientNet(ctx context.Context) netip.Prefix {
+	a, _ := ctx.Value(clientKey{}).(netip.Addr)
+	if !a.IsValid() {
+		return netip.Prefix{}
+	}
+	a = a.Unmap()
+	bits := 48
+	if a.Is4() {
+		bits = 24
+	}
+	p, _ := a.Prefix(bits)
+	return p
 }

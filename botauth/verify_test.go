@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -280,4 +281,46 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("a parse failure verified as %+v", got)
 		}
 	})
+}
+
+// One network holds at most one fetch slot: its hanging directories (eight hosts, or one
+// host's eight paths, as a red-team pass found) leave the other slots to everyone else,
+// and a Signature-Agent naming a path or query is never fetched (one directory an origin).
+func TestFetchesAreBoundedPerNetwork(t *testing.T) {
+	slow := make([]*botauthtest.Agent, 3)
+	for i := range slow {
+		slow[i] = botauthtest.NewHangingAgent(t)
+	}
+	honest := botauthtest.NewAgent(t)
+	cfg := slow[0].Config()
+	cfg.Guard = honest.Config().Guard
+	cfg.Fetches, cfg.Wait, cfg.FetchTimeout = 2, 2*time.Second, time.Minute
+	v := botauth.New(cfg, nil)
+	defer v.Close()
+	attacker := botauth.WithClient(context.Background(), netip.MustParseAddr("198.51.100.7"))
+	for i, a := range slow {
+		r := signed(a, botauthtest.Opts{})
+		cfgWait := time.Now()
+		got := v.Verify(attacker, r, nil, false, time.Now())
+		if got.State != detect.SignatureUnverifiable {
+			t.Fatalf("slow directory %d: %+v", i, got)
+		}
+		if i > 0 && time.Since(cfgWait) > time.Second {
+			t.Fatalf("slow directory %d waited for a fetch it may not start", i)
+		}
+	}
+	if fetches, _, busy, _ := v.Stats(); fetches != 1 || busy != 2 {
+		t.Fatalf("one network started %d fetches (%d refused), want 1 (2)", fetches, busy)
+	}
+	// Another network's honest agent still gets the second slot, and verifies.
+	other := botauth.WithClient(context.Background(), netip.MustParseAddr("203.0.113.9"))
+	if got := v.Verify(other, signed(honest, botauthtest.Opts{}), nil, false, time.Now()); got.State != detect.SignatureValid {
+		t.Fatalf("an honest agent beside the flood: %+v", got)
+	}
+	for _, agent := range []string{honest.Origin() + "/keys?x=1", honest.Origin() + "/?x=2", honest.Origin() + "/other/path"} {
+		got := v.Verify(other, signed(honest, botauthtest.Opts{Agent: agent}), nil, false, time.Now())
+		if got.State != detect.SignatureUnverifiable || !strings.Contains(got.Reason, "path or query") {
+			t.Fatalf("Signature-Agent %q: %+v", agent, got)
+		}
+	}
 }

@@ -270,7 +270,8 @@ func (e *Engine) verifySignature(v *visit) {
 	if !botauth.Signed(v.r.Header) {
 		return
 	}
-	v.rec.Signature = e.sigs.Verify(v.r.Context(), v.r, v.body, len(v.body) >= maxReadBody, v.now) // readBody stops there
+	ctx := botauth.WithClient(v.r.Context(), v.rec.IP)                                   // directory fetches bounded per client network
+	v.rec.Signature = e.sigs.Verify(ctx, v.r, v.body, len(v.body) >= maxReadBody, v.now) // readBody stops there
 }
 
 // enqueue hands the hit to the writer and waits until it is durable. False when it is not
