@@ -64,3 +64,24 @@ func countOf(t *testing.T, order string) int {
 	}
 	return n
 }
+
+// Thousands of empty frames before the first HEADERS, trickled in one read each, end the
+// fingerprint rather than being read again from the start at each one.
+func TestManyFramesBeforeHeadersEndTheSniff(t *testing.T) {
+	in := []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+	for len(in)+9 < MaxSniff {
+		in = append(in, h2frame(0xff, 0, 0, nil)...)
+	}
+	var c Conn
+	c.Feed(in[:24])
+	fed := 24
+	for ; fed < len(in) && !c.done; fed += 9 {
+		c.Feed(in[fed:min(fed+9, len(in))])
+	}
+	if !c.done || fed > 24+9*(maxFramesBeforeHeaders+2) {
+		t.Fatalf("still sniffing after %d bytes of empty frames (done %v)", fed, c.done)
+	}
+	if c.H2 != "" {
+		t.Fatalf("a fingerprint from no HEADERS: %q", c.H2)
+	}
+}

@@ -247,7 +247,15 @@ func (c *Conn) frames(p []byte) {
 			c.s.need = len(c.s.buf) - len(b) + 9
 		}
 	}()
+	frames := 0
 	for len(b) >= 9 {
+		// Real clients send a handful of frames before their first HEADERS (SETTINGS,
+		// WINDOW_UPDATE, a few PRIORITY); each completed frame re-reads the buffer, so
+		// thousands of empty ones trickled in would cost a quadratic re-read: give up.
+		if frames++; frames > maxFramesBeforeHeaders {
+			c.finish()
+			return
+		}
 		n := int(b[0])<<16 | int(b[1])<<8 | int(b[2])
 		typ, flags, stream := b[3], b[4], binary.BigEndian.Uint32(b[5:9])&0x7fffffff
 		if len(b) < 9+n {
@@ -324,6 +332,9 @@ func (c *Conn) frames(p []byte) {
 		}
 	}
 }
+
+// maxFramesBeforeHeaders is how many frames the fingerprint reads before the first HEADERS.
+const maxFramesBeforeHeaders = 64
 
 // maxOrderFields is how many header fields of the first HEADERS block the fingerprint reads.
 const maxOrderFields = 100
