@@ -38,6 +38,7 @@ type Verifier struct {
 	client *dns.Client
 	now    func() time.Time
 	slots  chan struct{}
+	nets   map[netip.Prefix]int // lookups running, by the network of their address (lookupNet)
 
 	mu    sync.Mutex
 	cache map[cacheKey]*list.Element // of *entry
@@ -78,6 +79,7 @@ func NewVerifier(cfg DNSConfig) (*Verifier, error) {
 		cfg: cfg, server: server, now: time.Now,
 		client: &dns.Client{Net: "udp", Timeout: cfg.Timeout, UDPSize: dns.DefaultMsgSize},
 		slots:  make(chan struct{}, cfg.MaxInFlight),
+		nets:   map[netip.Prefix]int{},
 		cache:  map[cacheKey]*list.Element{}, lru: list.New(),
 	}, nil
 }
@@ -122,6 +124,14 @@ func (v *Verifier) Start(a detect.Agent, addr netip.Addr) *Lookup {
 			return &Lookup{e: e, started: time.Now()}
 		}
 	}
+	// One network (an IPv6 /48 whose reverse zone answers slowly) holds at most
+	// lookupsPerNetwork of the slots, not all of them.
+	n := lookupNet(addr)
+	if v.nets[n] >= lookupsPerNetwork {
+		v.mu.Unlock()
+		v.busy.Add(1)
+		return &Lookup{check: detect.DNSBusy}
+	}
 	select {
 	case v.slots <- struct{}{}:
 	default:
@@ -129,6 +139,7 @@ func (v *Verifier) Start(a detect.Agent, addr netip.Addr) *Lookup {
 		v.busy.Add(1)
 		return &Lookup{check: detect.DNSBusy}
 	}
+	v.nets[n]++
 	e := &entry{key: k, done: make(chan struct{})}
 	v.cache[k] = v.lru.PushFront(e)
 	for v.lru.Len() > v.cfg.CacheSize {
@@ -172,7 +183,15 @@ func (l *Lookup) Result(budget time.Duration) (detect.DNSCheck, string) {
 
 // resolve runs one lookup and publishes it to whoever waits.
 func (v *Verifier) resolve(e *entry, addr netip.Addr, domains []string) {
-	defer func() { <-v.slots }()
+	defer func() {
+		n := lookupNet(addr)
+		v.mu.Lock()
+		if v.nets[n]--; v.nets[n] <= 0 {
+			delete(v.nets, n)
+		}
+		v.mu.Unlock()
+		<-v.slots
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), v.cfg.Timeout)
 	defer cancel()
 	check, host, ttl := v.fcrdns(ctx, addr, domains)
@@ -311,4 +330,20 @@ func (v *Verifier) Stats() DNSStats {
 	n := v.lru.Len()
 	v.mu.Unlock()
 	return DNSStats{Lookups: v.lookups.Load(), Busy: v.busy.Load(), CacheHits: v.hits.Load(), Cached: n}
+}
+
+// lookupsPerNetwork is how many lookups the addresses of one network (lookupNet) may have
+// running at once: enough for a crawler fetching from many addresses of its /24 at once.
+const lookupsPerNetwork = 4
+
+// lookupNet is the network an address is counted in: an IPv4 /24 or an IPv6 /48, what one
+// party holds cheaply.
+func lookupNet(a netip.Addr) netip.Prefix {
+	a = a.Unmap()
+	bits := 48
+	if a.Is4() {
+		bits = 24
+	}
+	p, _ := a.Prefix(bits)
+	return p
 }

@@ -180,3 +180,31 @@ func TestFCrDNSBounds(t *testing.T) {
 		t.Error("the oldest answer was kept past the cache's bound")
 	}
 }
+
+// One network's slow reverse zone holds at most lookupsPerNetwork lookups (an IPv6 /48 or
+// IPv4 /24): the next address of it is busy at once, and another network's still resolves.
+func TestFCrDNSPerNetwork(t *testing.T) {
+	z := crawlertest.Start(t)
+	for i := range lookupsPerNetwork + 1 {
+		z.Slow(netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}).String())
+	}
+	v, err := NewVerifier(DNSConfig{Server: z.Addr, MaxInFlight: 64, CacheSize: 100, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []*Lookup
+	for i := range lookupsPerNetwork {
+		held = append(held, v.Start(googlebot, netip.AddrFrom4([4]byte{198, 51, 100, byte(i)})))
+	}
+	next := netip.AddrFrom4([4]byte{198, 51, 100, byte(lookupsPerNetwork)})
+	if check, _ := v.Start(googlebot, next).Result(time.Minute); check != detect.DNSBusy {
+		t.Fatalf("one more lookup of the same /24: %v", check)
+	}
+	if check, _ := v.Start(googlebot, netip.MustParseAddr("203.0.113.5")).Result(time.Minute); check == detect.DNSBusy {
+		t.Fatal("another network's lookup was refused")
+	}
+	z.Release()
+	for _, l := range held {
+		l.Result(time.Minute)
+	}
+}
