@@ -23,6 +23,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/flytrap/flytrap/detect"
+	"github.com/flytrap/flytrap/internal/clientnet"
 	"github.com/flytrap/flytrap/webhook"
 )
 
@@ -500,18 +501,12 @@ func WithClient(ctx context.Context, addr netip.Addr) context.Context {
 	return context.WithValue(ctx, clientKey{}, addr)
 }
 
-// clientNet is the network of ctx's client, an IPv4 /24 or an IPv6 /48 (what one party
-// holds cheaply), or the zero prefix when ctx carries none.
+// clientNet is the network of ctx's client (clientnet.Of), or the zero prefix when ctx
+// carries none.
 func clientNet(ctx context.Context) netip.Prefix {
 	a, _ := ctx.Value(clientKey{}).(netip.Addr)
 	if !a.IsValid() {
 		return netip.Prefix{}
 	}
-	a = a.Unmap()
-	bits := 48
-	if a.Is4() {
-		bits = 24
-	}
-	p, _ := a.Prefix(bits)
-	return p
+	return clientnet.Of(a)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/flytrap/flytrap/detect"
+	"github.com/flytrap/flytrap/internal/clientnet"
 )
 
 // Bounds of what one lookup reads of an answer: an attacker owns the PTR zone of its addresses.
@@ -38,7 +39,7 @@ type Verifier struct {
 	client *dns.Client
 	now    func() time.Time
 	slots  chan struct{}
-	nets   map[netip.Prefix]int // lookups running, by the network of their address (lookupNet)
+	nets   map[netip.Prefix]int // lookups running, by the network of their address (clientnet.Of)
 
 	mu    sync.Mutex
 	cache map[cacheKey]*list.Element // of *entry
@@ -126,7 +127,7 @@ func (v *Verifier) Start(a detect.Agent, addr netip.Addr) *Lookup {
 	}
 	// One network (an IPv6 /48 whose reverse zone answers slowly) holds at most
 	// lookupsPerNetwork of the slots, not all of them.
-	n := lookupNet(addr)
+	n := clientnet.Of(addr)
 	if v.nets[n] >= lookupsPerNetwork {
 		v.mu.Unlock()
 		v.busy.Add(1)
@@ -184,7 +185,7 @@ func (l *Lookup) Result(budget time.Duration) (detect.DNSCheck, string) {
 // resolve runs one lookup and publishes it to whoever waits.
 func (v *Verifier) resolve(e *entry, addr netip.Addr, domains []string) {
 	defer func() {
-		n := lookupNet(addr)
+		n := clientnet.Of(addr)
 		v.mu.Lock()
 		if v.nets[n]--; v.nets[n] <= 0 {
 			delete(v.nets, n)
@@ -332,18 +333,6 @@ func (v *Verifier) Stats() DNSStats {
 	return DNSStats{Lookups: v.lookups.Load(), Busy: v.busy.Load(), CacheHits: v.hits.Load(), Cached: n}
 }
 
-// lookupsPerNetwork is how many lookups the addresses of one network (lookupNet) may have
+// lookupsPerNetwork is how many lookups the addresses of one network (clientnet.Of) may have
 // running at once: enough for a crawler fetching from many addresses of its /24 at once.
 const lookupsPerNetwork = 4
-
-// lookupNet is the network an address is counted in: an IPv4 /24 or an IPv6 /48, what one
-// party holds cheaply.
-func lookupNet(a netip.Addr) netip.Prefix {
-	a = a.Unmap()
-	bits := 48
-	if a.Is4() {
-		bits = 24
-	}
-	p, _ := a.Prefix(bits)
-	return p
-}

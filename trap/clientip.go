@@ -42,18 +42,6 @@ func ClientPrefix(a netip.Addr) netip.Prefix {
 	return netip.PrefixFrom(a, a.BitLen())
 }
 
-// networkPrefix is a client's network in per-network limits: an IPv4 /24, an IPv6 /48
-// (a site's allocation).
-func networkPrefix(a netip.Addr) netip.Prefix {
-	a = a.Unmap()
-	bits := 24
-	if a.Is6() {
-		bits = 48
-	}
-	p, _ := a.Prefix(bits)
-	return p
-}
-
 func addrOf(hostport string) netip.Addr {
 	host, _, err := net.SplitHostPort(hostport)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/flytrap/flytrap/internal/clientnet"
 )
 
 // The legacy MCP transport (HTTP+SSE, protocol 2024-11-05), so older MCP clients reach
@@ -71,7 +73,7 @@ func newMCPStreams() *mcpStreams {
 func (m *mcpStreams) open(site string, ip netip.Addr) *mcpStream {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	s := &mcpStream{id: hex.EncodeToString(b[:]), site: site, addr: ClientPrefix(ip), net: networkPrefix(ip),
+	s := &mcpStream{id: hex.EncodeToString(b[:]), site: site, addr: ClientPrefix(ip), net: clientnet.Of(ip),
 		out: make(chan []byte, mcpStreamQueue), posted: make(chan struct{}, 1), gone: make(chan struct{})}
 	m.mu.Lock()
 	defer m.mu.Unlock()
