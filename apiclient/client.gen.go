@@ -1191,6 +1191,9 @@ type ListSessionsParams struct {
 	// TrapId Only sessions with a hit on this trap.
 	TrapId *string `form:"trap_id,omitempty" json:"trap_id,omitempty"`
 
+	// Ja4 Only sessions with a hit from this TLS client: its JA4 fingerprint, as a hit's ja4 or a JA4 campaign shows it (t13d1516h2_8daaf6152771_e5627efa2ab1). With trap_id: sessions with a hit on that trap from this client.
+	Ja4 *string `form:"ja4,omitempty" json:"ja4,omitempty"`
+
 	// SourceIp Only sessions from this address (exact match).
 	SourceIp *string `form:"source_ip,omitempty" json:"source_ip,omitempty"`
 
@@ -2285,6 +2288,18 @@ func NewListSessionsRequest(server string, params *ListSessionsParams) (*http.Re
 		if params.TrapId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "trap_id", *params.TrapId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Ja4 != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "ja4", *params.Ja4, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

@@ -13,6 +13,7 @@ import (
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/campaign"
+	"github.com/flytrap/flytrap/ent/campaignsession"
 	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/trap"
@@ -75,7 +76,7 @@ func (a *App) Campaigns(ctx context.Context, first *int, after *entgql.Cursor[st
 		rows, conn.PageInfo.HasNextPage = rows[:n], true
 	}
 	conn.PageInfo.HasPreviousPage = after != nil
-	page := &CampaignPage{a: a}
+	page := &CampaignPage{a: a, members: campaignsession.Table, last: campaignsession.FieldLastPromptID}
 	for _, row := range rows {
 		page.ids = append(page.ids, row.ID)
 		conn.Edges = append(conn.Edges, &CampaignEdge{Cursor: entgql.Cursor[string]{ID: row.LastPromptID},
@@ -102,25 +103,36 @@ func listSize(first *int) (int, error) {
 // LatestSessions is the first (at most 20; nil: 20) of the stored sessions that most recently
 // leaked the campaign's prompt.
 func (c *Campaign) LatestSessions(ctx context.Context, first *int) ([]*ent.Session, error) {
+	return c.Page.latestSessions(ctx, c.ID, first)
+}
+
+// Addresses is the first (at most 20; nil: 20) distinct source addresses of the campaign's
+// stored sessions, in order.
+func (c *Campaign) Addresses(ctx context.Context, first *int) ([]string, error) {
+	return c.Page.addressList(ctx, c.ID, first)
+}
+
+// latestSessions is the first (at most 20; nil: 20) of campaign id's latest members.
+func (p *CampaignPage) latestSessions(ctx context.Context, id string, first *int) ([]*ent.Session, error) {
 	n, err := listSize(first)
 	if err != nil {
 		return nil, err
 	}
-	ss, err := c.Page.Sessions(ctx, c.ID)
+	ss, err := p.Sessions(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	return append([]*ent.Session{}, ss[:min(n, len(ss))]...), nil
 }
 
-// Addresses is the first (at most 20; nil: 20) distinct source addresses of the campaign's
+// addressList is the first (at most 20; nil: 20) distinct source addresses of campaign id's
 // stored sessions, in order.
-func (c *Campaign) Addresses(ctx context.Context, first *int) ([]string, error) {
+func (p *CampaignPage) addressList(ctx context.Context, id string, first *int) ([]string, error) {
 	n, err := listSize(first)
 	if err != nil {
 		return nil, err
 	}
-	out, err := c.Page.Addresses(ctx, c.ID)
+	out, err := p.Addresses(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -135,8 +147,9 @@ func (c *Campaign) Traps(ctx context.Context) ([]*TrapRef, error) {
 // CampaignPage loads the lists of one page's campaigns: each list once, for all of them,
 // when a field first asks (gqlgen resolves the fields concurrently; the others wait).
 type CampaignPage struct {
-	a   *App
-	ids []string // the campaigns, read through the tenant rule: the statements below take them as given
+	a             *App
+	ids           []string // the campaigns, read through the tenant rule: the statements below take them as given
+	members, last string   // the memberships' table and their latest item's column (campaign_sessions, last_prompt_id)
 
 	sessionsOnce, addressesOnce, trapsOnce sync.Once
 	sessions                               map[string][]*ent.Session
@@ -146,7 +159,7 @@ type CampaignPage struct {
 }
 
 // Sessions loads the 20 latest members of every campaign of the page in one statement (a
-// UNION ALL of one index run each, along (campaign_id, last_prompt_id)), then their sessions
+// UNION ALL of one index run each, along (campaign_id, last_prompt_id) or its like), then their sessions
 // by primary key.
 func (p *CampaignPage) Sessions(ctx context.Context, id string) ([]*ent.Session, error) {
 	p.sessionsOnce.Do(func() { p.sessions, p.sessionsErr = p.loadSessions(ctx) })
@@ -160,8 +173,8 @@ func (p *CampaignPage) loadSessions(ctx context.Context) (map[string][]*ent.Sess
 		if i > 0 {
 			b.WriteString(" UNION ALL ")
 		}
-		fmt.Fprintf(&b, "SELECT campaign_id, session_id FROM (SELECT campaign_id, session_id FROM campaign_sessions WHERE campaign_id = %s ORDER BY last_prompt_id DESC LIMIT %d) m%d",
-			param(c, i+1), maxCampaignList, i)
+		fmt.Fprintf(&b, "SELECT campaign_id, session_id FROM (SELECT campaign_id, session_id FROM %s WHERE campaign_id = %s ORDER BY %s DESC LIMIT %d) m%d",
+			p.members, param(c, i+1), p.last, maxCampaignList, i)
 	}
 	members := map[string][]string{}
 	var list []string
@@ -225,9 +238,9 @@ func (p *CampaignPage) loadAddresses(ctx context.Context) (map[string][]string, 
 			with.WriteString(", ")
 			sel.WriteString(" UNION ALL ")
 		}
-		fmt.Fprintf(&with, "a%d(ip, k) AS (SELECT MIN(source_ip), 1 FROM campaign_sessions WHERE campaign_id = %s"+
-			" UNION ALL SELECT (SELECT MIN(source_ip) FROM campaign_sessions WHERE campaign_id = %s AND source_ip > a%d.ip), k + 1"+
-			" FROM a%d WHERE a%d.ip IS NOT NULL AND k < %s)", i, id, id, i, i, i, limit)
+		fmt.Fprintf(&with, "a%d(ip, k) AS (SELECT MIN(source_ip), 1 FROM %s WHERE campaign_id = %s"+
+			" UNION ALL SELECT (SELECT MIN(source_ip) FROM %s WHERE campaign_id = %s AND source_ip > a%d.ip), k + 1"+
+			" FROM a%d WHERE a%d.ip IS NOT NULL AND k < %s)", i, p.members, id, p.members, id, i, i, i, limit)
 		fmt.Fprintf(&sel, "SELECT %d, ip FROM a%d WHERE ip IS NOT NULL", i, i)
 	}
 	q := "WITH RECURSIVE " + with.String() + " " + sel.String()

@@ -16,6 +16,7 @@ type SessionFilter struct {
 	Classification string                // a Classification value
 	Severity       string                // a Severity value
 	TrapID         string                // sessions with a stored hit on this trap
+	JA4            string                // sessions with a stored hit from this TLS client (with TrapID: one hit on the trap from it)
 	SourceIP       string                // an address as net/netip prints it
 	Since          *time.Time            // last seen at or after
 	Until          *time.Time            // first seen before
@@ -46,9 +47,15 @@ func (f SessionFilter) Where() *ent.SessionWhereInput {
 	default:
 		w.TriageStateIn = f.TriageStates
 	}
-	if f.TrapID != "" {
-		id := f.TrapID
-		w.HasHitsWith = []*ent.HitWhereInput{{TrapID: &id}}
+	if f.TrapID != "" || f.JA4 != "" {
+		var h ent.HitWhereInput
+		if f.TrapID != "" {
+			h.TrapID = &f.TrapID
+		}
+		if f.JA4 != "" {
+			h.Ja4 = &f.JA4
+		}
+		w.HasHitsWith = []*ent.HitWhereInput{&h}
 	}
 	return w
 }
@@ -69,7 +76,7 @@ func (a *App) ListSessions(ctx context.Context, f SessionFilter, p Page) (*Paged
 
 // Sessions is the sessions connection: entgql's pagination (most recently seen first unless
 // orderBy says otherwise) with totalCount read from the counters where they cover the filter
-// (sessionCount) and capped otherwise (sessionRows), and a filter by trap rewritten so that a
+// (sessionCount) and capped otherwise (sessionRows), and a filter by trap or JA4 rewritten so that a
 // page costs little (sessionsOnTrap). GraphQL passes its arguments as they are; ListSessions
 // a SessionFilter and a Page.
 func (a *App) Sessions(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.SessionOrder, where *ent.SessionWhereInput) (*ent.SessionConnection, error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,34 +18,69 @@ import (
 
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/ja4campaign"
+	"github.com/flytrap/flytrap/ent/ja4campaignsession"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/trapsession"
 	"github.com/flytrap/flytrap/ids"
 )
 
-// trapListMax is the most sessions of a trap for which the sessions list filtered by that
-// trap starts from the trap's sessions (see sessionsOnTrap).
+// trapListMax is the most sessions of a trap (or a JA4) for which the sessions list filtered
+// by it starts from its sessions (see sessionsOnTrap).
 var trapListMax = 5000 // a variable for the tests
 
-// trapFilter says whether where filters sessions by a trap alone among hit fields: the
-// REST list's trap_id, GraphQL's hasHitsWith: {trapID}. It returns the trap id.
-func trapFilter(where *ent.SessionWhereInput) (string, bool) {
-	if where == nil || len(where.HasHitsWith) != 1 || where.HasHitsWith[0] == nil || where.HasHitsWith[0].TrapID == nil {
-		return "", false
-	}
-	h := *where.HasHitsWith[0]
-	id := *h.TrapID
-	h.TrapID = nil
-	return id, reflect.ValueOf(h).IsZero()
+// memberFilter is a filter of sessions by one field of their hits that a membership table
+// the writer keeps indexes: a trap (trap_sessions, by trap_id) or a JA4
+// (ja4_campaign_sessions, by the JA4's campaign in each organization the caller reads).
+type memberFilter struct {
+	table, keyCol string   // the membership table and its key column
+	keys          []string // the key's values: a trap id; a JA4's campaigns
+	hitCol, value string   // the hits' column and the value filtered on
 }
 
-// sessionsOnTrap rewrites a sessions filter by trap (trapFilter) so that a page costs little
-// whatever the database holds. ent's hasHitsWith reads every hit of the trap
+// trapFilter says whether where filters sessions by a trap or a JA4 alone among a hit's
+// fields: the REST list's trap_id or ja4, GraphQL's hasHitsWith: [{trapID}] or [{ja4}]. (Both
+// in one hasHitsWith, or in two, which ent reads as one hit matching both, are left to ent:
+// the trap's hits are read by their index.)
+func (a *App) trapFilter(ctx context.Context, where *ent.SessionWhereInput) (*memberFilter, error) {
+	if where == nil || len(where.HasHitsWith) != 1 || where.HasHitsWith[0] == nil {
+		return nil, nil
+	}
+	return a.memberFilterOf(ctx, *where.HasHitsWith[0])
+}
+
+// memberFilterOf is h as a memberFilter, when it filters by a trap or a JA4 alone.
+func (a *App) memberFilterOf(ctx context.Context, h ent.HitWhereInput) (*memberFilter, error) {
+	switch {
+	case h.TrapID != nil:
+		id := *h.TrapID
+		if h.TrapID = nil; !reflect.ValueOf(h).IsZero() {
+			return nil, nil
+		}
+		return &memberFilter{table: trapsession.Table, keyCol: trapsession.FieldTrapID, keys: []string{id}, hitCol: hit.FieldTrapID, value: id}, nil
+	case h.Ja4 != nil:
+		ja4 := *h.Ja4
+		if h.Ja4 = nil; !reflect.ValueOf(h).IsZero() {
+			return nil, nil
+		}
+		// The JA4's campaign of the caller's organization (of each, for the system).
+		keys, err := a.ent(ctx).Ja4Campaign.Query().Where(ja4campaign.Ja4(ja4)).IDs(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("find the JA4's campaign: %w", err)
+		}
+		return &memberFilter{table: ja4campaignsession.Table, keyCol: ja4campaignsession.FieldCampaignID, keys: keys, hitCol: hit.FieldJa4, value: ja4}, nil
+	}
+	return nil, nil
+}
+
+// sessionsOnTrap rewrites a sessions filter by trap or JA4 (trapFilter) so that a page costs
+// little whatever the database holds. ent's hasHitsWith reads every hit of the trap
 // (`id IN (SELECT session_id FROM hits WHERE trap_id = ?)`) and sorts their sessions: a second
-// or more for a trap with a million hits; and on SQLite with statistics (ANALYZE) the planner
-// may walk every session of the organization instead (0.9 s at 800,000 sessions for a trap
-// without hits). The trap's sessions are in trap_sessions, a row per (trap, session) the
-// writer adds with the session's first hit on the trap: it counts them up to trapListMax + 1
+// or more for a trap with a million hits (and hits have no index on ja4 at all); and on SQLite
+// with statistics (ANALYZE) the planner may walk every session of the organization instead
+// (0.9 s at 800,000 sessions for a trap without hits). The trap's sessions are in
+// trap_sessions, a row per (trap, session) the writer adds with the session's first hit on the
+// trap (a JA4's in ja4_campaign_sessions, the same way): it counts them up to trapListMax + 1
 // from that index alone, however many hits they sent. When that is all of them, the list is
 // those sessions by id. For a trap with more, the list walks the organization's sessions in
 // their order (the last_seen index, as the unfiltered list does) and keeps those with a
@@ -61,25 +97,33 @@ func trapFilter(where *ent.SessionWhereInput) (string, bool) {
 // caller reads the page, then asks hitsPurgedSince whether a purge moved it meanwhile (the
 // two are separate statements) and if so lists again with probeAll.
 func (a *App) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereInput, probeAll bool) (_ *ent.SessionWhereInput, keptSince time.Time, err error) {
-	id, ok := trapFilter(where)
-	if !ok {
-		return where, keptSince, nil
+	f, err := a.trapFilter(ctx, where)
+	if err != nil || f == nil {
+		return where, keptSince, err
+	}
+	w := *where
+	w.HasHitsWith = nil
+	w.Predicates = slices.Clone(w.Predicates)
+	if len(f.keys) == 0 { // a JA4 no stored hit of the organization came with
+		w.AddPredicates(func(s *sql.Selector) { s.Where(sql.False()) })
+		return &w, keptSince, nil
 	}
 	c := a.ent(ctx)
 	// How many sessions hit the trap, counted up to trapListMax + 1 on trap_sessions' (trap_id,
 	// session_id) index alone; then, for a trap with few, their ids from the same index.
-	// (A trap id names one organization's trap: the sessions query keeps to the viewer's.)
-	counted, err := scanAll[int](ctx, c, "SELECT COUNT(*) FROM (SELECT 1 FROM "+trapsession.Table+" WHERE "+trapsession.FieldTrapID+" = $1 LIMIT $2) t",
-		id, trapListMax+1)
+	// (A trap id names one organization's trap, a JA4 campaign one organization's JA4: the
+	// sessions query keeps to the viewer's.)
+	in, args := keyIn(c, f.keyCol, f.keys)
+	counted, err := scanAll[int](ctx, c, "SELECT COUNT(*) FROM (SELECT 1 FROM "+f.table+" WHERE "+in+" LIMIT "+strconv.Itoa(trapListMax+1)+") t", args...)
 	if err != nil || len(counted) != 1 {
-		return nil, keptSince, fmt.Errorf("count the trap's sessions: %w", cmp.Or(err, errors.New("no count")))
+		return nil, keptSince, fmt.Errorf("count the %s's sessions: %w", f.hitCol, cmp.Or(err, errors.New("no count")))
 	}
 	n := counted[0]
 	var sessions []string
 	if n <= trapListMax {
-		sessions, err = scanAll[string](ctx, c, "SELECT "+trapsession.FieldSessionID+" FROM "+trapsession.Table+" WHERE "+trapsession.FieldTrapID+" = $1", id)
+		sessions, err = scanAll[string](ctx, c, "SELECT "+trapsession.FieldSessionID+" FROM "+f.table+" WHERE "+in, args...)
 		if err != nil {
-			return nil, keptSince, fmt.Errorf("read the trap's sessions: %w", err)
+			return nil, keptSince, fmt.Errorf("read the %s's sessions: %w", f.hitCol, err)
 		}
 	}
 	kept := false
@@ -91,9 +135,6 @@ func (a *App) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereInput, 
 			keptSince = time.Time{}
 		}
 	}
-	w := *where
-	w.HasHitsWith = nil
-	w.Predicates = slices.Clone(w.Predicates)
 	w.AddPredicates(func(s *sql.Selector) {
 		var conds []*sql.Predicate
 		if n <= trapListMax {
@@ -105,9 +146,9 @@ func (a *App) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereInput, 
 			// The walk keeps a session with its (trap, session) row, one probe of trap_sessions'
 			// unique index: reading traps_triggered's JSON instead cost 5.5 s a page for a trap of
 			// 1,001 sessions among 800,000 (SQLite).
-			ts := sql.Table(trapsession.Table)
-			conds = append(conds, exists(sql.Select(ts.C(trapsession.FieldID)).From(ts).Where(sql.And(
-				sql.EQ(ts.C(trapsession.FieldTrapID), id), sql.ColumnsEQ(ts.C(trapsession.FieldSessionID), s.C(session.FieldID))))))
+			ts := sql.Table(f.table)
+			conds = append(conds, exists(sql.Select(ts.C(trapsession.FieldSessionID)).From(ts).Where(sql.And(
+				sql.In(ts.C(f.keyCol), anys(f.keys)...), sql.ColumnsEQ(ts.C(trapsession.FieldSessionID), s.C(session.FieldID))))))
 		}
 		// One of its hits on the trap, which makes the result exactly hasHitsWith's: the
 		// session's hits by their session_id index, each row's trap_id compared. SQLite's
@@ -115,9 +156,9 @@ func (a *App) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereInput, 
 		// the trap_id index for every session, a million row reads a page for a trap of 1,001
 		// sessions with a hit each (1.05 s against 20 ms); "+" keeps it off that index.
 		hits := sql.Table(hit.Table)
-		onTrap := sql.EQ(hits.C(hit.FieldTrapID), id)
+		onTrap := sql.EQ(hits.C(f.hitCol), f.value)
 		if c.Dialect() == dialect.SQLite {
-			onTrap = sql.ExprP("+"+hits.C(hit.FieldTrapID)+" = ?", id)
+			onTrap = sql.ExprP("+"+hits.C(f.hitCol)+" = ?", f.value)
 		}
 		probe := exists(sql.Select(hits.C(hit.FieldID)).From(hits).Where(sql.And(
 			sql.ColumnsEQ(hits.C(hit.FieldSessionID), s.C(session.FieldID)), onTrap)))
@@ -130,6 +171,20 @@ func (a *App) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereInput, 
 		s.Where(sql.And(conds...))
 	})
 	return &w, keptSince, nil
+}
+
+// keyIn is "col IN ($1, …)" over keys, in c's dialect, and its arguments.
+func keyIn(c *ent.Client, col string, keys []string) (string, []any) {
+	var b strings.Builder
+	b.WriteString(col + " IN (")
+	for i := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(param(c, i+1))
+	}
+	b.WriteString(")")
+	return b.String(), anys(keys)
 }
 
 // allHitsKeptSince is a time after which every session first seen still has every hit it

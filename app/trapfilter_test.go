@@ -37,6 +37,8 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 		o := c.Organization.Create().SetName("o").SaveX(ctx)
 		traps := []string{"trp_01busy0000000000000000000", "trp_01mid00000000000000000000", "trp_01rare0000000000000000000", "trp_01none0000000000000000000"}
 		weights := []int{70, 20, 3, 0}
+		// TLS clients: a common one, a rare one, one no hit came with.
+		ja4s := []string{"t13d1516h2_8daaf6152771_d8a2da3f94cd", "t13d3112h2_e8f1e7e78f70_6bebaf5329ac", "t13d1812h1_85036bcba153_b26ce05bbdd6"}
 		rnd := rand.New(rand.NewPCG(1, 2))
 		now := time.Now().UTC().Truncate(time.Millisecond)
 		var sessions []*ent.SessionCreate
@@ -51,6 +53,11 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 				at := first.Add(time.Duration(h) * time.Second)
 				hc := c.Hit.Create().SetID(ids.Format(ids.Hit, ulid.MustNew(ulid.Timestamp(at), ulid.DefaultEntropy()))).SetOrgID(o.ID).SetSessionID(sid).
 					SetMethod("GET").SetPath("/").SetSourceIP("192.0.2.1").SetReceivedAt(at).SetHeaders(schematype.Headers{})
+				if r := rnd.IntN(100); r < 60 {
+					hc.SetJa4(ja4s[0])
+				} else if r < 64 {
+					hc.SetJa4(ja4s[1])
+				}
 				for j, tr := range traps {
 					if rnd.IntN(100) < weights[j] {
 						hc.SetTrapID(tr)
@@ -108,13 +115,23 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 		defer func(was int) { trapListMax = was }(trapListMax)
 		for _, limit := range []int{1000, 30, 0} { // from trap_sessions always, sometimes, never
 			trapListMax = limit
+			// By trap, by JA4, and by both (one hit matching both: left to ent).
+			var filters [][]*ent.HitWhereInput
 			for _, tr := range traps {
+				filters = append(filters, []*ent.HitWhereInput{{TrapID: ptr(tr)}})
+			}
+			for _, j := range ja4s {
+				filters = append(filters, []*ent.HitWhereInput{{Ja4: ptr(j)}})
+			}
+			filters = append(filters, []*ent.HitWhereInput{{Ja4: ptr(ja4s[1]), TrapID: ptr(traps[0])}})
+			for fi, hf := range filters {
+				tr := "filter " + fmt.Sprint(fi)
 				for _, extra := range []func(*ent.SessionWhereInput){
 					func(*ent.SessionWhereInput) {},
 					func(w *ent.SessionWhereInput) { w.Classification = ptr(session.ClassificationAI_AGENT) },
 					func(w *ent.SessionWhereInput) { w.LastSeenGTE = &since },
 				} {
-					where := &ent.SessionWhereInput{HasHitsWith: []*ent.HitWhereInput{{TrapID: ptr(tr)}}}
+					where := &ent.SessionWhereInput{HasHitsWith: slices.Clone(hf)}
 					extra(where)
 					want, err := where.Filter(c.Session.Query())
 					if err != nil {
@@ -142,13 +159,14 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 						t.Fatal(err)
 					}
 					if n, err := r.sessionRows(rewritten)(ctx); err != nil || n != len(wantIDs) {
-						t.Fatalf("totalCount %d (%v), want %d", n, err, len(wantIDs))
+						t.Fatalf("%s, trapListMax %d: totalCount %d (%v), want %d", tr, limit, n, err, len(wantIDs))
 					}
 					if !slices.Equal(got, wantIDs) {
 						t.Fatalf("trapListMax %d, trap %s, where %+v: got %d sessions %v, want %d %v", limit, tr, where, len(got), got, len(wantIDs), wantIDs)
 					}
-					if tr == traps[0] && len(wantIDs) < 100 || tr == traps[3] && len(wantIDs) != 0 {
-						t.Fatalf("trap %s: %d sessions: the data does not test what it should", tr, len(wantIDs))
+					if hf[0].Ja4 == nil && (*hf[0].TrapID == traps[0] && len(wantIDs) < 100 || *hf[0].TrapID == traps[3] && len(wantIDs) != 0) ||
+						hf[0].TrapID == nil && (*hf[0].Ja4 == ja4s[0] && len(wantIDs) < 100 || *hf[0].Ja4 == ja4s[2] && len(wantIDs) != 0) {
+						t.Fatalf("%s: %d sessions: the data does not test what it should", tr, len(wantIDs))
 					}
 				}
 			}

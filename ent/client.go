@@ -24,6 +24,8 @@ import (
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/hithour"
 	"github.com/flytrap/flytrap/ent/idempotencykey"
+	"github.com/flytrap/flytrap/ent/ja4campaign"
+	"github.com/flytrap/flytrap/ent/ja4campaignsession"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/secret"
@@ -62,6 +64,10 @@ type Client struct {
 	HitHour *HitHourClient
 	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
 	IdempotencyKey *IdempotencyKeyClient
+	// Ja4Campaign is the client for interacting with the Ja4Campaign builders.
+	Ja4Campaign *Ja4CampaignClient
+	// Ja4CampaignSession is the client for interacting with the Ja4CampaignSession builders.
+	Ja4CampaignSession *Ja4CampaignSessionClient
 	// Organization is the client for interacting with the Organization builders.
 	Organization *OrganizationClient
 	// Prompt is the client for interacting with the Prompt builders.
@@ -104,6 +110,8 @@ func (c *Client) init() {
 	c.Hit = NewHitClient(c.config)
 	c.HitHour = NewHitHourClient(c.config)
 	c.IdempotencyKey = NewIdempotencyKeyClient(c.config)
+	c.Ja4Campaign = NewJa4CampaignClient(c.config)
+	c.Ja4CampaignSession = NewJa4CampaignSessionClient(c.config)
 	c.Organization = NewOrganizationClient(c.config)
 	c.Prompt = NewPromptClient(c.config)
 	c.Secret = NewSecretClient(c.config)
@@ -205,28 +213,30 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 	cfg := c.config
 	cfg.driver = tx
 	return &Tx{
-		ctx:              ctx,
-		config:           cfg,
-		APIKey:           NewAPIKeyClient(cfg),
-		Campaign:         NewCampaignClient(cfg),
-		CampaignSession:  NewCampaignSessionClient(cfg),
-		Counter:          NewCounterClient(cfg),
-		CrawlerRangeList: NewCrawlerRangeListClient(cfg),
-		Event:            NewEventClient(cfg),
-		Hit:              NewHitClient(cfg),
-		HitHour:          NewHitHourClient(cfg),
-		IdempotencyKey:   NewIdempotencyKeyClient(cfg),
-		Organization:     NewOrganizationClient(cfg),
-		Prompt:           NewPromptClient(cfg),
-		Secret:           NewSecretClient(cfg),
-		Sequence:         NewSequenceClient(cfg),
-		Session:          NewSessionClient(cfg),
-		Signal:           NewSignalClient(cfg),
-		Site:             NewSiteClient(cfg),
-		Trap:             NewTrapClient(cfg),
-		TrapSession:      NewTrapSessionClient(cfg),
-		WebhookDelivery:  NewWebhookDeliveryClient(cfg),
-		WebhookEndpoint:  NewWebhookEndpointClient(cfg),
+		ctx:                ctx,
+		config:             cfg,
+		APIKey:             NewAPIKeyClient(cfg),
+		Campaign:           NewCampaignClient(cfg),
+		CampaignSession:    NewCampaignSessionClient(cfg),
+		Counter:            NewCounterClient(cfg),
+		CrawlerRangeList:   NewCrawlerRangeListClient(cfg),
+		Event:              NewEventClient(cfg),
+		Hit:                NewHitClient(cfg),
+		HitHour:            NewHitHourClient(cfg),
+		IdempotencyKey:     NewIdempotencyKeyClient(cfg),
+		Ja4Campaign:        NewJa4CampaignClient(cfg),
+		Ja4CampaignSession: NewJa4CampaignSessionClient(cfg),
+		Organization:       NewOrganizationClient(cfg),
+		Prompt:             NewPromptClient(cfg),
+		Secret:             NewSecretClient(cfg),
+		Sequence:           NewSequenceClient(cfg),
+		Session:            NewSessionClient(cfg),
+		Signal:             NewSignalClient(cfg),
+		Site:               NewSiteClient(cfg),
+		Trap:               NewTrapClient(cfg),
+		TrapSession:        NewTrapSessionClient(cfg),
+		WebhookDelivery:    NewWebhookDeliveryClient(cfg),
+		WebhookEndpoint:    NewWebhookEndpointClient(cfg),
 	}, nil
 }
 
@@ -244,28 +254,30 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 	cfg := c.config
 	cfg.driver = &txDriver{tx: tx, drv: c.driver}
 	return &Tx{
-		ctx:              ctx,
-		config:           cfg,
-		APIKey:           NewAPIKeyClient(cfg),
-		Campaign:         NewCampaignClient(cfg),
-		CampaignSession:  NewCampaignSessionClient(cfg),
-		Counter:          NewCounterClient(cfg),
-		CrawlerRangeList: NewCrawlerRangeListClient(cfg),
-		Event:            NewEventClient(cfg),
-		Hit:              NewHitClient(cfg),
-		HitHour:          NewHitHourClient(cfg),
-		IdempotencyKey:   NewIdempotencyKeyClient(cfg),
-		Organization:     NewOrganizationClient(cfg),
-		Prompt:           NewPromptClient(cfg),
-		Secret:           NewSecretClient(cfg),
-		Sequence:         NewSequenceClient(cfg),
-		Session:          NewSessionClient(cfg),
-		Signal:           NewSignalClient(cfg),
-		Site:             NewSiteClient(cfg),
-		Trap:             NewTrapClient(cfg),
-		TrapSession:      NewTrapSessionClient(cfg),
-		WebhookDelivery:  NewWebhookDeliveryClient(cfg),
-		WebhookEndpoint:  NewWebhookEndpointClient(cfg),
+		ctx:                ctx,
+		config:             cfg,
+		APIKey:             NewAPIKeyClient(cfg),
+		Campaign:           NewCampaignClient(cfg),
+		CampaignSession:    NewCampaignSessionClient(cfg),
+		Counter:            NewCounterClient(cfg),
+		CrawlerRangeList:   NewCrawlerRangeListClient(cfg),
+		Event:              NewEventClient(cfg),
+		Hit:                NewHitClient(cfg),
+		HitHour:            NewHitHourClient(cfg),
+		IdempotencyKey:     NewIdempotencyKeyClient(cfg),
+		Ja4Campaign:        NewJa4CampaignClient(cfg),
+		Ja4CampaignSession: NewJa4CampaignSessionClient(cfg),
+		Organization:       NewOrganizationClient(cfg),
+		Prompt:             NewPromptClient(cfg),
+		Secret:             NewSecretClient(cfg),
+		Sequence:           NewSequenceClient(cfg),
+		Session:            NewSessionClient(cfg),
+		Signal:             NewSignalClient(cfg),
+		Site:               NewSiteClient(cfg),
+		Trap:               NewTrapClient(cfg),
+		TrapSession:        NewTrapSessionClient(cfg),
+		WebhookDelivery:    NewWebhookDeliveryClient(cfg),
+		WebhookEndpoint:    NewWebhookEndpointClient(cfg),
 	}, nil
 }
 
@@ -296,9 +308,9 @@ func (c *Client) Close() error {
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIKey, c.Campaign, c.CampaignSession, c.Counter, c.CrawlerRangeList, c.Event,
-		c.Hit, c.HitHour, c.IdempotencyKey, c.Organization, c.Prompt, c.Secret,
-		c.Sequence, c.Session, c.Signal, c.Site, c.Trap, c.TrapSession,
-		c.WebhookDelivery, c.WebhookEndpoint,
+		c.Hit, c.HitHour, c.IdempotencyKey, c.Ja4Campaign, c.Ja4CampaignSession,
+		c.Organization, c.Prompt, c.Secret, c.Sequence, c.Session, c.Signal, c.Site,
+		c.Trap, c.TrapSession, c.WebhookDelivery, c.WebhookEndpoint,
 	} {
 		n.Use(hooks...)
 	}
@@ -309,9 +321,9 @@ func (c *Client) Use(hooks ...Hook) {
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIKey, c.Campaign, c.CampaignSession, c.Counter, c.CrawlerRangeList, c.Event,
-		c.Hit, c.HitHour, c.IdempotencyKey, c.Organization, c.Prompt, c.Secret,
-		c.Sequence, c.Session, c.Signal, c.Site, c.Trap, c.TrapSession,
-		c.WebhookDelivery, c.WebhookEndpoint,
+		c.Hit, c.HitHour, c.IdempotencyKey, c.Ja4Campaign, c.Ja4CampaignSession,
+		c.Organization, c.Prompt, c.Secret, c.Sequence, c.Session, c.Signal, c.Site,
+		c.Trap, c.TrapSession, c.WebhookDelivery, c.WebhookEndpoint,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -338,6 +350,10 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.HitHour.mutate(ctx, m)
 	case *IdempotencyKeyMutation:
 		return c.IdempotencyKey.mutate(ctx, m)
+	case *Ja4CampaignMutation:
+		return c.Ja4Campaign.mutate(ctx, m)
+	case *Ja4CampaignSessionMutation:
+		return c.Ja4CampaignSession.mutate(ctx, m)
 	case *OrganizationMutation:
 		return c.Organization.mutate(ctx, m)
 	case *PromptMutation:
@@ -1651,6 +1667,290 @@ func (c *IdempotencyKeyClient) mutate(ctx context.Context, m *IdempotencyKeyMuta
 	}
 }
 
+// Ja4CampaignClient is a client for the Ja4Campaign schema.
+type Ja4CampaignClient struct {
+	config
+}
+
+// NewJa4CampaignClient returns a client for the Ja4Campaign from the given config.
+func NewJa4CampaignClient(c config) *Ja4CampaignClient {
+	return &Ja4CampaignClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `ja4campaign.Hooks(f(g(h())))`.
+func (c *Ja4CampaignClient) Use(hooks ...Hook) {
+	c.hooks.Ja4Campaign = append(c.hooks.Ja4Campaign, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `ja4campaign.Intercept(f(g(h())))`.
+func (c *Ja4CampaignClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Ja4Campaign = append(c.inters.Ja4Campaign, interceptors...)
+}
+
+// Create returns a builder for creating a Ja4Campaign entity.
+func (c *Ja4CampaignClient) Create() *Ja4CampaignCreate {
+	mutation := newJa4CampaignMutation(c.config, OpCreate)
+	return &Ja4CampaignCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Ja4Campaign entities.
+func (c *Ja4CampaignClient) CreateBulk(builders ...*Ja4CampaignCreate) *Ja4CampaignCreateBulk {
+	return &Ja4CampaignCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *Ja4CampaignClient) MapCreateBulk(slice any, setFunc func(*Ja4CampaignCreate, int)) *Ja4CampaignCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &Ja4CampaignCreateBulk{err: fmt.Errorf("calling to Ja4CampaignClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*Ja4CampaignCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &Ja4CampaignCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Ja4Campaign.
+func (c *Ja4CampaignClient) Update() *Ja4CampaignUpdate {
+	mutation := newJa4CampaignMutation(c.config, OpUpdate)
+	return &Ja4CampaignUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *Ja4CampaignClient) UpdateOne(_m *Ja4Campaign) *Ja4CampaignUpdateOne {
+	mutation := newJa4CampaignMutation(c.config, OpUpdateOne, withJa4Campaign(_m))
+	return &Ja4CampaignUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *Ja4CampaignClient) UpdateOneID(id string) *Ja4CampaignUpdateOne {
+	mutation := newJa4CampaignMutation(c.config, OpUpdateOne, withJa4CampaignID(id))
+	return &Ja4CampaignUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Ja4Campaign.
+func (c *Ja4CampaignClient) Delete() *Ja4CampaignDelete {
+	mutation := newJa4CampaignMutation(c.config, OpDelete)
+	return &Ja4CampaignDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *Ja4CampaignClient) DeleteOne(_m *Ja4Campaign) *Ja4CampaignDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *Ja4CampaignClient) DeleteOneID(id string) *Ja4CampaignDeleteOne {
+	builder := c.Delete().Where(ja4campaign.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &Ja4CampaignDeleteOne{builder}
+}
+
+// Query returns a query builder for Ja4Campaign.
+func (c *Ja4CampaignClient) Query() *Ja4CampaignQuery {
+	return &Ja4CampaignQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeJa4Campaign},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Ja4Campaign entity by its id.
+func (c *Ja4CampaignClient) Get(ctx context.Context, id string) (*Ja4Campaign, error) {
+	return c.Query().Where(ja4campaign.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *Ja4CampaignClient) GetX(ctx context.Context, id string) *Ja4Campaign {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *Ja4CampaignClient) Hooks() []Hook {
+	hooks := c.hooks.Ja4Campaign
+	return append(hooks[:len(hooks):len(hooks)], ja4campaign.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *Ja4CampaignClient) Interceptors() []Interceptor {
+	return c.inters.Ja4Campaign
+}
+
+func (c *Ja4CampaignClient) mutate(ctx context.Context, m *Ja4CampaignMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&Ja4CampaignCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&Ja4CampaignUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&Ja4CampaignUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&Ja4CampaignDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Ja4Campaign mutation op: %q", m.Op())
+	}
+}
+
+// Ja4CampaignSessionClient is a client for the Ja4CampaignSession schema.
+type Ja4CampaignSessionClient struct {
+	config
+}
+
+// NewJa4CampaignSessionClient returns a client for the Ja4CampaignSession from the given config.
+func NewJa4CampaignSessionClient(c config) *Ja4CampaignSessionClient {
+	return &Ja4CampaignSessionClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `ja4campaignsession.Hooks(f(g(h())))`.
+func (c *Ja4CampaignSessionClient) Use(hooks ...Hook) {
+	c.hooks.Ja4CampaignSession = append(c.hooks.Ja4CampaignSession, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `ja4campaignsession.Intercept(f(g(h())))`.
+func (c *Ja4CampaignSessionClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Ja4CampaignSession = append(c.inters.Ja4CampaignSession, interceptors...)
+}
+
+// Create returns a builder for creating a Ja4CampaignSession entity.
+func (c *Ja4CampaignSessionClient) Create() *Ja4CampaignSessionCreate {
+	mutation := newJa4CampaignSessionMutation(c.config, OpCreate)
+	return &Ja4CampaignSessionCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Ja4CampaignSession entities.
+func (c *Ja4CampaignSessionClient) CreateBulk(builders ...*Ja4CampaignSessionCreate) *Ja4CampaignSessionCreateBulk {
+	return &Ja4CampaignSessionCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *Ja4CampaignSessionClient) MapCreateBulk(slice any, setFunc func(*Ja4CampaignSessionCreate, int)) *Ja4CampaignSessionCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &Ja4CampaignSessionCreateBulk{err: fmt.Errorf("calling to Ja4CampaignSessionClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*Ja4CampaignSessionCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &Ja4CampaignSessionCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Ja4CampaignSession.
+func (c *Ja4CampaignSessionClient) Update() *Ja4CampaignSessionUpdate {
+	mutation := newJa4CampaignSessionMutation(c.config, OpUpdate)
+	return &Ja4CampaignSessionUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *Ja4CampaignSessionClient) UpdateOne(_m *Ja4CampaignSession) *Ja4CampaignSessionUpdateOne {
+	mutation := newJa4CampaignSessionMutation(c.config, OpUpdateOne, withJa4CampaignSession(_m))
+	return &Ja4CampaignSessionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *Ja4CampaignSessionClient) UpdateOneID(id int) *Ja4CampaignSessionUpdateOne {
+	mutation := newJa4CampaignSessionMutation(c.config, OpUpdateOne, withJa4CampaignSessionID(id))
+	return &Ja4CampaignSessionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Ja4CampaignSession.
+func (c *Ja4CampaignSessionClient) Delete() *Ja4CampaignSessionDelete {
+	mutation := newJa4CampaignSessionMutation(c.config, OpDelete)
+	return &Ja4CampaignSessionDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *Ja4CampaignSessionClient) DeleteOne(_m *Ja4CampaignSession) *Ja4CampaignSessionDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *Ja4CampaignSessionClient) DeleteOneID(id int) *Ja4CampaignSessionDeleteOne {
+	builder := c.Delete().Where(ja4campaignsession.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &Ja4CampaignSessionDeleteOne{builder}
+}
+
+// Query returns a query builder for Ja4CampaignSession.
+func (c *Ja4CampaignSessionClient) Query() *Ja4CampaignSessionQuery {
+	return &Ja4CampaignSessionQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeJa4CampaignSession},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Ja4CampaignSession entity by its id.
+func (c *Ja4CampaignSessionClient) Get(ctx context.Context, id int) (*Ja4CampaignSession, error) {
+	return c.Query().Where(ja4campaignsession.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *Ja4CampaignSessionClient) GetX(ctx context.Context, id int) *Ja4CampaignSession {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// QuerySession queries the session edge of a Ja4CampaignSession.
+func (c *Ja4CampaignSessionClient) QuerySession(_m *Ja4CampaignSession) *SessionQuery {
+	query := (&SessionClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(ja4campaignsession.Table, ja4campaignsession.FieldID, id),
+			sqlgraph.To(session.Table, session.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, ja4campaignsession.SessionTable, ja4campaignsession.SessionColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// Hooks returns the client hooks.
+func (c *Ja4CampaignSessionClient) Hooks() []Hook {
+	hooks := c.hooks.Ja4CampaignSession
+	return append(hooks[:len(hooks):len(hooks)], ja4campaignsession.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *Ja4CampaignSessionClient) Interceptors() []Interceptor {
+	return c.inters.Ja4CampaignSession
+}
+
+func (c *Ja4CampaignSessionClient) mutate(ctx context.Context, m *Ja4CampaignSessionMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&Ja4CampaignSessionCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&Ja4CampaignSessionUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&Ja4CampaignSessionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&Ja4CampaignSessionDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Ja4CampaignSession mutation op: %q", m.Op())
+	}
+}
+
 // OrganizationClient is a client for the Organization schema.
 type OrganizationClient struct {
 	config
@@ -2544,6 +2844,22 @@ func (c *SessionClient) QueryTrapMemberships(_m *Session) *TrapSessionQuery {
 			sqlgraph.From(session.Table, session.FieldID, id),
 			sqlgraph.To(trapsession.Table, trapsession.FieldID),
 			sqlgraph.Edge(sqlgraph.O2M, false, session.TrapMembershipsTable, session.TrapMembershipsColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// QueryJa4Memberships queries the ja4_memberships edge of a Session.
+func (c *SessionClient) QueryJa4Memberships(_m *Session) *Ja4CampaignSessionQuery {
+	query := (&Ja4CampaignSessionClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(session.Table, session.FieldID, id),
+			sqlgraph.To(ja4campaignsession.Table, ja4campaignsession.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, session.Ja4MembershipsTable, session.Ja4MembershipsColumn),
 		)
 		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
 		return fromV, nil
@@ -3529,13 +3845,14 @@ func (c *WebhookEndpointClient) mutate(ctx context.Context, m *WebhookEndpointMu
 type (
 	hooks struct {
 		APIKey, Campaign, CampaignSession, Counter, CrawlerRangeList, Event, Hit,
-		HitHour, IdempotencyKey, Organization, Prompt, Secret, Sequence, Session,
-		Signal, Site, Trap, TrapSession, WebhookDelivery, WebhookEndpoint []ent.Hook
+		HitHour, IdempotencyKey, Ja4Campaign, Ja4CampaignSession, Organization, Prompt,
+		Secret, Sequence, Session, Signal, Site, Trap, TrapSession, WebhookDelivery,
+		WebhookEndpoint []ent.Hook
 	}
 	inters struct {
 		APIKey, Campaign, CampaignSession, Counter, CrawlerRangeList, Event, Hit,
-		HitHour, IdempotencyKey, Organization, Prompt, Secret, Sequence, Session,
-		Signal, Site, Trap, TrapSession, WebhookDelivery,
+		HitHour, IdempotencyKey, Ja4Campaign, Ja4CampaignSession, Organization, Prompt,
+		Secret, Sequence, Session, Signal, Site, Trap, TrapSession, WebhookDelivery,
 		WebhookEndpoint []ent.Interceptor
 	}
 )

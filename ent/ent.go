@@ -21,6 +21,8 @@ import (
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/hithour"
 	"github.com/flytrap/flytrap/ent/idempotencykey"
+	"github.com/flytrap/flytrap/ent/ja4campaign"
+	"github.com/flytrap/flytrap/ent/ja4campaignsession"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/secret"
@@ -92,26 +94,28 @@ var (
 func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
-			apikey.Table:           apikey.ValidColumn,
-			campaign.Table:         campaign.ValidColumn,
-			campaignsession.Table:  campaignsession.ValidColumn,
-			counter.Table:          counter.ValidColumn,
-			crawlerrangelist.Table: crawlerrangelist.ValidColumn,
-			event.Table:            event.ValidColumn,
-			hit.Table:              hit.ValidColumn,
-			hithour.Table:          hithour.ValidColumn,
-			idempotencykey.Table:   idempotencykey.ValidColumn,
-			organization.Table:     organization.ValidColumn,
-			prompt.Table:           prompt.ValidColumn,
-			secret.Table:           secret.ValidColumn,
-			sequence.Table:         sequence.ValidColumn,
-			session.Table:          session.ValidColumn,
-			signal.Table:           signal.ValidColumn,
-			site.Table:             site.ValidColumn,
-			trap.Table:             trap.ValidColumn,
-			trapsession.Table:      trapsession.ValidColumn,
-			webhookdelivery.Table:  webhookdelivery.ValidColumn,
-			webhookendpoint.Table:  webhookendpoint.ValidColumn,
+			apikey.Table:             apikey.ValidColumn,
+			campaign.Table:           campaign.ValidColumn,
+			campaignsession.Table:    campaignsession.ValidColumn,
+			counter.Table:            counter.ValidColumn,
+			crawlerrangelist.Table:   crawlerrangelist.ValidColumn,
+			event.Table:              event.ValidColumn,
+			hit.Table:                hit.ValidColumn,
+			hithour.Table:            hithour.ValidColumn,
+			idempotencykey.Table:     idempotencykey.ValidColumn,
+			ja4campaign.Table:        ja4campaign.ValidColumn,
+			ja4campaignsession.Table: ja4campaignsession.ValidColumn,
+			organization.Table:       organization.ValidColumn,
+			prompt.Table:             prompt.ValidColumn,
+			secret.Table:             secret.ValidColumn,
+			sequence.Table:           sequence.ValidColumn,
+			session.Table:            session.ValidColumn,
+			signal.Table:             signal.ValidColumn,
+			site.Table:               site.ValidColumn,
+			trap.Table:               trap.ValidColumn,
+			trapsession.Table:        trapsession.ValidColumn,
+			webhookdelivery.Table:    webhookdelivery.ValidColumn,
+			webhookendpoint.Table:    webhookendpoint.ValidColumn,
 		})
 	})
 	return columnCheck(t, c)

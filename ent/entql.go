@@ -12,6 +12,8 @@ import (
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/hithour"
 	"github.com/flytrap/flytrap/ent/idempotencykey"
+	"github.com/flytrap/flytrap/ent/ja4campaign"
+	"github.com/flytrap/flytrap/ent/ja4campaignsession"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/predicate"
 	"github.com/flytrap/flytrap/ent/prompt"
@@ -33,7 +35,7 @@ import (
 
 // schemaGraph holds a representation of ent/schema at runtime.
 var schemaGraph = func() *sqlgraph.Schema {
-	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 20)}
+	graph := &sqlgraph.Schema{Nodes: make([]*sqlgraph.Node, 22)}
 	graph.Nodes[0] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   apikey.Table,
@@ -224,6 +226,46 @@ var schemaGraph = func() *sqlgraph.Schema {
 	}
 	graph.Nodes[9] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
+			Table:   ja4campaign.Table,
+			Columns: ja4campaign.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeString,
+				Column: ja4campaign.FieldID,
+			},
+		},
+		Type: "Ja4Campaign",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			ja4campaign.FieldOrgID:        {Type: field.TypeString, Column: ja4campaign.FieldOrgID},
+			ja4campaign.FieldJa4:          {Type: field.TypeString, Column: ja4campaign.FieldJa4},
+			ja4campaign.FieldSessionCount: {Type: field.TypeInt64, Column: ja4campaign.FieldSessionCount},
+			ja4campaign.FieldHitCount:     {Type: field.TypeInt64, Column: ja4campaign.FieldHitCount},
+			ja4campaign.FieldFirstHitID:   {Type: field.TypeString, Column: ja4campaign.FieldFirstHitID},
+			ja4campaign.FieldLastHitID:    {Type: field.TypeString, Column: ja4campaign.FieldLastHitID},
+			ja4campaign.FieldFirstSeen:    {Type: field.TypeTime, Column: ja4campaign.FieldFirstSeen},
+			ja4campaign.FieldLastSeen:     {Type: field.TypeTime, Column: ja4campaign.FieldLastSeen},
+		},
+	}
+	graph.Nodes[10] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
+			Table:   ja4campaignsession.Table,
+			Columns: ja4campaignsession.Columns,
+			ID: &sqlgraph.FieldSpec{
+				Type:   field.TypeInt,
+				Column: ja4campaignsession.FieldID,
+			},
+		},
+		Type: "Ja4CampaignSession",
+		Fields: map[string]*sqlgraph.FieldSpec{
+			ja4campaignsession.FieldOrgID:      {Type: field.TypeString, Column: ja4campaignsession.FieldOrgID},
+			ja4campaignsession.FieldCampaignID: {Type: field.TypeString, Column: ja4campaignsession.FieldCampaignID},
+			ja4campaignsession.FieldSessionID:  {Type: field.TypeString, Column: ja4campaignsession.FieldSessionID},
+			ja4campaignsession.FieldSourceIP:   {Type: field.TypeString, Column: ja4campaignsession.FieldSourceIP},
+			ja4campaignsession.FieldHits:       {Type: field.TypeInt64, Column: ja4campaignsession.FieldHits},
+			ja4campaignsession.FieldLastHitID:  {Type: field.TypeString, Column: ja4campaignsession.FieldLastHitID},
+		},
+	}
+	graph.Nodes[11] = &sqlgraph.Node{
+		NodeSpec: sqlgraph.NodeSpec{
 			Table:   organization.Table,
 			Columns: organization.Columns,
 			ID: &sqlgraph.FieldSpec{
@@ -240,7 +282,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			organization.FieldCreatedAt:                   {Type: field.TypeTime, Column: organization.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[10] = &sqlgraph.Node{
+	graph.Nodes[12] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   prompt.Table,
 			Columns: prompt.Columns,
@@ -262,7 +304,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			prompt.FieldCreatedAt: {Type: field.TypeTime, Column: prompt.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[11] = &sqlgraph.Node{
+	graph.Nodes[13] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   secret.Table,
 			Columns: secret.Columns,
@@ -276,7 +318,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			secret.FieldValue: {Type: field.TypeBytes, Column: secret.FieldValue},
 		},
 	}
-	graph.Nodes[12] = &sqlgraph.Node{
+	graph.Nodes[14] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   sequence.Table,
 			Columns: sequence.Columns,
@@ -290,7 +332,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			sequence.FieldValue: {Type: field.TypeInt64, Column: sequence.FieldValue},
 		},
 	}
-	graph.Nodes[13] = &sqlgraph.Node{
+	graph.Nodes[15] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   session.Table,
 			Columns: session.Columns,
@@ -325,7 +367,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			session.FieldState:             {Type: field.TypeJSON, Column: session.FieldState},
 		},
 	}
-	graph.Nodes[14] = &sqlgraph.Node{
+	graph.Nodes[16] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   signal.Table,
 			Columns: signal.Columns,
@@ -348,7 +390,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			signal.FieldCreatedAt:   {Type: field.TypeTime, Column: signal.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[15] = &sqlgraph.Node{
+	graph.Nodes[17] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   site.Table,
 			Columns: site.Columns,
@@ -367,7 +409,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			site.FieldCreatedAt:    {Type: field.TypeTime, Column: site.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[16] = &sqlgraph.Node{
+	graph.Nodes[18] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   trap.Table,
 			Columns: trap.Columns,
@@ -390,7 +432,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			trap.FieldUpdatedAt:   {Type: field.TypeTime, Column: trap.FieldUpdatedAt},
 		},
 	}
-	graph.Nodes[17] = &sqlgraph.Node{
+	graph.Nodes[19] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   trapsession.Table,
 			Columns: trapsession.Columns,
@@ -406,7 +448,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			trapsession.FieldSessionID: {Type: field.TypeString, Column: trapsession.FieldSessionID},
 		},
 	}
-	graph.Nodes[18] = &sqlgraph.Node{
+	graph.Nodes[20] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   webhookdelivery.Table,
 			Columns: webhookdelivery.Columns,
@@ -434,7 +476,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			webhookdelivery.FieldCreatedAt:      {Type: field.TypeTime, Column: webhookdelivery.FieldCreatedAt},
 		},
 	}
-	graph.Nodes[19] = &sqlgraph.Node{
+	graph.Nodes[21] = &sqlgraph.Node{
 		NodeSpec: sqlgraph.NodeSpec{
 			Table:   webhookendpoint.Table,
 			Columns: webhookendpoint.Columns,
@@ -520,6 +562,18 @@ var schemaGraph = func() *sqlgraph.Schema {
 			Bidi:    false,
 		},
 		"Hit",
+		"Session",
+	)
+	graph.MustAddE(
+		"session",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   ja4campaignsession.SessionTable,
+			Columns: []string{ja4campaignsession.SessionColumn},
+			Bidi:    false,
+		},
+		"Ja4CampaignSession",
 		"Session",
 	)
 	graph.MustAddE(
@@ -713,6 +767,18 @@ var schemaGraph = func() *sqlgraph.Schema {
 		},
 		"Session",
 		"TrapSession",
+	)
+	graph.MustAddE(
+		"ja4_memberships",
+		&sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.Ja4MembershipsTable,
+			Columns: []string{session.Ja4MembershipsColumn},
+			Bidi:    false,
+		},
+		"Session",
+		"Ja4CampaignSession",
 	)
 	graph.MustAddE(
 		"organization",
@@ -1617,6 +1683,170 @@ func (f *IdempotencyKeyFilter) WhereCreatedAt(p entql.TimeP) {
 }
 
 // addPredicate implements the predicateAdder interface.
+func (_q *Ja4CampaignQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the Ja4CampaignQuery builder.
+func (_q *Ja4CampaignQuery) Filter() *Ja4CampaignFilter {
+	return &Ja4CampaignFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *Ja4CampaignMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the Ja4CampaignMutation builder.
+func (m *Ja4CampaignMutation) Filter() *Ja4CampaignFilter {
+	return &Ja4CampaignFilter{config: m.config, predicateAdder: m}
+}
+
+// Ja4CampaignFilter provides a generic filtering capability at runtime for Ja4CampaignQuery.
+type Ja4CampaignFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *Ja4CampaignFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[9].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql string predicate on the id field.
+func (f *Ja4CampaignFilter) WhereID(p entql.StringP) {
+	f.Where(p.Field(ja4campaign.FieldID))
+}
+
+// WhereOrgID applies the entql string predicate on the org_id field.
+func (f *Ja4CampaignFilter) WhereOrgID(p entql.StringP) {
+	f.Where(p.Field(ja4campaign.FieldOrgID))
+}
+
+// WhereJa4 applies the entql string predicate on the ja4 field.
+func (f *Ja4CampaignFilter) WhereJa4(p entql.StringP) {
+	f.Where(p.Field(ja4campaign.FieldJa4))
+}
+
+// WhereSessionCount applies the entql int64 predicate on the session_count field.
+func (f *Ja4CampaignFilter) WhereSessionCount(p entql.Int64P) {
+	f.Where(p.Field(ja4campaign.FieldSessionCount))
+}
+
+// WhereHitCount applies the entql int64 predicate on the hit_count field.
+func (f *Ja4CampaignFilter) WhereHitCount(p entql.Int64P) {
+	f.Where(p.Field(ja4campaign.FieldHitCount))
+}
+
+// WhereFirstHitID applies the entql string predicate on the first_hit_id field.
+func (f *Ja4CampaignFilter) WhereFirstHitID(p entql.StringP) {
+	f.Where(p.Field(ja4campaign.FieldFirstHitID))
+}
+
+// WhereLastHitID applies the entql string predicate on the last_hit_id field.
+func (f *Ja4CampaignFilter) WhereLastHitID(p entql.StringP) {
+	f.Where(p.Field(ja4campaign.FieldLastHitID))
+}
+
+// WhereFirstSeen applies the entql time.Time predicate on the first_seen field.
+func (f *Ja4CampaignFilter) WhereFirstSeen(p entql.TimeP) {
+	f.Where(p.Field(ja4campaign.FieldFirstSeen))
+}
+
+// WhereLastSeen applies the entql time.Time predicate on the last_seen field.
+func (f *Ja4CampaignFilter) WhereLastSeen(p entql.TimeP) {
+	f.Where(p.Field(ja4campaign.FieldLastSeen))
+}
+
+// addPredicate implements the predicateAdder interface.
+func (_q *Ja4CampaignSessionQuery) addPredicate(pred func(s *sql.Selector)) {
+	_q.predicates = append(_q.predicates, pred)
+}
+
+// Filter returns a Filter implementation to apply filters on the Ja4CampaignSessionQuery builder.
+func (_q *Ja4CampaignSessionQuery) Filter() *Ja4CampaignSessionFilter {
+	return &Ja4CampaignSessionFilter{config: _q.config, predicateAdder: _q}
+}
+
+// addPredicate implements the predicateAdder interface.
+func (m *Ja4CampaignSessionMutation) addPredicate(pred func(s *sql.Selector)) {
+	m.predicates = append(m.predicates, pred)
+}
+
+// Filter returns an entql.Where implementation to apply filters on the Ja4CampaignSessionMutation builder.
+func (m *Ja4CampaignSessionMutation) Filter() *Ja4CampaignSessionFilter {
+	return &Ja4CampaignSessionFilter{config: m.config, predicateAdder: m}
+}
+
+// Ja4CampaignSessionFilter provides a generic filtering capability at runtime for Ja4CampaignSessionQuery.
+type Ja4CampaignSessionFilter struct {
+	predicateAdder
+	config
+}
+
+// Where applies the entql predicate on the query filter.
+func (f *Ja4CampaignSessionFilter) Where(p entql.P) {
+	f.addPredicate(func(s *sql.Selector) {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[10].Type, p, s); err != nil {
+			s.AddError(err)
+		}
+	})
+}
+
+// WhereID applies the entql int predicate on the id field.
+func (f *Ja4CampaignSessionFilter) WhereID(p entql.IntP) {
+	f.Where(p.Field(ja4campaignsession.FieldID))
+}
+
+// WhereOrgID applies the entql string predicate on the org_id field.
+func (f *Ja4CampaignSessionFilter) WhereOrgID(p entql.StringP) {
+	f.Where(p.Field(ja4campaignsession.FieldOrgID))
+}
+
+// WhereCampaignID applies the entql string predicate on the campaign_id field.
+func (f *Ja4CampaignSessionFilter) WhereCampaignID(p entql.StringP) {
+	f.Where(p.Field(ja4campaignsession.FieldCampaignID))
+}
+
+// WhereSessionID applies the entql string predicate on the session_id field.
+func (f *Ja4CampaignSessionFilter) WhereSessionID(p entql.StringP) {
+	f.Where(p.Field(ja4campaignsession.FieldSessionID))
+}
+
+// WhereSourceIP applies the entql string predicate on the source_ip field.
+func (f *Ja4CampaignSessionFilter) WhereSourceIP(p entql.StringP) {
+	f.Where(p.Field(ja4campaignsession.FieldSourceIP))
+}
+
+// WhereHits applies the entql int64 predicate on the hits field.
+func (f *Ja4CampaignSessionFilter) WhereHits(p entql.Int64P) {
+	f.Where(p.Field(ja4campaignsession.FieldHits))
+}
+
+// WhereLastHitID applies the entql string predicate on the last_hit_id field.
+func (f *Ja4CampaignSessionFilter) WhereLastHitID(p entql.StringP) {
+	f.Where(p.Field(ja4campaignsession.FieldLastHitID))
+}
+
+// WhereHasSession applies a predicate to check if query has an edge session.
+func (f *Ja4CampaignSessionFilter) WhereHasSession() {
+	f.Where(entql.HasEdge("session"))
+}
+
+// WhereHasSessionWith applies a predicate to check if query has an edge session with a given conditions (other predicates).
+func (f *Ja4CampaignSessionFilter) WhereHasSessionWith(preds ...predicate.Session) {
+	f.Where(entql.HasEdgeWith("session", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
+// addPredicate implements the predicateAdder interface.
 func (_q *OrganizationQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
 }
@@ -1645,7 +1875,7 @@ type OrganizationFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *OrganizationFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[9].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[11].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1822,7 +2052,7 @@ type PromptFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *PromptFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[10].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[12].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1935,7 +2165,7 @@ type SecretFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SecretFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[11].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[13].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -1980,7 +2210,7 @@ type SequenceFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SequenceFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[12].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[14].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2025,7 +2255,7 @@ type SessionFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SessionFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[13].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[15].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2230,6 +2460,20 @@ func (f *SessionFilter) WhereHasTrapMembershipsWith(preds ...predicate.TrapSessi
 	})))
 }
 
+// WhereHasJa4Memberships applies a predicate to check if query has an edge ja4_memberships.
+func (f *SessionFilter) WhereHasJa4Memberships() {
+	f.Where(entql.HasEdge("ja4_memberships"))
+}
+
+// WhereHasJa4MembershipsWith applies a predicate to check if query has an edge ja4_memberships with a given conditions (other predicates).
+func (f *SessionFilter) WhereHasJa4MembershipsWith(preds ...predicate.Ja4CampaignSession) {
+	f.Where(entql.HasEdgeWith("ja4_memberships", sqlgraph.WrapFunc(func(s *sql.Selector) {
+		for _, p := range preds {
+			p(s)
+		}
+	})))
+}
+
 // addPredicate implements the predicateAdder interface.
 func (_q *SignalQuery) addPredicate(pred func(s *sql.Selector)) {
 	_q.predicates = append(_q.predicates, pred)
@@ -2259,7 +2503,7 @@ type SignalFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SignalFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[14].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[16].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2377,7 +2621,7 @@ type SiteFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *SiteFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[15].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[17].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2475,7 +2719,7 @@ type TrapFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *TrapFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[16].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[18].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2593,7 +2837,7 @@ type TrapSessionFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *TrapSessionFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[17].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[19].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2662,7 +2906,7 @@ type WebhookDeliveryFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *WebhookDeliveryFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[18].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[20].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})
@@ -2791,7 +3035,7 @@ type WebhookEndpointFilter struct {
 // Where applies the entql predicate on the query filter.
 func (f *WebhookEndpointFilter) Where(p entql.P) {
 	f.addPredicate(func(s *sql.Selector) {
-		if err := schemaGraph.EvalP(schemaGraph.Nodes[19].Type, p, s); err != nil {
+		if err := schemaGraph.EvalP(schemaGraph.Nodes[21].Type, p, s); err != nil {
 			s.AddError(err)
 		}
 	})

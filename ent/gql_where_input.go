@@ -981,6 +981,23 @@ type HitWhereInput struct {
 	StatusLT    *int  `json:"statusLT,omitempty"`
 	StatusLTE   *int  `json:"statusLTE,omitempty"`
 
+	// "ja4" field predicates.
+	Ja4             *string  `json:"ja4,omitempty"`
+	Ja4NEQ          *string  `json:"ja4NEQ,omitempty"`
+	Ja4In           []string `json:"ja4In,omitempty"`
+	Ja4NotIn        []string `json:"ja4NotIn,omitempty"`
+	Ja4GT           *string  `json:"ja4GT,omitempty"`
+	Ja4GTE          *string  `json:"ja4GTE,omitempty"`
+	Ja4LT           *string  `json:"ja4LT,omitempty"`
+	Ja4LTE          *string  `json:"ja4LTE,omitempty"`
+	Ja4Contains     *string  `json:"ja4Contains,omitempty"`
+	Ja4HasPrefix    *string  `json:"ja4HasPrefix,omitempty"`
+	Ja4HasSuffix    *string  `json:"ja4HasSuffix,omitempty"`
+	Ja4IsNil        bool     `json:"ja4IsNil,omitempty"`
+	Ja4NotNil       bool     `json:"ja4NotNil,omitempty"`
+	Ja4EqualFold    *string  `json:"ja4EqualFold,omitempty"`
+	Ja4ContainsFold *string  `json:"ja4ContainsFold,omitempty"`
+
 	// "session" edge predicates.
 	HasSession     *bool                `json:"hasSession,omitempty"`
 	HasSessionWith []*SessionWhereInput `json:"hasSessionWith,omitempty"`
@@ -1470,6 +1487,51 @@ func (i *HitWhereInput) P() (predicate.Hit, error) {
 	}
 	if i.StatusLTE != nil {
 		predicates = append(predicates, hit.StatusLTE(*i.StatusLTE))
+	}
+	if i.Ja4 != nil {
+		predicates = append(predicates, hit.Ja4EQ(*i.Ja4))
+	}
+	if i.Ja4NEQ != nil {
+		predicates = append(predicates, hit.Ja4NEQ(*i.Ja4NEQ))
+	}
+	if len(i.Ja4In) > 0 {
+		predicates = append(predicates, hit.Ja4In(i.Ja4In...))
+	}
+	if len(i.Ja4NotIn) > 0 {
+		predicates = append(predicates, hit.Ja4NotIn(i.Ja4NotIn...))
+	}
+	if i.Ja4GT != nil {
+		predicates = append(predicates, hit.Ja4GT(*i.Ja4GT))
+	}
+	if i.Ja4GTE != nil {
+		predicates = append(predicates, hit.Ja4GTE(*i.Ja4GTE))
+	}
+	if i.Ja4LT != nil {
+		predicates = append(predicates, hit.Ja4LT(*i.Ja4LT))
+	}
+	if i.Ja4LTE != nil {
+		predicates = append(predicates, hit.Ja4LTE(*i.Ja4LTE))
+	}
+	if i.Ja4Contains != nil {
+		predicates = append(predicates, hit.Ja4Contains(*i.Ja4Contains))
+	}
+	if i.Ja4HasPrefix != nil {
+		predicates = append(predicates, hit.Ja4HasPrefix(*i.Ja4HasPrefix))
+	}
+	if i.Ja4HasSuffix != nil {
+		predicates = append(predicates, hit.Ja4HasSuffix(*i.Ja4HasSuffix))
+	}
+	if i.Ja4IsNil {
+		predicates = append(predicates, hit.Ja4IsNil())
+	}
+	if i.Ja4NotNil {
+		predicates = append(predicates, hit.Ja4NotNil())
+	}
+	if i.Ja4EqualFold != nil {
+		predicates = append(predicates, hit.Ja4EqualFold(*i.Ja4EqualFold))
+	}
+	if i.Ja4ContainsFold != nil {
+		predicates = append(predicates, hit.Ja4ContainsFold(*i.Ja4ContainsFold))
 	}
 
 	if i.HasSession != nil {

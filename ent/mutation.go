@@ -20,6 +20,8 @@ import (
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/hithour"
 	"github.com/flytrap/flytrap/ent/idempotencykey"
+	"github.com/flytrap/flytrap/ent/ja4campaign"
+	"github.com/flytrap/flytrap/ent/ja4campaignsession"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/predicate"
 	"github.com/flytrap/flytrap/ent/prompt"
@@ -45,26 +47,28 @@ const (
 	OpUpdateOne = ent.OpUpdateOne
 
 	// Node types.
-	TypeAPIKey           = "APIKey"
-	TypeCampaign         = "Campaign"
-	TypeCampaignSession  = "CampaignSession"
-	TypeCounter          = "Counter"
-	TypeCrawlerRangeList = "CrawlerRangeList"
-	TypeEvent            = "Event"
-	TypeHit              = "Hit"
-	TypeHitHour          = "HitHour"
-	TypeIdempotencyKey   = "IdempotencyKey"
-	TypeOrganization     = "Organization"
-	TypePrompt           = "Prompt"
-	TypeSecret           = "Secret"
-	TypeSequence         = "Sequence"
-	TypeSession          = "Session"
-	TypeSignal           = "Signal"
-	TypeSite             = "Site"
-	TypeTrap             = "Trap"
-	TypeTrapSession      = "TrapSession"
-	TypeWebhookDelivery  = "WebhookDelivery"
-	TypeWebhookEndpoint  = "WebhookEndpoint"
+	TypeAPIKey             = "APIKey"
+	TypeCampaign           = "Campaign"
+	TypeCampaignSession    = "CampaignSession"
+	TypeCounter            = "Counter"
+	TypeCrawlerRangeList   = "CrawlerRangeList"
+	TypeEvent              = "Event"
+	TypeHit                = "Hit"
+	TypeHitHour            = "HitHour"
+	TypeIdempotencyKey     = "IdempotencyKey"
+	TypeJa4Campaign        = "Ja4Campaign"
+	TypeJa4CampaignSession = "Ja4CampaignSession"
+	TypeOrganization       = "Organization"
+	TypePrompt             = "Prompt"
+	TypeSecret             = "Secret"
+	TypeSequence           = "Sequence"
+	TypeSession            = "Session"
+	TypeSignal             = "Signal"
+	TypeSite               = "Site"
+	TypeTrap               = "Trap"
+	TypeTrapSession        = "TrapSession"
+	TypeWebhookDelivery    = "WebhookDelivery"
+	TypeWebhookEndpoint    = "WebhookEndpoint"
 )
 
 // APIKeyMutation represents an operation that mutates the APIKey nodes in the graph.
@@ -7335,6 +7339,1471 @@ func (m *IdempotencyKeyMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown IdempotencyKey edge %s", name)
 }
 
+// Ja4CampaignMutation represents an operation that mutates the Ja4Campaign nodes in the graph.
+type Ja4CampaignMutation struct {
+	config
+	op               Op
+	typ              string
+	id               *string
+	org_id           *string
+	ja4              *string
+	session_count    *int64
+	addsession_count *int64
+	hit_count        *int64
+	addhit_count     *int64
+	first_hit_id     *string
+	last_hit_id      *string
+	first_seen       *time.Time
+	last_seen        *time.Time
+	clearedFields    map[string]struct{}
+	done             bool
+	oldValue         func(context.Context) (*Ja4Campaign, error)
+	predicates       []predicate.Ja4Campaign
+}
+
+var _ ent.Mutation = (*Ja4CampaignMutation)(nil)
+
+// ja4campaignOption allows management of the mutation configuration using functional options.
+type ja4campaignOption func(*Ja4CampaignMutation)
+
+// newJa4CampaignMutation creates new mutation for the Ja4Campaign entity.
+func newJa4CampaignMutation(c config, op Op, opts ...ja4campaignOption) *Ja4CampaignMutation {
+	m := &Ja4CampaignMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeJa4Campaign,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withJa4CampaignID sets the ID field of the mutation.
+func withJa4CampaignID(id string) ja4campaignOption {
+	return func(m *Ja4CampaignMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Ja4Campaign
+		)
+		m.oldValue = func(ctx context.Context) (*Ja4Campaign, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Ja4Campaign.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withJa4Campaign sets the old Ja4Campaign of the mutation.
+func withJa4Campaign(node *Ja4Campaign) ja4campaignOption {
+	return func(m *Ja4CampaignMutation) {
+		m.oldValue = func(context.Context) (*Ja4Campaign, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m Ja4CampaignMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m Ja4CampaignMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Ja4Campaign entities.
+func (m *Ja4CampaignMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *Ja4CampaignMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *Ja4CampaignMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Ja4Campaign.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetOrgID sets the "org_id" field.
+func (m *Ja4CampaignMutation) SetOrgID(s string) {
+	m.org_id = &s
+}
+
+// OrgID returns the value of the "org_id" field in the mutation.
+func (m *Ja4CampaignMutation) OrgID() (r string, exists bool) {
+	v := m.org_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOrgID returns the old "org_id" field's value of the Ja4Campaign entity.
+// If the Ja4Campaign object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *Ja4CampaignMutation) OldOrgID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOrgID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOrgID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOrgID: %w", err)
+	}
+	return oldValue.OrgID, nil
+}
+
+// ResetOrgID resets all changes to the "org_id" field.
+func (m *Ja4CampaignMutation) ResetOrgID() {
+	m.org_id = nil
+}
+
+// SetJa4 sets the "ja4" field.
+func (m *Ja4CampaignMutation) SetJa4(s string) {
+	m.ja4 = &s
+}
+
+// Ja4 returns the value of the "ja4" field in the mutation.
+func (m *Ja4CampaignMutation) Ja4() (r string, exists bool) {
+	v := m.ja4
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldJa4 returns the old "ja4" field's value of the Ja4Campaign entity.
+// If the Ja4Campaign object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *Ja4CampaignMutation) OldJa4(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldJa4 is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldJa4 requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldJa4: %w", err)
+	}
+	return oldValue.Ja4, nil
+}
+
+// ResetJa4 resets all changes to the "ja4" field.
+func (m *Ja4CampaignMutation) ResetJa4() {
+	m.ja4 = nil
+}
+
+// SetSessionCount sets the "session_count" field.
+func (m *Ja4CampaignMutation) SetSessionCount(i int64) {
+	m.session_count = &i
+	m.addsession_count = nil
+}
+
+// SessionCount returns the value of the "session_count" field in the mutation.
+func (m *Ja4CampaignMutation) SessionCount() (r int64, exists bool) {
+	v := m.session_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSessionCount returns the old "session_count" field's value of the Ja4Campaign entity.
+// If the Ja4Campaign object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *Ja4CampaignMutation) OldSessionCount(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSessionCount is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSessionCount requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSessionCount: %w", err)
+	}
+	return oldValue.SessionCount, nil
+}
+
+// AddSessionCount adds i to the "session_count" field.
+func (m *Ja4CampaignMutation) AddSessionCount(i int64) {
+	if m.addsession_count != nil {
+		*m.addsession_count += i
+	} else {
+		m.addsession_count = &i
+	}
+}
+
+// AddedSessionCount returns the value that was added to the "session_count" field in this mutation.
+func (m *Ja4CampaignMutation) AddedSessionCount() (r int64, exists bool) {
+	v := m.addsession_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetSessionCount resets all changes to the "session_count" field.
+func (m *Ja4CampaignMutation) ResetSessionCount() {
+	m.session_count = nil
+	m.addsession_count = nil
+}
+
+// SetHitCount sets the "hit_count" field.
+func (m *Ja4CampaignMutation) SetHitCount(i int64) {
+	m.hit_count = &i
+	m.addhit_count = nil
+}
+
+// HitCount returns the value of the "hit_count" field in the mutation.
+func (m *Ja4CampaignMutation) HitCount() (r int64, exists bool) {
+	v := m.hit_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHitCount returns the old "hit_count" field's value of the Ja4Campaign entity.
+// If the Ja4Campaign object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *Ja4CampaignMutation) OldHitCount(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHitCount is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHitCount requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHitCount: %w", err)
+	}
+	return oldValue.HitCount, nil
+}
+
+// AddHitCount adds i to the "hit_count" field.
+func (m *Ja4CampaignMutation) AddHitCount(i int64) {
+	if m.addhit_count != nil {
+		*m.addhit_count += i
+	} else {
+		m.addhit_count = &i
+	}
+}
+
+// AddedHitCount returns the value that was added to the "hit_count" field in this mutation.
+func (m *Ja4CampaignMutation) AddedHitCount() (r int64, exists bool) {
+	v := m.addhit_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetHitCount resets all changes to the "hit_count" field.
+func (m *Ja4CampaignMutation) ResetHitCount() {
+	m.hit_count = nil
+	m.addhit_count = nil
+}
+
+// SetFirstHitID sets the "first_hit_id" field.
+func (m *Ja4CampaignMutation) SetFirstHitID(s string) {
+	m.first_hit_id = &s
+}
+
+// FirstHitID returns the value of the "first_hit_id" field in the mutation.
+func (m *Ja4CampaignMutation) FirstHitID() (r string, exists bool) {
+	v := m.first_hit_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFirstHitID returns the old "first_hit_id" field's value of the Ja4Campaign entity.
+// If the Ja4Campaign object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *Ja4CampaignMutation) OldFirstHitID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFirstHitID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFirstHitID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFirstHitID: %w", err)
+	}
+	return oldValue.FirstHitID, nil
+}
+
+// ResetFirstHitID resets all changes to the "first_hit_id" field.
+func (m *Ja4CampaignMutation) ResetFirstHitID() {
+	m.first_hit_id = nil
+}
+
+// SetLastHitID sets the "last_hit_id" field.
+func (m *Ja4CampaignMutation) SetLastHitID(s string) {
+	m.last_hit_id = &s
+}
+
+// LastHitID returns the value of the "last_hit_id" field in the mutation.
+func (m *Ja4CampaignMutation) LastHitID() (r string, exists bool) {
+	v := m.last_hit_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastHitID returns the old "last_hit_id" field's value of the Ja4Campaign entity.
+// If the Ja4Campaign object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *Ja4CampaignMutation) OldLastHitID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastHitID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastHitID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastHitID: %w", err)
+	}
+	return oldValue.LastHitID, nil
+}
+
+// ResetLastHitID resets all changes to the "last_hit_id" field.
+func (m *Ja4CampaignMutation) ResetLastHitID() {
+	m.last_hit_id = nil
+}
+
+// SetFirstSeen sets the "first_seen" field.
+func (m *Ja4CampaignMutation) SetFirstSeen(t time.Time) {
+	m.first_seen = &t
+}
+
+// FirstSeen returns the value of the "first_seen" field in the mutation.
+func (m *Ja4CampaignMutation) FirstSeen() (r time.Time, exists bool) {
+	v := m.first_seen
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFirstSeen returns the old "first_seen" field's value of the Ja4Campaign entity.
+// If the Ja4Campaign object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *Ja4CampaignMutation) OldFirstSeen(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFirstSeen is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFirstSeen requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFirstSeen: %w", err)
+	}
+	return oldValue.FirstSeen, nil
+}
+
+// ResetFirstSeen resets all changes to the "first_seen" field.
+func (m *Ja4CampaignMutation) ResetFirstSeen() {
+	m.first_seen = nil
+}
+
+// SetLastSeen sets the "last_seen" field.
+func (m *Ja4CampaignMutation) SetLastSeen(t time.Time) {
+	m.last_seen = &t
+}
+
+// LastSeen returns the value of the "last_seen" field in the mutation.
+func (m *Ja4CampaignMutation) LastSeen() (r time.Time, exists bool) {
+	v := m.last_seen
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastSeen returns the old "last_seen" field's value of the Ja4Campaign entity.
+// If the Ja4Campaign object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *Ja4CampaignMutation) OldLastSeen(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastSeen is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastSeen requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastSeen: %w", err)
+	}
+	return oldValue.LastSeen, nil
+}
+
+// ResetLastSeen resets all changes to the "last_seen" field.
+func (m *Ja4CampaignMutation) ResetLastSeen() {
+	m.last_seen = nil
+}
+
+// Where appends a list predicates to the Ja4CampaignMutation builder.
+func (m *Ja4CampaignMutation) Where(ps ...predicate.Ja4Campaign) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the Ja4CampaignMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *Ja4CampaignMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Ja4Campaign, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *Ja4CampaignMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *Ja4CampaignMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Ja4Campaign).
+func (m *Ja4CampaignMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *Ja4CampaignMutation) Fields() []string {
+	fields := make([]string, 0, 8)
+	if m.org_id != nil {
+		fields = append(fields, ja4campaign.FieldOrgID)
+	}
+	if m.ja4 != nil {
+		fields = append(fields, ja4campaign.FieldJa4)
+	}
+	if m.session_count != nil {
+		fields = append(fields, ja4campaign.FieldSessionCount)
+	}
+	if m.hit_count != nil {
+		fields = append(fields, ja4campaign.FieldHitCount)
+	}
+	if m.first_hit_id != nil {
+		fields = append(fields, ja4campaign.FieldFirstHitID)
+	}
+	if m.last_hit_id != nil {
+		fields = append(fields, ja4campaign.FieldLastHitID)
+	}
+	if m.first_seen != nil {
+		fields = append(fields, ja4campaign.FieldFirstSeen)
+	}
+	if m.last_seen != nil {
+		fields = append(fields, ja4campaign.FieldLastSeen)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *Ja4CampaignMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case ja4campaign.FieldOrgID:
+		return m.OrgID()
+	case ja4campaign.FieldJa4:
+		return m.Ja4()
+	case ja4campaign.FieldSessionCount:
+		return m.SessionCount()
+	case ja4campaign.FieldHitCount:
+		return m.HitCount()
+	case ja4campaign.FieldFirstHitID:
+		return m.FirstHitID()
+	case ja4campaign.FieldLastHitID:
+		return m.LastHitID()
+	case ja4campaign.FieldFirstSeen:
+		return m.FirstSeen()
+	case ja4campaign.FieldLastSeen:
+		return m.LastSeen()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *Ja4CampaignMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case ja4campaign.FieldOrgID:
+		return m.OldOrgID(ctx)
+	case ja4campaign.FieldJa4:
+		return m.OldJa4(ctx)
+	case ja4campaign.FieldSessionCount:
+		return m.OldSessionCount(ctx)
+	case ja4campaign.FieldHitCount:
+		return m.OldHitCount(ctx)
+	case ja4campaign.FieldFirstHitID:
+		return m.OldFirstHitID(ctx)
+	case ja4campaign.FieldLastHitID:
+		return m.OldLastHitID(ctx)
+	case ja4campaign.FieldFirstSeen:
+		return m.OldFirstSeen(ctx)
+	case ja4campaign.FieldLastSeen:
+		return m.OldLastSeen(ctx)
+	}
+	return nil, fmt.Errorf("unknown Ja4Campaign field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *Ja4CampaignMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case ja4campaign.FieldOrgID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOrgID(v)
+		return nil
+	case ja4campaign.FieldJa4:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetJa4(v)
+		return nil
+	case ja4campaign.FieldSessionCount:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSessionCount(v)
+		return nil
+	case ja4campaign.FieldHitCount:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHitCount(v)
+		return nil
+	case ja4campaign.FieldFirstHitID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFirstHitID(v)
+		return nil
+	case ja4campaign.FieldLastHitID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastHitID(v)
+		return nil
+	case ja4campaign.FieldFirstSeen:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFirstSeen(v)
+		return nil
+	case ja4campaign.FieldLastSeen:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastSeen(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Ja4Campaign field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *Ja4CampaignMutation) AddedFields() []string {
+	var fields []string
+	if m.addsession_count != nil {
+		fields = append(fields, ja4campaign.FieldSessionCount)
+	}
+	if m.addhit_count != nil {
+		fields = append(fields, ja4campaign.FieldHitCount)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *Ja4CampaignMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case ja4campaign.FieldSessionCount:
+		return m.AddedSessionCount()
+	case ja4campaign.FieldHitCount:
+		return m.AddedHitCount()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *Ja4CampaignMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case ja4campaign.FieldSessionCount:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSessionCount(v)
+		return nil
+	case ja4campaign.FieldHitCount:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddHitCount(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Ja4Campaign numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *Ja4CampaignMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *Ja4CampaignMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *Ja4CampaignMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown Ja4Campaign nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *Ja4CampaignMutation) ResetField(name string) error {
+	switch name {
+	case ja4campaign.FieldOrgID:
+		m.ResetOrgID()
+		return nil
+	case ja4campaign.FieldJa4:
+		m.ResetJa4()
+		return nil
+	case ja4campaign.FieldSessionCount:
+		m.ResetSessionCount()
+		return nil
+	case ja4campaign.FieldHitCount:
+		m.ResetHitCount()
+		return nil
+	case ja4campaign.FieldFirstHitID:
+		m.ResetFirstHitID()
+		return nil
+	case ja4campaign.FieldLastHitID:
+		m.ResetLastHitID()
+		return nil
+	case ja4campaign.FieldFirstSeen:
+		m.ResetFirstSeen()
+		return nil
+	case ja4campaign.FieldLastSeen:
+		m.ResetLastSeen()
+		return nil
+	}
+	return fmt.Errorf("unknown Ja4Campaign field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *Ja4CampaignMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *Ja4CampaignMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *Ja4CampaignMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *Ja4CampaignMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *Ja4CampaignMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *Ja4CampaignMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *Ja4CampaignMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown Ja4Campaign unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *Ja4CampaignMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown Ja4Campaign edge %s", name)
+}
+
+// Ja4CampaignSessionMutation represents an operation that mutates the Ja4CampaignSession nodes in the graph.
+type Ja4CampaignSessionMutation struct {
+	config
+	op             Op
+	typ            string
+	id             *int
+	org_id         *string
+	campaign_id    *string
+	source_ip      *string
+	hits           *int64
+	addhits        *int64
+	last_hit_id    *string
+	clearedFields  map[string]struct{}
+	session        *string
+	clearedsession bool
+	done           bool
+	oldValue       func(context.Context) (*Ja4CampaignSession, error)
+	predicates     []predicate.Ja4CampaignSession
+}
+
+var _ ent.Mutation = (*Ja4CampaignSessionMutation)(nil)
+
+// ja4campaignsessionOption allows management of the mutation configuration using functional options.
+type ja4campaignsessionOption func(*Ja4CampaignSessionMutation)
+
+// newJa4CampaignSessionMutation creates new mutation for the Ja4CampaignSession entity.
+func newJa4CampaignSessionMutation(c config, op Op, opts ...ja4campaignsessionOption) *Ja4CampaignSessionMutation {
+	m := &Ja4CampaignSessionMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeJa4CampaignSession,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withJa4CampaignSessionID sets the ID field of the mutation.
+func withJa4CampaignSessionID(id int) ja4campaignsessionOption {
+	return func(m *Ja4CampaignSessionMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Ja4CampaignSession
+		)
+		m.oldValue = func(ctx context.Context) (*Ja4CampaignSession, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Ja4CampaignSession.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withJa4CampaignSession sets the old Ja4CampaignSession of the mutation.
+func withJa4CampaignSession(node *Ja4CampaignSession) ja4campaignsessionOption {
+	return func(m *Ja4CampaignSessionMutation) {
+		m.oldValue = func(context.Context) (*Ja4CampaignSession, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m Ja4CampaignSessionMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m Ja4CampaignSessionMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *Ja4CampaignSessionMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *Ja4CampaignSessionMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Ja4CampaignSession.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetOrgID sets the "org_id" field.
+func (m *Ja4CampaignSessionMutation) SetOrgID(s string) {
+	m.org_id = &s
+}
+
+// OrgID returns the value of the "org_id" field in the mutation.
+func (m *Ja4CampaignSessionMutation) OrgID() (r string, exists bool) {
+	v := m.org_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOrgID returns the old "org_id" field's value of the Ja4CampaignSession entity.
+// If the Ja4CampaignSession object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *Ja4CampaignSessionMutation) OldOrgID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOrgID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOrgID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOrgID: %w", err)
+	}
+	return oldValue.OrgID, nil
+}
+
+// ResetOrgID resets all changes to the "org_id" field.
+func (m *Ja4CampaignSessionMutation) ResetOrgID() {
+	m.org_id = nil
+}
+
+// SetCampaignID sets the "campaign_id" field.
+func (m *Ja4CampaignSessionMutation) SetCampaignID(s string) {
+	m.campaign_id = &s
+}
+
+// CampaignID returns the value of the "campaign_id" field in the mutation.
+func (m *Ja4CampaignSessionMutation) CampaignID() (r string, exists bool) {
+	v := m.campaign_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCampaignID returns the old "campaign_id" field's value of the Ja4CampaignSession entity.
+// If the Ja4CampaignSession object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *Ja4CampaignSessionMutation) OldCampaignID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCampaignID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCampaignID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCampaignID: %w", err)
+	}
+	return oldValue.CampaignID, nil
+}
+
+// ResetCampaignID resets all changes to the "campaign_id" field.
+func (m *Ja4CampaignSessionMutation) ResetCampaignID() {
+	m.campaign_id = nil
+}
+
+// SetSessionID sets the "session_id" field.
+func (m *Ja4CampaignSessionMutation) SetSessionID(s string) {
+	m.session = &s
+}
+
+// SessionID returns the value of the "session_id" field in the mutation.
+func (m *Ja4CampaignSessionMutation) SessionID() (r string, exists bool) {
+	v := m.session
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSessionID returns the old "session_id" field's value of the Ja4CampaignSession entity.
+// If the Ja4CampaignSession object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *Ja4CampaignSessionMutation) OldSessionID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSessionID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSessionID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSessionID: %w", err)
+	}
+	return oldValue.SessionID, nil
+}
+
+// ResetSessionID resets all changes to the "session_id" field.
+func (m *Ja4CampaignSessionMutation) ResetSessionID() {
+	m.session = nil
+}
+
+// SetSourceIP sets the "source_ip" field.
+func (m *Ja4CampaignSessionMutation) SetSourceIP(s string) {
+	m.source_ip = &s
+}
+
+// SourceIP returns the value of the "source_ip" field in the mutation.
+func (m *Ja4CampaignSessionMutation) SourceIP() (r string, exists bool) {
+	v := m.source_ip
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSourceIP returns the old "source_ip" field's value of the Ja4CampaignSession entity.
+// If the Ja4CampaignSession object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *Ja4CampaignSessionMutation) OldSourceIP(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSourceIP is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSourceIP requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSourceIP: %w", err)
+	}
+	return oldValue.SourceIP, nil
+}
+
+// ResetSourceIP resets all changes to the "source_ip" field.
+func (m *Ja4CampaignSessionMutation) ResetSourceIP() {
+	m.source_ip = nil
+}
+
+// SetHits sets the "hits" field.
+func (m *Ja4CampaignSessionMutation) SetHits(i int64) {
+	m.hits = &i
+	m.addhits = nil
+}
+
+// Hits returns the value of the "hits" field in the mutation.
+func (m *Ja4CampaignSessionMutation) Hits() (r int64, exists bool) {
+	v := m.hits
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHits returns the old "hits" field's value of the Ja4CampaignSession entity.
+// If the Ja4CampaignSession object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *Ja4CampaignSessionMutation) OldHits(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHits is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHits requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHits: %w", err)
+	}
+	return oldValue.Hits, nil
+}
+
+// AddHits adds i to the "hits" field.
+func (m *Ja4CampaignSessionMutation) AddHits(i int64) {
+	if m.addhits != nil {
+		*m.addhits += i
+	} else {
+		m.addhits = &i
+	}
+}
+
+// AddedHits returns the value that was added to the "hits" field in this mutation.
+func (m *Ja4CampaignSessionMutation) AddedHits() (r int64, exists bool) {
+	v := m.addhits
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetHits resets all changes to the "hits" field.
+func (m *Ja4CampaignSessionMutation) ResetHits() {
+	m.hits = nil
+	m.addhits = nil
+}
+
+// SetLastHitID sets the "last_hit_id" field.
+func (m *Ja4CampaignSessionMutation) SetLastHitID(s string) {
+	m.last_hit_id = &s
+}
+
+// LastHitID returns the value of the "last_hit_id" field in the mutation.
+func (m *Ja4CampaignSessionMutation) LastHitID() (r string, exists bool) {
+	v := m.last_hit_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastHitID returns the old "last_hit_id" field's value of the Ja4CampaignSession entity.
+// If the Ja4CampaignSession object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *Ja4CampaignSessionMutation) OldLastHitID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastHitID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastHitID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastHitID: %w", err)
+	}
+	return oldValue.LastHitID, nil
+}
+
+// ResetLastHitID resets all changes to the "last_hit_id" field.
+func (m *Ja4CampaignSessionMutation) ResetLastHitID() {
+	m.last_hit_id = nil
+}
+
+// ClearSession clears the "session" edge to the Session entity.
+func (m *Ja4CampaignSessionMutation) ClearSession() {
+	m.clearedsession = true
+	m.clearedFields[ja4campaignsession.FieldSessionID] = struct{}{}
+}
+
+// SessionCleared reports if the "session" edge to the Session entity was cleared.
+func (m *Ja4CampaignSessionMutation) SessionCleared() bool {
+	return m.clearedsession
+}
+
+// SessionIDs returns the "session" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// SessionID instead. It exists only for internal usage by the builders.
+func (m *Ja4CampaignSessionMutation) SessionIDs() (ids []string) {
+	if id := m.session; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetSession resets all changes to the "session" edge.
+func (m *Ja4CampaignSessionMutation) ResetSession() {
+	m.session = nil
+	m.clearedsession = false
+}
+
+// Where appends a list predicates to the Ja4CampaignSessionMutation builder.
+func (m *Ja4CampaignSessionMutation) Where(ps ...predicate.Ja4CampaignSession) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the Ja4CampaignSessionMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *Ja4CampaignSessionMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Ja4CampaignSession, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *Ja4CampaignSessionMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *Ja4CampaignSessionMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Ja4CampaignSession).
+func (m *Ja4CampaignSessionMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *Ja4CampaignSessionMutation) Fields() []string {
+	fields := make([]string, 0, 6)
+	if m.org_id != nil {
+		fields = append(fields, ja4campaignsession.FieldOrgID)
+	}
+	if m.campaign_id != nil {
+		fields = append(fields, ja4campaignsession.FieldCampaignID)
+	}
+	if m.session != nil {
+		fields = append(fields, ja4campaignsession.FieldSessionID)
+	}
+	if m.source_ip != nil {
+		fields = append(fields, ja4campaignsession.FieldSourceIP)
+	}
+	if m.hits != nil {
+		fields = append(fields, ja4campaignsession.FieldHits)
+	}
+	if m.last_hit_id != nil {
+		fields = append(fields, ja4campaignsession.FieldLastHitID)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *Ja4CampaignSessionMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case ja4campaignsession.FieldOrgID:
+		return m.OrgID()
+	case ja4campaignsession.FieldCampaignID:
+		return m.CampaignID()
+	case ja4campaignsession.FieldSessionID:
+		return m.SessionID()
+	case ja4campaignsession.FieldSourceIP:
+		return m.SourceIP()
+	case ja4campaignsession.FieldHits:
+		return m.Hits()
+	case ja4campaignsession.FieldLastHitID:
+		return m.LastHitID()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *Ja4CampaignSessionMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case ja4campaignsession.FieldOrgID:
+		return m.OldOrgID(ctx)
+	case ja4campaignsession.FieldCampaignID:
+		return m.OldCampaignID(ctx)
+	case ja4campaignsession.FieldSessionID:
+		return m.OldSessionID(ctx)
+	case ja4campaignsession.FieldSourceIP:
+		return m.OldSourceIP(ctx)
+	case ja4campaignsession.FieldHits:
+		return m.OldHits(ctx)
+	case ja4campaignsession.FieldLastHitID:
+		return m.OldLastHitID(ctx)
+	}
+	return nil, fmt.Errorf("unknown Ja4CampaignSession field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *Ja4CampaignSessionMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case ja4campaignsession.FieldOrgID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOrgID(v)
+		return nil
+	case ja4campaignsession.FieldCampaignID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCampaignID(v)
+		return nil
+	case ja4campaignsession.FieldSessionID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSessionID(v)
+		return nil
+	case ja4campaignsession.FieldSourceIP:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSourceIP(v)
+		return nil
+	case ja4campaignsession.FieldHits:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHits(v)
+		return nil
+	case ja4campaignsession.FieldLastHitID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastHitID(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Ja4CampaignSession field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *Ja4CampaignSessionMutation) AddedFields() []string {
+	var fields []string
+	if m.addhits != nil {
+		fields = append(fields, ja4campaignsession.FieldHits)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *Ja4CampaignSessionMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case ja4campaignsession.FieldHits:
+		return m.AddedHits()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *Ja4CampaignSessionMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case ja4campaignsession.FieldHits:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddHits(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Ja4CampaignSession numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *Ja4CampaignSessionMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *Ja4CampaignSessionMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *Ja4CampaignSessionMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown Ja4CampaignSession nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *Ja4CampaignSessionMutation) ResetField(name string) error {
+	switch name {
+	case ja4campaignsession.FieldOrgID:
+		m.ResetOrgID()
+		return nil
+	case ja4campaignsession.FieldCampaignID:
+		m.ResetCampaignID()
+		return nil
+	case ja4campaignsession.FieldSessionID:
+		m.ResetSessionID()
+		return nil
+	case ja4campaignsession.FieldSourceIP:
+		m.ResetSourceIP()
+		return nil
+	case ja4campaignsession.FieldHits:
+		m.ResetHits()
+		return nil
+	case ja4campaignsession.FieldLastHitID:
+		m.ResetLastHitID()
+		return nil
+	}
+	return fmt.Errorf("unknown Ja4CampaignSession field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *Ja4CampaignSessionMutation) AddedEdges() []string {
+	edges := make([]string, 0, 1)
+	if m.session != nil {
+		edges = append(edges, ja4campaignsession.EdgeSession)
+	}
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *Ja4CampaignSessionMutation) AddedIDs(name string) []ent.Value {
+	switch name {
+	case ja4campaignsession.EdgeSession:
+		if id := m.session; id != nil {
+			return []ent.Value{*id}
+		}
+	}
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *Ja4CampaignSessionMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 1)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *Ja4CampaignSessionMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *Ja4CampaignSessionMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 1)
+	if m.clearedsession {
+		edges = append(edges, ja4campaignsession.EdgeSession)
+	}
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *Ja4CampaignSessionMutation) EdgeCleared(name string) bool {
+	switch name {
+	case ja4campaignsession.EdgeSession:
+		return m.clearedsession
+	}
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *Ja4CampaignSessionMutation) ClearEdge(name string) error {
+	switch name {
+	case ja4campaignsession.EdgeSession:
+		m.ClearSession()
+		return nil
+	}
+	return fmt.Errorf("unknown Ja4CampaignSession unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *Ja4CampaignSessionMutation) ResetEdge(name string) error {
+	switch name {
+	case ja4campaignsession.EdgeSession:
+		m.ResetSession()
+		return nil
+	}
+	return fmt.Errorf("unknown Ja4CampaignSession edge %s", name)
+}
+
 // OrganizationMutation represents an operation that mutates the Organization nodes in the graph.
 type OrganizationMutation struct {
 	config
@@ -10225,6 +11694,9 @@ type SessionMutation struct {
 	trap_memberships            map[int]struct{}
 	removedtrap_memberships     map[int]struct{}
 	clearedtrap_memberships     bool
+	ja4_memberships             map[int]struct{}
+	removedja4_memberships      map[int]struct{}
+	clearedja4_memberships      bool
 	done                        bool
 	oldValue                    func(context.Context) (*Session, error)
 	predicates                  []predicate.Session
@@ -11605,6 +13077,60 @@ func (m *SessionMutation) ResetTrapMemberships() {
 	m.removedtrap_memberships = nil
 }
 
+// AddJa4MembershipIDs adds the "ja4_memberships" edge to the Ja4CampaignSession entity by ids.
+func (m *SessionMutation) AddJa4MembershipIDs(ids ...int) {
+	if m.ja4_memberships == nil {
+		m.ja4_memberships = make(map[int]struct{})
+	}
+	for i := range ids {
+		m.ja4_memberships[ids[i]] = struct{}{}
+	}
+}
+
+// ClearJa4Memberships clears the "ja4_memberships" edge to the Ja4CampaignSession entity.
+func (m *SessionMutation) ClearJa4Memberships() {
+	m.clearedja4_memberships = true
+}
+
+// Ja4MembershipsCleared reports if the "ja4_memberships" edge to the Ja4CampaignSession entity was cleared.
+func (m *SessionMutation) Ja4MembershipsCleared() bool {
+	return m.clearedja4_memberships
+}
+
+// RemoveJa4MembershipIDs removes the "ja4_memberships" edge to the Ja4CampaignSession entity by IDs.
+func (m *SessionMutation) RemoveJa4MembershipIDs(ids ...int) {
+	if m.removedja4_memberships == nil {
+		m.removedja4_memberships = make(map[int]struct{})
+	}
+	for i := range ids {
+		delete(m.ja4_memberships, ids[i])
+		m.removedja4_memberships[ids[i]] = struct{}{}
+	}
+}
+
+// RemovedJa4Memberships returns the removed IDs of the "ja4_memberships" edge to the Ja4CampaignSession entity.
+func (m *SessionMutation) RemovedJa4MembershipsIDs() (ids []int) {
+	for id := range m.removedja4_memberships {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// Ja4MembershipsIDs returns the "ja4_memberships" edge IDs in the mutation.
+func (m *SessionMutation) Ja4MembershipsIDs() (ids []int) {
+	for id := range m.ja4_memberships {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ResetJa4Memberships resets all changes to the "ja4_memberships" edge.
+func (m *SessionMutation) ResetJa4Memberships() {
+	m.ja4_memberships = nil
+	m.clearedja4_memberships = false
+	m.removedja4_memberships = nil
+}
+
 // Where appends a list predicates to the SessionMutation builder.
 func (m *SessionMutation) Where(ps ...predicate.Session) {
 	m.predicates = append(m.predicates, ps...)
@@ -12179,7 +13705,7 @@ func (m *SessionMutation) ResetField(name string) error {
 
 // AddedEdges returns all edge names that were set/added in this mutation.
 func (m *SessionMutation) AddedEdges() []string {
-	edges := make([]string, 0, 6)
+	edges := make([]string, 0, 7)
 	if m.organization != nil {
 		edges = append(edges, session.EdgeOrganization)
 	}
@@ -12197,6 +13723,9 @@ func (m *SessionMutation) AddedEdges() []string {
 	}
 	if m.trap_memberships != nil {
 		edges = append(edges, session.EdgeTrapMemberships)
+	}
+	if m.ja4_memberships != nil {
+		edges = append(edges, session.EdgeJa4Memberships)
 	}
 	return edges
 }
@@ -12239,13 +13768,19 @@ func (m *SessionMutation) AddedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case session.EdgeJa4Memberships:
+		ids := make([]ent.Value, 0, len(m.ja4_memberships))
+		for id := range m.ja4_memberships {
+			ids = append(ids, id)
+		}
+		return ids
 	}
 	return nil
 }
 
 // RemovedEdges returns all edge names that were removed in this mutation.
 func (m *SessionMutation) RemovedEdges() []string {
-	edges := make([]string, 0, 6)
+	edges := make([]string, 0, 7)
 	if m.removedhits != nil {
 		edges = append(edges, session.EdgeHits)
 	}
@@ -12260,6 +13795,9 @@ func (m *SessionMutation) RemovedEdges() []string {
 	}
 	if m.removedtrap_memberships != nil {
 		edges = append(edges, session.EdgeTrapMemberships)
+	}
+	if m.removedja4_memberships != nil {
+		edges = append(edges, session.EdgeJa4Memberships)
 	}
 	return edges
 }
@@ -12298,13 +13836,19 @@ func (m *SessionMutation) RemovedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case session.EdgeJa4Memberships:
+		ids := make([]ent.Value, 0, len(m.removedja4_memberships))
+		for id := range m.removedja4_memberships {
+			ids = append(ids, id)
+		}
+		return ids
 	}
 	return nil
 }
 
 // ClearedEdges returns all edge names that were cleared in this mutation.
 func (m *SessionMutation) ClearedEdges() []string {
-	edges := make([]string, 0, 6)
+	edges := make([]string, 0, 7)
 	if m.clearedorganization {
 		edges = append(edges, session.EdgeOrganization)
 	}
@@ -12322,6 +13866,9 @@ func (m *SessionMutation) ClearedEdges() []string {
 	}
 	if m.clearedtrap_memberships {
 		edges = append(edges, session.EdgeTrapMemberships)
+	}
+	if m.clearedja4_memberships {
+		edges = append(edges, session.EdgeJa4Memberships)
 	}
 	return edges
 }
@@ -12342,6 +13889,8 @@ func (m *SessionMutation) EdgeCleared(name string) bool {
 		return m.clearedcampaign_memberships
 	case session.EdgeTrapMemberships:
 		return m.clearedtrap_memberships
+	case session.EdgeJa4Memberships:
+		return m.clearedja4_memberships
 	}
 	return false
 }
@@ -12378,6 +13927,9 @@ func (m *SessionMutation) ResetEdge(name string) error {
 		return nil
 	case session.EdgeTrapMemberships:
 		m.ResetTrapMemberships()
+		return nil
+	case session.EdgeJa4Memberships:
+		m.ResetJa4Memberships()
 		return nil
 	}
 	return fmt.Errorf("unknown Session edge %s", name)

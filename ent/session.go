@@ -84,9 +84,11 @@ type SessionEdges struct {
 	CampaignMemberships []*CampaignSession `json:"campaign_memberships,omitempty"`
 	// TrapMemberships holds the value of the trap_memberships edge.
 	TrapMemberships []*TrapSession `json:"trap_memberships,omitempty"`
+	// Ja4Memberships holds the value of the ja4_memberships edge.
+	Ja4Memberships []*Ja4CampaignSession `json:"ja4_memberships,omitempty"`
 	// loadedTypes holds the information for reporting if a
 	// type was loaded (or requested) in eager-loading or not.
-	loadedTypes [6]bool
+	loadedTypes [7]bool
 	// totalCount holds the count of the edges above.
 	totalCount [3]map[string]int
 
@@ -95,6 +97,7 @@ type SessionEdges struct {
 	namedPrompts             map[string][]*Prompt
 	namedCampaignMemberships map[string][]*CampaignSession
 	namedTrapMemberships     map[string][]*TrapSession
+	namedJa4Memberships      map[string][]*Ja4CampaignSession
 }
 
 // OrganizationOrErr returns the Organization value or an error if the edge
@@ -151,6 +154,15 @@ func (e SessionEdges) TrapMembershipsOrErr() ([]*TrapSession, error) {
 		return e.TrapMemberships, nil
 	}
 	return nil, &NotLoadedError{edge: "trap_memberships"}
+}
+
+// Ja4MembershipsOrErr returns the Ja4Memberships value or an error if the edge
+// was not loaded in eager-loading.
+func (e SessionEdges) Ja4MembershipsOrErr() ([]*Ja4CampaignSession, error) {
+	if e.loadedTypes[6] {
+		return e.Ja4Memberships, nil
+	}
+	return nil, &NotLoadedError{edge: "ja4_memberships"}
 }
 
 // scanValues returns the types for scanning values from sql.Rows.
@@ -369,6 +381,11 @@ func (_m *Session) QueryTrapMemberships() *TrapSessionQuery {
 	return NewSessionClient(_m.config).QueryTrapMemberships(_m)
 }
 
+// QueryJa4Memberships queries the "ja4_memberships" edge of the Session entity.
+func (_m *Session) QueryJa4Memberships() *Ja4CampaignSessionQuery {
+	return NewSessionClient(_m.config).QueryJa4Memberships(_m)
+}
+
 // Update returns a builder for updating this Session.
 // Note that you need to call Session.Unwrap() before calling this method if this Session
 // was returned from a transaction, and the transaction was committed or rolled back.
@@ -580,6 +597,30 @@ func (_m *Session) appendNamedTrapMemberships(name string, edges ...*TrapSession
 		_m.Edges.namedTrapMemberships[name] = []*TrapSession{}
 	} else {
 		_m.Edges.namedTrapMemberships[name] = append(_m.Edges.namedTrapMemberships[name], edges...)
+	}
+}
+
+// NamedJa4Memberships returns the Ja4Memberships named value or an error if the edge was not
+// loaded in eager-loading with this name.
+func (_m *Session) NamedJa4Memberships(name string) ([]*Ja4CampaignSession, error) {
+	if _m.Edges.namedJa4Memberships == nil {
+		return nil, &NotLoadedError{edge: name}
+	}
+	nodes, ok := _m.Edges.namedJa4Memberships[name]
+	if !ok {
+		return nil, &NotLoadedError{edge: name}
+	}
+	return nodes, nil
+}
+
+func (_m *Session) appendNamedJa4Memberships(name string, edges ...*Ja4CampaignSession) {
+	if _m.Edges.namedJa4Memberships == nil {
+		_m.Edges.namedJa4Memberships = make(map[string][]*Ja4CampaignSession)
+	}
+	if len(edges) == 0 {
+		_m.Edges.namedJa4Memberships[name] = []*Ja4CampaignSession{}
+	} else {
+		_m.Edges.namedJa4Memberships[name] = append(_m.Edges.namedJa4Memberships[name], edges...)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"github.com/flytrap/flytrap/ent/campaignsession"
 	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/ja4campaignsession"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/schematype"
@@ -404,6 +405,21 @@ func (_c *SessionCreate) AddTrapMemberships(v ...*TrapSession) *SessionCreate {
 		ids[i] = v[i].ID
 	}
 	return _c.AddTrapMembershipIDs(ids...)
+}
+
+// AddJa4MembershipIDs adds the "ja4_memberships" edge to the Ja4CampaignSession entity by IDs.
+func (_c *SessionCreate) AddJa4MembershipIDs(ids ...int) *SessionCreate {
+	_c.mutation.AddJa4MembershipIDs(ids...)
+	return _c
+}
+
+// AddJa4Memberships adds the "ja4_memberships" edges to the Ja4CampaignSession entity.
+func (_c *SessionCreate) AddJa4Memberships(v ...*Ja4CampaignSession) *SessionCreate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _c.AddJa4MembershipIDs(ids...)
 }
 
 // Mutation returns the SessionMutation object of the builder.
@@ -879,6 +895,22 @@ func (_c *SessionCreate) createSpec() (*Session, *sqlgraph.CreateSpec) {
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(trapsession.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges = append(_spec.Edges, edge)
+	}
+	if nodes := _c.mutation.Ja4MembershipsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.Ja4MembershipsTable,
+			Columns: []string{session.Ja4MembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(ja4campaignsession.FieldID, field.TypeInt),
 			},
 		}
 		for _, k := range nodes {

@@ -15,6 +15,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"github.com/flytrap/flytrap/ent/campaignsession"
 	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/ja4campaignsession"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/predicate"
 	"github.com/flytrap/flytrap/ent/prompt"
@@ -36,6 +37,7 @@ type SessionQuery struct {
 	withPrompts                  *PromptQuery
 	withCampaignMemberships      *CampaignSessionQuery
 	withTrapMemberships          *TrapSessionQuery
+	withJa4Memberships           *Ja4CampaignSessionQuery
 	loadTotal                    []func(context.Context, []*Session) error
 	modifiers                    []func(*sql.Selector)
 	withNamedHits                map[string]*HitQuery
@@ -43,6 +45,7 @@ type SessionQuery struct {
 	withNamedPrompts             map[string]*PromptQuery
 	withNamedCampaignMemberships map[string]*CampaignSessionQuery
 	withNamedTrapMemberships     map[string]*TrapSessionQuery
+	withNamedJa4Memberships      map[string]*Ja4CampaignSessionQuery
 	// intermediate query (i.e. traversal path).
 	sql  *sql.Selector
 	path func(context.Context) (*sql.Selector, error)
@@ -204,6 +207,28 @@ func (_q *SessionQuery) QueryTrapMemberships() *TrapSessionQuery {
 			sqlgraph.From(session.Table, session.FieldID, selector),
 			sqlgraph.To(trapsession.Table, trapsession.FieldID),
 			sqlgraph.Edge(sqlgraph.O2M, false, session.TrapMembershipsTable, session.TrapMembershipsColumn),
+		)
+		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
+		return fromU, nil
+	}
+	return query
+}
+
+// QueryJa4Memberships chains the current query on the "ja4_memberships" edge.
+func (_q *SessionQuery) QueryJa4Memberships() *Ja4CampaignSessionQuery {
+	query := (&Ja4CampaignSessionClient{config: _q.config}).Query()
+	query.path = func(ctx context.Context) (fromU *sql.Selector, err error) {
+		if err := _q.prepareQuery(ctx); err != nil {
+			return nil, err
+		}
+		selector := _q.sqlQuery(ctx)
+		if err := selector.Err(); err != nil {
+			return nil, err
+		}
+		step := sqlgraph.NewStep(
+			sqlgraph.From(session.Table, session.FieldID, selector),
+			sqlgraph.To(ja4campaignsession.Table, ja4campaignsession.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, session.Ja4MembershipsTable, session.Ja4MembershipsColumn),
 		)
 		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
 		return fromU, nil
@@ -409,6 +434,7 @@ func (_q *SessionQuery) Clone() *SessionQuery {
 		withPrompts:             _q.withPrompts.Clone(),
 		withCampaignMemberships: _q.withCampaignMemberships.Clone(),
 		withTrapMemberships:     _q.withTrapMemberships.Clone(),
+		withJa4Memberships:      _q.withJa4Memberships.Clone(),
 		// clone intermediate query.
 		sql:       _q.sql.Clone(),
 		path:      _q.path,
@@ -479,6 +505,17 @@ func (_q *SessionQuery) WithTrapMemberships(opts ...func(*TrapSessionQuery)) *Se
 		opt(query)
 	}
 	_q.withTrapMemberships = query
+	return _q
+}
+
+// WithJa4Memberships tells the query-builder to eager-load the nodes that are connected to
+// the "ja4_memberships" edge. The optional arguments are used to configure the query builder of the edge.
+func (_q *SessionQuery) WithJa4Memberships(opts ...func(*Ja4CampaignSessionQuery)) *SessionQuery {
+	query := (&Ja4CampaignSessionClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	_q.withJa4Memberships = query
 	return _q
 }
 
@@ -566,13 +603,14 @@ func (_q *SessionQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Sess
 	var (
 		nodes       = []*Session{}
 		_spec       = _q.querySpec()
-		loadedTypes = [6]bool{
+		loadedTypes = [7]bool{
 			_q.withOrganization != nil,
 			_q.withHits != nil,
 			_q.withSignals != nil,
 			_q.withPrompts != nil,
 			_q.withCampaignMemberships != nil,
 			_q.withTrapMemberships != nil,
+			_q.withJa4Memberships != nil,
 		}
 	)
 	_spec.ScanValues = func(columns []string) ([]any, error) {
@@ -639,6 +677,13 @@ func (_q *SessionQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Sess
 			return nil, err
 		}
 	}
+	if query := _q.withJa4Memberships; query != nil {
+		if err := _q.loadJa4Memberships(ctx, query, nodes,
+			func(n *Session) { n.Edges.Ja4Memberships = []*Ja4CampaignSession{} },
+			func(n *Session, e *Ja4CampaignSession) { n.Edges.Ja4Memberships = append(n.Edges.Ja4Memberships, e) }); err != nil {
+			return nil, err
+		}
+	}
 	for name, query := range _q.withNamedHits {
 		if err := _q.loadHits(ctx, query, nodes,
 			func(n *Session) { n.appendNamedHits(name) },
@@ -671,6 +716,13 @@ func (_q *SessionQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Sess
 		if err := _q.loadTrapMemberships(ctx, query, nodes,
 			func(n *Session) { n.appendNamedTrapMemberships(name) },
 			func(n *Session, e *TrapSession) { n.appendNamedTrapMemberships(name, e) }); err != nil {
+			return nil, err
+		}
+	}
+	for name, query := range _q.withNamedJa4Memberships {
+		if err := _q.loadJa4Memberships(ctx, query, nodes,
+			func(n *Session) { n.appendNamedJa4Memberships(name) },
+			func(n *Session, e *Ja4CampaignSession) { n.appendNamedJa4Memberships(name, e) }); err != nil {
 			return nil, err
 		}
 	}
@@ -861,6 +913,36 @@ func (_q *SessionQuery) loadTrapMemberships(ctx context.Context, query *TrapSess
 	}
 	return nil
 }
+func (_q *SessionQuery) loadJa4Memberships(ctx context.Context, query *Ja4CampaignSessionQuery, nodes []*Session, init func(*Session), assign func(*Session, *Ja4CampaignSession)) error {
+	fks := make([]driver.Value, 0, len(nodes))
+	nodeids := make(map[string]*Session)
+	for i := range nodes {
+		fks = append(fks, nodes[i].ID)
+		nodeids[nodes[i].ID] = nodes[i]
+		if init != nil {
+			init(nodes[i])
+		}
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(ja4campaignsession.FieldSessionID)
+	}
+	query.Where(predicate.Ja4CampaignSession(func(s *sql.Selector) {
+		s.Where(sql.InValues(s.C(session.Ja4MembershipsColumn), fks...))
+	}))
+	neighbors, err := query.All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range neighbors {
+		fk := n.SessionID
+		node, ok := nodeids[fk]
+		if !ok {
+			return fmt.Errorf(`unexpected referenced foreign-key "session_id" returned %v for node %v`, fk, n.ID)
+		}
+		assign(node, n)
+	}
+	return nil
+}
 
 func (_q *SessionQuery) sqlCount(ctx context.Context) (int, error) {
 	_spec := _q.querySpec()
@@ -1025,6 +1107,20 @@ func (_q *SessionQuery) WithNamedTrapMemberships(name string, opts ...func(*Trap
 		_q.withNamedTrapMemberships = make(map[string]*TrapSessionQuery)
 	}
 	_q.withNamedTrapMemberships[name] = query
+	return _q
+}
+
+// WithNamedJa4Memberships tells the query-builder to eager-load the nodes that are connected to the "ja4_memberships"
+// edge with the given name. The optional arguments are used to configure the query builder of the edge.
+func (_q *SessionQuery) WithNamedJa4Memberships(name string, opts ...func(*Ja4CampaignSessionQuery)) *SessionQuery {
+	query := (&Ja4CampaignSessionClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	if _q.withNamedJa4Memberships == nil {
+		_q.withNamedJa4Memberships = make(map[string]*Ja4CampaignSessionQuery)
+	}
+	_q.withNamedJa4Memberships[name] = query
 	return _q
 }
 

@@ -14,6 +14,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"github.com/flytrap/flytrap/ent/campaignsession"
 	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/ja4campaignsession"
 	"github.com/flytrap/flytrap/ent/predicate"
 	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/schematype"
@@ -440,6 +441,21 @@ func (_u *SessionUpdate) AddTrapMemberships(v ...*TrapSession) *SessionUpdate {
 	return _u.AddTrapMembershipIDs(ids...)
 }
 
+// AddJa4MembershipIDs adds the "ja4_memberships" edge to the Ja4CampaignSession entity by IDs.
+func (_u *SessionUpdate) AddJa4MembershipIDs(ids ...int) *SessionUpdate {
+	_u.mutation.AddJa4MembershipIDs(ids...)
+	return _u
+}
+
+// AddJa4Memberships adds the "ja4_memberships" edges to the Ja4CampaignSession entity.
+func (_u *SessionUpdate) AddJa4Memberships(v ...*Ja4CampaignSession) *SessionUpdate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddJa4MembershipIDs(ids...)
+}
+
 // Mutation returns the SessionMutation object of the builder.
 func (_u *SessionUpdate) Mutation() *SessionMutation {
 	return _u.mutation
@@ -548,6 +564,27 @@ func (_u *SessionUpdate) RemoveTrapMemberships(v ...*TrapSession) *SessionUpdate
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveTrapMembershipIDs(ids...)
+}
+
+// ClearJa4Memberships clears all "ja4_memberships" edges to the Ja4CampaignSession entity.
+func (_u *SessionUpdate) ClearJa4Memberships() *SessionUpdate {
+	_u.mutation.ClearJa4Memberships()
+	return _u
+}
+
+// RemoveJa4MembershipIDs removes the "ja4_memberships" edge to Ja4CampaignSession entities by IDs.
+func (_u *SessionUpdate) RemoveJa4MembershipIDs(ids ...int) *SessionUpdate {
+	_u.mutation.RemoveJa4MembershipIDs(ids...)
+	return _u
+}
+
+// RemoveJa4Memberships removes "ja4_memberships" edges to Ja4CampaignSession entities.
+func (_u *SessionUpdate) RemoveJa4Memberships(v ...*Ja4CampaignSession) *SessionUpdate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveJa4MembershipIDs(ids...)
 }
 
 // Save executes the query and returns the number of nodes affected by the update operation.
@@ -992,6 +1029,51 @@ func (_u *SessionUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 		}
 		_spec.Edges.Add = append(_spec.Edges.Add, edge)
 	}
+	if _u.mutation.Ja4MembershipsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.Ja4MembershipsTable,
+			Columns: []string{session.Ja4MembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(ja4campaignsession.FieldID, field.TypeInt),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedJa4MembershipsIDs(); len(nodes) > 0 && !_u.mutation.Ja4MembershipsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.Ja4MembershipsTable,
+			Columns: []string{session.Ja4MembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(ja4campaignsession.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.Ja4MembershipsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.Ja4MembershipsTable,
+			Columns: []string{session.Ja4MembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(ja4campaignsession.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
 	_spec.AddModifiers(_u.modifiers...)
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -1418,6 +1500,21 @@ func (_u *SessionUpdateOne) AddTrapMemberships(v ...*TrapSession) *SessionUpdate
 	return _u.AddTrapMembershipIDs(ids...)
 }
 
+// AddJa4MembershipIDs adds the "ja4_memberships" edge to the Ja4CampaignSession entity by IDs.
+func (_u *SessionUpdateOne) AddJa4MembershipIDs(ids ...int) *SessionUpdateOne {
+	_u.mutation.AddJa4MembershipIDs(ids...)
+	return _u
+}
+
+// AddJa4Memberships adds the "ja4_memberships" edges to the Ja4CampaignSession entity.
+func (_u *SessionUpdateOne) AddJa4Memberships(v ...*Ja4CampaignSession) *SessionUpdateOne {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddJa4MembershipIDs(ids...)
+}
+
 // Mutation returns the SessionMutation object of the builder.
 func (_u *SessionUpdateOne) Mutation() *SessionMutation {
 	return _u.mutation
@@ -1526,6 +1623,27 @@ func (_u *SessionUpdateOne) RemoveTrapMemberships(v ...*TrapSession) *SessionUpd
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveTrapMembershipIDs(ids...)
+}
+
+// ClearJa4Memberships clears all "ja4_memberships" edges to the Ja4CampaignSession entity.
+func (_u *SessionUpdateOne) ClearJa4Memberships() *SessionUpdateOne {
+	_u.mutation.ClearJa4Memberships()
+	return _u
+}
+
+// RemoveJa4MembershipIDs removes the "ja4_memberships" edge to Ja4CampaignSession entities by IDs.
+func (_u *SessionUpdateOne) RemoveJa4MembershipIDs(ids ...int) *SessionUpdateOne {
+	_u.mutation.RemoveJa4MembershipIDs(ids...)
+	return _u
+}
+
+// RemoveJa4Memberships removes "ja4_memberships" edges to Ja4CampaignSession entities.
+func (_u *SessionUpdateOne) RemoveJa4Memberships(v ...*Ja4CampaignSession) *SessionUpdateOne {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveJa4MembershipIDs(ids...)
 }
 
 // Where appends a list predicates to the SessionUpdate builder.
@@ -1993,6 +2111,51 @@ func (_u *SessionUpdateOne) sqlSave(ctx context.Context) (_node *Session, err er
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(trapsession.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.Ja4MembershipsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.Ja4MembershipsTable,
+			Columns: []string{session.Ja4MembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(ja4campaignsession.FieldID, field.TypeInt),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedJa4MembershipsIDs(); len(nodes) > 0 && !_u.mutation.Ja4MembershipsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.Ja4MembershipsTable,
+			Columns: []string{session.Ja4MembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(ja4campaignsession.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.Ja4MembershipsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   session.Ja4MembershipsTable,
+			Columns: []string{session.Ja4MembershipsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(ja4campaignsession.FieldID, field.TypeInt),
 			},
 		}
 		for _, k := range nodes {

@@ -32,6 +32,10 @@ type Tx struct {
 	HitHour *HitHourClient
 	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
 	IdempotencyKey *IdempotencyKeyClient
+	// Ja4Campaign is the client for interacting with the Ja4Campaign builders.
+	Ja4Campaign *Ja4CampaignClient
+	// Ja4CampaignSession is the client for interacting with the Ja4CampaignSession builders.
+	Ja4CampaignSession *Ja4CampaignSessionClient
 	// Organization is the client for interacting with the Organization builders.
 	Organization *OrganizationClient
 	// Prompt is the client for interacting with the Prompt builders.
@@ -194,6 +198,8 @@ func (tx *Tx) init() {
 	tx.Hit = NewHitClient(tx.config)
 	tx.HitHour = NewHitHourClient(tx.config)
 	tx.IdempotencyKey = NewIdempotencyKeyClient(tx.config)
+	tx.Ja4Campaign = NewJa4CampaignClient(tx.config)
+	tx.Ja4CampaignSession = NewJa4CampaignSessionClient(tx.config)
 	tx.Organization = NewOrganizationClient(tx.config)
 	tx.Prompt = NewPromptClient(tx.config)
 	tx.Secret = NewSecretClient(tx.config)

@@ -44,6 +44,7 @@ type ResolverRoot interface {
 	Analytics() AnalyticsResolver
 	Campaign() CampaignResolver
 	Hit() HitResolver
+	Ja4Campaign() Ja4CampaignResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
 	Session() SessionResolver
@@ -210,6 +211,28 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	Ja4Campaign struct {
+		Addresses    func(childComplexity int, first *int) int
+		ClientStack  func(childComplexity int) int
+		FirstSeen    func(childComplexity int) int
+		HitCount     func(childComplexity int) int
+		ID           func(childComplexity int) int
+		Ja4          func(childComplexity int) int
+		LastSeen     func(childComplexity int) int
+		SessionCount func(childComplexity int) int
+		Sessions     func(childComplexity int, first *int) int
+	}
+
+	Ja4CampaignConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	Ja4CampaignEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	LureSnippet struct {
 		HTML  func(childComplexity int) int
 		Token func(childComplexity int) int
@@ -277,6 +300,7 @@ type ComplexityRoot struct {
 		Campaigns         func(childComplexity int, first *int, after *entgql.Cursor[string]) int
 		Events            func(childComplexity int, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.EventOrder, where *ent.EventWhereInput) int
 		Gate              func(childComplexity int, failOn session.Severity, since *time.Time) int
+		Ja4Campaigns      func(childComplexity int, first *int, after *entgql.Cursor[string]) int
 		LureSnippet       func(childComplexity int, trapID string) int
 		Node              func(childComplexity int, id string) int
 		Nodes             func(childComplexity int, ids []string) int
@@ -608,6 +632,10 @@ type HitResolver interface {
 
 	ClientStack(ctx context.Context, obj *ent.Hit) (*string, error)
 }
+type Ja4CampaignResolver interface {
+	Sessions(ctx context.Context, obj *app.Ja4Campaign, first *int) ([]*ent.Session, error)
+	Addresses(ctx context.Context, obj *app.Ja4Campaign, first *int) ([]string, error)
+}
 type MutationResolver interface {
 	CreateTrap(ctx context.Context, input app.TrapInput) (*ent.Trap, error)
 	UpdateTrap(ctx context.Context, id string, input app.TrapChanges) (*ent.Trap, error)
@@ -644,6 +672,7 @@ type QueryResolver interface {
 	Storage(ctx context.Context) (*model.Storage, error)
 	WebhookDeliveries(ctx context.Context, endpointID string, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, status *webhookdelivery.Status) (*ent.WebhookDeliveryConnection, error)
 	Campaigns(ctx context.Context, first *int, after *entgql.Cursor[string]) (*app.CampaignConnection, error)
+	Ja4Campaigns(ctx context.Context, first *int, after *entgql.Cursor[string]) (*app.Ja4CampaignConnection, error)
 	SessionStix(ctx context.Context, id string) (map[string]any, error)
 	CampaignStix(ctx context.Context, id string) (map[string]any, error)
 	Gate(ctx context.Context, failOn session.Severity, since *time.Time) (*app.GateResult, error)
@@ -1287,6 +1316,97 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.HitEdge.Node(childComplexity), true
 
+	case "Ja4Campaign.addresses":
+		if e.ComplexityRoot.Ja4Campaign.Addresses == nil {
+			break
+		}
+
+		args, err := ec.field_Ja4Campaign_addresses_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Ja4Campaign.Addresses(childComplexity, args["first"].(*int)), true
+	case "Ja4Campaign.clientStack":
+		if e.ComplexityRoot.Ja4Campaign.ClientStack == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Ja4Campaign.ClientStack(childComplexity), true
+	case "Ja4Campaign.firstSeen":
+		if e.ComplexityRoot.Ja4Campaign.FirstSeen == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Ja4Campaign.FirstSeen(childComplexity), true
+	case "Ja4Campaign.hitCount":
+		if e.ComplexityRoot.Ja4Campaign.HitCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Ja4Campaign.HitCount(childComplexity), true
+	case "Ja4Campaign.id":
+		if e.ComplexityRoot.Ja4Campaign.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Ja4Campaign.ID(childComplexity), true
+	case "Ja4Campaign.ja4":
+		if e.ComplexityRoot.Ja4Campaign.Ja4 == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Ja4Campaign.Ja4(childComplexity), true
+	case "Ja4Campaign.lastSeen":
+		if e.ComplexityRoot.Ja4Campaign.LastSeen == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Ja4Campaign.LastSeen(childComplexity), true
+	case "Ja4Campaign.sessionCount":
+		if e.ComplexityRoot.Ja4Campaign.SessionCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Ja4Campaign.SessionCount(childComplexity), true
+	case "Ja4Campaign.sessions":
+		if e.ComplexityRoot.Ja4Campaign.Sessions == nil {
+			break
+		}
+
+		args, err := ec.field_Ja4Campaign_sessions_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Ja4Campaign.Sessions(childComplexity, args["first"].(*int)), true
+
+	case "Ja4CampaignConnection.edges":
+		if e.ComplexityRoot.Ja4CampaignConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Ja4CampaignConnection.Edges(childComplexity), true
+	case "Ja4CampaignConnection.pageInfo":
+		if e.ComplexityRoot.Ja4CampaignConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Ja4CampaignConnection.PageInfo(childComplexity), true
+
+	case "Ja4CampaignEdge.cursor":
+		if e.ComplexityRoot.Ja4CampaignEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Ja4CampaignEdge.Cursor(childComplexity), true
+	case "Ja4CampaignEdge.node":
+		if e.ComplexityRoot.Ja4CampaignEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Ja4CampaignEdge.Node(childComplexity), true
+
 	case "LureSnippet.html":
 		if e.ComplexityRoot.LureSnippet.HTML == nil {
 			break
@@ -1687,6 +1807,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.Gate(childComplexity, args["failOn"].(session.Severity), args["since"].(*time.Time)), true
 
+	case "Query.ja4Campaigns":
+		if e.ComplexityRoot.Query.Ja4Campaigns == nil {
+			break
+		}
+
+		args, err := ec.field_Query_ja4Campaigns_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Ja4Campaigns(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[string])), true
 	case "Query.lureSnippet":
 		if e.ComplexityRoot.Query.LureSnippet == nil {
 			break
@@ -3632,6 +3763,50 @@ extend type Query {
   many prompts are stored.
   """
   campaigns(first: Int, after: Cursor): CampaignConnection! @cost(weight: 10) @pageLimits
+  """
+  Sessions grouped into campaigns by the TLS client their hits came from (its JA4
+  fingerprint): one operator's tooling behind many addresses and user agents. Most recently
+  active first (by the latest hit with the JA4). Read from maintained rows: a page costs the
+  same however many hits are stored. The sessions of one: sessions(where: {hasHitsWith: [{ja4: …}]}),
+  or GET /dashboard/api/sessions?ja4=….
+  """
+  ja4Campaigns(first: Int, after: Cursor): Ja4CampaignConnection! @cost(weight: 10) @pageLimits
+}
+
+type Ja4CampaignConnection {
+  edges: [Ja4CampaignEdge!]!
+  pageInfo: PageInfo!
+}
+
+type Ja4CampaignEdge {
+  node: Ja4Campaign!
+  cursor: Cursor!
+}
+
+"""
+Sessions that sent hits over HTTPS from one TLS client (by JA4). Its counts and times are
+all-time: hits and sessions removed by retention still count, until nothing of the campaign is
+stored (its last hit past the hits' retention, none of its sessions kept): it is then removed.
+"""
+type Ja4Campaign {
+  "The campaign's stable id (j4c_…), derived from the organization and the JA4."
+  id: String!
+  "The JA4 fingerprint of the TLS ClientHello (FoxIO's JA4, BSD-licensed)."
+  ja4: String!
+  "The client stack family the JA4 points to (chromium, curl, python, go…), when it is known."
+  clientStack: String
+  "Distinct sessions that sent a hit with it."
+  sessionCount: Int!
+  "Hits with it."
+  hitCount: Int!
+  "When its first hit was received."
+  firstSeen: Time!
+  "When its latest hit was received."
+  lastSeen: Time!
+  "The stored sessions that most recently sent a hit with it, latest first (at most 20)."
+  sessions(first: Int = 10): [Session!]! @cost(weight: 5) @listSize(assumedSize: 20)
+  "Distinct source addresses of its stored sessions, in order (at most 20)."
+  addresses(first: Int = 20): [String!]! @cost(weight: 5) @listSize(assumedSize: 20)
 }
 
 type CampaignConnection {
@@ -4064,6 +4239,50 @@ func (ec *executionContext) childFields_HitEdge(ctx context.Context, field graph
 		return ec.fieldContext_HitEdge_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type HitEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_Ja4Campaign(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Ja4Campaign_id(ctx, field)
+	case "ja4":
+		return ec.fieldContext_Ja4Campaign_ja4(ctx, field)
+	case "clientStack":
+		return ec.fieldContext_Ja4Campaign_clientStack(ctx, field)
+	case "sessionCount":
+		return ec.fieldContext_Ja4Campaign_sessionCount(ctx, field)
+	case "hitCount":
+		return ec.fieldContext_Ja4Campaign_hitCount(ctx, field)
+	case "firstSeen":
+		return ec.fieldContext_Ja4Campaign_firstSeen(ctx, field)
+	case "lastSeen":
+		return ec.fieldContext_Ja4Campaign_lastSeen(ctx, field)
+	case "sessions":
+		return ec.fieldContext_Ja4Campaign_sessions(ctx, field)
+	case "addresses":
+		return ec.fieldContext_Ja4Campaign_addresses(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Ja4Campaign", field.Name)
+}
+
+func (ec *executionContext) childFields_Ja4CampaignConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_Ja4CampaignConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_Ja4CampaignConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Ja4CampaignConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_Ja4CampaignEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "node":
+		return ec.fieldContext_Ja4CampaignEdge_node(ctx, field)
+	case "cursor":
+		return ec.fieldContext_Ja4CampaignEdge_cursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Ja4CampaignEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_LureSnippet(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4872,6 +5091,34 @@ func (ec *executionContext) field_Campaign_sessions_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Ja4Campaign_addresses_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Ja4Campaign_sessions_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createApiKey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5305,6 +5552,28 @@ func (ec *executionContext) field_Query_gate_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["since"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_ja4Campaigns_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*entgql.Cursor[string], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -7077,6 +7346,262 @@ func (ec *executionContext) fieldContext_HitEdge_cursor(_ context.Context, field
 	return scalarFieldContext("HitEdge", field, false, false, "field of type Cursor does not have child fields")
 }
 
+func (ec *executionContext) _Ja4Campaign_id(ctx context.Context, field graphql.CollectedField, obj *app.Ja4Campaign) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Ja4Campaign_id, obj.ID, ec.marshalNString2string)
+}
+func (ec *executionContext) fieldContext_Ja4Campaign_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Ja4Campaign", field, false, false, "field of type String does not have child fields")
+}
+
+func (ec *executionContext) _Ja4Campaign_ja4(ctx context.Context, field graphql.CollectedField, obj *app.Ja4Campaign) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Ja4Campaign_ja4, obj.Ja4, ec.marshalNString2string)
+}
+func (ec *executionContext) fieldContext_Ja4Campaign_ja4(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Ja4Campaign", field, false, false, "field of type String does not have child fields")
+}
+
+func (ec *executionContext) _Ja4Campaign_clientStack(ctx context.Context, field graphql.CollectedField, obj *app.Ja4Campaign) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Ja4Campaign_clientStack(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClientStack(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Ja4Campaign_clientStack(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Ja4Campaign", field, true, false, "field of type String does not have child fields")
+}
+
+func (ec *executionContext) _Ja4Campaign_sessionCount(ctx context.Context, field graphql.CollectedField, obj *app.Ja4Campaign) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Ja4Campaign_sessionCount, obj.SessionCount, ec.marshalNInt2int64)
+}
+func (ec *executionContext) fieldContext_Ja4Campaign_sessionCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Ja4Campaign", field, false, false, "field of type Int does not have child fields")
+}
+
+func (ec *executionContext) _Ja4Campaign_hitCount(ctx context.Context, field graphql.CollectedField, obj *app.Ja4Campaign) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Ja4Campaign_hitCount, obj.HitCount, ec.marshalNInt2int64)
+}
+func (ec *executionContext) fieldContext_Ja4Campaign_hitCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Ja4Campaign", field, false, false, "field of type Int does not have child fields")
+}
+
+func (ec *executionContext) _Ja4Campaign_firstSeen(ctx context.Context, field graphql.CollectedField, obj *app.Ja4Campaign) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Ja4Campaign_firstSeen, obj.FirstSeen, ec.marshalNTime2timeᚐTime)
+}
+func (ec *executionContext) fieldContext_Ja4Campaign_firstSeen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Ja4Campaign", field, false, false, "field of type Time does not have child fields")
+}
+
+func (ec *executionContext) _Ja4Campaign_lastSeen(ctx context.Context, field graphql.CollectedField, obj *app.Ja4Campaign) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Ja4Campaign_lastSeen, obj.LastSeen, ec.marshalNTime2timeᚐTime)
+}
+func (ec *executionContext) fieldContext_Ja4Campaign_lastSeen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Ja4Campaign", field, false, false, "field of type Time does not have child fields")
+}
+
+func (ec *executionContext) _Ja4Campaign_sessions(ctx context.Context, field graphql.CollectedField, obj *app.Ja4Campaign) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Ja4Campaign_sessions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Ja4Campaign().Sessions(ctx, obj, fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Session) graphql.Marshaler {
+			return ec.marshalNSession2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋentᚐSessionᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Ja4Campaign_sessions(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Ja4Campaign",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Session(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Ja4Campaign_sessions_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Ja4Campaign_addresses(ctx context.Context, field graphql.CollectedField, obj *app.Ja4Campaign) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Ja4Campaign_addresses(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Ja4Campaign().Addresses(ctx, obj, fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Ja4Campaign_addresses(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Ja4Campaign",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type String does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Ja4Campaign_addresses_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Ja4CampaignConnection_edges(ctx context.Context, field graphql.CollectedField, obj *app.Ja4CampaignConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Ja4CampaignConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*app.Ja4CampaignEdge) graphql.Marshaler {
+			return ec.marshalNJa4CampaignEdge2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐJa4CampaignEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Ja4CampaignConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Ja4CampaignConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Ja4CampaignEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Ja4CampaignConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *app.Ja4CampaignConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Ja4CampaignConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *entgql.PageInfo[string]) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖentgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Ja4CampaignConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Ja4CampaignConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Ja4CampaignEdge_node(ctx context.Context, field graphql.CollectedField, obj *app.Ja4CampaignEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Ja4CampaignEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *app.Ja4Campaign) graphql.Marshaler {
+			return ec.marshalNJa4Campaign2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐJa4Campaign(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Ja4CampaignEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Ja4CampaignEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Ja4Campaign(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Ja4CampaignEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *app.Ja4CampaignEdge) (ret graphql.Marshaler) {
+	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_Ja4CampaignEdge_cursor, obj.Cursor, ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor)
+}
+func (ec *executionContext) fieldContext_Ja4CampaignEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return scalarFieldContext("Ja4CampaignEdge", field, false, false, "field of type Cursor does not have child fields")
+}
+
 func (ec *executionContext) _LureSnippet_html(ctx context.Context, field graphql.CollectedField, obj *model.LureSnippet) (ret graphql.Marshaler) {
 	return resolvePlain(ctx, ec.OperationContext, field, ec.fieldContext_LureSnippet_html, obj.HTML, ec.marshalNString2string)
 }
@@ -8786,6 +9311,63 @@ func (ec *executionContext) fieldContext_Query_campaigns(ctx context.Context, fi
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_campaigns_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_ja4Campaigns(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_ja4Campaigns(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Ja4Campaigns(ctx, fc.Args["first"].(*int), fc.Args["after"].(*entgql.Cursor[string]))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.PageLimits == nil {
+					var zeroVal *app.Ja4CampaignConnection
+					return zeroVal, errors.New("directive pageLimits is not implemented")
+				}
+				return ec.Directives.PageLimits(ctx, nil, directive0)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *app.Ja4CampaignConnection) graphql.Marshaler {
+			return ec.marshalNJa4CampaignConnection2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐJa4CampaignConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_ja4Campaigns(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Ja4CampaignConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_ja4Campaigns_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -13826,7 +14408,7 @@ func (ec *executionContext) unmarshalInputHitWhereInput(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "sessionID", "sessionIDNEQ", "sessionIDIn", "sessionIDNotIn", "sessionIDGT", "sessionIDGTE", "sessionIDLT", "sessionIDLTE", "sessionIDContains", "sessionIDHasPrefix", "sessionIDHasSuffix", "sessionIDEqualFold", "sessionIDContainsFold", "trapID", "trapIDNEQ", "trapIDIn", "trapIDNotIn", "trapIDGT", "trapIDGTE", "trapIDLT", "trapIDLTE", "trapIDContains", "trapIDHasPrefix", "trapIDHasSuffix", "trapIDIsNil", "trapIDNotNil", "trapIDEqualFold", "trapIDContainsFold", "method", "methodNEQ", "methodIn", "methodNotIn", "methodGT", "methodGTE", "methodLT", "methodLTE", "methodContains", "methodHasPrefix", "methodHasSuffix", "methodEqualFold", "methodContainsFold", "path", "pathNEQ", "pathIn", "pathNotIn", "pathGT", "pathGTE", "pathLT", "pathLTE", "pathContains", "pathHasPrefix", "pathHasSuffix", "pathEqualFold", "pathContainsFold", "query", "queryNEQ", "queryIn", "queryNotIn", "queryGT", "queryGTE", "queryLT", "queryLTE", "queryContains", "queryHasPrefix", "queryHasSuffix", "queryEqualFold", "queryContainsFold", "body", "bodyNEQ", "bodyIn", "bodyNotIn", "bodyGT", "bodyGTE", "bodyLT", "bodyLTE", "bodyContains", "bodyHasPrefix", "bodyHasSuffix", "bodyEqualFold", "bodyContainsFold", "bodyTruncated", "bodyTruncatedNEQ", "sourceIP", "sourceIPNEQ", "sourceIPIn", "sourceIPNotIn", "sourceIPGT", "sourceIPGTE", "sourceIPLT", "sourceIPLTE", "sourceIPContains", "sourceIPHasPrefix", "sourceIPHasSuffix", "sourceIPEqualFold", "sourceIPContainsFold", "userAgent", "userAgentNEQ", "userAgentIn", "userAgentNotIn", "userAgentGT", "userAgentGTE", "userAgentLT", "userAgentLTE", "userAgentContains", "userAgentHasPrefix", "userAgentHasSuffix", "userAgentEqualFold", "userAgentContainsFold", "receivedAt", "receivedAtNEQ", "receivedAtIn", "receivedAtNotIn", "receivedAtGT", "receivedAtGTE", "receivedAtLT", "receivedAtLTE", "kind", "kindNEQ", "kindIn", "kindNotIn", "status", "statusNEQ", "statusIn", "statusNotIn", "statusGT", "statusGTE", "statusLT", "statusLTE", "hasSession", "hasSessionWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "idEqualFold", "idContainsFold", "sessionID", "sessionIDNEQ", "sessionIDIn", "sessionIDNotIn", "sessionIDGT", "sessionIDGTE", "sessionIDLT", "sessionIDLTE", "sessionIDContains", "sessionIDHasPrefix", "sessionIDHasSuffix", "sessionIDEqualFold", "sessionIDContainsFold", "trapID", "trapIDNEQ", "trapIDIn", "trapIDNotIn", "trapIDGT", "trapIDGTE", "trapIDLT", "trapIDLTE", "trapIDContains", "trapIDHasPrefix", "trapIDHasSuffix", "trapIDIsNil", "trapIDNotNil", "trapIDEqualFold", "trapIDContainsFold", "method", "methodNEQ", "methodIn", "methodNotIn", "methodGT", "methodGTE", "methodLT", "methodLTE", "methodContains", "methodHasPrefix", "methodHasSuffix", "methodEqualFold", "methodContainsFold", "path", "pathNEQ", "pathIn", "pathNotIn", "pathGT", "pathGTE", "pathLT", "pathLTE", "pathContains", "pathHasPrefix", "pathHasSuffix", "pathEqualFold", "pathContainsFold", "query", "queryNEQ", "queryIn", "queryNotIn", "queryGT", "queryGTE", "queryLT", "queryLTE", "queryContains", "queryHasPrefix", "queryHasSuffix", "queryEqualFold", "queryContainsFold", "body", "bodyNEQ", "bodyIn", "bodyNotIn", "bodyGT", "bodyGTE", "bodyLT", "bodyLTE", "bodyContains", "bodyHasPrefix", "bodyHasSuffix", "bodyEqualFold", "bodyContainsFold", "bodyTruncated", "bodyTruncatedNEQ", "sourceIP", "sourceIPNEQ", "sourceIPIn", "sourceIPNotIn", "sourceIPGT", "sourceIPGTE", "sourceIPLT", "sourceIPLTE", "sourceIPContains", "sourceIPHasPrefix", "sourceIPHasSuffix", "sourceIPEqualFold", "sourceIPContainsFold", "userAgent", "userAgentNEQ", "userAgentIn", "userAgentNotIn", "userAgentGT", "userAgentGTE", "userAgentLT", "userAgentLTE", "userAgentContains", "userAgentHasPrefix", "userAgentHasSuffix", "userAgentEqualFold", "userAgentContainsFold", "receivedAt", "receivedAtNEQ", "receivedAtIn", "receivedAtNotIn", "receivedAtGT", "receivedAtGTE", "receivedAtLT", "receivedAtLTE", "kind", "kindNEQ", "kindIn", "kindNotIn", "status", "statusNEQ", "statusIn", "statusNotIn", "statusGT", "statusGTE", "statusLT", "statusLTE", "ja4", "ja4NEQ", "ja4In", "ja4NotIn", "ja4GT", "ja4GTE", "ja4LT", "ja4LTE", "ja4Contains", "ja4HasPrefix", "ja4HasSuffix", "ja4IsNil", "ja4NotNil", "ja4EqualFold", "ja4ContainsFold", "hasSession", "hasSessionWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14820,6 +15402,111 @@ func (ec *executionContext) unmarshalInputHitWhereInput(ctx context.Context, obj
 				return it, err
 			}
 			it.StatusLTE = data
+		case "ja4":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ja4"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ja4 = data
+		case "ja4NEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ja4NEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ja4NEQ = data
+		case "ja4In":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ja4In"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ja4In = data
+		case "ja4NotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ja4NotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ja4NotIn = data
+		case "ja4GT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ja4GT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ja4GT = data
+		case "ja4GTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ja4GTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ja4GTE = data
+		case "ja4LT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ja4LT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ja4LT = data
+		case "ja4LTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ja4LTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ja4LTE = data
+		case "ja4Contains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ja4Contains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ja4Contains = data
+		case "ja4HasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ja4HasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ja4HasPrefix = data
+		case "ja4HasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ja4HasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ja4HasSuffix = data
+		case "ja4IsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ja4IsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ja4IsNil = data
+		case "ja4NotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ja4NotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ja4NotNil = data
+		case "ja4EqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ja4EqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ja4EqualFold = data
+		case "ja4ContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ja4ContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ja4ContainsFold = data
 		case "hasSession":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasSession"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -22022,6 +22709,245 @@ func (ec *executionContext) _HitEdge(ctx context.Context, sel ast.SelectionSet, 
 	return marshalObject(fields, out)
 }
 
+var ja4CampaignImplementors = []string{"Ja4Campaign"}
+
+func (ec *executionContext) _Ja4Campaign(ctx context.Context, sel ast.SelectionSet, obj *app.Ja4Campaign) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, ja4CampaignImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	var deferredFieldSet *graphql.FieldSet // gqlpatch: made for the first deferred field
+	var deferLabelToView map[string]*graphql.FieldSetView
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Ja4Campaign")
+		case "id":
+			out.Values[i] = ec._Ja4Campaign_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "ja4":
+			out.Values[i] = ec._Ja4Campaign_ja4(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "clientStack":
+			out.Values[i] = ec._Ja4Campaign_clientStack(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sessionCount":
+			out.Values[i] = ec._Ja4Campaign_sessionCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "hitCount":
+			out.Values[i] = ec._Ja4Campaign_hitCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "firstSeen":
+			out.Values[i] = ec._Ja4Campaign_firstSeen(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "lastSeen":
+			out.Values[i] = ec._Ja4Campaign_lastSeen(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sessions":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Ja4Campaign_sessions(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet, deferLabelToView = graphql.NewFieldSet(nil), map[string]*graphql.FieldSetView{}
+				}
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "addresses":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Ja4Campaign_addresses(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet, deferLabelToView = graphql.NewFieldSet(nil), map[string]*graphql.FieldSetView{}
+				}
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if len(deferLabelToView) > 0 { // gqlpatch: GetPath is a slice per object, and nothing is deferred
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
+
+	return marshalObject(fields, out)
+}
+
+var ja4CampaignConnectionImplementors = []string{"Ja4CampaignConnection"}
+
+func (ec *executionContext) _Ja4CampaignConnection(ctx context.Context, sel ast.SelectionSet, obj *app.Ja4CampaignConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, ja4CampaignConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	var deferredFieldSet *graphql.FieldSet // gqlpatch: made for the first deferred field
+	var deferLabelToView map[string]*graphql.FieldSetView
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Ja4CampaignConnection")
+		case "edges":
+			out.Values[i] = ec._Ja4CampaignConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._Ja4CampaignConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if len(deferLabelToView) > 0 { // gqlpatch: GetPath is a slice per object, and nothing is deferred
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
+
+	return marshalObject(fields, out)
+}
+
+var ja4CampaignEdgeImplementors = []string{"Ja4CampaignEdge"}
+
+func (ec *executionContext) _Ja4CampaignEdge(ctx context.Context, sel ast.SelectionSet, obj *app.Ja4CampaignEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, ja4CampaignEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	var deferredFieldSet *graphql.FieldSet // gqlpatch: made for the first deferred field
+	var deferLabelToView map[string]*graphql.FieldSetView
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Ja4CampaignEdge")
+		case "node":
+			out.Values[i] = ec._Ja4CampaignEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._Ja4CampaignEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if len(deferLabelToView) > 0 { // gqlpatch: GetPath is a slice per object, and nothing is deferred
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
+
+	return marshalObject(fields, out)
+}
+
 var lureSnippetImplementors = []string{"LureSnippet"}
 
 func (ec *executionContext) _LureSnippet(ctx context.Context, sel ast.SelectionSet, obj *model.LureSnippet) graphql.Marshaler {
@@ -22894,6 +23820,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_campaigns(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "ja4Campaigns":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_ja4Campaigns(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -26389,6 +27337,52 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNJa4Campaign2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐJa4Campaign(ctx context.Context, sel ast.SelectionSet, v *app.Ja4Campaign) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Ja4Campaign(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNJa4CampaignConnection2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐJa4CampaignConnection(ctx context.Context, sel ast.SelectionSet, v *app.Ja4CampaignConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Ja4CampaignConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNJa4CampaignEdge2ᚕᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐJa4CampaignEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*app.Ja4CampaignEdge) graphql.Marshaler {
+	ret := marshalSlice(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNJa4CampaignEdge2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐJa4CampaignEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNJa4CampaignEdge2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋappᚐJa4CampaignEdge(ctx context.Context, sel ast.SelectionSet, v *app.Ja4CampaignEdge) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Ja4CampaignEdge(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNLureSnippet2ᚖgithubᚗcomᚋflytrapᚋflytrapᚋgraphᚋmodelᚐLureSnippet(ctx context.Context, sel ast.SelectionSet, v *model.LureSnippet) graphql.Marshaler {

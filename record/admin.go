@@ -188,7 +188,8 @@ func storedSessions(ctx context.Context, m *ent.SessionMutation) ([]storedSessio
 	return rows, nil
 }
 
-// CreateHits creates hits and counts each in its hour (the organization's and its trap's).
+// CreateHits creates hits and counts each in its hour (the organization's and its trap's)
+// and, with a JA4, in its JA4 campaign.
 func CreateHits(ctx context.Context, c *ent.Client, b ...*ent.HitCreate) ([]*ent.Hit, error) {
 	if len(b) == 0 {
 		return nil, nil
@@ -200,6 +201,9 @@ func CreateHits(ctx context.Context, c *ent.Client, b ...*ent.HitCreate) ([]*ent
 	var d tally.Delta
 	for _, h := range out {
 		d.Hit(h.OrgID, h.TrapID, h.ReceivedAt.Unix()/3600)
+		if h.Ja4 != nil && *h.Ja4 != "" {
+			d.Ja4Hit(h.OrgID, *h.Ja4, h.SessionID, "", h.ID, h.ReceivedAt)
+		}
 	}
 	return out, tally.Note(ctx, c, b[0].Mutation(), &d)
 }

@@ -92,7 +92,7 @@ func (r *Row) values() []any {
 
 // InsertRows inserts rows in tx, at most chunk to a statement (rounded down to a power of
 // two, up to 1,024; 0: as the listener's writer), and counts each in its hour (the
-// organization's and its trap's).
+// organization's and its trap's) and, with a JA4, in its JA4 campaign.
 func (w *Writer) InsertRows(ctx context.Context, tx *ent.Tx, rows []Row, chunk int) error {
 	if chunk <= 0 {
 		chunk = hitChunk
@@ -107,6 +107,9 @@ func (w *Writer) InsertRows(ctx context.Context, tx *ent.Tx, rows []Row, chunk i
 		}
 		values[i] = r.values()
 		counts.Hit(r.Org, r.Trap, r.At.Unix()/3600)
+		if r.JA4 != "" && r.Session != "" {
+			counts.Ja4Hit(r.Org, r.JA4, r.Session, "", r.ID, r.At)
+		}
 	}
 	return w.insert(ctx, tx.Client(), values, chunk)
 }

@@ -46,7 +46,7 @@ type Batch struct {
 // Record stores b in tx: new sessions created, changed ones updated (a session whose only
 // change is a later last_seen and more hits in a shared statement), hits, signals and
 // prompts inserted. Its counters — the hits' hours, the sessions' severities and
-// classifications, tripwires, prompts, campaigns and trap_sessions — are added to tx's
+// classifications, tripwires, prompts, campaigns (of prompts and of JA4s) and trap_sessions — are added to tx's
 // pending delta, written when tx commits.
 func (w *Writer) Record(ctx context.Context, tx *ent.Tx, b *Batch) error {
 	c := tx.Client()
@@ -82,6 +82,9 @@ func (w *Writer) Record(ctx context.Context, tx *ent.Tx, b *Batch) error {
 		}
 		rows = append(rows, row)
 		counts.Hit(h.Org, h.TrapID, h.At.Unix()/3600)
+		if h.JA4 != "" {
+			counts.Ja4Hit(h.Org, h.JA4, h.Session.ID, h.Session.IP, h.ID, h.At)
+		}
 		nSignals += len(h.Outcome.Firings)
 		nPrompts += len(h.Outcome.Prompts)
 	}

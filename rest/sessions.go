@@ -12,6 +12,7 @@ import (
 	"github.com/flytrap/flytrap/app"
 	"github.com/flytrap/flytrap/apperr"
 	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/fingerprint"
 	"github.com/flytrap/flytrap/ids"
 	"github.com/flytrap/flytrap/internal/clip"
 	"github.com/flytrap/flytrap/wire"
@@ -73,7 +74,7 @@ func timeParam(q url.Values, name string) (*time.Time, error) {
 }
 
 func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
-	q, err := query(r, "classification", "severity", "trap_id", "source_ip", "since", "until", "limit", "cursor", "triage_state")
+	q, err := query(r, "classification", "severity", "trap_id", "ja4", "source_ip", "since", "until", "limit", "cursor", "triage_state")
 	if err != nil {
 		return err
 	}
@@ -104,6 +105,12 @@ func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
 			return apperr.Invalid("trap_id", "must be a trap id (trp_…)")
 		}
 		f.TrapID = v
+	}
+	if v := q.Get("ja4"); v != "" {
+		if !fingerprint.ValidJA4(v) {
+			return apperr.Invalid("ja4", "must be a JA4 fingerprint such as t13d1516h2_8daaf6152771_e5627efa2ab1")
+		}
+		f.JA4 = v
 	}
 	if f.Since, err = timeParam(q, "since"); err != nil {
 		return err

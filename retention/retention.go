@@ -139,6 +139,7 @@ type Result struct {
 	Hits, Signals, Prompts, Events, Deliveries, Sessions int64
 	HitHours                                             int64 // hourly hit counter rows
 	Campaigns                                            int64 // campaigns with nothing of them stored
+	Ja4Campaigns                                         int64 // JA4 campaigns with nothing of them stored
 	IdempotencyKeys                                      int64 // Idempotency-Keys older than app.IdempotencyWindow
 	// Skipped is set when another instance held the purge lock.
 	Skipped bool
@@ -151,7 +152,7 @@ type Result struct {
 
 // Total is the number of rows deleted.
 func (r Result) Total() int64 {
-	return r.Hits + r.Signals + r.Prompts + r.Events + r.Deliveries + r.Sessions + r.HitHours + r.Campaigns + r.IdempotencyKeys
+	return r.Hits + r.Signals + r.Prompts + r.Events + r.Deliveries + r.Sessions + r.HitHours + r.Campaigns + r.Ja4Campaigns + r.IdempotencyKeys
 }
 
 // Purger deletes expired rows.
@@ -200,7 +201,7 @@ func (p *Purger) Run(ctx context.Context) {
 			p.log.Error("retention: purge failed; the next run retries", "err", err, "deleted", res.Total())
 		case res.Total() > 0 || res.FreedPages > 0:
 			p.log.Info("retention: purged expired rows", "hits", res.Hits, "signals", res.Signals, "prompts", res.Prompts,
-				"events", res.Events, "deliveries", res.Deliveries, "sessions", res.Sessions, "hit_hours", res.HitHours, "campaigns", res.Campaigns, "idempotency_keys", res.IdempotencyKeys, "freed_pages", res.FreedPages,
+				"events", res.Events, "deliveries", res.Deliveries, "sessions", res.Sessions, "hit_hours", res.HitHours, "campaigns", res.Campaigns, "ja4_campaigns", res.Ja4Campaigns, "idempotency_keys", res.IdempotencyKeys, "freed_pages", res.FreedPages,
 				"dropped_partitions", res.DroppedPartitions)
 		}
 		select {
@@ -252,8 +253,13 @@ func (p *Purger) Purge(ctx context.Context) (Result, error) {
 		{p.cfg.Prompts, func(ctx context.Context, cut time.Time, r *Result) error {
 			return p.purgeByID(ctx, "prompts", ids.Prompt, "created_at", "", cut, &r.Prompts)
 		}},
-		// After the sessions and prompts: a campaign goes when nothing of it is stored any more.
-		{p.cfg.Prompts, p.purgeCampaigns},
+		// After the sessions, hits and prompts: a campaign goes when nothing of it is stored any more.
+		{p.cfg.Prompts, func(ctx context.Context, cut time.Time, r *Result) error {
+			return p.purgeCampaigns(ctx, "campaigns", "campaign_sessions", "last_prompt_id", ids.Prompt, cut, &r.Campaigns)
+		}},
+		{p.cfg.Hits, func(ctx context.Context, cut time.Time, r *Result) error {
+			return p.purgeCampaigns(ctx, "ja4_campaigns", "ja4_campaign_sessions", "last_hit_id", ids.Hit, cut, &r.Ja4Campaigns)
+		}},
 		{p.cfg.Deliveries, func(ctx context.Context, cut time.Time, r *Result) error {
 			return p.purgeByID(ctx, "webhook_deliveries", ids.Delivery, "created_at", "status <> 'PENDING'", cut, &r.Deliveries)
 		}},
@@ -286,22 +292,24 @@ func (p *Purger) Purge(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
-// purgeCampaigns deletes the campaigns whose last prompt was captured before cut (its prompts
-// are past --retain-prompts) and none of whose sessions is stored: all-time counts of nothing
-// stored any more. Visitors choose the prompts they leak, so without this every distinct prompt
-// would keep a row forever. Should one leak again, its campaign starts anew. A writer adding a
-// prompt meanwhile moves last_prompt_id past cut, which the delete checks on the row it deletes.
-func (p *Purger) purgeCampaigns(ctx context.Context, cut time.Time, res *Result) error {
+// purgeCampaigns deletes the campaigns of table whose last item (column last: a prompt, or a
+// hit with the JA4, of id kind) came before cut (so it is past its retention) and none of
+// whose sessions is stored (no row in members): all-time counts of nothing stored any more.
+// Visitors choose the prompts they leak and the TLS clients they send, so without this every
+// distinct one would keep a row forever. Should one come again, its campaign starts anew. A
+// writer adding an item meanwhile moves last past cut, which the delete checks on the row it
+// deletes.
+func (p *Purger) purgeCampaigns(ctx context.Context, table, members, last, kind string, cut time.Time, n *int64) error {
 	orgs, err := p.orgs(ctx)
 	if err != nil {
 		return err
 	}
-	q := p.rebind("DELETE FROM campaigns WHERE last_prompt_id < ? AND id IN (SELECT c.id FROM campaigns c WHERE c.org_id = ? AND " +
-		"c.last_prompt_id < ? AND NOT EXISTS (SELECT 1 FROM campaign_sessions m WHERE m.campaign_id = c.id) LIMIT " +
+	q := p.rebind("DELETE FROM " + table + " WHERE " + last + " < ? AND id IN (SELECT c.id FROM " + table + " c WHERE c.org_id = ? AND " +
+		"c." + last + " < ? AND NOT EXISTS (SELECT 1 FROM " + members + " m WHERE m.campaign_id = c.id) LIMIT " +
 		strconv.Itoa(p.cfg.BatchSize) + ")")
-	b := bound(ids.Prompt, cut)
+	b := bound(kind, cut)
 	for _, org := range orgs {
-		if err := p.deleteBatches(ctx, "expired campaigns", &res.Campaigns, q, b, org, b); err != nil {
+		if err := p.deleteBatches(ctx, "expired "+table, n, q, b, org, b); err != nil {
 			return err
 		}
 	}

@@ -62,6 +62,7 @@ start_flytrap --db "$tmp/flytrap.db" --api-addr "127.0.0.1:${api_port}" --trap-a
   --jwks-url "${idp_url}/jwks" --jwt-issuer "$idp_url" --jwt-audience "$oidc_audience" \
   --oidc-issuer "$idp_url" --oidc-client-id "$oidc_client_id" \
   --webhook-allow-private \
+  --trusted-proxies 127.0.0.1/32 --trap-ja4-header cf-ja4 \
   --log-format json
 wait_for_key
 # "Flytrap created organization org_… with an admin API key." — the org the IdP's tokens name.

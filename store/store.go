@@ -305,6 +305,10 @@ func migrateSchema(ctx context.Context, client *ent.Client, db *sql.DB, dia stri
 	if _, err := tally.BackfillCampaigns(ctx, client); err != nil {
 		return fmt.Errorf("backfill the campaigns: %w", err)
 	}
+	// And its hits with a JA4 (stored before the JA4 campaigns) grouped once.
+	if _, err := tally.BackfillJa4Campaigns(ctx, client); err != nil {
+		return fmt.Errorf("backfill the JA4 campaigns: %w", err)
+	}
 	// And one from before the event clock starts it at its newest event.
 	if _, err := event.StartClock(ctx, client); err != nil {
 		return fmt.Errorf("start the event clock: %w", err)

@@ -38,33 +38,37 @@ func CampaignID(org, hash, operator, model string) string {
 	return "cmp_" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// CampaignRow is a campaign as stored, or as a recount finds it.
+// CampaignRow is a campaign as stored, or as a recount finds it: a prompt campaign's key is
+// the prompt's hash with its operator and model; a JA4 campaign's is the JA4 (ja4.go). Count
+// is its prompts, or hits; First and Last its first and last of them by id.
 type CampaignRow struct {
-	Org, Hash, Operator, Model string
-	Sessions, Prompts          int64
-	FirstID, LastID            string
-	FirstSeen, LastSeen        time.Time
+	Org, Key, Operator, Model string
+	Sessions, Count           int64
+	FirstID, LastID           string
+	FirstSeen, LastSeen       time.Time
 }
 
 // MemberKey is a session's membership of a campaign.
 type MemberKey struct{ Campaign, Session string }
 
-// MemberRow is a membership as stored, or as a recount finds it.
+// MemberRow is a membership as stored, or as a recount finds it: the session's prompts (or
+// hits) of the campaign and the latest of them. SourceIP is the session's (read at commit
+// when the delta does not know it).
 type MemberRow struct {
 	Org, SourceIP string
-	Prompts       int64
+	Count         int64
 	LastID        string
 }
 
 // Prompt records a captured prompt (id, captured at at) of session in its campaign.
 func (d *Delta) Prompt(org, hash, operator, model, session, id string, at time.Time) {
 	cid := CampaignID(org, hash, operator, model)
-	d.addCampaign(cid, &CampaignRow{Org: org, Hash: hash, Operator: operator, Model: model, Prompts: 1,
+	d.addCampaign(cid, &CampaignRow{Org: org, Key: hash, Operator: operator, Model: model, Count: 1,
 		FirstID: id, LastID: id, FirstSeen: at, LastSeen: at})
-	d.addMember(MemberKey{cid, session}, &MemberRow{Org: org, Prompts: 1, LastID: id})
+	d.addMember(MemberKey{cid, session}, &MemberRow{Org: org, Count: 1, LastID: id})
 }
 
-// mergeCampaigns adds o's prompts to d's.
+// mergeCampaigns adds o's campaigns to d's.
 func (d *Delta) mergeCampaigns(o *Delta) {
 	for id, c := range o.campaigns {
 		d.addCampaign(id, c)
@@ -74,7 +78,7 @@ func (d *Delta) mergeCampaigns(o *Delta) {
 	}
 }
 
-// addCampaign adds c's prompts to d's campaign id (a copy of c when d has none yet).
+// addCampaign adds c's count to d's campaign id (a copy of c when d has none yet).
 func (d *Delta) addCampaign(id string, c *CampaignRow) {
 	if d.campaigns == nil {
 		d.campaigns = map[string]*CampaignRow{}
@@ -85,7 +89,7 @@ func (d *Delta) addCampaign(id string, c *CampaignRow) {
 		d.campaigns[id] = &cp
 		return
 	}
-	cur.Prompts += c.Prompts
+	cur.Count += c.Count
 	if c.FirstID < cur.FirstID {
 		cur.FirstID, cur.FirstSeen = c.FirstID, c.FirstSeen
 	}
@@ -94,7 +98,7 @@ func (d *Delta) addCampaign(id string, c *CampaignRow) {
 	}
 }
 
-// addMember adds m's prompts to d's membership k (a copy of m when d has none yet).
+// addMember adds m's count to d's membership k (a copy of m when d has none yet).
 func (d *Delta) addMember(k MemberKey, m *MemberRow) {
 	if d.members == nil {
 		d.members = map[MemberKey]*MemberRow{}
@@ -105,8 +109,11 @@ func (d *Delta) addMember(k MemberKey, m *MemberRow) {
 		d.members[k] = &cp
 		return
 	}
-	cur.Prompts += m.Prompts
+	cur.Count += m.Count
 	cur.LastID = max(cur.LastID, m.LastID)
+	if cur.SourceIP == "" {
+		cur.SourceIP = m.SourceIP
+	}
 }
 
 // Querier runs a statement that returns rows: an *ent.Client, or an *sql.Tx.
@@ -114,21 +121,44 @@ type Querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// memberCols and campaignCols are the columns the upserts write, in order.
+// campaignKind is a kind of maintained campaign: its id prefix, its two tables and the
+// columns the upserts write, in order (after the campaign's id and organization, its key
+// columns; then its sessions, count, first and last ids, first and last times). Campaigns of
+// every kind share the Delta's maps: their ids' prefixes tell them apart.
+type campaignKind struct {
+	what, prefix       string
+	table, members     string
+	keys               []string // the key columns: as many as key returns
+	count, first, last string   // the campaign's count and its first and last item ids
+	memberCount        string   // a membership's count (its last item id is in column last too)
+	key                func(*CampaignRow) []any
+}
+
 var (
-	memberCols = []string{campaignsession.FieldOrgID, campaignsession.FieldCampaignID, campaignsession.FieldSessionID,
-		campaignsession.FieldSourceIP, campaignsession.FieldPrompts, campaignsession.FieldLastPromptID}
-	campaignCols = []string{campaign.FieldID, campaign.FieldOrgID, campaign.FieldPromptHash, campaign.FieldOperator, campaign.FieldModel,
-		campaign.FieldSessionCount, campaign.FieldPromptCount, campaign.FieldFirstPromptID, campaign.FieldLastPromptID,
-		campaign.FieldFirstSeen, campaign.FieldLastSeen}
+	promptCampaigns = campaignKind{what: "campaign", prefix: "cmp_", table: campaign.Table, members: campaignsession.Table,
+		keys:  []string{campaign.FieldPromptHash, campaign.FieldOperator, campaign.FieldModel},
+		count: campaign.FieldPromptCount, first: campaign.FieldFirstPromptID, last: campaign.FieldLastPromptID, memberCount: campaignsession.FieldPrompts,
+		key: func(c *CampaignRow) []any { return []any{c.Key, c.Operator, c.Model} }}
+	// campaignKinds are the kinds in the order their rows are written (one order for every writer).
+	campaignKinds = []*campaignKind{&promptCampaigns, &ja4Campaigns}
 )
 
-// campaignRows bounds the rows of one campaign upsert (11 bound values a row).
+// kindOf is the kind of the campaign id.
+func kindOf(id string) *campaignKind {
+	for _, k := range campaignKinds {
+		if strings.HasPrefix(id, k.prefix) {
+			return k
+		}
+	}
+	return nil
+}
+
+// campaignRows bounds the rows of one campaign upsert (11 bound values a row at most).
 const campaignRows = 200
 
-// applyCampaigns writes d's prompts: the memberships first, each learning whether it is new
-// (its prompts after the upsert are the delta's alone), then the campaigns, a new member
-// adding one to the campaign's sessions. Both in key order.
+// applyCampaigns writes d's campaigns, kind by kind: the memberships first, each learning
+// whether it is new (its count after the upsert is the delta's alone), then the campaigns, a
+// new member adding one to the campaign's sessions. Both in key order.
 func applyCampaigns(ctx context.Context, x Execer, pg bool, d *Delta) error {
 	if len(d.members) == 0 {
 		return nil
@@ -138,85 +168,114 @@ func applyCampaigns(ctx context.Context, x Execer, pg bool, d *Delta) error {
 		return fmt.Errorf("count campaigns: %T cannot query", x)
 	}
 	keys := make([]MemberKey, 0, len(d.members))
-	for k := range d.members {
+	var unknown []string // sessions whose address the delta does not know
+	for k, m := range d.members {
 		keys = append(keys, k)
+		if m.SourceIP == "" {
+			unknown = append(unknown, k.Session)
+		}
 	}
 	slices.SortFunc(keys, func(a, b MemberKey) int {
 		return cmp.Or(cmp.Compare(a.Campaign, b.Campaign), cmp.Compare(a.Session, b.Session))
 	})
-	sessions := make([]string, 0, len(keys))
-	for _, k := range keys {
-		sessions = append(sessions, k.Session)
-	}
-	ips, err := sourceIPs(ctx, q, pg, sessions)
+	ips, err := sourceIPs(ctx, q, pg, unknown)
 	if err != nil {
 		return err
 	}
+	for _, kind := range campaignKinds {
+		var own []MemberKey
+		for _, k := range keys {
+			if kindOf(k.Campaign) == kind {
+				own = append(own, k)
+			}
+		}
+		if len(own) == 0 {
+			continue
+		}
+		if err := kind.apply(ctx, q, x, pg, d, own, ips); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply writes the memberships keys (sorted, all of kind k) and their campaigns.
+func (k *campaignKind) apply(ctx context.Context, q Querier, x Execer, pg bool, d *Delta, keys []MemberKey, ips map[string]string) error {
+	memberCols := []string{"org_id", "campaign_id", "session_id", "source_ip", k.memberCount, k.last}
 	added := map[string]int64{}
+	ids := []string{}
 	for len(keys) > 0 {
 		part := keys[:min(len(keys), upsertRows)]
 		keys = keys[len(part):]
 		args := make([]any, 0, len(memberCols)*len(part))
-		for _, k := range part {
-			m := d.members[k]
-			ip, ok := ips[k.Session]
-			if !ok {
-				return fmt.Errorf("count campaigns: session %s is not stored", k.Session)
+		for _, mk := range part {
+			m := d.members[mk]
+			ip := m.SourceIP
+			if ip == "" {
+				var ok bool
+				if ip, ok = ips[mk.Session]; !ok {
+					return fmt.Errorf("count %ss: session %s is not stored", k.what, mk.Session)
+				}
 			}
-			args = append(args, m.Org, k.Campaign, k.Session, ip, m.Prompts, m.LastID)
+			args = append(args, m.Org, mk.Campaign, mk.Session, ip, m.Count, m.LastID)
+			if len(ids) == 0 || ids[len(ids)-1] != mk.Campaign {
+				ids = append(ids, mk.Campaign)
+			}
 		}
 		var b strings.Builder
-		t := campaignsession.Table
+		t := k.members
 		b.WriteString("INSERT INTO " + t + " (" + strings.Join(memberCols, ", ") + ") VALUES ")
 		sqltext.Values(&b, pg, len(part), sqltext.Columns(len(memberCols))...)
-		b.WriteString(" ON CONFLICT (campaign_id, session_id) DO UPDATE SET prompts = " + t + ".prompts + excluded.prompts, " +
-			"last_prompt_id = " + greater(t, "last_prompt_id") +
-			" RETURNING campaign_id, session_id, prompts")
+		b.WriteString(" ON CONFLICT (campaign_id, session_id) DO UPDATE SET " + k.memberCount + " = " + t + "." + k.memberCount + " + excluded." + k.memberCount + ", " +
+			k.last + " = " + greater(t, k.last) +
+			" RETURNING campaign_id, session_id, " + k.memberCount)
 		rows, err := q.QueryContext(ctx, b.String(), args...)
 		if err != nil {
-			return fmt.Errorf("count campaign sessions: %w", err)
+			return fmt.Errorf("count %s sessions: %w", k.what, err)
 		}
 		for rows.Next() {
-			var k MemberKey
+			var mk MemberKey
 			var n int64
-			if err := rows.Scan(&k.Campaign, &k.Session, &n); err != nil {
+			if err := rows.Scan(&mk.Campaign, &mk.Session, &n); err != nil {
 				rows.Close()
 				return err
 			}
-			if m := d.members[k]; m != nil && n == m.Prompts {
-				added[k.Campaign]++ // the row holds this delta's prompts alone: it is new
+			if m := d.members[mk]; m != nil && n == m.Count {
+				added[mk.Campaign]++ // the row holds this delta's count alone: it is new
 			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("count campaign sessions: %w", err)
+			return fmt.Errorf("count %s sessions: %w", k.what, err)
 		}
 	}
-	ids := make([]string, 0, len(d.campaigns))
-	for id := range d.campaigns {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	ids = slices.Compact(ids) // sorted: the keys were
+	cols := append(append([]string{"id", "org_id"}, k.keys...), "session_count", k.count, k.first, k.last, "first_seen", "last_seen")
 	for len(ids) > 0 {
 		part := ids[:min(len(ids), campaignRows)]
 		ids = ids[len(part):]
-		args := make([]any, 0, len(campaignCols)*len(part))
+		args := make([]any, 0, len(cols)*len(part))
 		for _, id := range part {
 			c := d.campaigns[id]
-			args = append(args, id, c.Org, c.Hash, c.Operator, c.Model, added[id], c.Prompts, c.FirstID, c.LastID, c.FirstSeen.UTC(), c.LastSeen.UTC())
+			if c == nil {
+				return fmt.Errorf("count %ss: %s has members and no row", k.what, id)
+			}
+			args = append(args, id, c.Org)
+			args = append(args, k.key(c)...)
+			args = append(args, added[id], c.Count, c.FirstID, c.LastID, c.FirstSeen.UTC(), c.LastSeen.UTC())
 		}
 		var b strings.Builder
-		t := campaign.Table
-		b.WriteString("INSERT INTO " + t + " (" + strings.Join(campaignCols, ", ") + ") VALUES ")
-		sqltext.Values(&b, pg, len(part), sqltext.Columns(len(campaignCols))...)
+		t := k.table
+		b.WriteString("INSERT INTO " + t + " (" + strings.Join(cols, ", ") + ") VALUES ")
+		sqltext.Values(&b, pg, len(part), sqltext.Columns(len(cols))...)
 		b.WriteString(" ON CONFLICT (id) DO UPDATE SET session_count = " + t + ".session_count + excluded.session_count, " +
-			"prompt_count = " + t + ".prompt_count + excluded.prompt_count, " +
-			"first_seen = CASE WHEN excluded.first_prompt_id < " + t + ".first_prompt_id THEN excluded.first_seen ELSE " + t + ".first_seen END, " +
-			"first_prompt_id = CASE WHEN excluded.first_prompt_id < " + t + ".first_prompt_id THEN excluded.first_prompt_id ELSE " + t + ".first_prompt_id END, " +
-			"last_seen = CASE WHEN excluded.last_prompt_id > " + t + ".last_prompt_id THEN excluded.last_seen ELSE " + t + ".last_seen END, " +
-			"last_prompt_id = " + greater(t, "last_prompt_id"))
+			k.count + " = " + t + "." + k.count + " + excluded." + k.count + ", " +
+			"first_seen = CASE WHEN excluded." + k.first + " < " + t + "." + k.first + " THEN excluded.first_seen ELSE " + t + ".first_seen END, " +
+			k.first + " = CASE WHEN excluded." + k.first + " < " + t + "." + k.first + " THEN excluded." + k.first + " ELSE " + t + "." + k.first + " END, " +
+			"last_seen = CASE WHEN excluded." + k.last + " > " + t + "." + k.last + " THEN excluded.last_seen ELSE " + t + ".last_seen END, " +
+			k.last + " = " + greater(t, k.last))
 		if _, err := x.ExecContext(ctx, b.String(), args...); err != nil {
-			return fmt.Errorf("count campaigns: %w", err)
+			return fmt.Errorf("count %ss: %w", k.what, err)
 		}
 	}
 	return nil
@@ -290,13 +349,20 @@ func RecountCampaigns(ctx context.Context, c *ent.Client) (*Campaigns, *Delta, e
 		}
 		after = ps[len(ps)-1].ID
 	}
+	out, err := d.recounted(ctx, c)
+	return out, &d, err
+}
+
+// recounted is d, a recount's delta, as the rows it makes: each membership with its session's
+// address (read from the sessions), each campaign with its count of members.
+func (d *Delta) recounted(ctx context.Context, c *ent.Client) (*Campaigns, error) {
 	sessions := make([]string, 0, len(d.members))
 	for k := range d.members {
 		sessions = append(sessions, k.Session)
 	}
 	ips, err := sourceIPs(ctx, c, c.Dialect() == "postgres", sessions)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	out := &Campaigns{Rows: map[string]CampaignRow{}, Members: map[MemberKey]MemberRow{}}
 	for k, m := range d.members {
@@ -313,7 +379,7 @@ func RecountCampaigns(ctx context.Context, c *ent.Client) (*Campaigns, *Delta, e
 		r.Sessions = sessionsOf[id]
 		out.Rows[id] = r
 	}
-	return out, &d, nil
+	return out, nil
 }
 
 // StoredCampaigns reads every campaign and membership as stored.
@@ -325,15 +391,15 @@ func StoredCampaigns(ctx context.Context, c *ent.Client) (*Campaigns, error) {
 		return nil, err
 	}
 	for _, r := range cs {
-		out.Rows[r.ID] = CampaignRow{Org: r.OrgID, Hash: r.PromptHash, Operator: r.Operator, Model: r.Model, Sessions: r.SessionCount,
-			Prompts: r.PromptCount, FirstID: r.FirstPromptID, LastID: r.LastPromptID, FirstSeen: r.FirstSeen, LastSeen: r.LastSeen}
+		out.Rows[r.ID] = CampaignRow{Org: r.OrgID, Key: r.PromptHash, Operator: r.Operator, Model: r.Model, Sessions: r.SessionCount,
+			Count: r.PromptCount, FirstID: r.FirstPromptID, LastID: r.LastPromptID, FirstSeen: r.FirstSeen, LastSeen: r.LastSeen}
 	}
 	ms, err := c.CampaignSession.Query().All(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, m := range ms {
-		out.Members[MemberKey{m.CampaignID, m.SessionID}] = MemberRow{Org: m.OrgID, SourceIP: m.SourceIP, Prompts: m.Prompts, LastID: m.LastPromptID}
+		out.Members[MemberKey{m.CampaignID, m.SessionID}] = MemberRow{Org: m.OrgID, SourceIP: m.SourceIP, Count: m.Prompts, LastID: m.LastPromptID}
 	}
 	return out, nil
 }
@@ -343,8 +409,8 @@ func StoredCampaigns(ctx context.Context, c *ent.Client) (*Campaigns, error) {
 func (a *Campaigns) Diff(b *Campaigns) string {
 	var out []string
 	same := func(x, y CampaignRow) bool {
-		return x.Org == y.Org && x.Hash == y.Hash && x.Operator == y.Operator && x.Model == y.Model && x.Sessions == y.Sessions &&
-			x.Prompts == y.Prompts && x.FirstID == y.FirstID && x.LastID == y.LastID &&
+		return x.Org == y.Org && x.Key == y.Key && x.Operator == y.Operator && x.Model == y.Model && x.Sessions == y.Sessions &&
+			x.Count == y.Count && x.FirstID == y.FirstID && x.LastID == y.LastID &&
 			x.FirstSeen.UnixMilli() == y.FirstSeen.UnixMilli() && x.LastSeen.UnixMilli() == y.LastSeen.UnixMilli()
 	}
 	for id, x := range a.Rows {

@@ -142,8 +142,8 @@ func TestCampaignsEqualRecount(t *testing.T) {
 		}
 		grew, repeated, shared := false, false, false
 		for id, r := range before.Rows {
-			grew = grew || r.Prompts > first.Rows[id].Prompts
-			repeated = repeated || r.Prompts > r.Sessions
+			grew = grew || r.Count > first.Rows[id].Count
+			repeated = repeated || r.Count > r.Sessions
 			shared = shared || r.Sessions > 1
 		}
 		if !grew || !repeated || !shared {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,8 +21,9 @@ import (
 // BenchmarkWriteBatch is the hit writer alone: batches of 128 page hits with a browser's
 // headers, written by writeBatch as the writer goroutine does — from 128 returning
 // visitors (each batch touches every visitor's session once), or from new visitors only
-// (each hit makes a session). It reports the writer's wall time and its process CPU per
-// hit (on PostgreSQL the server's CPU is not in it).
+// (each hit makes a session); "-tls" the same with a JA4 on every hit (one of three
+// clients), which the writer also counts in its JA4 campaign. It reports the writer's wall
+// time and its process CPU per hit (on PostgreSQL the server's CPU is not in it).
 //
 // On PostgreSQL hits is partitioned by day (a new database's default); postgres-plain is
 // the same on a plain hits table (--pg-partitions=false).
@@ -38,14 +40,19 @@ func BenchmarkWriteBatch(b *testing.B) {
 			}{"postgres-plain", store.Options{NoPartitions: true}})
 		}
 		for _, l := range layouts {
-			for _, visitors := range []string{"returning", "new"} {
-				b.Run(l.name+"/"+visitors, func(b *testing.B) { writeBatches(b, be, l.opts, visitors == "new") })
+			for _, visitors := range []string{"returning", "new", "returning-tls", "new-tls"} {
+				b.Run(l.name+"/"+visitors, func(b *testing.B) {
+					writeBatches(b, be, l.opts, strings.HasPrefix(visitors, "new"), strings.HasSuffix(visitors, "-tls"))
+				})
 			}
 		}
 	}
 }
 
-func writeBatches(b *testing.B, be testdb.Backend, opts store.Options, fresh bool) {
+// benchJA4s are three TLS clients' JA4s (Chromium, curl, Python).
+var benchJA4s = []string{"t13d1516h2_8daaf6152771_d8a2da3f94cd", "t13d3112h2_e8f1e7e78f70_6bebaf5329ac", "t13d1812h1_85036bcba153_b26ce05bbdd6"}
+
+func writeBatches(b *testing.B, be testdb.Backend, opts store.Options, fresh, tls bool) {
 	ctx := privacy.DecisionContext(context.Background(), privacy.Allow)
 	db, err := store.OpenWith(ctx, be.DSN(b), opts)
 	if err != nil {
@@ -88,6 +95,9 @@ func writeBatches(b *testing.B, be testdb.Backend, opts store.Options, fresh boo
 					Kind: "decoy", Method: "GET", Host: "trap.example", Path: "/internal/docs", Headers: h, UA: ua,
 					IP: netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}), At: now,
 				}}}
+			if tls {
+				rec.JA4 = benchJA4s[i%len(benchJA4s)]
+			}
 			rec.prepare()
 			batch[i] = &job{rec: rec}
 		}

@@ -117,6 +117,30 @@ func (f IdempotencyKeyFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Val
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.IdempotencyKeyMutation", m)
 }
 
+// The Ja4CampaignFunc type is an adapter to allow the use of ordinary
+// function as Ja4Campaign mutator.
+type Ja4CampaignFunc func(context.Context, *ent.Ja4CampaignMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f Ja4CampaignFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.Ja4CampaignMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.Ja4CampaignMutation", m)
+}
+
+// The Ja4CampaignSessionFunc type is an adapter to allow the use of ordinary
+// function as Ja4CampaignSession mutator.
+type Ja4CampaignSessionFunc func(context.Context, *ent.Ja4CampaignSessionMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f Ja4CampaignSessionFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.Ja4CampaignSessionMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.Ja4CampaignSessionMutation", m)
+}
+
 // The OrganizationFunc type is an adapter to allow the use of ordinary
 // function as Organization mutator.
 type OrganizationFunc func(context.Context, *ent.OrganizationMutation) (ent.Value, error)

@@ -17,6 +17,8 @@ import (
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/hithour"
 	"github.com/flytrap/flytrap/ent/idempotencykey"
+	"github.com/flytrap/flytrap/ent/ja4campaign"
+	"github.com/flytrap/flytrap/ent/ja4campaignsession"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/predicate"
 	"github.com/flytrap/flytrap/ent/prompt"
@@ -328,6 +330,60 @@ func (f TraverseIdempotencyKey) Traverse(ctx context.Context, q ent.Query) error
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.IdempotencyKeyQuery", q)
+}
+
+// The Ja4CampaignFunc type is an adapter to allow the use of ordinary function as a Querier.
+type Ja4CampaignFunc func(context.Context, *ent.Ja4CampaignQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f Ja4CampaignFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.Ja4CampaignQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.Ja4CampaignQuery", q)
+}
+
+// The TraverseJa4Campaign type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseJa4Campaign func(context.Context, *ent.Ja4CampaignQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseJa4Campaign) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseJa4Campaign) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.Ja4CampaignQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.Ja4CampaignQuery", q)
+}
+
+// The Ja4CampaignSessionFunc type is an adapter to allow the use of ordinary function as a Querier.
+type Ja4CampaignSessionFunc func(context.Context, *ent.Ja4CampaignSessionQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f Ja4CampaignSessionFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.Ja4CampaignSessionQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.Ja4CampaignSessionQuery", q)
+}
+
+// The TraverseJa4CampaignSession type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseJa4CampaignSession func(context.Context, *ent.Ja4CampaignSessionQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseJa4CampaignSession) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseJa4CampaignSession) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.Ja4CampaignSessionQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.Ja4CampaignSessionQuery", q)
 }
 
 // The OrganizationFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -648,6 +704,10 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.HitHourQuery, predicate.HitHour, hithour.OrderOption]{typ: ent.TypeHitHour, tq: q}, nil
 	case *ent.IdempotencyKeyQuery:
 		return &query[*ent.IdempotencyKeyQuery, predicate.IdempotencyKey, idempotencykey.OrderOption]{typ: ent.TypeIdempotencyKey, tq: q}, nil
+	case *ent.Ja4CampaignQuery:
+		return &query[*ent.Ja4CampaignQuery, predicate.Ja4Campaign, ja4campaign.OrderOption]{typ: ent.TypeJa4Campaign, tq: q}, nil
+	case *ent.Ja4CampaignSessionQuery:
+		return &query[*ent.Ja4CampaignSessionQuery, predicate.Ja4CampaignSession, ja4campaignsession.OrderOption]{typ: ent.TypeJa4CampaignSession, tq: q}, nil
 	case *ent.OrganizationQuery:
 		return &query[*ent.OrganizationQuery, predicate.Organization, organization.OrderOption]{typ: ent.TypeOrganization, tq: q}, nil
 	case *ent.PromptQuery:

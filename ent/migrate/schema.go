@@ -314,6 +314,82 @@ var (
 			},
 		},
 	}
+	// Ja4CampaignsColumns holds the columns for the "ja4_campaigns" table.
+	Ja4CampaignsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString, Size: 40},
+		{Name: "org_id", Type: field.TypeString},
+		{Name: "ja4", Type: field.TypeString, Size: 40},
+		{Name: "session_count", Type: field.TypeInt64, Default: 0},
+		{Name: "hit_count", Type: field.TypeInt64, Default: 0},
+		{Name: "first_hit_id", Type: field.TypeString, Size: 40},
+		{Name: "last_hit_id", Type: field.TypeString, Size: 40},
+		{Name: "first_seen", Type: field.TypeTime},
+		{Name: "last_seen", Type: field.TypeTime},
+	}
+	// Ja4CampaignsTable holds the schema information for the "ja4_campaigns" table.
+	Ja4CampaignsTable = &schema.Table{
+		Name:       "ja4_campaigns",
+		Columns:    Ja4CampaignsColumns,
+		PrimaryKey: []*schema.Column{Ja4CampaignsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "ja4campaign_org_id_ja4",
+				Unique:  true,
+				Columns: []*schema.Column{Ja4CampaignsColumns[1], Ja4CampaignsColumns[2]},
+			},
+			{
+				Name:    "ja4campaign_org_id_last_hit_id",
+				Unique:  false,
+				Columns: []*schema.Column{Ja4CampaignsColumns[1], Ja4CampaignsColumns[6]},
+			},
+		},
+	}
+	// Ja4CampaignSessionsColumns holds the columns for the "ja4_campaign_sessions" table.
+	Ja4CampaignSessionsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "org_id", Type: field.TypeString},
+		{Name: "campaign_id", Type: field.TypeString, Size: 40},
+		{Name: "source_ip", Type: field.TypeString, Size: 64},
+		{Name: "hits", Type: field.TypeInt64, Default: 0},
+		{Name: "last_hit_id", Type: field.TypeString, Size: 40},
+		{Name: "session_id", Type: field.TypeString, Size: 40},
+	}
+	// Ja4CampaignSessionsTable holds the schema information for the "ja4_campaign_sessions" table.
+	Ja4CampaignSessionsTable = &schema.Table{
+		Name:       "ja4_campaign_sessions",
+		Columns:    Ja4CampaignSessionsColumns,
+		PrimaryKey: []*schema.Column{Ja4CampaignSessionsColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "ja4_campaign_sessions_sessions_ja4_memberships",
+				Columns:    []*schema.Column{Ja4CampaignSessionsColumns[6]},
+				RefColumns: []*schema.Column{SessionsColumns[0]},
+				OnDelete:   schema.Cascade,
+			},
+		},
+		Indexes: []*schema.Index{
+			{
+				Name:    "ja4campaignsession_campaign_id_session_id",
+				Unique:  true,
+				Columns: []*schema.Column{Ja4CampaignSessionsColumns[2], Ja4CampaignSessionsColumns[6]},
+			},
+			{
+				Name:    "ja4campaignsession_campaign_id_last_hit_id",
+				Unique:  false,
+				Columns: []*schema.Column{Ja4CampaignSessionsColumns[2], Ja4CampaignSessionsColumns[5]},
+			},
+			{
+				Name:    "ja4campaignsession_campaign_id_source_ip",
+				Unique:  false,
+				Columns: []*schema.Column{Ja4CampaignSessionsColumns[2], Ja4CampaignSessionsColumns[3]},
+			},
+			{
+				Name:    "ja4campaignsession_session_id",
+				Unique:  false,
+				Columns: []*schema.Column{Ja4CampaignSessionsColumns[6]},
+			},
+		},
+	}
 	// OrganizationsColumns holds the columns for the "organizations" table.
 	OrganizationsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString, Size: 40},
@@ -738,6 +814,8 @@ var (
 		HitsTable,
 		HitHoursTable,
 		IdempotencyKeysTable,
+		Ja4CampaignsTable,
+		Ja4CampaignSessionsTable,
 		OrganizationsTable,
 		PromptsTable,
 		SecretsTable,
@@ -758,6 +836,13 @@ func init() {
 	EventsTable.ForeignKeys[0].RefTable = OrganizationsTable
 	HitsTable.ForeignKeys[0].RefTable = OrganizationsTable
 	HitsTable.ForeignKeys[1].RefTable = SessionsTable
+	Ja4CampaignsTable.Annotation = &entsql.Annotation{
+		Table: "ja4_campaigns",
+	}
+	Ja4CampaignSessionsTable.ForeignKeys[0].RefTable = SessionsTable
+	Ja4CampaignSessionsTable.Annotation = &entsql.Annotation{
+		Table: "ja4_campaign_sessions",
+	}
 	PromptsTable.ForeignKeys[0].RefTable = OrganizationsTable
 	PromptsTable.ForeignKeys[1].RefTable = SessionsTable
 	SessionsTable.ForeignKeys[0].RefTable = OrganizationsTable

@@ -33,6 +33,12 @@ type HitHour func(*sql.Selector)
 // IdempotencyKey is the predicate function for idempotencykey builders.
 type IdempotencyKey func(*sql.Selector)
 
+// Ja4Campaign is the predicate function for ja4campaign builders.
+type Ja4Campaign func(*sql.Selector)
+
+// Ja4CampaignSession is the predicate function for ja4campaignsession builders.
+type Ja4CampaignSession func(*sql.Selector)
+
 // Organization is the predicate function for organization builders.
 type Organization func(*sql.Selector)
 

@@ -327,6 +327,54 @@ func (f IdempotencyKeyMutationRuleFunc) EvalMutation(ctx context.Context, m ent.
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.IdempotencyKeyMutation", m)
 }
 
+// The Ja4CampaignQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type Ja4CampaignQueryRuleFunc func(context.Context, *ent.Ja4CampaignQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f Ja4CampaignQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.Ja4CampaignQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.Ja4CampaignQuery", q)
+}
+
+// The Ja4CampaignMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type Ja4CampaignMutationRuleFunc func(context.Context, *ent.Ja4CampaignMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f Ja4CampaignMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.Ja4CampaignMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.Ja4CampaignMutation", m)
+}
+
+// The Ja4CampaignSessionQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type Ja4CampaignSessionQueryRuleFunc func(context.Context, *ent.Ja4CampaignSessionQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f Ja4CampaignSessionQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.Ja4CampaignSessionQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.Ja4CampaignSessionQuery", q)
+}
+
+// The Ja4CampaignSessionMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type Ja4CampaignSessionMutationRuleFunc func(context.Context, *ent.Ja4CampaignSessionMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f Ja4CampaignSessionMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.Ja4CampaignSessionMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.Ja4CampaignSessionMutation", m)
+}
+
 // The OrganizationQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type OrganizationQueryRuleFunc func(context.Context, *ent.OrganizationQuery) error
@@ -644,6 +692,10 @@ func queryFilter(q ent.Query) (Filter, error) {
 		return q.Filter(), nil
 	case *ent.IdempotencyKeyQuery:
 		return q.Filter(), nil
+	case *ent.Ja4CampaignQuery:
+		return q.Filter(), nil
+	case *ent.Ja4CampaignSessionQuery:
+		return q.Filter(), nil
 	case *ent.OrganizationQuery:
 		return q.Filter(), nil
 	case *ent.PromptQuery:
@@ -690,6 +742,10 @@ func mutationFilter(m ent.Mutation) (Filter, error) {
 	case *ent.HitHourMutation:
 		return m.Filter(), nil
 	case *ent.IdempotencyKeyMutation:
+		return m.Filter(), nil
+	case *ent.Ja4CampaignMutation:
+		return m.Filter(), nil
+	case *ent.Ja4CampaignSessionMutation:
 		return m.Filter(), nil
 	case *ent.OrganizationMutation:
 		return m.Filter(), nil

@@ -15,6 +15,8 @@ import (
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/hithour"
 	"github.com/flytrap/flytrap/ent/idempotencykey"
+	"github.com/flytrap/flytrap/ent/ja4campaign"
+	"github.com/flytrap/flytrap/ent/ja4campaignsession"
 	"github.com/flytrap/flytrap/ent/organization"
 	"github.com/flytrap/flytrap/ent/prompt"
 	"github.com/flytrap/flytrap/ent/schema"
@@ -539,6 +541,96 @@ func init() {
 	idempotencykeyDescCreatedAt := idempotencykeyFields[4].Descriptor()
 	// idempotencykey.DefaultCreatedAt holds the default value on creation for the created_at field.
 	idempotencykey.DefaultCreatedAt = idempotencykeyDescCreatedAt.Default.(func() time.Time)
+	ja4campaignMixin := schema.Ja4Campaign{}.Mixin()
+	ja4campaign.Policy = privacy.NewPolicies(schema.Ja4Campaign{})
+	ja4campaign.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := ja4campaign.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	ja4campaignMixinFields0 := ja4campaignMixin[0].Fields()
+	_ = ja4campaignMixinFields0
+	ja4campaignFields := schema.Ja4Campaign{}.Fields()
+	_ = ja4campaignFields
+	// ja4campaignDescOrgID is the schema descriptor for org_id field.
+	ja4campaignDescOrgID := ja4campaignMixinFields0[0].Descriptor()
+	// ja4campaign.OrgIDValidator is a validator for the "org_id" field. It is called by the builders before save.
+	ja4campaign.OrgIDValidator = ja4campaignDescOrgID.Validators[0].(func(string) error)
+	// ja4campaignDescJa4 is the schema descriptor for ja4 field.
+	ja4campaignDescJa4 := ja4campaignFields[1].Descriptor()
+	// ja4campaign.Ja4Validator is a validator for the "ja4" field. It is called by the builders before save.
+	ja4campaign.Ja4Validator = ja4campaignDescJa4.Validators[0].(func(string) error)
+	// ja4campaignDescSessionCount is the schema descriptor for session_count field.
+	ja4campaignDescSessionCount := ja4campaignFields[2].Descriptor()
+	// ja4campaign.DefaultSessionCount holds the default value on creation for the session_count field.
+	ja4campaign.DefaultSessionCount = ja4campaignDescSessionCount.Default.(int64)
+	// ja4campaignDescHitCount is the schema descriptor for hit_count field.
+	ja4campaignDescHitCount := ja4campaignFields[3].Descriptor()
+	// ja4campaign.DefaultHitCount holds the default value on creation for the hit_count field.
+	ja4campaign.DefaultHitCount = ja4campaignDescHitCount.Default.(int64)
+	// ja4campaignDescFirstHitID is the schema descriptor for first_hit_id field.
+	ja4campaignDescFirstHitID := ja4campaignFields[4].Descriptor()
+	// ja4campaign.FirstHitIDValidator is a validator for the "first_hit_id" field. It is called by the builders before save.
+	ja4campaign.FirstHitIDValidator = ja4campaignDescFirstHitID.Validators[0].(func(string) error)
+	// ja4campaignDescLastHitID is the schema descriptor for last_hit_id field.
+	ja4campaignDescLastHitID := ja4campaignFields[5].Descriptor()
+	// ja4campaign.LastHitIDValidator is a validator for the "last_hit_id" field. It is called by the builders before save.
+	ja4campaign.LastHitIDValidator = ja4campaignDescLastHitID.Validators[0].(func(string) error)
+	// ja4campaignDescID is the schema descriptor for id field.
+	ja4campaignDescID := ja4campaignFields[0].Descriptor()
+	// ja4campaign.IDValidator is a validator for the "id" field. It is called by the builders before save.
+	ja4campaign.IDValidator = func() func(string) error {
+		validators := ja4campaignDescID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(id string) error {
+			for _, fn := range fns {
+				if err := fn(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	ja4campaignsessionMixin := schema.Ja4CampaignSession{}.Mixin()
+	ja4campaignsession.Policy = privacy.NewPolicies(schema.Ja4CampaignSession{})
+	ja4campaignsession.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := ja4campaignsession.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	ja4campaignsessionMixinFields0 := ja4campaignsessionMixin[0].Fields()
+	_ = ja4campaignsessionMixinFields0
+	ja4campaignsessionFields := schema.Ja4CampaignSession{}.Fields()
+	_ = ja4campaignsessionFields
+	// ja4campaignsessionDescOrgID is the schema descriptor for org_id field.
+	ja4campaignsessionDescOrgID := ja4campaignsessionMixinFields0[0].Descriptor()
+	// ja4campaignsession.OrgIDValidator is a validator for the "org_id" field. It is called by the builders before save.
+	ja4campaignsession.OrgIDValidator = ja4campaignsessionDescOrgID.Validators[0].(func(string) error)
+	// ja4campaignsessionDescCampaignID is the schema descriptor for campaign_id field.
+	ja4campaignsessionDescCampaignID := ja4campaignsessionFields[0].Descriptor()
+	// ja4campaignsession.CampaignIDValidator is a validator for the "campaign_id" field. It is called by the builders before save.
+	ja4campaignsession.CampaignIDValidator = ja4campaignsessionDescCampaignID.Validators[0].(func(string) error)
+	// ja4campaignsessionDescSourceIP is the schema descriptor for source_ip field.
+	ja4campaignsessionDescSourceIP := ja4campaignsessionFields[2].Descriptor()
+	// ja4campaignsession.SourceIPValidator is a validator for the "source_ip" field. It is called by the builders before save.
+	ja4campaignsession.SourceIPValidator = ja4campaignsessionDescSourceIP.Validators[0].(func(string) error)
+	// ja4campaignsessionDescHits is the schema descriptor for hits field.
+	ja4campaignsessionDescHits := ja4campaignsessionFields[3].Descriptor()
+	// ja4campaignsession.DefaultHits holds the default value on creation for the hits field.
+	ja4campaignsession.DefaultHits = ja4campaignsessionDescHits.Default.(int64)
+	// ja4campaignsessionDescLastHitID is the schema descriptor for last_hit_id field.
+	ja4campaignsessionDescLastHitID := ja4campaignsessionFields[4].Descriptor()
+	// ja4campaignsession.LastHitIDValidator is a validator for the "last_hit_id" field. It is called by the builders before save.
+	ja4campaignsession.LastHitIDValidator = ja4campaignsessionDescLastHitID.Validators[0].(func(string) error)
 	organizationMixin := schema.Organization{}.Mixin()
 	organization.Policy = privacy.NewPolicies(schema.Organization{})
 	organization.Hooks[0] = func(next ent.Mutator) ent.Mutator {

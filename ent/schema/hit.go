@@ -62,8 +62,9 @@ func (Hit) Fields() []ent.Field {
 		// What the connection proved of its client (package fingerprint); NULL when it proved
 		// nothing (plain HTTP has no JA4; HTTP/1 no HTTP/2 fingerprint), and on hits stored
 		// before they were taken. The client stack family is derived from them when read.
-		field.String("ja4").Optional().Nillable().MaxLen(40).Immutable().
-			Annotations(entgql.Skip(entgql.SkipWhereInput)),
+		// In the where input, so sessions can be filtered by a JA4 (hasHitsWith: {ja4}: served
+		// from ja4_campaign_sessions, app/keyfilter.go).
+		field.String("ja4").Optional().Nillable().MaxLen(40).Immutable(),
 		field.String("h2_fingerprint").Optional().Nillable().MaxLen(256).Immutable().
 			Annotations(entgql.Skip(entgql.SkipWhereInput)),
 		field.String("header_order").Optional().Nillable().MaxLen(32).Immutable().

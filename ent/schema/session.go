@@ -68,6 +68,9 @@ func (Session) Edges() []ent.Edge {
 		// The traps it hit (trap_sessions, the trap filter's); deleting the session deletes them.
 		edge.To("trap_memberships", TrapSession.Type).
 			Annotations(entsql.OnDelete(entsql.Cascade), entgql.Skip(entgql.SkipAll)),
+		// The JA4s its hits came with (ja4_campaign_sessions); deleting the session deletes them.
+		edge.To("ja4_memberships", Ja4CampaignSession.Type).
+			Annotations(entsql.OnDelete(entsql.Cascade), entgql.Skip(entgql.SkipAll)),
 	}
 }
 

@@ -74,6 +74,8 @@ const (
 	EdgeCampaignMemberships = "campaign_memberships"
 	// EdgeTrapMemberships holds the string denoting the trap_memberships edge name in mutations.
 	EdgeTrapMemberships = "trap_memberships"
+	// EdgeJa4Memberships holds the string denoting the ja4_memberships edge name in mutations.
+	EdgeJa4Memberships = "ja4_memberships"
 	// Table holds the table name of the session in the database.
 	Table = "sessions"
 	// OrganizationTable is the table that holds the organization relation/edge.
@@ -118,6 +120,13 @@ const (
 	TrapMembershipsInverseTable = "trap_sessions"
 	// TrapMembershipsColumn is the table column denoting the trap_memberships relation/edge.
 	TrapMembershipsColumn = "session_id"
+	// Ja4MembershipsTable is the table that holds the ja4_memberships relation/edge.
+	Ja4MembershipsTable = "ja4_campaign_sessions"
+	// Ja4MembershipsInverseTable is the table name for the Ja4CampaignSession entity.
+	// It exists in this package in order to avoid circular dependency with the "ja4campaignsession" package.
+	Ja4MembershipsInverseTable = "ja4_campaign_sessions"
+	// Ja4MembershipsColumn is the table column denoting the ja4_memberships relation/edge.
+	Ja4MembershipsColumn = "session_id"
 )
 
 // Columns holds all SQL columns for session fields.
@@ -490,6 +499,20 @@ func ByTrapMemberships(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
 		sqlgraph.OrderByNeighborTerms(s, newTrapMembershipsStep(), append([]sql.OrderTerm{term}, terms...)...)
 	}
 }
+
+// ByJa4MembershipsCount orders the results by ja4_memberships count.
+func ByJa4MembershipsCount(opts ...sql.OrderTermOption) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborsCount(s, newJa4MembershipsStep(), opts...)
+	}
+}
+
+// ByJa4Memberships orders the results by ja4_memberships terms.
+func ByJa4Memberships(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborTerms(s, newJa4MembershipsStep(), append([]sql.OrderTerm{term}, terms...)...)
+	}
+}
 func newOrganizationStep() *sqlgraph.Step {
 	return sqlgraph.NewStep(
 		sqlgraph.From(Table, FieldID),
@@ -530,6 +553,13 @@ func newTrapMembershipsStep() *sqlgraph.Step {
 		sqlgraph.From(Table, FieldID),
 		sqlgraph.To(TrapMembershipsInverseTable, FieldID),
 		sqlgraph.Edge(sqlgraph.O2M, false, TrapMembershipsTable, TrapMembershipsColumn),
+	)
+}
+func newJa4MembershipsStep() *sqlgraph.Step {
+	return sqlgraph.NewStep(
+		sqlgraph.From(Table, FieldID),
+		sqlgraph.To(Ja4MembershipsInverseTable, FieldID),
+		sqlgraph.Edge(sqlgraph.O2M, false, Ja4MembershipsTable, Ja4MembershipsColumn),
 	)
 }
 

@@ -1213,6 +1213,29 @@ func HasTrapMembershipsWith(preds ...predicate.TrapSession) predicate.Session {
 	})
 }
 
+// HasJa4Memberships applies the HasEdge predicate on the "ja4_memberships" edge.
+func HasJa4Memberships() predicate.Session {
+	return predicate.Session(func(s *sql.Selector) {
+		step := sqlgraph.NewStep(
+			sqlgraph.From(Table, FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, Ja4MembershipsTable, Ja4MembershipsColumn),
+		)
+		sqlgraph.HasNeighbors(s, step)
+	})
+}
+
+// HasJa4MembershipsWith applies the HasEdge predicate on the "ja4_memberships" edge with a given conditions (other predicates).
+func HasJa4MembershipsWith(preds ...predicate.Ja4CampaignSession) predicate.Session {
+	return predicate.Session(func(s *sql.Selector) {
+		step := newJa4MembershipsStep()
+		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
+			for _, p := range preds {
+				p(s)
+			}
+		})
+	})
+}
+
 // And groups predicates with the AND operator between them.
 func And(predicates ...predicate.Session) predicate.Session {
 	return predicate.Session(sql.AndPredicates(predicates...))

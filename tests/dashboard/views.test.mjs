@@ -198,6 +198,27 @@ test('live overview, sessions, why this verdict, campaigns, webhooks, phone and 
   await shot('22-campaigns');
   await assertInert('campaigns');
 
+  // Campaigns by TLS client: two visitors with different user agents on one client stack (curl's
+  // JA4, passed in cf-ja4 by the trusted local "CDN") are one JA4 campaign; its link lists their
+  // sessions, the filter shown as a chip.
+  const JA4 = 't13d3112h2_e8f1e7e78f70_6bebaf5329ac';
+  for (const ua of ['fleet-one/1.0', XSS_UA]) await visit(TRAP_PATH, ua, { headers: { 'cf-ja4': JA4 } });
+  await page.getByRole('link', { name: 'By TLS client (JA4)' }).click();
+  const tls = page.getByTestId('ja4-campaign').filter({ hasText: JA4 });
+  await poll('the JA4 campaign of two sessions', async () => {
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    return /^2 /.test((await tls.getByTestId('ja4-campaign-sessions').textContent().catch(() => '')) ?? '');
+  });
+  assert.equal((await tls.getByTestId('ja4-stack').textContent()).trim(), 'curl');
+  await shot('22b-campaigns-by-ja4');
+  await assertInert('JA4 campaigns');
+  await tls.getByRole('link', { name: 'All sessions from this client' }).click();
+  await page.waitForURL(/\/sessions\?ja4=t13d3112h2_e8f1e7e78f70_6bebaf5329ac$/);
+  await page.getByTestId('ja4-filter').waitFor();
+  await poll('the two sessions of the client', async () => (await page.getByTestId('session-row').count()) === 2);
+  await shot('22c-sessions-by-ja4');
+  await assertInert('sessions by JA4');
+
   // Webhooks: /settings/webhooks is a page; create shows the secret once.
   await page.getByRole('link', { name: 'Webhooks' }).click();
   await page.getByRole('heading', { name: 'Webhooks', exact: true }).waitFor();

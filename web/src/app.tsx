@@ -250,7 +250,7 @@ function Shell({ id, trapURL, onSignOut }: { id: Identity; trapURL: string | nul
   else if (route.path === '/sessions') view = <SessionsView search={route.search} canWrite={canWrite(id.scope)} />;
   else if ((params = match('/sessions/:id', route.path))) view = <SessionDetailView id={params.id!} />;
   else if (route.path === '/traps') view = <TrapsView canWrite={canWrite(id.scope)} trapURL={trapURL} />;
-  else if (route.path === '/campaigns') view = <CampaignsView />;
+  else if (route.path === '/campaigns') view = <CampaignsView search={route.search} />;
   else if (route.path === '/settings/webhooks') view = <WebhooksView canWrite={canWrite(id.scope)} />;
   else if (route.path === '/settings' || route.path === '/settings/api-keys') view = <ApiKeysView scope={id.scope} />;
   else

@@ -17,16 +17,25 @@ export interface SessionFilters {
   window: string;
   sourceIP: string;
   triage: string;
+  /** A TLS client's JA4 (a JA4 campaign's sessions). */
+  ja4: string;
 }
 
-export const emptyFilters: SessionFilters = { classification: '', severity: '', trapID: '', window: '', sourceIP: '', triage: '' };
+export const emptyFilters: SessionFilters = { classification: '', severity: '', trapID: '', window: '', sourceIP: '', triage: '', ja4: '' };
+
+/** JA4's shape (fingerprint.ValidJA4): t13d1516h2_8daaf6152771_e5627efa2ab1. */
+export const JA4_SHAPE = /^[tqd][0-9a-z]{2}[di][0-9a-z]{6}_[0-9a-f]{12}_[0-9a-f]{12}$/;
 
 /** The GraphQL `where` for the filters; unknown values are dropped rather than sent. */
 export function filtersToWhere(f: SessionFilters, now: Date = new Date()): Record<string, unknown> | null {
   const where: Record<string, unknown> = {};
   if ((CLASSIFICATIONS as readonly string[]).includes(f.classification)) where.classification = f.classification;
   if ((SEVERITIES as readonly string[]).includes(f.severity)) where.severity = f.severity;
-  if (/^trp_[A-Za-z0-9]+$/.test(f.trapID)) where.hasHitsWith = [{ trapID: f.trapID }];
+  // A trap and a JA4 together: a hit on the trap from that client (one hasHitsWith).
+  const hit: Record<string, string> = {};
+  if (/^trp_[A-Za-z0-9]+$/.test(f.trapID)) hit.trapID = f.trapID;
+  if (JA4_SHAPE.test(f.ja4)) hit.ja4 = f.ja4;
+  if (Object.keys(hit).length) where.hasHitsWith = [hit];
   const hours = WINDOWS[f.window];
   if (hours) where.lastSeenGTE = new Date(now.getTime() - hours * 3600_000).toISOString();
   const ip = f.sourceIP.trim();
@@ -46,6 +55,7 @@ export function filtersFromSearch(search: string): SessionFilters {
     window: p.get('window') ?? '',
     sourceIP: p.get('ip') ?? '',
     triage: p.get('triage') ?? '',
+    ja4: p.get('ja4') ?? '',
   };
 }
 
@@ -58,6 +68,7 @@ export function filtersToSearch(f: SessionFilters): string {
   if (f.window) p.set('window', f.window);
   if (f.sourceIP) p.set('ip', f.sourceIP);
   if (f.triage) p.set('triage', f.triage);
+  if (f.ja4) p.set('ja4', f.ja4);
   const s = p.toString();
   return s ? `?${s}` : '';
 }

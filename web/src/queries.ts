@@ -301,6 +301,24 @@ export const CAMPAIGNS = `query Campaigns($first: Int!, $after: Cursor) { campai
   pageInfo { hasNextPage endCursor } edges { cursor node { promptHash operator model sessionCount promptCount firstSeen lastSeen
     sessions(first: 10) { id sourceIP userAgent classification severity lastSeen } addresses(first: 20) traps { id name path type deleted } } } } }`;
 
+export interface Ja4Campaign {
+  id: string;
+  ja4: string;
+  clientStack: string | null;
+  sessionCount: number;
+  hitCount: number;
+  firstSeen: string;
+  lastSeen: string;
+  sessions: { id: string; sourceIP: string; userAgent: string; classification: string; severity: string; lastSeen: string }[];
+  addresses: string[];
+}
+export interface Ja4CampaignsData {
+  ja4Campaigns: { pageInfo: PageInfo; edges: { cursor: string; node: Ja4Campaign }[] };
+}
+export const JA4_CAMPAIGNS = `query Ja4Campaigns($first: Int!, $after: Cursor) { ja4Campaigns(first: $first, after: $after) {
+  pageInfo { hasNextPage endCursor } edges { cursor node { id ja4 clientStack sessionCount hitCount firstSeen lastSeen
+    sessions(first: 10) { id sourceIP userAgent classification severity lastSeen } addresses(first: 20) } } } }`;
+
 export interface WebhookEndpoint {
   id: string;
   url: string;

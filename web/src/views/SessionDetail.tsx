@@ -315,7 +315,15 @@ function ClientStacks({ stacks, userAgent }: { stacks: ClientStack[]; userAgent:
               {stacks.map((c, i) => (
                 <tr key={i} data-testid="client-stack">
                   <td data-label="Stack">{c.family ? <strong>{c.family}</strong> : <span class="muted">unknown</span>}</td>
-                  <td data-label="JA4">{c.ja4 ? <code>{c.ja4}</code> : <span class="muted">none</span>}</td>
+                  <td data-label="JA4">
+                    {c.ja4 ? (
+                      <Link href={`/sessions?ja4=${encodeURIComponent(c.ja4)}`}>
+                        <code>{c.ja4}</code>
+                      </Link>
+                    ) : (
+                      <span class="muted">none</span>
+                    )}
+                  </td>
                   <td data-label="HTTP/2">{c.h2Fingerprint ? <code>{c.h2Fingerprint}</code> : <span class="muted">none</span>}</td>
                   <td data-label="Header order">{c.headerOrder ? <code>{c.headerOrder}</code> : <span class="muted">none</span>}</td>
                   <td data-label="Hits">{formatNumber(c.hits)}</td>

@@ -138,6 +138,14 @@ export function SessionsView({ search, canWrite = false }: { search: string; can
             onChange={(e) => set({ sourceIP: e.currentTarget.value })}
           />
         </label>
+        {filters.ja4 && (
+          <p class="filter-chip" data-testid="ja4-filter">
+            From TLS client <code>{filters.ja4}</code>{' '}
+            <button type="button" class="secondary" onClick={() => set({ ja4: '' })} aria-label="Remove the TLS client filter">
+              ×
+            </button>
+          </p>
+        )}
         {search && (
           <button type="button" class="secondary" onClick={() => navigate('/sessions', true)}>
             Clear filters
