@@ -63,7 +63,7 @@ func (a *App) Ja4Campaigns(ctx context.Context, first *int, after *entgql.Cursor
 		rows, conn.PageInfo.HasNextPage = rows[:n], true
 	}
 	conn.PageInfo.HasPreviousPage = after != nil
-	page := &CampaignPage{a: a, members: ja4campaignsession.Table, last: ja4campaignsession.FieldLastHitID}
+	page := &CampaignPage{a: a, members: ja4campaignsession.Table, last: ja4campaignsession.FieldFirstHitID}
 	for _, row := range rows {
 		page.ids = append(page.ids, row.ID)
 		conn.Edges = append(conn.Edges, &Ja4CampaignEdge{Cursor: entgql.Cursor[string]{ID: row.LastHitID},
@@ -84,8 +84,8 @@ func (c *Ja4Campaign) ClientStack() *string {
 	return nil
 }
 
-// LatestSessions is the first (at most 20; nil: 20) of the stored sessions that most recently
-// sent a hit with the JA4.
+// LatestSessions is the first (at most 20; nil: 20) of the campaign's newest stored sessions (by
+// their first hit with the JA4).
 func (c *Ja4Campaign) LatestSessions(ctx context.Context, first *int) ([]*ent.Session, error) {
 	return c.Page.latestSessions(ctx, c.ID, first)
 }

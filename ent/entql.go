@@ -260,8 +260,7 @@ var schemaGraph = func() *sqlgraph.Schema {
 			ja4campaignsession.FieldCampaignID: {Type: field.TypeString, Column: ja4campaignsession.FieldCampaignID},
 			ja4campaignsession.FieldSessionID:  {Type: field.TypeString, Column: ja4campaignsession.FieldSessionID},
 			ja4campaignsession.FieldSourceIP:   {Type: field.TypeString, Column: ja4campaignsession.FieldSourceIP},
-			ja4campaignsession.FieldHits:       {Type: field.TypeInt64, Column: ja4campaignsession.FieldHits},
-			ja4campaignsession.FieldLastHitID:  {Type: field.TypeString, Column: ja4campaignsession.FieldLastHitID},
+			ja4campaignsession.FieldFirstHitID: {Type: field.TypeString, Column: ja4campaignsession.FieldFirstHitID},
 		},
 	}
 	graph.Nodes[11] = &sqlgraph.Node{
@@ -1822,14 +1821,9 @@ func (f *Ja4CampaignSessionFilter) WhereSourceIP(p entql.StringP) {
 	f.Where(p.Field(ja4campaignsession.FieldSourceIP))
 }
 
-// WhereHits applies the entql int64 predicate on the hits field.
-func (f *Ja4CampaignSessionFilter) WhereHits(p entql.Int64P) {
-	f.Where(p.Field(ja4campaignsession.FieldHits))
-}
-
-// WhereLastHitID applies the entql string predicate on the last_hit_id field.
-func (f *Ja4CampaignSessionFilter) WhereLastHitID(p entql.StringP) {
-	f.Where(p.Field(ja4campaignsession.FieldLastHitID))
+// WhereFirstHitID applies the entql string predicate on the first_hit_id field.
+func (f *Ja4CampaignSessionFilter) WhereFirstHitID(p entql.StringP) {
+	f.Where(p.Field(ja4campaignsession.FieldFirstHitID))
 }
 
 // WhereHasSession applies a predicate to check if query has an edge session.

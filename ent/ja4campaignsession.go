@@ -25,10 +25,8 @@ type Ja4CampaignSession struct {
 	SessionID string `json:"session_id,omitempty"`
 	// SourceIP holds the value of the "source_ip" field.
 	SourceIP string `json:"source_ip,omitempty"`
-	// Hits holds the value of the "hits" field.
-	Hits int64 `json:"hits,omitempty"`
-	// LastHitID holds the value of the "last_hit_id" field.
-	LastHitID string `json:"last_hit_id,omitempty"`
+	// FirstHitID holds the value of the "first_hit_id" field.
+	FirstHitID string `json:"first_hit_id,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the Ja4CampaignSessionQuery when eager-loading is set.
 	Edges        Ja4CampaignSessionEdges `json:"edges"`
@@ -62,9 +60,9 @@ func (*Ja4CampaignSession) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case ja4campaignsession.FieldID, ja4campaignsession.FieldHits:
+		case ja4campaignsession.FieldID:
 			values[i] = new(sql.NullInt64)
-		case ja4campaignsession.FieldOrgID, ja4campaignsession.FieldCampaignID, ja4campaignsession.FieldSessionID, ja4campaignsession.FieldSourceIP, ja4campaignsession.FieldLastHitID:
+		case ja4campaignsession.FieldOrgID, ja4campaignsession.FieldCampaignID, ja4campaignsession.FieldSessionID, ja4campaignsession.FieldSourceIP, ja4campaignsession.FieldFirstHitID:
 			values[i] = new(sql.NullString)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -111,17 +109,11 @@ func (_m *Ja4CampaignSession) assignValues(columns []string, values []any) error
 			} else if value.Valid {
 				_m.SourceIP = value.String
 			}
-		case ja4campaignsession.FieldHits:
-			if value, ok := values[i].(*sql.NullInt64); !ok {
-				return fmt.Errorf("unexpected type %T for field hits", values[i])
-			} else if value.Valid {
-				_m.Hits = value.Int64
-			}
-		case ja4campaignsession.FieldLastHitID:
+		case ja4campaignsession.FieldFirstHitID:
 			if value, ok := values[i].(*sql.NullString); !ok {
-				return fmt.Errorf("unexpected type %T for field last_hit_id", values[i])
+				return fmt.Errorf("unexpected type %T for field first_hit_id", values[i])
 			} else if value.Valid {
-				_m.LastHitID = value.String
+				_m.FirstHitID = value.String
 			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
@@ -176,11 +168,8 @@ func (_m *Ja4CampaignSession) String() string {
 	builder.WriteString("source_ip=")
 	builder.WriteString(_m.SourceIP)
 	builder.WriteString(", ")
-	builder.WriteString("hits=")
-	builder.WriteString(fmt.Sprintf("%v", _m.Hits))
-	builder.WriteString(", ")
-	builder.WriteString("last_hit_id=")
-	builder.WriteString(_m.LastHitID)
+	builder.WriteString("first_hit_id=")
+	builder.WriteString(_m.FirstHitID)
 	builder.WriteByte(')')
 	return builder.String()
 }

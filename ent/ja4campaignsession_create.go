@@ -46,23 +46,9 @@ func (_c *Ja4CampaignSessionCreate) SetSourceIP(v string) *Ja4CampaignSessionCre
 	return _c
 }
 
-// SetHits sets the "hits" field.
-func (_c *Ja4CampaignSessionCreate) SetHits(v int64) *Ja4CampaignSessionCreate {
-	_c.mutation.SetHits(v)
-	return _c
-}
-
-// SetNillableHits sets the "hits" field if the given value is not nil.
-func (_c *Ja4CampaignSessionCreate) SetNillableHits(v *int64) *Ja4CampaignSessionCreate {
-	if v != nil {
-		_c.SetHits(*v)
-	}
-	return _c
-}
-
-// SetLastHitID sets the "last_hit_id" field.
-func (_c *Ja4CampaignSessionCreate) SetLastHitID(v string) *Ja4CampaignSessionCreate {
-	_c.mutation.SetLastHitID(v)
+// SetFirstHitID sets the "first_hit_id" field.
+func (_c *Ja4CampaignSessionCreate) SetFirstHitID(v string) *Ja4CampaignSessionCreate {
+	_c.mutation.SetFirstHitID(v)
 	return _c
 }
 
@@ -78,9 +64,6 @@ func (_c *Ja4CampaignSessionCreate) Mutation() *Ja4CampaignSessionMutation {
 
 // Save creates the Ja4CampaignSession in the database.
 func (_c *Ja4CampaignSessionCreate) Save(ctx context.Context) (*Ja4CampaignSession, error) {
-	if err := _c.defaults(); err != nil {
-		return nil, err
-	}
 	return withHooks(ctx, _c.sqlSave, _c.mutation, _c.hooks)
 }
 
@@ -104,15 +87,6 @@ func (_c *Ja4CampaignSessionCreate) ExecX(ctx context.Context) {
 	if err := _c.Exec(ctx); err != nil {
 		panic(err)
 	}
-}
-
-// defaults sets the default values of the builder before save.
-func (_c *Ja4CampaignSessionCreate) defaults() error {
-	if _, ok := _c.mutation.Hits(); !ok {
-		v := ja4campaignsession.DefaultHits
-		_c.mutation.SetHits(v)
-	}
-	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.
@@ -144,15 +118,12 @@ func (_c *Ja4CampaignSessionCreate) check() error {
 			return &ValidationError{Name: "source_ip", err: fmt.Errorf(`ent: validator failed for field "Ja4CampaignSession.source_ip": %w`, err)}
 		}
 	}
-	if _, ok := _c.mutation.Hits(); !ok {
-		return &ValidationError{Name: "hits", err: errors.New(`ent: missing required field "Ja4CampaignSession.hits"`)}
+	if _, ok := _c.mutation.FirstHitID(); !ok {
+		return &ValidationError{Name: "first_hit_id", err: errors.New(`ent: missing required field "Ja4CampaignSession.first_hit_id"`)}
 	}
-	if _, ok := _c.mutation.LastHitID(); !ok {
-		return &ValidationError{Name: "last_hit_id", err: errors.New(`ent: missing required field "Ja4CampaignSession.last_hit_id"`)}
-	}
-	if v, ok := _c.mutation.LastHitID(); ok {
-		if err := ja4campaignsession.LastHitIDValidator(v); err != nil {
-			return &ValidationError{Name: "last_hit_id", err: fmt.Errorf(`ent: validator failed for field "Ja4CampaignSession.last_hit_id": %w`, err)}
+	if v, ok := _c.mutation.FirstHitID(); ok {
+		if err := ja4campaignsession.FirstHitIDValidator(v); err != nil {
+			return &ValidationError{Name: "first_hit_id", err: fmt.Errorf(`ent: validator failed for field "Ja4CampaignSession.first_hit_id": %w`, err)}
 		}
 	}
 	if len(_c.mutation.SessionIDs()) == 0 {
@@ -197,13 +168,9 @@ func (_c *Ja4CampaignSessionCreate) createSpec() (*Ja4CampaignSession, *sqlgraph
 		_spec.SetField(ja4campaignsession.FieldSourceIP, field.TypeString, value)
 		_node.SourceIP = value
 	}
-	if value, ok := _c.mutation.Hits(); ok {
-		_spec.SetField(ja4campaignsession.FieldHits, field.TypeInt64, value)
-		_node.Hits = value
-	}
-	if value, ok := _c.mutation.LastHitID(); ok {
-		_spec.SetField(ja4campaignsession.FieldLastHitID, field.TypeString, value)
-		_node.LastHitID = value
+	if value, ok := _c.mutation.FirstHitID(); ok {
+		_spec.SetField(ja4campaignsession.FieldFirstHitID, field.TypeString, value)
+		_node.FirstHitID = value
 	}
 	if nodes := _c.mutation.SessionIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -274,36 +241,6 @@ type (
 	}
 )
 
-// SetHits sets the "hits" field.
-func (u *Ja4CampaignSessionUpsert) SetHits(v int64) *Ja4CampaignSessionUpsert {
-	u.Set(ja4campaignsession.FieldHits, v)
-	return u
-}
-
-// UpdateHits sets the "hits" field to the value that was provided on create.
-func (u *Ja4CampaignSessionUpsert) UpdateHits() *Ja4CampaignSessionUpsert {
-	u.SetExcluded(ja4campaignsession.FieldHits)
-	return u
-}
-
-// AddHits adds v to the "hits" field.
-func (u *Ja4CampaignSessionUpsert) AddHits(v int64) *Ja4CampaignSessionUpsert {
-	u.Add(ja4campaignsession.FieldHits, v)
-	return u
-}
-
-// SetLastHitID sets the "last_hit_id" field.
-func (u *Ja4CampaignSessionUpsert) SetLastHitID(v string) *Ja4CampaignSessionUpsert {
-	u.Set(ja4campaignsession.FieldLastHitID, v)
-	return u
-}
-
-// UpdateLastHitID sets the "last_hit_id" field to the value that was provided on create.
-func (u *Ja4CampaignSessionUpsert) UpdateLastHitID() *Ja4CampaignSessionUpsert {
-	u.SetExcluded(ja4campaignsession.FieldLastHitID)
-	return u
-}
-
 // UpdateNewValues updates the mutable fields using the new values that were set on create.
 // Using this option is equivalent to using:
 //
@@ -326,6 +263,9 @@ func (u *Ja4CampaignSessionUpsertOne) UpdateNewValues() *Ja4CampaignSessionUpser
 		}
 		if _, exists := u.create.mutation.SourceIP(); exists {
 			s.SetIgnore(ja4campaignsession.FieldSourceIP)
+		}
+		if _, exists := u.create.mutation.FirstHitID(); exists {
+			s.SetIgnore(ja4campaignsession.FieldFirstHitID)
 		}
 	}))
 	return u
@@ -356,41 +296,6 @@ func (u *Ja4CampaignSessionUpsertOne) Update(set func(*Ja4CampaignSessionUpsert)
 		set(&Ja4CampaignSessionUpsert{UpdateSet: update})
 	}))
 	return u
-}
-
-// SetHits sets the "hits" field.
-func (u *Ja4CampaignSessionUpsertOne) SetHits(v int64) *Ja4CampaignSessionUpsertOne {
-	return u.Update(func(s *Ja4CampaignSessionUpsert) {
-		s.SetHits(v)
-	})
-}
-
-// AddHits adds v to the "hits" field.
-func (u *Ja4CampaignSessionUpsertOne) AddHits(v int64) *Ja4CampaignSessionUpsertOne {
-	return u.Update(func(s *Ja4CampaignSessionUpsert) {
-		s.AddHits(v)
-	})
-}
-
-// UpdateHits sets the "hits" field to the value that was provided on create.
-func (u *Ja4CampaignSessionUpsertOne) UpdateHits() *Ja4CampaignSessionUpsertOne {
-	return u.Update(func(s *Ja4CampaignSessionUpsert) {
-		s.UpdateHits()
-	})
-}
-
-// SetLastHitID sets the "last_hit_id" field.
-func (u *Ja4CampaignSessionUpsertOne) SetLastHitID(v string) *Ja4CampaignSessionUpsertOne {
-	return u.Update(func(s *Ja4CampaignSessionUpsert) {
-		s.SetLastHitID(v)
-	})
-}
-
-// UpdateLastHitID sets the "last_hit_id" field to the value that was provided on create.
-func (u *Ja4CampaignSessionUpsertOne) UpdateLastHitID() *Ja4CampaignSessionUpsertOne {
-	return u.Update(func(s *Ja4CampaignSessionUpsert) {
-		s.UpdateLastHitID()
-	})
 }
 
 // Exec executes the query.
@@ -445,7 +350,6 @@ func (_c *Ja4CampaignSessionCreateBulk) Save(ctx context.Context) ([]*Ja4Campaig
 	for i := range _c.builders {
 		func(i int, root context.Context) {
 			builder := _c.builders[i]
-			builder.defaults()
 			var mut Mutator = MutateFunc(func(ctx context.Context, m Mutation) (Value, error) {
 				mutation, ok := m.(*Ja4CampaignSessionMutation)
 				if !ok {
@@ -581,6 +485,9 @@ func (u *Ja4CampaignSessionUpsertBulk) UpdateNewValues() *Ja4CampaignSessionUpse
 			if _, exists := b.mutation.SourceIP(); exists {
 				s.SetIgnore(ja4campaignsession.FieldSourceIP)
 			}
+			if _, exists := b.mutation.FirstHitID(); exists {
+				s.SetIgnore(ja4campaignsession.FieldFirstHitID)
+			}
 		}
 	}))
 	return u
@@ -611,41 +518,6 @@ func (u *Ja4CampaignSessionUpsertBulk) Update(set func(*Ja4CampaignSessionUpsert
 		set(&Ja4CampaignSessionUpsert{UpdateSet: update})
 	}))
 	return u
-}
-
-// SetHits sets the "hits" field.
-func (u *Ja4CampaignSessionUpsertBulk) SetHits(v int64) *Ja4CampaignSessionUpsertBulk {
-	return u.Update(func(s *Ja4CampaignSessionUpsert) {
-		s.SetHits(v)
-	})
-}
-
-// AddHits adds v to the "hits" field.
-func (u *Ja4CampaignSessionUpsertBulk) AddHits(v int64) *Ja4CampaignSessionUpsertBulk {
-	return u.Update(func(s *Ja4CampaignSessionUpsert) {
-		s.AddHits(v)
-	})
-}
-
-// UpdateHits sets the "hits" field to the value that was provided on create.
-func (u *Ja4CampaignSessionUpsertBulk) UpdateHits() *Ja4CampaignSessionUpsertBulk {
-	return u.Update(func(s *Ja4CampaignSessionUpsert) {
-		s.UpdateHits()
-	})
-}
-
-// SetLastHitID sets the "last_hit_id" field.
-func (u *Ja4CampaignSessionUpsertBulk) SetLastHitID(v string) *Ja4CampaignSessionUpsertBulk {
-	return u.Update(func(s *Ja4CampaignSessionUpsert) {
-		s.SetLastHitID(v)
-	})
-}
-
-// UpdateLastHitID sets the "last_hit_id" field to the value that was provided on create.
-func (u *Ja4CampaignSessionUpsertBulk) UpdateLastHitID() *Ja4CampaignSessionUpsertBulk {
-	return u.Update(func(s *Ja4CampaignSessionUpsert) {
-		s.UpdateLastHitID()
-	})
 }
 
 // Exec executes the query.

@@ -28,41 +28,6 @@ func (_u *Ja4CampaignSessionUpdate) Where(ps ...predicate.Ja4CampaignSession) *J
 	return _u
 }
 
-// SetHits sets the "hits" field.
-func (_u *Ja4CampaignSessionUpdate) SetHits(v int64) *Ja4CampaignSessionUpdate {
-	_u.mutation.ResetHits()
-	_u.mutation.SetHits(v)
-	return _u
-}
-
-// SetNillableHits sets the "hits" field if the given value is not nil.
-func (_u *Ja4CampaignSessionUpdate) SetNillableHits(v *int64) *Ja4CampaignSessionUpdate {
-	if v != nil {
-		_u.SetHits(*v)
-	}
-	return _u
-}
-
-// AddHits adds value to the "hits" field.
-func (_u *Ja4CampaignSessionUpdate) AddHits(v int64) *Ja4CampaignSessionUpdate {
-	_u.mutation.AddHits(v)
-	return _u
-}
-
-// SetLastHitID sets the "last_hit_id" field.
-func (_u *Ja4CampaignSessionUpdate) SetLastHitID(v string) *Ja4CampaignSessionUpdate {
-	_u.mutation.SetLastHitID(v)
-	return _u
-}
-
-// SetNillableLastHitID sets the "last_hit_id" field if the given value is not nil.
-func (_u *Ja4CampaignSessionUpdate) SetNillableLastHitID(v *string) *Ja4CampaignSessionUpdate {
-	if v != nil {
-		_u.SetLastHitID(*v)
-	}
-	return _u
-}
-
 // Mutation returns the Ja4CampaignSessionMutation object of the builder.
 func (_u *Ja4CampaignSessionUpdate) Mutation() *Ja4CampaignSessionMutation {
 	return _u.mutation
@@ -97,11 +62,6 @@ func (_u *Ja4CampaignSessionUpdate) ExecX(ctx context.Context) {
 
 // check runs all checks and user-defined validators on the builder.
 func (_u *Ja4CampaignSessionUpdate) check() error {
-	if v, ok := _u.mutation.LastHitID(); ok {
-		if err := ja4campaignsession.LastHitIDValidator(v); err != nil {
-			return &ValidationError{Name: "last_hit_id", err: fmt.Errorf(`ent: validator failed for field "Ja4CampaignSession.last_hit_id": %w`, err)}
-		}
-	}
 	if _u.mutation.SessionCleared() && len(_u.mutation.SessionIDs()) > 0 {
 		return errors.New(`ent: clearing a required unique edge "Ja4CampaignSession.session"`)
 	}
@@ -126,15 +86,6 @@ func (_u *Ja4CampaignSessionUpdate) sqlSave(ctx context.Context) (_node int, err
 			}
 		}
 	}
-	if value, ok := _u.mutation.Hits(); ok {
-		_spec.SetField(ja4campaignsession.FieldHits, field.TypeInt64, value)
-	}
-	if value, ok := _u.mutation.AddedHits(); ok {
-		_spec.AddField(ja4campaignsession.FieldHits, field.TypeInt64, value)
-	}
-	if value, ok := _u.mutation.LastHitID(); ok {
-		_spec.SetField(ja4campaignsession.FieldLastHitID, field.TypeString, value)
-	}
 	_spec.AddModifiers(_u.modifiers...)
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -155,41 +106,6 @@ type Ja4CampaignSessionUpdateOne struct {
 	hooks     []Hook
 	mutation  *Ja4CampaignSessionMutation
 	modifiers []func(*sql.UpdateBuilder)
-}
-
-// SetHits sets the "hits" field.
-func (_u *Ja4CampaignSessionUpdateOne) SetHits(v int64) *Ja4CampaignSessionUpdateOne {
-	_u.mutation.ResetHits()
-	_u.mutation.SetHits(v)
-	return _u
-}
-
-// SetNillableHits sets the "hits" field if the given value is not nil.
-func (_u *Ja4CampaignSessionUpdateOne) SetNillableHits(v *int64) *Ja4CampaignSessionUpdateOne {
-	if v != nil {
-		_u.SetHits(*v)
-	}
-	return _u
-}
-
-// AddHits adds value to the "hits" field.
-func (_u *Ja4CampaignSessionUpdateOne) AddHits(v int64) *Ja4CampaignSessionUpdateOne {
-	_u.mutation.AddHits(v)
-	return _u
-}
-
-// SetLastHitID sets the "last_hit_id" field.
-func (_u *Ja4CampaignSessionUpdateOne) SetLastHitID(v string) *Ja4CampaignSessionUpdateOne {
-	_u.mutation.SetLastHitID(v)
-	return _u
-}
-
-// SetNillableLastHitID sets the "last_hit_id" field if the given value is not nil.
-func (_u *Ja4CampaignSessionUpdateOne) SetNillableLastHitID(v *string) *Ja4CampaignSessionUpdateOne {
-	if v != nil {
-		_u.SetLastHitID(*v)
-	}
-	return _u
 }
 
 // Mutation returns the Ja4CampaignSessionMutation object of the builder.
@@ -239,11 +155,6 @@ func (_u *Ja4CampaignSessionUpdateOne) ExecX(ctx context.Context) {
 
 // check runs all checks and user-defined validators on the builder.
 func (_u *Ja4CampaignSessionUpdateOne) check() error {
-	if v, ok := _u.mutation.LastHitID(); ok {
-		if err := ja4campaignsession.LastHitIDValidator(v); err != nil {
-			return &ValidationError{Name: "last_hit_id", err: fmt.Errorf(`ent: validator failed for field "Ja4CampaignSession.last_hit_id": %w`, err)}
-		}
-	}
 	if _u.mutation.SessionCleared() && len(_u.mutation.SessionIDs()) > 0 {
 		return errors.New(`ent: clearing a required unique edge "Ja4CampaignSession.session"`)
 	}
@@ -284,15 +195,6 @@ func (_u *Ja4CampaignSessionUpdateOne) sqlSave(ctx context.Context) (_node *Ja4C
 				ps[i](selector)
 			}
 		}
-	}
-	if value, ok := _u.mutation.Hits(); ok {
-		_spec.SetField(ja4campaignsession.FieldHits, field.TypeInt64, value)
-	}
-	if value, ok := _u.mutation.AddedHits(); ok {
-		_spec.AddField(ja4campaignsession.FieldHits, field.TypeInt64, value)
-	}
-	if value, ok := _u.mutation.LastHitID(); ok {
-		_spec.SetField(ja4campaignsession.FieldLastHitID, field.TypeString, value)
 	}
 	_spec.AddModifiers(_u.modifiers...)
 	_node = &Ja4CampaignSession{config: _u.config}

@@ -8127,9 +8127,7 @@ type Ja4CampaignSessionMutation struct {
 	org_id         *string
 	campaign_id    *string
 	source_ip      *string
-	hits           *int64
-	addhits        *int64
-	last_hit_id    *string
+	first_hit_id   *string
 	clearedFields  map[string]struct{}
 	session        *string
 	clearedsession bool
@@ -8380,96 +8378,40 @@ func (m *Ja4CampaignSessionMutation) ResetSourceIP() {
 	m.source_ip = nil
 }
 
-// SetHits sets the "hits" field.
-func (m *Ja4CampaignSessionMutation) SetHits(i int64) {
-	m.hits = &i
-	m.addhits = nil
+// SetFirstHitID sets the "first_hit_id" field.
+func (m *Ja4CampaignSessionMutation) SetFirstHitID(s string) {
+	m.first_hit_id = &s
 }
 
-// Hits returns the value of the "hits" field in the mutation.
-func (m *Ja4CampaignSessionMutation) Hits() (r int64, exists bool) {
-	v := m.hits
+// FirstHitID returns the value of the "first_hit_id" field in the mutation.
+func (m *Ja4CampaignSessionMutation) FirstHitID() (r string, exists bool) {
+	v := m.first_hit_id
 	if v == nil {
 		return
 	}
 	return *v, true
 }
 
-// OldHits returns the old "hits" field's value of the Ja4CampaignSession entity.
+// OldFirstHitID returns the old "first_hit_id" field's value of the Ja4CampaignSession entity.
 // If the Ja4CampaignSession object wasn't provided to the builder, the object is fetched from the database.
 // An error is returned if the mutation operation is not UpdateOne, or the database query fails.
-func (m *Ja4CampaignSessionMutation) OldHits(ctx context.Context) (v int64, err error) {
+func (m *Ja4CampaignSessionMutation) OldFirstHitID(ctx context.Context) (v string, err error) {
 	if !m.op.Is(OpUpdateOne) {
-		return v, errors.New("OldHits is only allowed on UpdateOne operations")
+		return v, errors.New("OldFirstHitID is only allowed on UpdateOne operations")
 	}
 	if m.id == nil || m.oldValue == nil {
-		return v, errors.New("OldHits requires an ID field in the mutation")
+		return v, errors.New("OldFirstHitID requires an ID field in the mutation")
 	}
 	oldValue, err := m.oldValue(ctx)
 	if err != nil {
-		return v, fmt.Errorf("querying old value for OldHits: %w", err)
+		return v, fmt.Errorf("querying old value for OldFirstHitID: %w", err)
 	}
-	return oldValue.Hits, nil
+	return oldValue.FirstHitID, nil
 }
 
-// AddHits adds i to the "hits" field.
-func (m *Ja4CampaignSessionMutation) AddHits(i int64) {
-	if m.addhits != nil {
-		*m.addhits += i
-	} else {
-		m.addhits = &i
-	}
-}
-
-// AddedHits returns the value that was added to the "hits" field in this mutation.
-func (m *Ja4CampaignSessionMutation) AddedHits() (r int64, exists bool) {
-	v := m.addhits
-	if v == nil {
-		return
-	}
-	return *v, true
-}
-
-// ResetHits resets all changes to the "hits" field.
-func (m *Ja4CampaignSessionMutation) ResetHits() {
-	m.hits = nil
-	m.addhits = nil
-}
-
-// SetLastHitID sets the "last_hit_id" field.
-func (m *Ja4CampaignSessionMutation) SetLastHitID(s string) {
-	m.last_hit_id = &s
-}
-
-// LastHitID returns the value of the "last_hit_id" field in the mutation.
-func (m *Ja4CampaignSessionMutation) LastHitID() (r string, exists bool) {
-	v := m.last_hit_id
-	if v == nil {
-		return
-	}
-	return *v, true
-}
-
-// OldLastHitID returns the old "last_hit_id" field's value of the Ja4CampaignSession entity.
-// If the Ja4CampaignSession object wasn't provided to the builder, the object is fetched from the database.
-// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
-func (m *Ja4CampaignSessionMutation) OldLastHitID(ctx context.Context) (v string, err error) {
-	if !m.op.Is(OpUpdateOne) {
-		return v, errors.New("OldLastHitID is only allowed on UpdateOne operations")
-	}
-	if m.id == nil || m.oldValue == nil {
-		return v, errors.New("OldLastHitID requires an ID field in the mutation")
-	}
-	oldValue, err := m.oldValue(ctx)
-	if err != nil {
-		return v, fmt.Errorf("querying old value for OldLastHitID: %w", err)
-	}
-	return oldValue.LastHitID, nil
-}
-
-// ResetLastHitID resets all changes to the "last_hit_id" field.
-func (m *Ja4CampaignSessionMutation) ResetLastHitID() {
-	m.last_hit_id = nil
+// ResetFirstHitID resets all changes to the "first_hit_id" field.
+func (m *Ja4CampaignSessionMutation) ResetFirstHitID() {
+	m.first_hit_id = nil
 }
 
 // ClearSession clears the "session" edge to the Session entity.
@@ -8533,7 +8475,7 @@ func (m *Ja4CampaignSessionMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *Ja4CampaignSessionMutation) Fields() []string {
-	fields := make([]string, 0, 6)
+	fields := make([]string, 0, 5)
 	if m.org_id != nil {
 		fields = append(fields, ja4campaignsession.FieldOrgID)
 	}
@@ -8546,11 +8488,8 @@ func (m *Ja4CampaignSessionMutation) Fields() []string {
 	if m.source_ip != nil {
 		fields = append(fields, ja4campaignsession.FieldSourceIP)
 	}
-	if m.hits != nil {
-		fields = append(fields, ja4campaignsession.FieldHits)
-	}
-	if m.last_hit_id != nil {
-		fields = append(fields, ja4campaignsession.FieldLastHitID)
+	if m.first_hit_id != nil {
+		fields = append(fields, ja4campaignsession.FieldFirstHitID)
 	}
 	return fields
 }
@@ -8568,10 +8507,8 @@ func (m *Ja4CampaignSessionMutation) Field(name string) (ent.Value, bool) {
 		return m.SessionID()
 	case ja4campaignsession.FieldSourceIP:
 		return m.SourceIP()
-	case ja4campaignsession.FieldHits:
-		return m.Hits()
-	case ja4campaignsession.FieldLastHitID:
-		return m.LastHitID()
+	case ja4campaignsession.FieldFirstHitID:
+		return m.FirstHitID()
 	}
 	return nil, false
 }
@@ -8589,10 +8526,8 @@ func (m *Ja4CampaignSessionMutation) OldField(ctx context.Context, name string) 
 		return m.OldSessionID(ctx)
 	case ja4campaignsession.FieldSourceIP:
 		return m.OldSourceIP(ctx)
-	case ja4campaignsession.FieldHits:
-		return m.OldHits(ctx)
-	case ja4campaignsession.FieldLastHitID:
-		return m.OldLastHitID(ctx)
+	case ja4campaignsession.FieldFirstHitID:
+		return m.OldFirstHitID(ctx)
 	}
 	return nil, fmt.Errorf("unknown Ja4CampaignSession field %s", name)
 }
@@ -8630,19 +8565,12 @@ func (m *Ja4CampaignSessionMutation) SetField(name string, value ent.Value) erro
 		}
 		m.SetSourceIP(v)
 		return nil
-	case ja4campaignsession.FieldHits:
-		v, ok := value.(int64)
-		if !ok {
-			return fmt.Errorf("unexpected type %T for field %s", value, name)
-		}
-		m.SetHits(v)
-		return nil
-	case ja4campaignsession.FieldLastHitID:
+	case ja4campaignsession.FieldFirstHitID:
 		v, ok := value.(string)
 		if !ok {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
-		m.SetLastHitID(v)
+		m.SetFirstHitID(v)
 		return nil
 	}
 	return fmt.Errorf("unknown Ja4CampaignSession field %s", name)
@@ -8651,21 +8579,13 @@ func (m *Ja4CampaignSessionMutation) SetField(name string, value ent.Value) erro
 // AddedFields returns all numeric fields that were incremented/decremented during
 // this mutation.
 func (m *Ja4CampaignSessionMutation) AddedFields() []string {
-	var fields []string
-	if m.addhits != nil {
-		fields = append(fields, ja4campaignsession.FieldHits)
-	}
-	return fields
+	return nil
 }
 
 // AddedField returns the numeric value that was incremented/decremented on a field
 // with the given name. The second boolean return value indicates that this field
 // was not set, or was not defined in the schema.
 func (m *Ja4CampaignSessionMutation) AddedField(name string) (ent.Value, bool) {
-	switch name {
-	case ja4campaignsession.FieldHits:
-		return m.AddedHits()
-	}
 	return nil, false
 }
 
@@ -8674,13 +8594,6 @@ func (m *Ja4CampaignSessionMutation) AddedField(name string) (ent.Value, bool) {
 // type.
 func (m *Ja4CampaignSessionMutation) AddField(name string, value ent.Value) error {
 	switch name {
-	case ja4campaignsession.FieldHits:
-		v, ok := value.(int64)
-		if !ok {
-			return fmt.Errorf("unexpected type %T for field %s", value, name)
-		}
-		m.AddHits(v)
-		return nil
 	}
 	return fmt.Errorf("unknown Ja4CampaignSession numeric field %s", name)
 }
@@ -8720,11 +8633,8 @@ func (m *Ja4CampaignSessionMutation) ResetField(name string) error {
 	case ja4campaignsession.FieldSourceIP:
 		m.ResetSourceIP()
 		return nil
-	case ja4campaignsession.FieldHits:
-		m.ResetHits()
-		return nil
-	case ja4campaignsession.FieldLastHitID:
-		m.ResetLastHitID()
+	case ja4campaignsession.FieldFirstHitID:
+		m.ResetFirstHitID()
 		return nil
 	}
 	return fmt.Errorf("unknown Ja4CampaignSession field %s", name)

@@ -39,7 +39,7 @@ func (r *queryResolver) Ja4Campaigns(ctx context.Context, first *int, after *ent
 	return r.app.Ja4Campaigns(ctx, first, after)
 }
 
-// Sessions is the resolver for the sessions field: the stored sessions that most recently sent a hit with the JA4.
+// Sessions is the resolver for the sessions field: the campaign's newest stored sessions.
 func (r *ja4CampaignResolver) Sessions(ctx context.Context, obj *app.Ja4Campaign, first *int) ([]*ent.Session, error) {
 	return obj.LatestSessions(ctx, first)
 }

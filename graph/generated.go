@@ -3803,7 +3803,7 @@ type Ja4Campaign {
   firstSeen: Time!
   "When its latest hit was received."
   lastSeen: Time!
-  "The stored sessions that most recently sent a hit with it, latest first (at most 20)."
+  "Its newest stored sessions, by their first hit with it, latest first (at most 20)."
   sessions(first: Int = 10): [Session!]! @cost(weight: 5) @listSize(assumedSize: 20)
   "Distinct source addresses of its stored sessions, in order (at most 20)."
   addresses(first: Int = 20): [String!]! @cost(weight: 5) @listSize(assumedSize: 20)

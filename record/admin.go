@@ -202,7 +202,7 @@ func CreateHits(ctx context.Context, c *ent.Client, b ...*ent.HitCreate) ([]*ent
 	for _, h := range out {
 		d.Hit(h.OrgID, h.TrapID, h.ReceivedAt.Unix()/3600)
 		if h.Ja4 != nil && *h.Ja4 != "" {
-			d.Ja4Hit(h.OrgID, *h.Ja4, h.SessionID, "", h.ID, h.ReceivedAt)
+			d.Ja4Hit(h.OrgID, *h.Ja4, h.SessionID, "", h.ID, h.ReceivedAt, true)
 		}
 	}
 	return out, tally.Note(ctx, c, b[0].Mutation(), &d)

@@ -108,7 +108,7 @@ func (w *Writer) InsertRows(ctx context.Context, tx *ent.Tx, rows []Row, chunk i
 		values[i] = r.values()
 		counts.Hit(r.Org, r.Trap, r.At.Unix()/3600)
 		if r.JA4 != "" && r.Session != "" {
-			counts.Ja4Hit(r.Org, r.JA4, r.Session, "", r.ID, r.At)
+			counts.Ja4Hit(r.Org, r.JA4, r.Session, "", r.ID, r.At, true)
 		}
 	}
 	return w.insert(ctx, tx.Client(), values, chunk)

@@ -53,6 +53,7 @@ func (w *Writer) Record(ctx context.Context, tx *ent.Tx, b *Batch) error {
 	counts := tally.Pending(tx)
 	var created, touched []*Session
 	for _, s := range b.Sessions {
+		s.newJA4s = nil // what an earlier, failed attempt noted is not stored
 		switch {
 		case !s.Stored:
 			created = append(created, s)
@@ -83,7 +84,7 @@ func (w *Writer) Record(ctx context.Context, tx *ent.Tx, b *Batch) error {
 		rows = append(rows, row)
 		counts.Hit(h.Org, h.TrapID, h.At.Unix()/3600)
 		if h.JA4 != "" {
-			counts.Ja4Hit(h.Org, h.JA4, h.Session.ID, h.Session.IP, h.ID, h.At)
+			counts.Ja4Hit(h.Org, h.JA4, h.Session.ID, h.Session.IP, h.ID, h.At, h.Session.noteJA4(h.JA4, h.ID))
 		}
 		nSignals += len(h.Outcome.Firings)
 		nPrompts += len(h.Outcome.Prompts)
@@ -120,6 +121,7 @@ func (s *Session) Committed() {
 	s.Stored = true
 	s.AddHits, s.AddTrips, s.AddProms, s.Dirty, s.StoredVerdict = 0, 0, 0, false, s.Verdict
 	s.StoredTraps = len(s.Traps)
+	s.committedJA4s()
 }
 
 // errf wraps err with what failed.

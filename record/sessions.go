@@ -2,6 +2,7 @@ package record
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,6 +32,49 @@ type Session struct {
 	// Dirty says the lists or the state changed since the session was stored. An
 	// unchanged session costs only its counters.
 	Dirty bool
+	// ja4s are JA4s of which the session's JA4 campaign membership is stored, with its first
+	// hit (at most maxKnownJA4s remembered); newJA4s those noted in the batch being recorded.
+	ja4s, newJA4s []knownJA4
+}
+
+// knownJA4 is a JA4 of a session and the first of its hits with it.
+type knownJA4 struct{ ja4, first string }
+
+// maxKnownJA4s bounds the JA4s remembered of a session: a session rotating through more has
+// its memberships written again (the database keeps one of each).
+const maxKnownJA4s = 8
+
+// noteJA4 says whether the session's hit id with the JA4 ja4 must write the session's
+// membership of its JA4 campaign: not when it is stored with a first hit no later than id.
+func (s *Session) noteJA4(ja4, id string) bool {
+	for _, k := range s.ja4s {
+		if k.ja4 == ja4 && k.first <= id {
+			return false
+		}
+	}
+	for i, k := range s.newJA4s {
+		if k.ja4 == ja4 {
+			s.newJA4s[i].first = min(k.first, id)
+			return true
+		}
+	}
+	if len(s.ja4s)+len(s.newJA4s) < maxKnownJA4s {
+		s.newJA4s = append(s.newJA4s, knownJA4{ja4, id})
+	}
+	return true
+}
+
+// committedJA4s adds the JA4s noted in the batch to those known stored.
+func (s *Session) committedJA4s() {
+	known := slices.Clone(s.ja4s)
+	for _, n := range s.newJA4s {
+		if i := slices.IndexFunc(known, func(k knownJA4) bool { return k.ja4 == n.ja4 }); i >= 0 {
+			known[i].first = min(known[i].first, n.first)
+		} else {
+			known = append(known, n)
+		}
+	}
+	s.ja4s, s.newJA4s = known, nil
 }
 
 // onlyTouched says the stored session's only change is a later last_seen and more hits.

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -51,9 +52,10 @@ type CampaignRow struct {
 // MemberKey is a session's membership of a campaign.
 type MemberKey struct{ Campaign, Session string }
 
-// MemberRow is a membership as stored, or as a recount finds it: the session's prompts (or
-// hits) of the campaign and the latest of them. SourceIP is the session's (read at commit
-// when the delta does not know it).
+// MemberRow is a membership as stored, or as a recount finds it: the session's prompts of the
+// campaign and the latest of them (LastID); of a JA4 campaign, its first hit with the JA4
+// (LastID) and no count. SourceIP is the session's (read at commit when the delta does not
+// know it).
 type MemberRow struct {
 	Org, SourceIP string
 	Count         int64
@@ -99,18 +101,22 @@ func (d *Delta) addCampaign(id string, c *CampaignRow) {
 }
 
 // addMember adds m's count to d's membership k (a copy of m when d has none yet).
-func (d *Delta) addMember(k MemberKey, m *MemberRow) {
+func (d *Delta) addMember(key MemberKey, m *MemberRow) {
 	if d.members == nil {
 		d.members = map[MemberKey]*MemberRow{}
 	}
-	cur := d.members[k]
+	cur := d.members[key]
 	if cur == nil {
 		cp := *m
-		d.members[k] = &cp
+		d.members[key] = &cp
 		return
 	}
 	cur.Count += m.Count
-	cur.LastID = max(cur.LastID, m.LastID)
+	if k := kindOf(key.Campaign); k != nil && k.joinOnly {
+		cur.LastID = min(cur.LastID, m.LastID) // its first item
+	} else {
+		cur.LastID = max(cur.LastID, m.LastID)
+	}
 	if cur.SourceIP == "" {
 		cur.SourceIP = m.SourceIP
 	}
@@ -130,14 +136,18 @@ type campaignKind struct {
 	table, members     string
 	keys               []string // the key columns: as many as key returns
 	count, first, last string   // the campaign's count and its first and last item ids
-	memberCount        string   // a membership's count (its last item id is in column last too)
-	key                func(*CampaignRow) []any
+	// A membership's count and latest item (the prompt campaigns'), or, when joinOnly, its first
+	// item alone (memberCount ""): inserted once, never updated.
+	memberCount, memberItem string
+	joinOnly                bool
+	key                     func(*CampaignRow) []any
 }
 
 var (
 	promptCampaigns = campaignKind{what: "campaign", prefix: "cmp_", table: campaign.Table, members: campaignsession.Table,
 		keys:  []string{campaign.FieldPromptHash, campaign.FieldOperator, campaign.FieldModel},
-		count: campaign.FieldPromptCount, first: campaign.FieldFirstPromptID, last: campaign.FieldLastPromptID, memberCount: campaignsession.FieldPrompts,
+		count: campaign.FieldPromptCount, first: campaign.FieldFirstPromptID, last: campaign.FieldLastPromptID,
+		memberCount: campaignsession.FieldPrompts, memberItem: campaignsession.FieldLastPromptID,
 		key: func(c *CampaignRow) []any { return []any{c.Key, c.Operator, c.Model} }}
 	// campaignKinds are the kinds in the order their rows are written (one order for every writer).
 	campaignKinds = []*campaignKind{&promptCampaigns, &ja4Campaigns}
@@ -157,10 +167,10 @@ func kindOf(id string) *campaignKind {
 const campaignRows = 200
 
 // applyCampaigns writes d's campaigns, kind by kind: the memberships first, each learning
-// whether it is new (its count after the upsert is the delta's alone), then the campaigns, a
-// new member adding one to the campaign's sessions. Both in key order.
+// whether it is new, then the campaigns, a new member adding one to the campaign's sessions.
+// Both in key order.
 func applyCampaigns(ctx context.Context, x Execer, pg bool, d *Delta) error {
-	if len(d.members) == 0 {
+	if len(d.campaigns) == 0 {
 		return nil
 	}
 	q, ok := x.(Querier)
@@ -178,78 +188,122 @@ func applyCampaigns(ctx context.Context, x Execer, pg bool, d *Delta) error {
 	slices.SortFunc(keys, func(a, b MemberKey) int {
 		return cmp.Or(cmp.Compare(a.Campaign, b.Campaign), cmp.Compare(a.Session, b.Session))
 	})
+	ids := slices.Sorted(maps.Keys(d.campaigns))
 	ips, err := sourceIPs(ctx, q, pg, unknown)
 	if err != nil {
 		return err
 	}
 	for _, kind := range campaignKinds {
-		var own []MemberKey
-		for _, k := range keys {
-			if kindOf(k.Campaign) == kind {
-				own = append(own, k)
-			}
-		}
-		if len(own) == 0 {
+		own := func(id string) bool { return kindOf(id) == kind }
+		members := slices.DeleteFunc(slices.Clone(keys), func(k MemberKey) bool { return !own(k.Campaign) })
+		campaigns := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !own(id) })
+		if len(campaigns) == 0 {
 			continue
 		}
-		if err := kind.apply(ctx, q, x, pg, d, own, ips); err != nil {
+		added, err := kind.applyMembers(ctx, q, x, pg, d, members, ips)
+		if err != nil {
+			return err
+		}
+		if err := kind.applyCampaigns(ctx, x, pg, d, campaigns, added); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// apply writes the memberships keys (sorted, all of kind k) and their campaigns.
-func (k *campaignKind) apply(ctx context.Context, q Querier, x Execer, pg bool, d *Delta, keys []MemberKey, ips map[string]string) error {
-	memberCols := []string{"org_id", "campaign_id", "session_id", "source_ip", k.memberCount, k.last}
+// applyMembers writes the memberships keys (sorted, all of kind k) and says how many of each
+// campaign's are new: a join-only kind's insert returns the rows it inserted; otherwise a row
+// holding exactly the delta's count after the upsert is new.
+func (k *campaignKind) applyMembers(ctx context.Context, q Querier, x Execer, pg bool, d *Delta, keys []MemberKey, ips map[string]string) (map[string]int64, error) {
+	cols := []string{"org_id", "campaign_id", "session_id", "source_ip", k.memberItem}
+	if !k.joinOnly {
+		cols = append(cols, k.memberCount)
+	}
 	added := map[string]int64{}
-	ids := []string{}
+	all, inserted := keys, map[MemberKey]bool{}
 	for len(keys) > 0 {
 		part := keys[:min(len(keys), upsertRows)]
 		keys = keys[len(part):]
-		args := make([]any, 0, len(memberCols)*len(part))
+		args := make([]any, 0, len(cols)*len(part))
 		for _, mk := range part {
 			m := d.members[mk]
 			ip := m.SourceIP
 			if ip == "" {
 				var ok bool
 				if ip, ok = ips[mk.Session]; !ok {
-					return fmt.Errorf("count %ss: session %s is not stored", k.what, mk.Session)
+					return nil, fmt.Errorf("count %ss: session %s is not stored", k.what, mk.Session)
 				}
 			}
-			args = append(args, m.Org, mk.Campaign, mk.Session, ip, m.Count, m.LastID)
-			if len(ids) == 0 || ids[len(ids)-1] != mk.Campaign {
-				ids = append(ids, mk.Campaign)
+			args = append(args, m.Org, mk.Campaign, mk.Session, ip, m.LastID)
+			if !k.joinOnly {
+				args = append(args, m.Count)
 			}
 		}
 		var b strings.Builder
 		t := k.members
-		b.WriteString("INSERT INTO " + t + " (" + strings.Join(memberCols, ", ") + ") VALUES ")
-		sqltext.Values(&b, pg, len(part), sqltext.Columns(len(memberCols))...)
-		b.WriteString(" ON CONFLICT (campaign_id, session_id) DO UPDATE SET " + k.memberCount + " = " + t + "." + k.memberCount + " + excluded." + k.memberCount + ", " +
-			k.last + " = " + greater(t, k.last) +
-			" RETURNING campaign_id, session_id, " + k.memberCount)
+		b.WriteString("INSERT INTO " + t + " (" + strings.Join(cols, ", ") + ") VALUES ")
+		sqltext.Values(&b, pg, len(part), sqltext.Columns(len(cols))...)
+		if k.joinOnly {
+			b.WriteString(" ON CONFLICT (campaign_id, session_id) DO NOTHING RETURNING campaign_id, session_id, 0")
+		} else {
+			b.WriteString(" ON CONFLICT (campaign_id, session_id) DO UPDATE SET " + k.memberCount + " = " + t + "." + k.memberCount + " + excluded." + k.memberCount + ", " +
+				k.memberItem + " = " + greater(t, k.memberItem) + " RETURNING campaign_id, session_id, " + k.memberCount)
+		}
 		rows, err := q.QueryContext(ctx, b.String(), args...)
 		if err != nil {
-			return fmt.Errorf("count %s sessions: %w", k.what, err)
+			return nil, fmt.Errorf("count %s sessions: %w", k.what, err)
 		}
 		for rows.Next() {
 			var mk MemberKey
 			var n int64
 			if err := rows.Scan(&mk.Campaign, &mk.Session, &n); err != nil {
 				rows.Close()
-				return err
+				return nil, err
 			}
-			if m := d.members[mk]; m != nil && n == m.Count {
-				added[mk.Campaign]++ // the row holds this delta's count alone: it is new
+			if m := d.members[mk]; m != nil && (k.joinOnly || n == m.Count) {
+				added[mk.Campaign]++
+				if k.joinOnly {
+					inserted[mk] = true
+				}
 			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("count %s sessions: %w", k.what, err)
+			return nil, fmt.Errorf("count %s sessions: %w", k.what, err)
 		}
 	}
-	ids = slices.Compact(ids) // sorted: the keys were
+	if k.joinOnly {
+		// A membership already stored keeps the smaller first item: hits are written about, not
+		// exactly, in the order of their ids (several requests of one visitor at once).
+		var older []MemberKey
+		for _, mk := range all {
+			if !inserted[mk] {
+				older = append(older, mk)
+			}
+		}
+		for len(older) > 0 {
+			part := older[:min(len(older), upsertRows)]
+			older = older[len(part):]
+			args := make([]any, 0, 3*len(part))
+			for _, mk := range part {
+				args = append(args, mk.Campaign, mk.Session, d.members[mk].LastID)
+			}
+			var b strings.Builder
+			t := k.members
+			b.WriteString("UPDATE " + t + " SET " + k.memberItem + " = v.column3 FROM (VALUES ")
+			sqltext.Values(&b, pg, len(part), sqltext.Columns(3)...)
+			b.WriteString(") AS v WHERE " + t + ".campaign_id = v.column1 AND " + t + ".session_id = v.column2 AND v.column3 < " + t + "." + k.memberItem)
+			if _, err := x.ExecContext(ctx, b.String(), args...); err != nil {
+				return nil, fmt.Errorf("count %s sessions: %w", k.what, err)
+			}
+		}
+	}
+	return added, nil
+}
+
+// applyCampaigns upserts the campaigns ids (sorted, all of kind k), each adding the delta's
+// count and its new members.
+func (k *campaignKind) applyCampaigns(ctx context.Context, x Execer, pg bool, d *Delta, ids []string, added map[string]int64) error {
 	cols := append(append([]string{"id", "org_id"}, k.keys...), "session_count", k.count, k.first, k.last, "first_seen", "last_seen")
 	for len(ids) > 0 {
 		part := ids[:min(len(ids), campaignRows)]
@@ -257,9 +311,6 @@ func (k *campaignKind) apply(ctx context.Context, q Querier, x Execer, pg bool, 
 		args := make([]any, 0, len(cols)*len(part))
 		for _, id := range part {
 			c := d.campaigns[id]
-			if c == nil {
-				return fmt.Errorf("count %ss: %s has members and no row", k.what, id)
-			}
 			args = append(args, id, c.Org)
 			args = append(args, k.key(c)...)
 			args = append(args, added[id], c.Count, c.FirstID, c.LastID, c.FirstSeen.UTC(), c.LastSeen.UTC())

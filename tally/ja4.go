@@ -17,13 +17,15 @@ import (
 
 // JA4 campaigns (ent's Ja4Campaign and Ja4CampaignSession) group an organization's sessions
 // by the TLS client of their hits: per organization and JA4, the all-time count of hits and of
-// distinct sessions, the first and last hit; per stored session, its hits with the JA4 and
-// the latest. The writer notes each stored hit that has a JA4 and a session (record.Writer);
-// they are written at commit with the prompt campaigns, by the same upserts (campaign.go).
+// distinct sessions, the first and last hit; per stored session, its first hit with the JA4
+// (a membership is inserted once: a returning visitor's hits update the campaign's row alone).
+// The writer notes each stored hit that has a JA4 (record.Writer); they are written at commit
+// with the prompt campaigns, by the same upserts (campaign.go).
 
 var ja4Campaigns = campaignKind{what: "JA4 campaign", prefix: "j4c_", table: ja4campaign.Table, members: ja4campaignsession.Table,
 	keys:  []string{ja4campaign.FieldJa4},
-	count: ja4campaign.FieldHitCount, first: ja4campaign.FieldFirstHitID, last: ja4campaign.FieldLastHitID, memberCount: ja4campaignsession.FieldHits,
+	count: ja4campaign.FieldHitCount, first: ja4campaign.FieldFirstHitID, last: ja4campaign.FieldLastHitID,
+	memberItem: ja4campaignsession.FieldFirstHitID, joinOnly: true,
 	key: func(c *CampaignRow) []any { return []any{c.Key} }}
 
 // Ja4CampaignID names org's campaign of the JA4 ja4, derived from them as CampaignID is.
@@ -33,11 +35,15 @@ func Ja4CampaignID(org, ja4 string) string {
 }
 
 // Ja4Hit records a stored hit (id, received at at) with the JA4 ja4 of session, whose source
-// address is ip.
-func (d *Delta) Ja4Hit(org, ja4, session, ip, id string, at time.Time) {
+// address is ip ("": read at commit). member false says the session is known to be a member
+// already (the writer remembers the JA4s it stored of a session): only the campaign's row is
+// written.
+func (d *Delta) Ja4Hit(org, ja4, session, ip, id string, at time.Time, member bool) {
 	cid := Ja4CampaignID(org, ja4)
 	d.addCampaign(cid, &CampaignRow{Org: org, Key: ja4, Count: 1, FirstID: id, LastID: id, FirstSeen: at, LastSeen: at})
-	d.addMember(MemberKey{cid, session}, &MemberRow{Org: org, SourceIP: ip, Count: 1, LastID: id})
+	if member {
+		d.addMember(MemberKey{cid, session}, &MemberRow{Org: org, SourceIP: ip, LastID: id})
+	}
 }
 
 // RecountJa4Campaigns counts the JA4 campaigns from scratch over the stored hits that have a
@@ -55,7 +61,7 @@ func RecountJa4Campaigns(ctx context.Context, c *ent.Client) (*Campaigns, *Delta
 		}
 		for _, h := range hs {
 			if h.Ja4 != nil && *h.Ja4 != "" {
-				d.Ja4Hit(h.OrgID, *h.Ja4, h.SessionID, "", h.ID, h.ReceivedAt)
+				d.Ja4Hit(h.OrgID, *h.Ja4, h.SessionID, "", h.ID, h.ReceivedAt, true)
 			}
 		}
 		if len(hs) < 10000 {
@@ -84,7 +90,7 @@ func StoredJa4Campaigns(ctx context.Context, c *ent.Client) (*Campaigns, error) 
 		return nil, err
 	}
 	for _, m := range ms {
-		out.Members[MemberKey{m.CampaignID, m.SessionID}] = MemberRow{Org: m.OrgID, SourceIP: m.SourceIP, Count: m.Hits, LastID: m.LastHitID}
+		out.Members[MemberKey{m.CampaignID, m.SessionID}] = MemberRow{Org: m.OrgID, SourceIP: m.SourceIP, LastID: m.FirstHitID}
 	}
 	return out, nil
 }

@@ -100,7 +100,7 @@ func (d *Delta) Merge(o *Delta) {
 
 // Empty says whether d changes nothing.
 func (d *Delta) Empty() bool {
-	if len(d.members) > 0 || len(d.trapSessions) > 0 {
+	if len(d.campaigns) > 0 || len(d.members) > 0 || len(d.trapSessions) > 0 {
 		return false
 	}
 	for _, n := range d.hours {

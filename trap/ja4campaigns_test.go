@@ -21,10 +21,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oklog/ulid/v2"
+
 	"github.com/flytrap/flytrap/ent"
 	"github.com/flytrap/flytrap/ent/hit"
+	"github.com/flytrap/flytrap/ent/schematype"
 	"github.com/flytrap/flytrap/ent/session"
 	ft "github.com/flytrap/flytrap/flytraptest"
+	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/record"
 	"github.com/flytrap/flytrap/retention"
 	"github.com/flytrap/flytrap/server"
 	counters "github.com/flytrap/flytrap/tally"
@@ -108,6 +113,23 @@ func TestJa4CampaignsEqualRecount(t *testing.T) {
 		// Two rounds: the second adds to rows the first wrote.
 		ja4Mix(t, env.Trap.URL, paths, 120, 4, 1)
 		first := checkJa4Campaigns(t, c)
+		// A hit written after later hits of its session (ids are taken on arrival; hits are written
+		// about, not exactly, in their order) lowers its membership's first hit.
+		var mk counters.MemberKey
+		for k := range first.Members {
+			mk = k
+			break
+		}
+		s := c.Session.GetX(ctx, mk.Session)
+		at := s.FirstSeen.Add(-time.Second)
+		early := ids.Format(ids.Hit, ulid.MustNew(ulid.Timestamp(at), ulid.DefaultEntropy()))
+		if _, err := record.CreateHits(ctx, c, c.Hit.Create().SetID(early).SetOrgID(s.OrgID).SetSessionID(s.ID).SetMethod("GET").
+			SetPath("/").SetSourceIP(s.SourceIP).SetReceivedAt(at).SetHeaders(schematype.Headers{}).SetJa4(first.Rows[mk.Campaign].Key)); err != nil {
+			t.Fatal(err)
+		}
+		if got := checkJa4Campaigns(t, c).Members[mk].LastID; got != early {
+			t.Fatalf("membership %v: first hit %s after an earlier hit %s was written", mk, got, early)
+		}
 		ja4Mix(t, env.Trap.URL, paths, 240, 6, 2)
 		before := checkJa4Campaigns(t, c)
 		if len(before.Rows) != len(clientJA4s) {

@@ -21,10 +21,8 @@ const (
 	FieldSessionID = "session_id"
 	// FieldSourceIP holds the string denoting the source_ip field in the database.
 	FieldSourceIP = "source_ip"
-	// FieldHits holds the string denoting the hits field in the database.
-	FieldHits = "hits"
-	// FieldLastHitID holds the string denoting the last_hit_id field in the database.
-	FieldLastHitID = "last_hit_id"
+	// FieldFirstHitID holds the string denoting the first_hit_id field in the database.
+	FieldFirstHitID = "first_hit_id"
 	// EdgeSession holds the string denoting the session edge name in mutations.
 	EdgeSession = "session"
 	// Table holds the table name of the ja4campaignsession in the database.
@@ -45,8 +43,7 @@ var Columns = []string{
 	FieldCampaignID,
 	FieldSessionID,
 	FieldSourceIP,
-	FieldHits,
-	FieldLastHitID,
+	FieldFirstHitID,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -73,10 +70,8 @@ var (
 	CampaignIDValidator func(string) error
 	// SourceIPValidator is a validator for the "source_ip" field. It is called by the builders before save.
 	SourceIPValidator func(string) error
-	// DefaultHits holds the default value on creation for the "hits" field.
-	DefaultHits int64
-	// LastHitIDValidator is a validator for the "last_hit_id" field. It is called by the builders before save.
-	LastHitIDValidator func(string) error
+	// FirstHitIDValidator is a validator for the "first_hit_id" field. It is called by the builders before save.
+	FirstHitIDValidator func(string) error
 )
 
 // OrderOption defines the ordering options for the Ja4CampaignSession queries.
@@ -107,14 +102,9 @@ func BySourceIP(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldSourceIP, opts...).ToFunc()
 }
 
-// ByHits orders the results by the hits field.
-func ByHits(opts ...sql.OrderTermOption) OrderOption {
-	return sql.OrderByField(FieldHits, opts...).ToFunc()
-}
-
-// ByLastHitID orders the results by the last_hit_id field.
-func ByLastHitID(opts ...sql.OrderTermOption) OrderOption {
-	return sql.OrderByField(FieldLastHitID, opts...).ToFunc()
+// ByFirstHitID orders the results by the first_hit_id field.
+func ByFirstHitID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldFirstHitID, opts...).ToFunc()
 }
 
 // BySessionField orders the results by session field.

@@ -73,14 +73,9 @@ func SourceIP(v string) predicate.Ja4CampaignSession {
 	return predicate.Ja4CampaignSession(sql.FieldEQ(FieldSourceIP, v))
 }
 
-// Hits applies equality check predicate on the "hits" field. It's identical to HitsEQ.
-func Hits(v int64) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldEQ(FieldHits, v))
-}
-
-// LastHitID applies equality check predicate on the "last_hit_id" field. It's identical to LastHitIDEQ.
-func LastHitID(v string) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldEQ(FieldLastHitID, v))
+// FirstHitID applies equality check predicate on the "first_hit_id" field. It's identical to FirstHitIDEQ.
+func FirstHitID(v string) predicate.Ja4CampaignSession {
+	return predicate.Ja4CampaignSession(sql.FieldEQ(FieldFirstHitID, v))
 }
 
 // OrgIDEQ applies the EQ predicate on the "org_id" field.
@@ -343,109 +338,69 @@ func SourceIPContainsFold(v string) predicate.Ja4CampaignSession {
 	return predicate.Ja4CampaignSession(sql.FieldContainsFold(FieldSourceIP, v))
 }
 
-// HitsEQ applies the EQ predicate on the "hits" field.
-func HitsEQ(v int64) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldEQ(FieldHits, v))
+// FirstHitIDEQ applies the EQ predicate on the "first_hit_id" field.
+func FirstHitIDEQ(v string) predicate.Ja4CampaignSession {
+	return predicate.Ja4CampaignSession(sql.FieldEQ(FieldFirstHitID, v))
 }
 
-// HitsNEQ applies the NEQ predicate on the "hits" field.
-func HitsNEQ(v int64) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldNEQ(FieldHits, v))
+// FirstHitIDNEQ applies the NEQ predicate on the "first_hit_id" field.
+func FirstHitIDNEQ(v string) predicate.Ja4CampaignSession {
+	return predicate.Ja4CampaignSession(sql.FieldNEQ(FieldFirstHitID, v))
 }
 
-// HitsIn applies the In predicate on the "hits" field.
-func HitsIn(vs ...int64) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldIn(FieldHits, vs...))
+// FirstHitIDIn applies the In predicate on the "first_hit_id" field.
+func FirstHitIDIn(vs ...string) predicate.Ja4CampaignSession {
+	return predicate.Ja4CampaignSession(sql.FieldIn(FieldFirstHitID, vs...))
 }
 
-// HitsNotIn applies the NotIn predicate on the "hits" field.
-func HitsNotIn(vs ...int64) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldNotIn(FieldHits, vs...))
+// FirstHitIDNotIn applies the NotIn predicate on the "first_hit_id" field.
+func FirstHitIDNotIn(vs ...string) predicate.Ja4CampaignSession {
+	return predicate.Ja4CampaignSession(sql.FieldNotIn(FieldFirstHitID, vs...))
 }
 
-// HitsGT applies the GT predicate on the "hits" field.
-func HitsGT(v int64) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldGT(FieldHits, v))
+// FirstHitIDGT applies the GT predicate on the "first_hit_id" field.
+func FirstHitIDGT(v string) predicate.Ja4CampaignSession {
+	return predicate.Ja4CampaignSession(sql.FieldGT(FieldFirstHitID, v))
 }
 
-// HitsGTE applies the GTE predicate on the "hits" field.
-func HitsGTE(v int64) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldGTE(FieldHits, v))
+// FirstHitIDGTE applies the GTE predicate on the "first_hit_id" field.
+func FirstHitIDGTE(v string) predicate.Ja4CampaignSession {
+	return predicate.Ja4CampaignSession(sql.FieldGTE(FieldFirstHitID, v))
 }
 
-// HitsLT applies the LT predicate on the "hits" field.
-func HitsLT(v int64) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldLT(FieldHits, v))
+// FirstHitIDLT applies the LT predicate on the "first_hit_id" field.
+func FirstHitIDLT(v string) predicate.Ja4CampaignSession {
+	return predicate.Ja4CampaignSession(sql.FieldLT(FieldFirstHitID, v))
 }
 
-// HitsLTE applies the LTE predicate on the "hits" field.
-func HitsLTE(v int64) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldLTE(FieldHits, v))
+// FirstHitIDLTE applies the LTE predicate on the "first_hit_id" field.
+func FirstHitIDLTE(v string) predicate.Ja4CampaignSession {
+	return predicate.Ja4CampaignSession(sql.FieldLTE(FieldFirstHitID, v))
 }
 
-// LastHitIDEQ applies the EQ predicate on the "last_hit_id" field.
-func LastHitIDEQ(v string) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldEQ(FieldLastHitID, v))
+// FirstHitIDContains applies the Contains predicate on the "first_hit_id" field.
+func FirstHitIDContains(v string) predicate.Ja4CampaignSession {
+	return predicate.Ja4CampaignSession(sql.FieldContains(FieldFirstHitID, v))
 }
 
-// LastHitIDNEQ applies the NEQ predicate on the "last_hit_id" field.
-func LastHitIDNEQ(v string) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldNEQ(FieldLastHitID, v))
+// FirstHitIDHasPrefix applies the HasPrefix predicate on the "first_hit_id" field.
+func FirstHitIDHasPrefix(v string) predicate.Ja4CampaignSession {
+	return predicate.Ja4CampaignSession(sql.FieldHasPrefix(FieldFirstHitID, v))
 }
 
-// LastHitIDIn applies the In predicate on the "last_hit_id" field.
-func LastHitIDIn(vs ...string) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldIn(FieldLastHitID, vs...))
+// FirstHitIDHasSuffix applies the HasSuffix predicate on the "first_hit_id" field.
+func FirstHitIDHasSuffix(v string) predicate.Ja4CampaignSession {
+	return predicate.Ja4CampaignSession(sql.FieldHasSuffix(FieldFirstHitID, v))
 }
 
-// LastHitIDNotIn applies the NotIn predicate on the "last_hit_id" field.
-func LastHitIDNotIn(vs ...string) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldNotIn(FieldLastHitID, vs...))
+// FirstHitIDEqualFold applies the EqualFold predicate on the "first_hit_id" field.
+func FirstHitIDEqualFold(v string) predicate.Ja4CampaignSession {
+	return predicate.Ja4CampaignSession(sql.FieldEqualFold(FieldFirstHitID, v))
 }
 
-// LastHitIDGT applies the GT predicate on the "last_hit_id" field.
-func LastHitIDGT(v string) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldGT(FieldLastHitID, v))
-}
-
-// LastHitIDGTE applies the GTE predicate on the "last_hit_id" field.
-func LastHitIDGTE(v string) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldGTE(FieldLastHitID, v))
-}
-
-// LastHitIDLT applies the LT predicate on the "last_hit_id" field.
-func LastHitIDLT(v string) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldLT(FieldLastHitID, v))
-}
-
-// LastHitIDLTE applies the LTE predicate on the "last_hit_id" field.
-func LastHitIDLTE(v string) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldLTE(FieldLastHitID, v))
-}
-
-// LastHitIDContains applies the Contains predicate on the "last_hit_id" field.
-func LastHitIDContains(v string) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldContains(FieldLastHitID, v))
-}
-
-// LastHitIDHasPrefix applies the HasPrefix predicate on the "last_hit_id" field.
-func LastHitIDHasPrefix(v string) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldHasPrefix(FieldLastHitID, v))
-}
-
-// LastHitIDHasSuffix applies the HasSuffix predicate on the "last_hit_id" field.
-func LastHitIDHasSuffix(v string) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldHasSuffix(FieldLastHitID, v))
-}
-
-// LastHitIDEqualFold applies the EqualFold predicate on the "last_hit_id" field.
-func LastHitIDEqualFold(v string) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldEqualFold(FieldLastHitID, v))
-}
-
-// LastHitIDContainsFold applies the ContainsFold predicate on the "last_hit_id" field.
-func LastHitIDContainsFold(v string) predicate.Ja4CampaignSession {
-	return predicate.Ja4CampaignSession(sql.FieldContainsFold(FieldLastHitID, v))
+// FirstHitIDContainsFold applies the ContainsFold predicate on the "first_hit_id" field.
+func FirstHitIDContainsFold(v string) predicate.Ja4CampaignSession {
+	return predicate.Ja4CampaignSession(sql.FieldContainsFold(FieldFirstHitID, v))
 }
 
 // HasSession applies the HasEdge predicate on the "session" edge.

@@ -350,8 +350,7 @@ var (
 		{Name: "org_id", Type: field.TypeString},
 		{Name: "campaign_id", Type: field.TypeString, Size: 40},
 		{Name: "source_ip", Type: field.TypeString, Size: 64},
-		{Name: "hits", Type: field.TypeInt64, Default: 0},
-		{Name: "last_hit_id", Type: field.TypeString, Size: 40},
+		{Name: "first_hit_id", Type: field.TypeString, Size: 40},
 		{Name: "session_id", Type: field.TypeString, Size: 40},
 	}
 	// Ja4CampaignSessionsTable holds the schema information for the "ja4_campaign_sessions" table.
@@ -362,31 +361,26 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "ja4_campaign_sessions_sessions_ja4_memberships",
-				Columns:    []*schema.Column{Ja4CampaignSessionsColumns[6]},
+				Columns:    []*schema.Column{Ja4CampaignSessionsColumns[5]},
 				RefColumns: []*schema.Column{SessionsColumns[0]},
 				OnDelete:   schema.Cascade,
 			},
 		},
 		Indexes: []*schema.Index{
 			{
-				Name:    "ja4campaignsession_campaign_id_session_id",
+				Name:    "ja4campaignsession_session_id_campaign_id",
 				Unique:  true,
-				Columns: []*schema.Column{Ja4CampaignSessionsColumns[2], Ja4CampaignSessionsColumns[6]},
+				Columns: []*schema.Column{Ja4CampaignSessionsColumns[5], Ja4CampaignSessionsColumns[2]},
 			},
 			{
-				Name:    "ja4campaignsession_campaign_id_last_hit_id",
+				Name:    "ja4campaignsession_campaign_id_first_hit_id",
 				Unique:  false,
-				Columns: []*schema.Column{Ja4CampaignSessionsColumns[2], Ja4CampaignSessionsColumns[5]},
+				Columns: []*schema.Column{Ja4CampaignSessionsColumns[2], Ja4CampaignSessionsColumns[4]},
 			},
 			{
 				Name:    "ja4campaignsession_campaign_id_source_ip",
 				Unique:  false,
 				Columns: []*schema.Column{Ja4CampaignSessionsColumns[2], Ja4CampaignSessionsColumns[3]},
-			},
-			{
-				Name:    "ja4campaignsession_session_id",
-				Unique:  false,
-				Columns: []*schema.Column{Ja4CampaignSessionsColumns[6]},
 			},
 		},
 	}

@@ -623,14 +623,10 @@ func init() {
 	ja4campaignsessionDescSourceIP := ja4campaignsessionFields[2].Descriptor()
 	// ja4campaignsession.SourceIPValidator is a validator for the "source_ip" field. It is called by the builders before save.
 	ja4campaignsession.SourceIPValidator = ja4campaignsessionDescSourceIP.Validators[0].(func(string) error)
-	// ja4campaignsessionDescHits is the schema descriptor for hits field.
-	ja4campaignsessionDescHits := ja4campaignsessionFields[3].Descriptor()
-	// ja4campaignsession.DefaultHits holds the default value on creation for the hits field.
-	ja4campaignsession.DefaultHits = ja4campaignsessionDescHits.Default.(int64)
-	// ja4campaignsessionDescLastHitID is the schema descriptor for last_hit_id field.
-	ja4campaignsessionDescLastHitID := ja4campaignsessionFields[4].Descriptor()
-	// ja4campaignsession.LastHitIDValidator is a validator for the "last_hit_id" field. It is called by the builders before save.
-	ja4campaignsession.LastHitIDValidator = ja4campaignsessionDescLastHitID.Validators[0].(func(string) error)
+	// ja4campaignsessionDescFirstHitID is the schema descriptor for first_hit_id field.
+	ja4campaignsessionDescFirstHitID := ja4campaignsessionFields[3].Descriptor()
+	// ja4campaignsession.FirstHitIDValidator is a validator for the "first_hit_id" field. It is called by the builders before save.
+	ja4campaignsession.FirstHitIDValidator = ja4campaignsessionDescFirstHitID.Validators[0].(func(string) error)
 	organizationMixin := schema.Organization{}.Mixin()
 	organization.Policy = privacy.NewPolicies(schema.Organization{})
 	organization.Hooks[0] = func(next ent.Mutator) ent.Mutator {

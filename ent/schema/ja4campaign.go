@@ -55,9 +55,11 @@ func (Ja4Campaign) Annotations() []schema.Annotation {
 func (Ja4Campaign) Policy() ent.Policy { return systemWritten() }
 
 // Ja4CampaignSession is a stored session's membership of a JA4 campaign: the session sent a hit
-// with that JA4. The sessions list filtered by a JA4 starts from it (app/keyfilter.go), as the
-// one filtered by a trap starts from trap_sessions. Deleting the session deletes it (ON DELETE
-// CASCADE), in the same statement, whoever deletes the session.
+// with that JA4. It is inserted with the session's first such hit and never updated (a returning
+// visitor's hits cost the campaign's row alone, not a membership row each). The sessions list
+// filtered by a JA4 starts from it (app/trapfilter.go), as the one filtered by a trap starts
+// from trap_sessions. Deleting the session deletes it (ON DELETE CASCADE), in the same
+// statement, whoever deletes the session.
 type Ja4CampaignSession struct{ ent.Schema }
 
 func (Ja4CampaignSession) Mixin() []ent.Mixin { return []ent.Mixin{TenantMixin{}} }
@@ -69,9 +71,8 @@ func (Ja4CampaignSession) Fields() []ent.Field {
 		field.String("session_id").Immutable(),
 		// The session's source address, copied so a campaign's addresses are read from its members alone.
 		field.String("source_ip").MaxLen(64).Immutable(),
-		field.Int64("hits").Default(0),
-		// The session's latest hit with the JA4: the campaign's sessions list is newest first.
-		field.String("last_hit_id").MaxLen(40),
+		// The session's first hit with the JA4: the campaign's sessions list is newest member first.
+		field.String("first_hit_id").MaxLen(40).Immutable(),
 	}
 }
 
@@ -83,11 +84,12 @@ func (Ja4CampaignSession) Edges() []ent.Edge {
 
 func (Ja4CampaignSession) Indexes() []ent.Index {
 	return []ent.Index{
-		index.Fields("campaign_id", "session_id").Unique(),
-		index.Fields("campaign_id", "last_hit_id"),
+		// Session first: the cascade from sessions (retention) finds a session's memberships by
+		// it, and the walk of the sessions list probes (session, campaign); one index fewer for
+		// the writer to fill than a (campaign_id, session_id) and a session_id index.
+		index.Fields("session_id", "campaign_id").Unique(),
+		index.Fields("campaign_id", "first_hit_id"),
 		index.Fields("campaign_id", "source_ip"),
-		// The cascade from sessions (retention) finds a session's memberships by it.
-		index.Fields("session_id"),
 	}
 }
 
