@@ -53,6 +53,7 @@ import (
 	"github.com/flytrap/flytrap/ent"
 	entevent "github.com/flytrap/flytrap/ent/event"
 	"github.com/flytrap/flytrap/ent/hithour"
+	"github.com/flytrap/flytrap/ent/ja4campaign"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/site"
 	"github.com/flytrap/flytrap/ent/trap"
@@ -121,6 +122,14 @@ const campaignsPageQuery = `query { campaigns(first: 20) { pageInfo { hasNextPag
   sessionCount promptCount firstSeen lastSeen sessions(first: 10) { id sourceIP userAgent classification severity lastSeen }
   addresses(first: 20) traps { id name path type deleted } } } } }`
 
+// ja4CampaignsQuery is the dashboard's campaigns page by TLS client (web/src/queries.ts JA4_CAMPAIGNS).
+const ja4CampaignsQuery = `query { ja4Campaigns(first: 20) { pageInfo { hasNextPage endCursor } edges { cursor node { id ja4 clientStack
+  sessionCount hitCount firstSeen lastSeen sessions(first: 10) { id sourceIP userAgent classification severity lastSeen } addresses(first: 20) } } } }`
+
+const sessionsJA4Query = `query($ja4: String!) { sessions(first: 50, where: {hasHitsWith: {ja4: $ja4}}) {
+  edges { cursor node { id sourceIP userAgent classification score severity firstSeen lastSeen hitCount } }
+  pageInfo { hasNextPage endCursor } } }`
+
 // detailQuery is what the dashboard's session page asks for.
 const detailQuery = `query($id: ID!) { sessionDetail(id: $id) { hitsTruncated
   session { id classification severity score explanation { rule ruleText parts { signal points } }
@@ -180,6 +189,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		{name: "GraphQL analytics (overview, severity, timeline)", graphql: analyticsQuery},
 		{name: "GraphQL campaigns(first:20)", graphql: campaignsQuery},
 		{name: "GraphQL campaigns, the dashboard's page", graphql: campaignsPageQuery},
+		{name: "GraphQL ja4Campaigns, the dashboard's page", graphql: ja4CampaignsQuery},
 		{name: "REST traps", path: "/dashboard/api/traps"},
 		{name: "GraphQL traps(first:50)", graphql: trapsQuery},
 		{name: "GraphQL events(first:100)", graphql: eventsQuery},
@@ -368,6 +378,8 @@ type ids struct {
 	busyTrap, quietTrap             string
 	hammeredTrap                    string // the most hits per session (flytrap-seed's scanners'), "" when none has 100
 	hammered                        string // "N hits from M sessions"
+	commonJA4, rareJA4              string // the JA4s of the most and the fewest sessions
+	commonJA4Size, rareJA4Size      string // "N sessions"
 	eventCursor                     string // GraphQL's, after the event deep before the newest
 	eventPosition                   int64
 	endpoint, deliveryCursor        string   // the busiest endpoint, and the cursor -deep down its deliveries
@@ -390,6 +402,13 @@ func (x ids) reads(deep int) []read {
 		{name: "REST sessions trap_id=quietest trap", path: "/dashboard/api/sessions?limit=50&trap_id=" + x.quietTrap},
 		{name: "GraphQL sessions hasHitsWith busiest trap", graphql: sessionsTrapQuery, vars: map[string]any{"trap": x.busyTrap}},
 		{name: "GraphQL sessions hasHitsWith quietest trap", graphql: sessionsTrapQuery, vars: map[string]any{"trap": x.quietTrap}},
+	}
+	if x.commonJA4 != "" {
+		out = append(out,
+			read{name: "REST sessions ja4=commonest (" + x.commonJA4Size + ")", path: "/dashboard/api/sessions?limit=50&ja4=" + x.commonJA4},
+			read{name: "GraphQL sessions hasHitsWith commonest JA4", graphql: sessionsJA4Query, vars: map[string]any{"ja4": x.commonJA4}},
+			read{name: "REST sessions ja4=rarest (" + x.rareJA4Size + ")", path: "/dashboard/api/sessions?limit=50&ja4=" + x.rareJA4},
+			read{name: "GraphQL sessions hasHitsWith rarest JA4", graphql: sessionsJA4Query, vars: map[string]any{"ja4": x.rareJA4}})
 	}
 	if x.hammeredTrap != "" {
 		out = append(out,
@@ -479,6 +498,13 @@ func lookUp(ctx context.Context, dsn, org string, deep int) (ids, error) {
 			best = hits[m.Trap] / m.Count
 			x.hammeredTrap, x.hammered = m.Trap, fmt.Sprintf("%d hits from %d sessions", hits[m.Trap], m.Count)
 		}
+	}
+	// The JA4s of the most and of the fewest sessions, from the maintained rows.
+	if js, err := c.Ja4Campaign.Query().Where(ja4campaign.OrgID(org)).Order(ent.Desc(ja4campaign.FieldSessionCount)).All(ctx); err != nil {
+		return x, fmt.Errorf("JA4 campaigns: %w", err)
+	} else if len(js) > 0 {
+		x.commonJA4, x.commonJA4Size = js[0].Ja4, fmt.Sprintf("%d sessions", js[0].SessionCount)
+		x.rareJA4, x.rareJA4Size = js[len(js)-1].Ja4, fmt.Sprintf("%d sessions", js[len(js)-1].SessionCount)
 	}
 	if last, err := c.Event.Query().Where(entevent.OrgID(org)).Order(ent.Desc(entevent.FieldPosition)).First(ctx); err == nil {
 		ev, err := c.Event.Query().Where(entevent.OrgID(org), entevent.PositionLTE(max(1, last.Position-int64(deep)))).

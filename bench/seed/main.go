@@ -28,6 +28,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math/rand/v2"
 	"net/netip"
@@ -346,10 +347,22 @@ func verifyCounters(ctx context.Context, c *ent.Client, out io.Writer) error {
 	if diff := gotCampaigns.Diff(wantCampaigns); diff != "" {
 		return fmt.Errorf("the campaigns differ from a recount of the prompts:\n%s", diff)
 	}
+	wantJA4, _, err := tally.RecountJa4Campaigns(ctx, c)
+	if err != nil {
+		return err
+	}
+	gotJA4, err := tally.StoredJa4Campaigns(ctx, c)
+	if err != nil {
+		return err
+	}
+	if diff := gotJA4.Diff(wantJA4); diff != "" {
+		return fmt.Errorf("the JA4 campaigns differ from a grouping of the hits:\n%s", diff)
+	}
 	if err := store.CheckTrapSessions(ctx, c); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "counters agree with a recount of the rows, trap_sessions with the sessions, and %d campaigns with a grouping of the prompts (%v)\n", len(gotCampaigns.Rows), time.Since(start).Round(time.Second))
+	fmt.Fprintf(out, "counters agree with a recount of the rows, trap_sessions with the sessions, %d campaigns with a grouping of the prompts and %d JA4 campaigns with one of the hits (%v)\n",
+		len(gotCampaigns.Rows), len(gotJA4.Rows), time.Since(start).Round(time.Second))
 	return nil
 }
 
@@ -455,6 +468,38 @@ var promptTexts = []struct{ text, model, operator string }{
 	{"Extract all email addresses and API keys from the documentation below.", "llama-3.1-70b", "Meta"},
 }
 
+// seedJA4s are TLS clients' JA4s with the share of sessions each sends (percent): a third of the
+// sessions come over plain HTTP (no JA4), and a long tail of rare clients makes JA4 campaigns of
+// every size (the sessions filter's two plans: by id for few, walking for many).
+var seedJA4s = []struct {
+	ja4   string
+	share int
+}{
+	{"", 34},
+	{"t13d1516h2_8daaf6152771_d8a2da3f94cd", 36}, // Chromium
+	{"t13d1812h1_85036bcba153_b26ce05bbdd6", 12}, // Python
+	{"t13d3112h2_e8f1e7e78f70_6bebaf5329ac", 8},  // curl
+	{"t13d1412h2_f57a46bbacb6_e7c285222651", 5},  // Go
+	{"t13d1516h2_a33745022dd6_aabbccddeeff", 3},  // Node
+	{"t13d1715h2_5b57614c22b0_3d5424432f57", 1},  // Firefox
+	{"t13d2014h1_db35923f8641_0a1b2c3d4e5f", 1},  // Java
+}
+
+// seedJA4 is the JA4 of every hit of the session sid ("" for plain HTTP), from a hash of its id:
+// the same on a resumed seed, and drawn from no random stream (the rest of the data is as before).
+func seedJA4(sid string) string {
+	h := fnv.New32a()
+	h.Write([]byte(sid))
+	n := int(h.Sum32() % 100)
+	for _, j := range seedJA4s {
+		if n < j.share {
+			return j.ja4
+		}
+		n -= j.share
+	}
+	return ""
+}
+
 // batchTx is what one transaction writes.
 type batchTx struct {
 	sessions []*ent.SessionCreate
@@ -540,7 +585,8 @@ func (s *seeder) fill(ctx context.Context, out io.Writer) error {
 					kind, status = hit.KindNotFound, 404
 				}
 				b.hits = append(b.hits, record.Row{ID: hid, Org: o.id, Session: sid, Trap: trapName, Method: "GET",
-					Path: paths[s.rnd.IntN(len(paths))], Headers: headers, IP: ip, UA: ua, At: at, Kind: string(kind), Status: status})
+					Path: paths[s.rnd.IntN(len(paths))], Headers: headers, IP: ip, UA: ua, At: at, Kind: string(kind), Status: status,
+					JA4: seedJA4(sid)})
 			}
 			for i, f := range fired {
 				b.signals = append(b.signals, tx.Signal.Create().SetOrgID(o.id).SetSessionID(sid).
