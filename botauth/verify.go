@@ -99,6 +99,11 @@ type Verifier struct {
 	nonces  *lru.Cache[string, int64]
 	nonceMu sync.Mutex
 	checks  *rate.Limiter
+	// netChecks bounds one client network's share of the checks (a tenth of Rate), so one
+	// network signing with its own valid key cannot use up every check a second and leave
+	// the other agents' signatures unverifiable.
+	netChecks *lru.Cache[netip.Prefix, *rate.Limiter]
+	netMu     sync.Mutex
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -174,6 +179,7 @@ func New(cfg Config, log *slog.Logger) *Verifier {
 	dirs, _ := lru.New[string, *directory](cfg.Directories)
 	failed, _ := lru.New[string, *directory](cfg.Directories)
 	nonces, _ := lru.New[string, int64](cfg.Nonces)
+	netChecks, _ := lru.New[netip.Prefix, *rate.Limiter](netLimiters)
 	ctx, cancel := context.WithCancel(context.Background())
 	now := cfg.Now
 	if now == nil {
@@ -181,7 +187,7 @@ func New(cfg Config, log *slog.Logger) *Verifier {
 	}
 	return &Verifier{cfg: cfg, client: client, log: log, now: now, dirs: dirs, failed: failed, pending: map[string]*fetchCall{},
 		slots: make(chan struct{}, cfg.Fetches), started: map[netip.Prefix]int{}, nonces: nonces, ctx: ctx, cancel: cancel,
-		checks: rate.NewLimiter(rate.Limit(cfg.Rate), cfg.Burst)}
+		checks: rate.NewLimiter(rate.Limit(cfg.Rate), cfg.Burst), netChecks: netChecks}
 }
 
 // Close stops the fetches under way and waits for them.
@@ -227,6 +233,10 @@ func (v *Verifier) Verify(ctx context.Context, r *http.Request, body []byte, tru
 		}
 		return factOf(invalid("key %s is not in %s's directory", clip(p.KeyID, 80), p.Origin), p)
 	}
+	if !v.netAllow(clientNet(ctx)) {
+		v.limited.Add(1)
+		return factOf(unverifiable("more than %g signature checks a second from this client's network", v.cfg.Rate/10), p)
+	}
 	if !v.checks.Allow() {
 		v.limited.Add(1)
 		return factOf(unverifiable("more than %g signature checks a second on this instance", v.cfg.Rate), p)
@@ -239,6 +249,26 @@ func (v *Verifier) Verify(ctx context.Context, r *http.Request, body []byte, tru
 		f.State, f.Reason = detect.SignatureReplayed, "nonce already seen within the signature's window"
 	}
 	return f
+}
+
+// netLimiters bounds the client networks whose share of the checks is tracked (the least
+// recently seen forgotten first: a forgotten network starts with a full burst again).
+const netLimiters = 4096
+
+// netAllow takes one of the network's checks: a tenth of Rate a second (burst a tenth of
+// Burst). A request without a known client (tests) takes none.
+func (v *Verifier) netAllow(n netip.Prefix) bool {
+	if !n.IsValid() {
+		return true
+	}
+	v.netMu.Lock()
+	l, ok := v.netChecks.Get(n)
+	if !ok {
+		l = rate.NewLimiter(rate.Limit(v.cfg.Rate/10), max(v.cfg.Burst/10, 1))
+		v.netChecks.Add(n, l)
+	}
+	v.netMu.Unlock()
+	return l.Allow()
 }
 
 // window checks the signature's times against the request's: created not in the future,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -214,6 +215,36 @@ func TestChecksAreRateLimited(t *testing.T) {
 	}
 	if _, _, _, limited := v.Stats(); limited != 1 {
 		t.Fatalf("%d left unchecked, want 1", limited)
+	}
+}
+
+// One client network gets a tenth of the checks a second: a flood of validly signed requests
+// from one network leaves the other networks' signatures checked.
+func TestChecksArePerNetworkToo(t *testing.T) {
+	a := botauthtest.NewAgent(t)
+	cfg := a.Config()
+	cfg.Wait, cfg.Rate, cfg.Burst = 10*time.Second, 0.01, 100 // the instance's burst: 100; a network's: 10
+	v := botauth.New(cfg, nil)
+	defer v.Close()
+	at := func(ip string) context.Context {
+		return botauth.WithClient(context.Background(), netip.MustParseAddr(ip))
+	}
+	valid := 0
+	for i := range 30 {
+		// Three addresses of one /24: one network.
+		if got := v.Verify(at(fmt.Sprintf("198.51.100.%d", 1+i%3)), signed(a, botauthtest.Opts{}), nil, false, time.Now()); got.State == detect.SignatureValid {
+			valid++
+		} else if !strings.Contains(got.Reason, "network") {
+			t.Fatalf("request %d: %+v", i, got)
+		}
+	}
+	if valid != 10 {
+		t.Fatalf("%d of 30 checked from one network, want its burst of 10", valid)
+	}
+	for _, ip := range []string{"203.0.113.7", "2001:db8:1::7"} {
+		if got := v.Verify(at(ip), signed(a, botauthtest.Opts{}), nil, false, time.Now()); got.State != detect.SignatureValid {
+			t.Fatalf("another network (%s) after the flood: %+v", ip, got)
+		}
 	}
 }
 

@@ -43,8 +43,8 @@ func (c *Config) Declare(s *settings.Set) {
 	}).Doc("When the trap listener answers a hit: `journal` (once journaled: the default) or `applied` (once stored in the database, so that the API shows every hit answered; slower)")
 	s.Duration(&c.Signatures.Wait, "signature-wait", d.Signatures.Wait, "longest a signed agent's answer waits for its key directory to be fetched; past it the hit records the signature as unverifiable and the fetch goes on for the next request").
 		Doc("Longest a signed agent's answer (Web Bot Auth) waits for its key directory when it is not cached yet; past it the hit records the signature as unverifiable and the fetch goes on for the agent's next request. See [security](docs/security.md#signed-agents-key-directory-fetches)")
-	s.Float64(&c.Signatures.Rate, "signature-verify-rate", d.Signatures.Rate, "signed agents' signatures checked per second on this instance at most (burst a tenth of it); past it a signed hit records the signature as unverifiable").
-		Doc("Signed agents' signatures checked per second on this instance at most (burst a tenth of it): past it a signed hit records its signature as unverifiable, so a flood of forged signatures costs at most this many Ed25519 checks a second")
+	s.Float64(&c.Signatures.Rate, "signature-verify-rate", d.Signatures.Rate, "signed agents' signatures checked per second on this instance at most (burst a tenth of it), a tenth of that from one client network; past it a signed hit records the signature as unverifiable").
+		Doc("Signed agents' signatures checked per second on this instance at most (burst a tenth of it), and a tenth of that from one client network (/24, /48): past it a signed hit records its signature as unverifiable, so a flood of forged signatures costs at most this many Ed25519 checks a second and one network cannot take them all")
 	s.Rule(func() error {
 		if c.Signatures.Rate < 1 {
 			return errors.New("signature-verify-rate must be at least 1")
