@@ -284,15 +284,19 @@ func (k *campaignKind) applyMembers(ctx context.Context, q Querier, x Execer, pg
 		for len(older) > 0 {
 			part := older[:min(len(older), upsertRows)]
 			older = older[len(part):]
-			args := make([]any, 0, 3*len(part))
+			args := make([]any, 0, len(cols)*len(part))
 			for _, mk := range part {
-				args = append(args, mk.Campaign, mk.Session, d.members[mk].LastID)
+				m := d.members[mk]
+				args = append(args, m.Org, mk.Campaign, mk.Session, cmp.Or(m.SourceIP, ips[mk.Session]), m.LastID)
 			}
+			// An upsert of rows that are there, not an UPDATE … FROM: PostgreSQL takes an upsert's
+			// rows in their order (key order, as every writer), a join's in the plan's.
 			var b strings.Builder
 			t := k.members
-			b.WriteString("UPDATE " + t + " SET " + k.memberItem + " = v.column3 FROM (VALUES ")
-			sqltext.Values(&b, pg, len(part), sqltext.Columns(3)...)
-			b.WriteString(") AS v WHERE " + t + ".campaign_id = v.column1 AND " + t + ".session_id = v.column2 AND v.column3 < " + t + "." + k.memberItem)
+			b.WriteString("INSERT INTO " + t + " (" + strings.Join(cols, ", ") + ") VALUES ")
+			sqltext.Values(&b, pg, len(part), sqltext.Columns(len(cols))...)
+			b.WriteString(" ON CONFLICT (campaign_id, session_id) DO UPDATE SET " + k.memberItem + " = excluded." + k.memberItem +
+				" WHERE excluded." + k.memberItem + " < " + t + "." + k.memberItem)
 			if _, err := x.ExecContext(ctx, b.String(), args...); err != nil {
 				return nil, fmt.Errorf("count %s sessions: %w", k.what, err)
 			}
