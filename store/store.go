@@ -290,6 +290,14 @@ func migrateSchema(ctx context.Context, client *ent.Client, db *sql.DB, dia stri
 	if err := client.Schema.Create(ctx, opts...); err != nil {
 		return err
 	}
+	if dia == dialect.Postgres {
+		// On the table, which sets its partitions too (those made later get it as they are made).
+		for table := range noStatsColumns {
+			if err := noColumnStats(ctx, db, table, table); err != nil {
+				return err
+			}
+		}
+	}
 	// Outside ent's schema: nothing queries it but the readiness probe (WriteProbe).
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS flytrap_readiness (instance VARCHAR(64) PRIMARY KEY, checked_at BIGINT NOT NULL)`); err != nil {
 		return fmt.Errorf("create the readiness table: %w", err)
