@@ -821,13 +821,23 @@ func TestBinary(t *testing.T) {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		// The kernel may hand a port it just freed out again: a test asking for an API and a trap
+		// address got the same one twice (CI: "trap-addr: must be set and differ from api-addr").
+		if _, taken := handedOut.LoadOrStore(addr, true); !taken {
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
+
+// handedOut is every address freeAddr returned in this test binary.
+var handedOut sync.Map
 
 func healthy(base string) bool {
 	res, err := http.Get(base + "/healthz")
