@@ -57,6 +57,8 @@ func TestTrapListenerConnCap(t *testing.T) {
 	if n, err := extra.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("a connection over the cap: read %d, %v; want it closed", n, err)
 	}
+	// The count may follow the close the client saw (under -race it did): wait for it.
+	waitOpen(t, func() int { return int(conns.Refused()) }, 1)
 	if conns.Refused() != 1 || conns.Open() != max {
 		t.Fatalf("refused %d, open %d", conns.Refused(), conns.Open())
 	}
