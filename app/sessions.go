@@ -77,7 +77,7 @@ func (a *App) ListSessions(ctx context.Context, f SessionFilter, p Page) (*Paged
 // Sessions is the sessions connection: entgql's pagination (most recently seen first unless
 // orderBy says otherwise) with totalCount read from the counters where they cover the filter
 // (sessionCount) and capped otherwise (sessionRows), and a filter by trap or JA4 rewritten so that a
-// page costs little (sessionsOnTrap). GraphQL passes its arguments as they are; ListSessions
+// page costs little (sessionsByMembership). GraphQL passes its arguments as they are; ListSessions
 // a SessionFilter and a Page.
 func (a *App) Sessions(ctx context.Context, after *entgql.Cursor[string], first *int, before *entgql.Cursor[string], last *int, orderBy *ent.SessionOrder, where *ent.SessionWhereInput) (*ent.SessionConnection, error) {
 	if err := CheckSiteScope(ctx, "read sessions"); err != nil {
@@ -94,7 +94,7 @@ func (a *App) Sessions(ctx context.Context, after *entgql.Cursor[string], first 
 		return nil, err
 	}
 	list := func(probeAll bool) (*ent.SessionConnection, time.Time, error) {
-		where, keptSince, err := a.sessionsOnTrap(ctx, where, probeAll)
+		where, keptSince, err := a.sessionsByMembership(ctx, where, probeAll)
 		if err != nil {
 			return nil, keptSince, err
 		}
@@ -113,7 +113,7 @@ func (a *App) Sessions(ctx context.Context, after *entgql.Cursor[string], first 
 		return nil, err
 	}
 	// A purge of hits between the trap filter's look at the oldest hit and the page: once more,
-	// every session probed (app/trapfilter.go).
+	// every session probed (app/memberfilter.go).
 	if purged, err := hitsPurgedSince(ctx, a.ent(ctx), keptSince); err != nil || purged {
 		if err != nil {
 			return nil, err

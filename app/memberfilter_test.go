@@ -22,7 +22,7 @@ import (
 )
 
 // TestSessionsOnTrapAsHasHitsWith: the sessions list filtered by a trap gives, page by page,
-// exactly what ent's hasHitsWith gives, whichever plan sessionsOnTrap picks (from the trap's
+// exactly what ent's hasHitsWith gives, whichever plan sessionsByMembership picks (from the trap's
 // hits, or walking the sessions), alone and with other filters, including sessions whose
 // traps_triggered names a trap they have no stored hit on (their hits purged).
 func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
@@ -154,7 +154,7 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 						}
 						after = conn.PageInfo.EndCursor
 					}
-					rewritten, _, err := r.sessionsOnTrap(ctx, where, false)
+					rewritten, _, err := r.sessionsByMembership(ctx, where, false)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -23,10 +23,11 @@ import (
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/trapsession"
 	"github.com/flytrap/flytrap/ids"
+	"github.com/flytrap/flytrap/store/sqltext"
 )
 
 // trapListMax is the most sessions of a trap (or a JA4) for which the sessions list filtered
-// by it starts from its sessions (see sessionsOnTrap).
+// by it starts from its sessions (see sessionsByMembership).
 var trapListMax = 5000 // a variable for the tests
 
 // memberFilter is a filter of sessions by one field of their hits that a membership table
@@ -38,11 +39,11 @@ type memberFilter struct {
 	hitCol, value string   // the hits' column and the value filtered on
 }
 
-// trapFilter says whether where filters sessions by a trap or a JA4 alone among a hit's
+// memberFilterIn says whether where filters sessions by a trap or a JA4 alone among a hit's
 // fields: the REST list's trap_id or ja4, GraphQL's hasHitsWith: [{trapID}] or [{ja4}]. (Both
 // in one hasHitsWith, or in two, which ent reads as one hit matching both, are left to ent:
 // the trap's hits are read by their index.)
-func (a *App) trapFilter(ctx context.Context, where *ent.SessionWhereInput) (*memberFilter, error) {
+func (a *App) memberFilterIn(ctx context.Context, where *ent.SessionWhereInput) (*memberFilter, error) {
 	if where == nil || len(where.HasHitsWith) != 1 || where.HasHitsWith[0] == nil {
 		return nil, nil
 	}
@@ -73,7 +74,7 @@ func (a *App) memberFilterOf(ctx context.Context, h ent.HitWhereInput) (*memberF
 	return nil, nil
 }
 
-// sessionsOnTrap rewrites a sessions filter by trap or JA4 (trapFilter) so that a page costs
+// sessionsByMembership rewrites a sessions filter by trap or JA4 (memberFilterIn) so that a page costs
 // little whatever the database holds. ent's hasHitsWith reads every hit of the trap
 // (`id IN (SELECT session_id FROM hits WHERE trap_id = ?)`) and sorts their sessions: a second
 // or more for a trap with a million hits (and hits have no index on ja4 at all); and on SQLite
@@ -96,8 +97,8 @@ func (a *App) memberFilterOf(ctx context.Context, h ent.HitWhereInput) (*memberF
 // keptSince is the time used to skip probes (zero when every session is probed): the
 // caller reads the page, then asks hitsPurgedSince whether a purge moved it meanwhile (the
 // two are separate statements) and if so lists again with probeAll.
-func (a *App) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereInput, probeAll bool) (_ *ent.SessionWhereInput, keptSince time.Time, err error) {
-	f, err := a.trapFilter(ctx, where)
+func (a *App) sessionsByMembership(ctx context.Context, where *ent.SessionWhereInput, probeAll bool) (_ *ent.SessionWhereInput, keptSince time.Time, err error) {
+	f, err := a.memberFilterIn(ctx, where)
 	if err != nil || f == nil {
 		return where, keptSince, err
 	}
@@ -175,16 +176,7 @@ func (a *App) sessionsOnTrap(ctx context.Context, where *ent.SessionWhereInput, 
 
 // keyIn is "col IN ($1, …)" over keys, in c's dialect, and its arguments.
 func keyIn(c *ent.Client, col string, keys []string) (string, []any) {
-	var b strings.Builder
-	b.WriteString(col + " IN (")
-	for i := range keys {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(param(c, i+1))
-	}
-	b.WriteString(")")
-	return b.String(), anys(keys)
+	return col + " IN (" + sqltext.Rebind(c.Dialect() == dialect.Postgres, sqltext.In(len(keys))) + ")", anys(keys)
 }
 
 // allHitsKeptSince is a time after which every session first seen still has every hit it
