@@ -109,6 +109,11 @@ func New(ctx context.Context, cfg Config, db *store.DB, log *slog.Logger) (*Serv
 			s.log.Warn("another hit journal of this database holds hits not stored yet (an instance with another --trap-addr left it): start one instance with --hit-journal set to it", "dir", d)
 		}
 	}
+	if off, err := db.AutovacuumOff(ctx); err != nil {
+		return nil, err
+	} else if off {
+		s.log.Warn("PostgreSQL's autovacuum is off: every hit updates its session, and the dead row versions stay in the sessions indexes until VACUUM runs, slowing each sessions list (docs/operations.md): turn autovacuum on, or run VACUUM sessions often")
+	}
 	if s.crawlers, err = crawler.NewVerifier(cfg.Crawler.DNS); err != nil {
 		return nil, err
 	}

@@ -297,6 +297,9 @@ func migrateSchema(ctx context.Context, client *ent.Client, db *sql.DB, dia stri
 				return err
 			}
 		}
+		if err := setVacuumOptions(ctx, db); err != nil {
+			return err
+		}
 	}
 	// Outside ent's schema: nothing queries it but the readiness probe (WriteProbe).
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS flytrap_readiness (instance VARCHAR(64) PRIMARY KEY, checked_at BIGINT NOT NULL)`); err != nil {
