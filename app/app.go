@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flytrap/flytrap/ent"
@@ -38,6 +39,8 @@ type App struct {
 	// DetailBytes bounds the stored bytes of each list of a session's detail (MinDetailBytes
 	// to MaxDetailBytes; else DefaultDetailBytes).
 	DetailBytes int
+
+	oldestHit atomic.Pointer[string] // the oldest hit stored when last looked (allHitsKeptSince)
 }
 
 // New returns the application over client; broker feeds live delivery (nil: none); now is

@@ -20,6 +20,7 @@ import (
 	"github.com/flytrap/flytrap/ent/hit"
 	"github.com/flytrap/flytrap/ent/ja4campaign"
 	"github.com/flytrap/flytrap/ent/ja4campaignsession"
+	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/ent/trapsession"
 	"github.com/flytrap/flytrap/ids"
@@ -129,7 +130,7 @@ func (a *App) sessionsByMembership(ctx context.Context, where *ent.SessionWhereI
 	}
 	kept := false
 	if !probeAll {
-		if keptSince, kept, err = allHitsKeptSince(ctx, c); err != nil {
+		if keptSince, kept, err = a.allHitsKeptSince(ctx, c); err != nil {
 			return nil, keptSince, err
 		}
 		if !kept {
@@ -185,29 +186,64 @@ func keyIn(c *ent.Client, col string, keys []string) (string, []any) {
 // with the hit's received_at, so the oldest is the first id (the primary key's first
 // entry). An hour more covers a session whose hits several instances received, their
 // clocks apart. ok is false when no hit is stored.
-func allHitsKeptSince(ctx context.Context, c *ent.Client) (t time.Time, ok bool, err error) {
+//
+// Finding the oldest hit reads the first entry of every partition's primary key on
+// PostgreSQL (a hundred days: 1–4 ms, and the filter asks twice a page), so the App keeps the
+// last one found and only checks that it is still stored, one primary-key probe within its
+// millisecond (one partition). While it is, no hit received after it has been purged (the
+// oldest go first), and an older one stored since (a journal replayed late) only makes the
+// answer later than it could be: more sessions probed, never fewer. Once it is gone the
+// oldest is looked for again.
+func (a *App) allHitsKeptSince(ctx context.Context, c *ent.Client) (t time.Time, ok bool, err error) {
+	if id := a.oldestHit.Load(); id != nil {
+		at, stored, err := hitStored(ctx, c, *id)
+		if err != nil {
+			return t, false, err
+		}
+		if stored {
+			return at.Add(time.Hour), true, nil
+		}
+	}
 	oldest, err := scanAll[string](ctx, c, "SELECT "+hit.FieldID+" FROM "+hit.Table+" ORDER BY "+hit.FieldID+" LIMIT 1")
 	if err != nil {
 		return t, false, fmt.Errorf("read the oldest hit: %w", err)
 	}
 	if len(oldest) == 0 {
+		a.oldestHit.Store(nil)
 		return t, false, nil
 	}
 	u, ok := ids.Parse(oldest[0], ids.Hit)
 	if !ok {
 		return t, false, nil
 	}
+	a.oldestHit.Store(&oldest[0])
 	return ulid.Time(u.Time()).UTC().Add(time.Hour), true, nil
+}
+
+// hitStored says whether the hit id is stored, and its id's time: a probe of the primary key
+// (id, received_at) within the id's millisecond, which the hit was received in.
+func hitStored(ctx context.Context, c *ent.Client, id string) (at time.Time, stored bool, err error) {
+	u, ok := ids.Parse(id, ids.Hit)
+	if !ok {
+		return at, false, nil
+	}
+	at = ulid.Time(u.Time()).UTC()
+	n, err := c.Hit.Query().Where(hit.ID(id), hit.ReceivedAtGTE(at), hit.ReceivedAtLT(at.Add(time.Millisecond))).
+		Limit(1).IDs(privacy.DecisionContext(ctx, privacy.Allow))
+	if err != nil {
+		return at, false, fmt.Errorf("look for the oldest hit: %w", err)
+	}
+	return at, len(n) == 1, nil
 }
 
 // hitsPurgedSince says whether hits were purged since allHitsKeptSince answered keptSince
 // (zero: no answer was used), so that a page read with it may list a session whose hits on
 // the trap went meanwhile.
-func hitsPurgedSince(ctx context.Context, c *ent.Client, keptSince time.Time) (bool, error) {
+func (a *App) hitsPurgedSince(ctx context.Context, c *ent.Client, keptSince time.Time) (bool, error) {
 	if keptSince.IsZero() {
 		return false, nil
 	}
-	now, ok, err := allHitsKeptSince(ctx, c)
+	now, ok, err := a.allHitsKeptSince(ctx, c)
 	return err == nil && (!ok || now.After(keptSince)), err
 }
 

@@ -96,7 +96,8 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 		}
 		// Sessions first seen after the oldest hit (and an hour) are kept without a hit probe,
 		// the others with one: both kinds are here.
-		keptSince, ok, err := allHitsKeptSince(ctx, c)
+		r := New(c, nil, nil)
+		keptSince, ok, err := r.allHitsKeptSince(ctx, c)
 		if err != nil || !ok {
 			t.Fatalf("oldest hit: %v %v", ok, err)
 		}
@@ -104,13 +105,12 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 			// SQLite compares times as text: a local time would shift the cut by the zone's offset.
 			t.Fatalf("allHitsKeptSince answered %s, not in UTC", keptSince)
 		}
-		if purged, err := hitsPurgedSince(ctx, c, keptSince); err != nil || purged {
+		if purged, err := r.hitsPurgedSince(ctx, c, keptSince); err != nil || purged {
 			t.Fatalf("hits purged since the oldest was read, with none purged: %v %v", purged, err)
 		}
 		if n := c.Session.Query().Where(session.FirstSeenGTE(keptSince)).CountX(ctx); n < 50 || n > 250 {
 			t.Fatalf("%d of 300 sessions first seen after %s: the data does not test both ways", n, keptSince)
 		}
-		r := New(c, nil, nil)
 		since := now.Add(-50 * time.Minute)
 		defer func(was int) { trapListMax = was }(trapListMax)
 		for _, limit := range []int{1000, 30, 0} { // from trap_sessions always, sometimes, never
@@ -175,7 +175,8 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 }
 
 // A purge between the trap filter's look at the oldest hit and its page makes the list read
-// again, probing every session: hitsPurgedSince notices the oldest hit moved.
+// again, probing every session: hitsPurgedSince notices the oldest hit moved, though the App
+// remembers the oldest it found and only checks that it is still there.
 func TestHitsPurgedSince(t *testing.T) {
 	testdb.ForEachBackend(t, func(t *testing.T, b testdb.Backend) {
 		ctx := privacy.DecisionContext(context.Background(), privacy.Allow)
@@ -185,32 +186,56 @@ func TestHitsPurgedSince(t *testing.T) {
 		}
 		defer db.Close()
 		c := db.Client
-		if _, ok, err := allHitsKeptSince(ctx, c); ok || err != nil {
+		r := New(c, nil, nil)
+		if _, ok, err := r.allHitsKeptSince(ctx, c); ok || err != nil {
 			t.Fatalf("no hit stored: %v %v", ok, err)
 		}
 		o := c.Organization.Create().SetName("o").SaveX(ctx)
 		s := c.Session.Create().SetOrgID(o.ID).SetSourceIP("192.0.2.1").SaveX(ctx)
-		var hitIDs []string
-		for _, ago := range []time.Duration{48 * time.Hour, time.Hour} {
+		addHit := func(ago time.Duration) string {
 			at := time.Now().Add(-ago).UTC()
-			h := c.Hit.Create().SetID(ids.Format(ids.Hit, ulid.MustNew(ulid.Timestamp(at), ulid.DefaultEntropy()))).SetOrgID(o.ID).
-				SetSessionID(s.ID).SetMethod("GET").SetPath("/").SetSourceIP("192.0.2.1").SetReceivedAt(at).SetHeaders(schematype.Headers{}).SaveX(ctx)
-			hitIDs = append(hitIDs, h.ID)
+			return c.Hit.Create().SetID(ids.Format(ids.Hit, ulid.MustNew(ulid.Timestamp(at), ulid.DefaultEntropy()))).SetOrgID(o.ID).
+				SetSessionID(s.ID).SetMethod("GET").SetPath("/").SetSourceIP("192.0.2.1").SetReceivedAt(at).SetHeaders(schematype.Headers{}).SaveX(ctx).ID
 		}
-		kept, ok, err := allHitsKeptSince(ctx, c)
-		if !ok || err != nil || kept.Sub(time.Now().Add(-47*time.Hour)).Abs() > time.Second {
+		older, newer := addHit(48*time.Hour), addHit(time.Hour)
+		near := func(got time.Time, ago time.Duration) bool { return got.Sub(time.Now().Add(-ago)).Abs() < 5*time.Second }
+		kept, ok, err := r.allHitsKeptSince(ctx, c)
+		if !ok || err != nil || !near(kept, 47*time.Hour) {
 			t.Fatalf("oldest hit + 1 h: %s %v %v", kept, ok, err)
 		}
-		if purged, err := hitsPurgedSince(ctx, c, time.Time{}); purged || err != nil {
+		if id := r.oldestHit.Load(); id == nil || *id != older {
+			t.Fatalf("remembered %v, want the oldest hit %s", id, older)
+		}
+		if purged, err := r.hitsPurgedSince(ctx, c, time.Time{}); purged || err != nil {
 			t.Fatalf("no time used: %v %v", purged, err)
 		}
-		c.Hit.DeleteOneID(hitIDs[0]).ExecX(ctx)
-		if purged, err := hitsPurgedSince(ctx, c, kept); !purged || err != nil {
+		if purged, err := r.hitsPurgedSince(ctx, c, kept); purged || err != nil {
+			t.Fatalf("nothing purged: purged %v %v", purged, err)
+		}
+		// An older hit stored later (a journal replayed late): the remembered answer stands,
+		// which only probes more sessions; an App that never looked finds the older one.
+		oldest := addHit(72 * time.Hour)
+		if again, _, err := r.allHitsKeptSince(ctx, c); err != nil || !again.Equal(kept) {
+			t.Fatalf("after an older hit came: %s %v, want %s as remembered", again, err, kept)
+		}
+		if fresh, _, err := New(c, nil, nil).allHitsKeptSince(ctx, c); err != nil || !near(fresh, 71*time.Hour) {
+			t.Fatalf("a new App: %s %v, want the older hit + 1 h", fresh, err)
+		}
+		c.Hit.DeleteOneID(oldest).ExecX(ctx)
+		// The remembered hit purged: the oldest is looked for again.
+		c.Hit.DeleteOneID(older).ExecX(ctx)
+		if purged, err := r.hitsPurgedSince(ctx, c, kept); !purged || err != nil {
 			t.Fatalf("after the oldest hit went: purged %v %v", purged, err)
 		}
-		c.Hit.DeleteOneID(hitIDs[1]).ExecX(ctx)
-		if purged, err := hitsPurgedSince(ctx, c, kept); !purged || err != nil {
+		if id := r.oldestHit.Load(); id == nil || *id != newer {
+			t.Fatalf("remembered %v, want %s", id, newer)
+		}
+		c.Hit.DeleteOneID(newer).ExecX(ctx)
+		if purged, err := r.hitsPurgedSince(ctx, c, kept); !purged || err != nil {
 			t.Fatalf("after every hit went: purged %v %v", purged, err)
+		}
+		if _, ok, err := r.allHitsKeptSince(ctx, c); ok || err != nil || r.oldestHit.Load() != nil {
+			t.Fatalf("no hit stored any more: %v %v", ok, err)
 		}
 	})
 }

@@ -114,7 +114,7 @@ func (a *App) Sessions(ctx context.Context, after *entgql.Cursor[string], first 
 	}
 	// A purge of hits between the trap filter's look at the oldest hit and the page: once more,
 	// every session probed (app/memberfilter.go).
-	if purged, err := hitsPurgedSince(ctx, a.ent(ctx), keptSince); err != nil || purged {
+	if purged, err := a.hitsPurgedSince(ctx, a.ent(ctx), keptSince); err != nil || purged {
 		if err != nil {
 			return nil, err
 		}
