@@ -198,7 +198,9 @@ func TestHitsPurgedSince(t *testing.T) {
 				SetSessionID(s.ID).SetMethod("GET").SetPath("/").SetSourceIP("192.0.2.1").SetReceivedAt(at).SetHeaders(schematype.Headers{}).SaveX(ctx).ID
 		}
 		older, newer := addHit(48*time.Hour), addHit(time.Hour)
-		near := func(got time.Time, ago time.Duration) bool { return got.Sub(time.Now().Add(-ago)).Abs() < 5*time.Second }
+		near := func(got time.Time, ago time.Duration) bool {
+			return got.Sub(time.Now().Add(-ago)).Abs() < 5*time.Second
+		}
 		kept, ok, err := r.allHitsKeptSince(ctx, c)
 		if !ok || err != nil || !near(kept, 47*time.Hour) {
 			t.Fatalf("oldest hit + 1 h: %s %v %v", kept, ok, err)
