@@ -40,7 +40,7 @@ type App struct {
 	// to MaxDetailBytes; else DefaultDetailBytes).
 	DetailBytes int
 
-	oldestHit atomic.Pointer[string] // the oldest hit stored when last looked (allHitsKeptSince)
+	oldestHit atomic.Pointer[remembered] // the oldest hit stored when last looked (allHitsKeptSince)
 }
 
 // New returns the application over client; broker feeds live delivery (nil: none); now is

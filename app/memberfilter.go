@@ -189,62 +189,59 @@ func keyIn(c *ent.Client, col string, keys []string) (string, []any) {
 //
 // Finding the oldest hit reads the first entry of every partition's primary key on
 // PostgreSQL (a hundred days: 1–4 ms, and the filter asks twice a page), so the App keeps the
-// last one found and only checks that it is still stored, one primary-key probe within its
-// millisecond (one partition). While it is, no hit received after it has been purged (the
+// last one found and only checks that it is still stored, one probe of its primary key (id,
+// received_at: one partition). While it is, no hit received after it has been purged (the
 // oldest go first), and an older one stored since (a journal replayed late) only makes the
 // answer later than it could be: more sessions probed, never fewer. Once it is gone the
 // oldest is looked for again.
 func (a *App) allHitsKeptSince(ctx context.Context, c *ent.Client) (t time.Time, ok bool, err error) {
-	if id := a.oldestHit.Load(); id != nil {
-		at, stored, err := hitStored(ctx, c, *id)
+	if o := a.oldestHit.Load(); o != nil {
+		n, err := c.Hit.Query().Where(hit.ID(o.ID), hit.ReceivedAt(o.ReceivedAt)).Limit(1).IDs(privacy.DecisionContext(ctx, privacy.Allow))
 		if err != nil {
-			return t, false, err
+			return t, false, fmt.Errorf("look for the oldest hit: %w", err)
 		}
-		if stored {
-			return at.Add(time.Hour), true, nil
+		if len(n) == 1 {
+			return o.keptSince, true, nil
 		}
 	}
-	oldest, err := scanAll[string](ctx, c, "SELECT "+hit.FieldID+" FROM "+hit.Table+" ORDER BY "+hit.FieldID+" LIMIT 1")
+	var rows []remembered
+	err = c.Hit.Query().Order(ent.Asc(hit.FieldID)).Limit(1).Select(hit.FieldID, hit.FieldReceivedAt).
+		Scan(privacy.DecisionContext(ctx, privacy.Allow), &rows)
 	if err != nil {
 		return t, false, fmt.Errorf("read the oldest hit: %w", err)
 	}
-	if len(oldest) == 0 {
+	if len(rows) == 0 {
 		a.oldestHit.Store(nil)
 		return t, false, nil
 	}
-	u, ok := ids.Parse(oldest[0], ids.Hit)
+	u, ok := ids.Parse(rows[0].ID, ids.Hit)
 	if !ok {
 		return t, false, nil
 	}
-	a.oldestHit.Store(&oldest[0])
-	return ulid.Time(u.Time()).UTC().Add(time.Hour), true, nil
+	o := rows[0]
+	o.keptSince = ulid.Time(u.Time()).UTC().Add(time.Hour)
+	a.oldestHit.Store(&o)
+	return o.keptSince, true, nil
 }
 
-// hitStored says whether the hit id is stored, and its id's time: a probe of the primary key
-// (id, received_at) within the id's millisecond, which the hit was received in.
-func hitStored(ctx context.Context, c *ent.Client, id string) (at time.Time, stored bool, err error) {
-	u, ok := ids.Parse(id, ids.Hit)
-	if !ok {
-		return at, false, nil
-	}
-	at = ulid.Time(u.Time()).UTC()
-	n, err := c.Hit.Query().Where(hit.ID(id), hit.ReceivedAtGTE(at), hit.ReceivedAtLT(at.Add(time.Millisecond))).
-		Limit(1).IDs(privacy.DecisionContext(ctx, privacy.Allow))
-	if err != nil {
-		return at, false, fmt.Errorf("look for the oldest hit: %w", err)
-	}
-	return at, len(n) == 1, nil
+// remembered is the oldest hit stored when last looked: its primary key (id, received_at),
+// which the probe names whole, and the answer it gave.
+type remembered struct {
+	ID         string    `json:"id"`
+	ReceivedAt time.Time `json:"received_at"`
+	keptSince  time.Time
 }
 
 // hitsPurgedSince says whether hits were purged since allHitsKeptSince answered keptSince
 // (zero: no answer was used), so that a page read with it may list a session whose hits on
-// the trap went meanwhile.
+// the trap went meanwhile. Any other answer counts: an older hit stored meanwhile (a journal
+// replayed late) would otherwise hide a purge of the one remembered.
 func (a *App) hitsPurgedSince(ctx context.Context, c *ent.Client, keptSince time.Time) (bool, error) {
 	if keptSince.IsZero() {
 		return false, nil
 	}
 	now, ok, err := a.allHitsKeptSince(ctx, c)
-	return err == nil && (!ok || now.After(keptSince)), err
+	return err == nil && (!ok || !now.Equal(keptSince)), err
 }
 
 // exists is "(q LIMIT 1) IS NOT NULL": LIMIT 1 keeps the probe a per-row subquery, where

@@ -3,10 +3,13 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"entgo.io/ent/dialect"
+	"github.com/lib/pq"
 )
 
 // vacuumOptions are the autovacuum settings Flytrap gives the PostgreSQL tables the hit writer
@@ -23,7 +26,8 @@ var vacuumOptions = map[string][]string{
 }
 
 // setVacuumOptions sets vacuumOptions on their tables, each option only where the table has no
-// value of its own for it: an operator's ALTER TABLE … SET stays. PostgreSQL only.
+// value of its own for it: an operator's ALTER TABLE … SET stays (an option RESET is set again;
+// to opt out, set a value). PostgreSQL only.
 func setVacuumOptions(ctx context.Context, db *sql.DB) error {
 	for table, opts := range vacuumOptions {
 		var have sql.NullString
@@ -40,23 +44,52 @@ func setVacuumOptions(ctx context.Context, db *sql.DB) error {
 		if len(set) == 0 {
 			continue
 		}
-		if _, err := db.ExecContext(ctx, "ALTER TABLE "+quote(table)+" SET ("+strings.Join(set, ", ")+")"); err != nil {
+		if err := alterWithin(ctx, db, "ALTER TABLE "+quote(table)+" SET ("+strings.Join(set, ", ")+")"); err != nil {
 			return fmt.Errorf("set %s's autovacuum options: %w", table, err)
 		}
 	}
 	return nil
 }
 
-// AutovacuumOff says whether the PostgreSQL server runs without autovacuum (its autovacuum
-// setting off), which leaves the dead row versions of every session update in the sessions
-// indexes until someone runs VACUUM: the server warns about it at start. False on SQLite.
+// vacuumLockWait bounds how long the start waits for the lock ALTER TABLE … SET takes (SHARE
+// UPDATE EXCLUSIVE): a running VACUUM, ANALYZE or CREATE INDEX CONCURRENTLY holds it, and the
+// start holds the migration lock meanwhile, which other instances' starts wait for.
+const vacuumLockWait = 3 * time.Second
+
+// alterWithin runs stmt with a lock_timeout of vacuumLockWait; when the lock is not had in that
+// time it does nothing (the next start tries again).
+func alterWithin(ctx context.Context, db *sql.DB, stmt string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", vacuumLockWait.Milliseconds())); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, stmt); err != nil {
+		if pe := (*pq.Error)(nil); errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available
+			return nil
+		}
+		return err
+	}
+	return tx.Commit()
+}
+
+// AutovacuumOff says whether autovacuum will not vacuum the sessions table on this PostgreSQL
+// server: autovacuum or track_counts (whose counts it goes by) off, or the table's own
+// autovacuum_enabled false. The dead row versions of every session update then stay in the
+// sessions indexes until someone runs VACUUM: the server warns about it at start. False on
+// SQLite.
 func (d *DB) AutovacuumOff(ctx context.Context) (bool, error) {
 	if d.Dialect != dialect.Postgres {
 		return false, nil
 	}
-	var on string
-	if err := d.SQL.QueryRowContext(ctx, "SHOW autovacuum").Scan(&on); err != nil {
-		return false, fmt.Errorf("read the autovacuum setting: %w", err)
+	var on bool
+	err := d.SQL.QueryRowContext(ctx, `SELECT current_setting('autovacuum')::bool AND current_setting('track_counts')::bool
+		AND NOT EXISTS (SELECT 1 FROM pg_class, unnest(reloptions) o WHERE oid = to_regclass('sessions') AND o LIKE 'autovacuum\_enabled=%' AND NOT split_part(o, '=', 2)::bool)`).Scan(&on)
+	if err != nil {
+		return false, fmt.Errorf("read the autovacuum settings: %w", err)
 	}
-	return on != "on", nil
+	return !on, nil
 }

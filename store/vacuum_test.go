@@ -47,7 +47,37 @@ func TestSessionsVacuumOptions(t *testing.T) {
 	if off, err := db.AutovacuumOff(ctx); err != nil || off != (want == "off") {
 		t.Errorf("AutovacuumOff: %v %v with autovacuum %s", off, err, want)
 	}
+	// The table's own autovacuum_enabled off counts as autovacuum off.
+	if _, err := db.SQL.ExecContext(ctx, `ALTER TABLE sessions SET (autovacuum_enabled = off)`); err != nil {
+		t.Fatal(err)
+	}
+	if off, err := db.AutovacuumOff(ctx); err != nil || !off {
+		t.Errorf("AutovacuumOff with the table's autovacuum_enabled off: %v %v", off, err)
+	}
+	if _, err := db.SQL.ExecContext(ctx, `ALTER TABLE sessions RESET (autovacuum_enabled)`); err != nil {
+		t.Fatal(err)
+	}
 	db.Close()
+	// A start that cannot have the table's lock in time leaves the options as they are and
+	// starts all the same: a transaction holds SHARE UPDATE EXCLUSIVE as a VACUUM would.
+	holder, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	tx, err := holder.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `LOCK TABLE sessions IN SHARE UPDATE EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	db = open()
+	if got := options(db); strings.Contains(got, "autovacuum_vacuum_threshold") {
+		t.Fatalf("options set past a held lock: %q", got)
+	}
+	db.Close()
+	tx.Rollback()
 	db = open()
 	defer db.Close()
 	got := options(db)
