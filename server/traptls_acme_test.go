@@ -110,18 +110,23 @@ func pebble(t *testing.T, validity time.Duration) (dir, acmeRoots string, issued
 // CA, and a renewal of the short-lived certificate before it expires.
 func TestTrapTLSAuto(t *testing.T) {
 	ft.ForEachBackend(t, func(t *testing.T, b ft.Backend) {
+		// A host of its own for each backend: certmagic serializes obtaining and renewing by
+		// name across the process, and the SQLite instance's renewal goes on retrying against its
+		// stopped pebble after that subtest (a renewal under way outlives Stop), which held the
+		// PostgreSQL subtest's first certificate for over a minute under -race.
+		host := "shop-" + b.Name + ".example"
 		dir, acmeRoots, issued := pebble(t, 30*time.Second)
 		store := t.TempDir()
 		auto := func(c *server.Config) {
 			c.TrapTLS.Auto = true
 			c.TrapTLS.ACMECA, c.TrapTLS.ACMERoots, c.TrapTLS.Dir = dir, acmeRoots, store
-			c.TrapTLS.Email = "ops@shop.example"
+			c.TrapTLS.Email = "ops@" + host
 			c.TrapTLS.RenewCheck = time.Second
 		}
 		instance := func() (addr string) {
 			env := ft.Start(t, b, auto)
 			tn := env.Tenant("shop")
-			env.DB.Client.Site.UpdateOneID(tn.Site.ID).SetHost("shop.example").SetHostVerified(true).ExecX(ft.System())
+			env.DB.Client.Site.UpdateOneID(tn.Site.ID).SetHost(host).SetHostVerified(true).ExecX(ft.System())
 			createTrap(t, env, tn.ReadWrite, map[string]any{"name": "Payroll wiki", "type": "page", "path": "/internal/payroll"})
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
@@ -132,9 +137,9 @@ func TestTrapTLSAuto(t *testing.T) {
 		}
 		a := instance()
 		client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{ForceAttemptHTTP2: true,
-			TLSClientConfig: &tls.Config{RootCAs: issued, ServerName: "shop.example"}}}
+			TLSClientConfig: &tls.Config{RootCAs: issued, ServerName: host}}}
 		req, _ := http.NewRequest(http.MethodGet, "https://"+a+"/internal/payroll", nil)
-		req.Host = "shop.example"
+		req.Host = host
 		res, err := client.Do(req)
 		if err != nil {
 			t.Fatalf("first visit (the certificate obtained now): %v", err)
@@ -145,7 +150,7 @@ func TestTrapTLSAuto(t *testing.T) {
 			t.Fatalf("first visit: %d HTTP/%d", res.StatusCode, res.ProtoMajor)
 		}
 		first := res.TLS.PeerCertificates[0]
-		if first.Subject.CommonName != "shop.example" && (len(first.DNSNames) != 1 || first.DNSNames[0] != "shop.example") {
+		if first.Subject.CommonName != host && (len(first.DNSNames) != 1 || first.DNSNames[0] != host) {
 			t.Fatalf("certificate for %v %v", first.Subject, first.DNSNames)
 		}
 
@@ -164,7 +169,7 @@ func TestTrapTLSAuto(t *testing.T) {
 		// A second instance sharing the directory serves the stored certificate.
 		serial := func(addr string) *big.Int {
 			t.Helper()
-			c, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "shop.example", RootCAs: issued})
+			c, err := tls.Dial("tcp", addr, &tls.Config{ServerName: host, RootCAs: issued})
 			if err != nil {
 				t.Fatal(err)
 			}
