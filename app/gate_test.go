@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -10,11 +9,9 @@ import (
 	"time"
 
 	"github.com/flytrap/flytrap/ent"
-	"github.com/flytrap/flytrap/ent/privacy"
 	"github.com/flytrap/flytrap/ent/session"
 	"github.com/flytrap/flytrap/flytraptest/testdb"
 	"github.com/flytrap/flytrap/record"
-	"github.com/flytrap/flytrap/store"
 )
 
 // TestGateAsAScan: the gate's count (exact up to 1,000, then 1,001 and inexact) and its ten
@@ -23,13 +20,7 @@ import (
 // one by one, and with more sessions than the cap in one range and in several.
 func TestGateAsAScan(t *testing.T) {
 	testdb.ForEachBackend(t, func(t *testing.T, b testdb.Backend) {
-		ctx := privacy.DecisionContext(context.Background(), privacy.Allow)
-		db, err := store.Open(ctx, b.DSN(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		c := db.Client
+		ctx, c := openBackend(t, b)
 		o := c.Organization.Create().SetName("o").SaveX(ctx)
 		sevs := []session.Severity{session.SeverityCritical, session.SeverityHigh, session.SeverityMedium, session.SeverityLow}
 		states := []session.TriageState{session.TriageStateOpen, session.TriageStateAcknowledged, session.TriageStateResolved, session.TriageStateIgnored}

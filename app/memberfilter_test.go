@@ -27,13 +27,7 @@ import (
 // traps_triggered names a trap they have no stored hit on (their hits purged).
 func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 	testdb.ForEachBackend(t, func(t *testing.T, b testdb.Backend) {
-		ctx := privacy.DecisionContext(context.Background(), privacy.Allow)
-		db, err := store.Open(ctx, b.DSN(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		c := db.Client
+		ctx, c := openBackend(t, b)
 		o := c.Organization.Create().SetName("o").SaveX(ctx)
 		traps := []string{"trp_01busy0000000000000000000", "trp_01mid00000000000000000000", "trp_01rare0000000000000000000", "trp_01none0000000000000000000"}
 		weights := []int{70, 20, 3, 0}
@@ -179,13 +173,7 @@ func TestSessionsOnTrapAsHasHitsWith(t *testing.T) {
 // remembers the oldest it found and only checks that it is still there.
 func TestHitsPurgedSince(t *testing.T) {
 	testdb.ForEachBackend(t, func(t *testing.T, b testdb.Backend) {
-		ctx := privacy.DecisionContext(context.Background(), privacy.Allow)
-		db, err := store.Open(ctx, b.DSN(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		c := db.Client
+		ctx, c := openBackend(t, b)
 		r := New(c, nil, nil)
 		if _, ok, err := r.allHitsKeptSince(ctx, c); ok || err != nil {
 			t.Fatalf("no hit stored: %v %v", ok, err)
@@ -254,3 +242,16 @@ func TestHitsPurgedSince(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// openBackend opens a database on b for the test and returns its client and a context that
+// may do anything (the tests write their data as the system does).
+func openBackend(t *testing.T, b testdb.Backend) (context.Context, *ent.Client) {
+	t.Helper()
+	ctx := privacy.DecisionContext(context.Background(), privacy.Allow)
+	db, err := store.Open(ctx, b.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return ctx, db.Client
+}
